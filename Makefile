@@ -1,0 +1,23 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+
+.PHONY: setup demo test lint format bench
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	bash scripts/demo.sh
+
+test: setup
+	PGRIG_WITH_BROWSER=$${PGRIG_WITH_BROWSER:-1} bash scripts/setup.sh >/dev/null
+	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+lint:
+	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m ruff format --check src tests bench
+
+format:
+	$(PYTHON) -m ruff format src tests bench
+	$(PYTHON) -m ruff check --fix src tests bench

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything pgrig needs on a fresh Debian 12 machine (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+pkgs=()
+command -v pgbouncer >/dev/null 2>&1 || pkgs+=(pgbouncer)
+command -v sysbench >/dev/null 2>&1 || pkgs+=(sysbench)
+[ -x /usr/lib/postgresql/15/bin/pgbench ] || pkgs+=(postgresql-15 postgresql-contrib)
+if [ "${PGRIG_WITH_BROWSER:-0}" = "1" ] && ! command -v chromium >/dev/null 2>&1; then
+  pkgs+=(chromium fonts-dejavu-core)
+fi
+if [ "${#pkgs[@]}" -gt 0 ]; then
+  echo "setup: installing ${pkgs[*]} from apt" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "Running pip as the 'root'" || true
+
+# The newest PostgreSQL major, fetched once into pgrig's cache (a no-op when present).
+pgrig pg install "${PGRIG_PG_MAJOR:-18}" >&2

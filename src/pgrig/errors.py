@@ -1,0 +1,15 @@
+"""The one exception type the CLI turns into a clean one-line error."""
+
+
+class PgrigError(Exception):
+    """A user-facing error: the message is shown as-is, on one line, with a non-zero exit."""
+
+    exit_code = 2
+
+
+class NotFound(PgrigError):
+    """A named thing (environment, run, study, version, profile) does not exist."""
+
+
+class InvalidSetting(PgrigError):
+    """A configuration setting was rejected before anything was applied."""

@@ -1,0 +1,151 @@
+"""The Environment record: a PostgreSQL server pgrig manages (or only points at).
+
+Persisted as <home>/envs/<name>/env.json. Managed environments own a data directory and a
+binary directory; external ones ("env add --dsn") only have a DSN without password (the
+password comes from PGPASSWORD or ~/.pgpass at run time and is never stored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pgrig import paths
+from pgrig.errors import NotFound, PgrigError
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+DEFAULT_DATABASE = "pgrig"
+
+
+@dataclass
+class Environment:
+    name: str
+    kind: Literal["managed", "external"] = "managed"
+    major: int | None = None
+    version: str | None = None  # exact server version, e.g. "18.6"
+    bindir: str | None = None
+    host: str = "127.0.0.1"
+    port: int | None = None
+    user: str = "postgres"  # database superuser
+    os_user: str | None = None  # OS account running the server
+    profile: str = "default"
+    profile_settings: dict[str, str] = field(default_factory=dict)  # computed at create time
+    settings: dict[str, str] = field(default_factory=dict)  # environment layer (--set)
+    dsn: str | None = None  # external only, password stripped
+    created_at: str | None = None
+    pooler: dict[str, object] | None = None
+
+    # --- locations -------------------------------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        return paths.envs_dir() / self.name
+
+    @property
+    def datadir(self) -> Path:
+        return self.dir / "data"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.dir / "run"
+
+    @property
+    def logfile(self) -> Path:
+        return self.dir / "server.log"
+
+    @property
+    def managed(self) -> bool:
+        return self.kind == "managed"
+
+    def binary(self, name: str) -> str:
+        """Path of a PostgreSQL program for this environment's version (pgbench, psql, ...)."""
+        if self.bindir:
+            return str(Path(self.bindir) / name)
+        return name  # external environment: whatever is on PATH
+
+    # --- connections -----------------------------------------------------------------------
+    def conninfo(self, dbname: str | None = None) -> str:
+        """A libpq conninfo string for psycopg (no password inside)."""
+        if self.kind == "external" and self.dsn:
+            from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+            params = conninfo_to_dict(self.dsn)
+            if dbname:
+                params["dbname"] = dbname
+            params.setdefault("connect_timeout", 5)
+            return make_conninfo(**params)
+        return (
+            f"host={self.host} port={self.port} user={self.user} "
+            f"dbname={dbname or 'postgres'} connect_timeout=5 application_name=pgrig"
+        )
+
+    def libpq_env(self, dbname: str | None = None) -> dict[str, str]:
+        """PG* variables for client programs (pgbench, psql) so no DSN shows in `ps`."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = conninfo_to_dict(self.conninfo(dbname))
+        mapping = {
+            "host": "PGHOST",
+            "port": "PGPORT",
+            "user": "PGUSER",
+            "dbname": "PGDATABASE",
+            "sslmode": "PGSSLMODE",
+            "connect_timeout": "PGCONNECT_TIMEOUT",
+            "password": "PGPASSWORD",
+        }
+        env = {}
+        for key, var in mapping.items():
+            if params.get(key) is not None:
+                env[var] = str(params[key])
+        return env
+
+    def masked_target(self) -> str:
+        """What may be shown or archived: a DSN with any password masked."""
+        if self.kind == "external" and self.dsn:
+            return mask_dsn(self.dsn)
+        return f"postgresql://{self.user}@{self.host}:{self.port}/"
+
+    # --- persistence -----------------------------------------------------------------------
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / "env.json.tmp"
+        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
+        os.replace(tmp, self.dir / "env.json")
+
+    @classmethod
+    def load(cls, name: str) -> Environment:
+        f = paths.envs_dir() / name / "env.json"
+        if not f.exists():
+            raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
+        return cls(**json.loads(f.read_text()))
+
+    @classmethod
+    def all(cls) -> list[Environment]:
+        root = paths.envs_dir()
+        if not root.exists():
+            return []
+        return [cls.load(p.parent.name) for p in sorted(root.glob("*/env.json"))]
+
+
+def check_name(name: str) -> None:
+    if not NAME_RE.match(name):
+        raise PgrigError(
+            f"invalid environment name {name!r}: use letters, digits, '_', '.', '-' (max 63)"
+        )
+
+
+def mask_dsn(dsn: str) -> str:
+    """Replace any password in a URL or key=value DSN with ***."""
+    dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", dsn, flags=re.I)
+
+
+def strip_password(dsn: str) -> str:
+    """The DSN without any password, for storage."""
+    dsn = re.sub(r"(://[^:/@]+):[^@]*@", r"\1@", dsn)
+    dsn = re.sub(r"\s*password\s*=\s*('[^']*'|\S+)", "", dsn, flags=re.I)
+    dsn = re.sub(r"([?&])password=[^&]*&?", r"\1", dsn)
+    return dsn.rstrip("?&")

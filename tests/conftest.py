@@ -1,0 +1,51 @@
+"""Shared fixtures: an isolated pgrig home per test, reusing one cache of PostgreSQL builds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _shared_pg_cache() -> Path:
+    if os.environ.get("PGRIG_PG_DIR"):
+        return Path(os.environ["PGRIG_PG_DIR"])
+    if os.geteuid() == 0:
+        return Path("/var/lib/pgrig/pg")
+    return Path.home() / ".pgrig" / "pg"
+
+
+@pytest.fixture
+def pgrig_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh PGRIG_HOME the unprivileged server user can traverse (not under /root)."""
+    home = Path(tempfile.mkdtemp(prefix="pgrig-test-", dir="/tmp"))
+    home.chmod(0o755)
+    monkeypatch.setenv("PGRIG_HOME", str(home))
+    monkeypatch.setenv("PGRIG_PG_DIR", str(_shared_pg_cache()))
+    monkeypatch.delenv("PGRIG_ARCHIVE", raising=False)
+    yield home
+    _stop_servers(home)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _stop_servers(home: Path) -> None:
+    """No server outlives its test, even when the test failed half-way."""
+    for pid_file in home.glob("envs/*/data/postmaster.pid"):
+        try:
+            pid = int(pid_file.read_text().splitlines()[0])
+            os.kill(pid, 9)
+        except (OSError, ValueError, IndexError):
+            pass
+    subprocess.run(["pkill", "-9", "-f", f"pgbouncer.*{home}"], check=False)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
