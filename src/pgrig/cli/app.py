@@ -1,0 +1,46 @@
+"""The `pgrig` command: one Typer sub-application per command group, each in its own module."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from pgrig.cli import common
+
+app = typer.Typer(
+    name="pgrig",
+    help="PostgreSQL benchmarking and tuning lab.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _register() -> None:
+    # Each group module exposes `app` (a Typer) or `register(app)` for top-level commands.
+    from pgrig.cli import db, env, pg, profile, run, runs
+
+    app.add_typer(pg.app, name="pg", help="PostgreSQL versions: list and install.")
+    app.add_typer(env.app, name="env", help="Environments (clusters pgrig manages).")
+    app.add_typer(profile.app, name="profile", help="Configuration profiles.")
+    app.add_typer(db.app, name="db", help="Generate and check data.")
+    app.add_typer(runs.app, name="runs", help="The archive of runs.")
+    run.register(app)
+    for optional in ("study", "serve"):
+        try:
+            module = __import__(f"pgrig.cli.{optional}", fromlist=["register"])
+        except ModuleNotFoundError:
+            continue
+        module.register(app)
+
+
+def main() -> None:
+    _register()
+    try:
+        app()
+    except common.PgrigError as e:
+        common.fail(str(e), e.exit_code)
+    except KeyboardInterrupt:
+        common.err_console().print("[red]interrupted[/red]")
+        sys.exit(130)

@@ -1,0 +1,35 @@
+"""Helpers shared by CLI modules: consoles (stdout for data, stderr for humans), errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import cache
+from typing import Any, NoReturn
+
+from rich.console import Console
+
+from pgrig.errors import PgrigError
+
+__all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json"]
+
+
+@cache
+def err_console() -> Console:
+    """Progress, logs and human messages: always stderr, so stdout stays machine-readable."""
+    return Console(stderr=True)
+
+
+@cache
+def out_console() -> Console:
+    return Console()
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err_console().print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True)
+    sys.exit(code)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,5 @@
+"""pgrig env commands (placeholder until implemented)."""
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

@@ -1,0 +1,7 @@
+"""`pgrig run` (placeholder until implemented)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,44 @@
+"""What to run: the parameters of one pgbench run, independent of how it is executed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ScriptSpec:
+    """One pgbench script: a builtin (`-b tpcb-like`) or a file (`-f path`), with a weight."""
+
+    name: str  # display name: "pgbench:tpcb", "tpcc:new_order", "read.sql"
+    builtin: str | None = None  # tpcb-like | simple-update | select-only
+    path: str | None = None
+    weight: int = 1
+
+
+@dataclass
+class RunSpec:
+    """A run request. The runner validates it (clear errors before anything starts)."""
+
+    env_name: str
+    workload: str  # as given: "pgbench:select-only", "tpcc", "a.sql@3,b.sql@1"
+    scripts: list[ScriptSpec] = field(default_factory=list)
+    database: str | None = None  # default: the environment's default database
+    clients: int = 1
+    threads: int = 1
+    duration_s: float | None = None  # -T (measured window; warm-up comes on top)
+    transactions: int | None = None  # -t per client
+    warmup_s: float = 0.0
+    rate: float | None = None  # -R
+    latency_limit_ms: float | None = None  # -L
+    protocol: str = "simple"  # -M
+    max_tries: int = 1  # --max-tries (retries of serialization/deadlock failures)
+    defines: dict[str, str] = field(default_factory=dict)  # -D var=value
+    settings: dict[str, str] = field(default_factory=dict)  # per-run settings layer
+    scenario: str | None = None
+    note: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    study: str | None = None
+    study_point: str | None = None
+    repeat: int = 0
+    via: str = "direct"
+    extra_pgbench_args: list[str] = field(default_factory=list)
