@@ -9,8 +9,8 @@ setup:
 demo: setup
 	bash scripts/demo.sh
 
-test: setup
-	PGRIG_WITH_BROWSER=$${PGRIG_WITH_BROWSER:-1} bash scripts/setup.sh >/dev/null
+test:
+	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
 	$(PYTHON) -m ruff check src tests bench
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 

@@ -1,5 +1,119 @@
-"""pgrig db commands (placeholder until implemented)."""
+"""`pgrig db generate | check`: data for the benchmarks, generated inside the server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
+from pgrig.cli import common
+from pgrig.errors import PgrigError
+
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("generate")
+def generate(
+    env: Annotated[str, typer.Argument(help="Environment name.")],
+    scenario: Annotated[str | None, typer.Option("--scenario", help="pgbench | tpcc")] = None,
+    scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
+    partitions: Annotated[int | None, typer.Option("--partitions", help="pgbench_accounts partitions.")] = None,
+    warehouses: Annotated[int | None, typer.Option("--warehouses", "-W", help="TPC-C warehouses.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", help="Parallel loader connections (TPC-C).")] = 2,
+    partition: Annotated[bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")] = False,
+    sql: Annotated[Path | None, typer.Option("--sql", help="A custom schema/data SQL file.")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses) or a custom SQL file."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pgrig.provision import cluster
+    from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+    from pgrig.workloads import datasets
+
+    environment = Environment.load(env)
+    dbname = db or DEFAULT_DATABASE
+    if sql is not None and scenario not in (None, "custom"):
+        raise PgrigError("--sql cannot be combined with --scenario")
+    scenario = "custom" if sql is not None else (scenario or "pgbench")
+    if environment.managed:
+        cluster.ensure_running(environment)
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=common.err_console(),
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(f"{scenario} -> {env}/{dbname}", total=1.0)
+
+        def report(done: float, total: float, phase: str) -> None:
+            progress.update(task, completed=done / total if total else 0, description=f"{scenario}: {phase}")
+
+        if scenario == "pgbench":
+            from pgrig.workloads import pgbench_data
+
+            info = pgbench_data.generate(environment, dbname, scale or 1, partitions, report)
+        elif scenario == "tpcc":
+            from pgrig.workloads import database, tpcc
+
+            if warehouses is None:
+                raise PgrigError("--scenario tpcc needs --warehouses W")
+            database.ensure_database(environment, dbname)
+            info = tpcc.generate(
+                environment.conninfo(dbname),
+                warehouses=warehouses,
+                jobs=jobs,
+                partition=partition,
+                progress=lambda done, total, phase: report(done, total, phase),
+            )
+            info = {"scenario": "tpcc", **info}
+        elif scenario == "custom":
+            from pgrig.workloads import custom_sql
+
+            assert sql is not None
+            info = custom_sql.generate(environment, dbname, sql)
+        else:
+            raise PgrigError(f"unknown scenario {scenario!r} (choose pgbench, tpcc or --sql FILE)")
+    datasets.record(environment, dbname, info)
+    if as_json:
+        common.print_json({"env": env, "database": dbname, **info})
+    else:
+        size = int(info.get("size_bytes") or 0)
+        common.err_console().print(
+            f"{scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB in {info.get('seconds', 0):.1f}s",
+            highlight=False,
+        )
+
+
+@app.command("check")
+def check(
+    env: Annotated[str, typer.Argument(help="Environment name.")],
+    scenario: Annotated[str, typer.Option("--scenario")] = "tpcc",
+    db: Annotated[str | None, typer.Option("--db")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Check a dataset's consistency (TPC-C conditions 1-10 and 12; 11 before any delivery)."""
+    from pgrig.provision import cluster
+    from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+
+    if scenario != "tpcc":
+        raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
+    from pgrig.workloads import tpcc
+
+    environment = Environment.load(env)
+    if environment.managed:
+        cluster.ensure_running(environment)
+    results = tpcc.check(environment.conninfo(db or DEFAULT_DATABASE))
+    if as_json:
+        common.print_json([r.__dict__ for r in results])
+    else:
+        common.out_console().print(tpcc.format_check(results), highlight=False)
+    if any(r.passed is False for r in results):
+        sys.exit(1)

@@ -34,6 +34,7 @@ class RunSpec:
     max_tries: int = 1  # --max-tries (retries of serialization/deadlock failures)
     defines: dict[str, str] = field(default_factory=dict)  # -D var=value
     settings: dict[str, str] = field(default_factory=dict)  # per-run settings layer
+    profile: str | None = None  # a profile applied for this run only (under `settings`)
     scenario: str | None = None
     note: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
@@ -42,3 +43,6 @@ class RunSpec:
     repeat: int = 0
     via: str = "direct"
     extra_pgbench_args: list[str] = field(default_factory=list)
+    # TPC-C only: transaction mix weights by type, and a warehouse per transaction
+    tpcc_mix: dict[str, int] | None = None
+    all_warehouses: bool = False

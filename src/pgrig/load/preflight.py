@@ -1,0 +1,54 @@
+"""Catch broken custom scripts before anything is archived.
+
+Each script file is executed once (`pgbench -n -t 1 -c 1`) against the target: pgbench parses
+meta-commands before connecting and the server parses the SQL, so both kinds of mistakes surface
+with pgbench's own message. The cost is one transaction per script file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from pgrig.errors import PgrigError
+from pgrig.load.spec import RunSpec
+from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+
+
+def check_scripts(env: Environment, spec: RunSpec) -> None:
+    files = [s for s in spec.scripts if s.path]
+    if not files or spec.workload == "tpcc":
+        return
+    dbname = spec.database or DEFAULT_DATABASE
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    for script in files:
+        argv = [env.binary("pgbench"), "-n", "-t", "1", "-c", "1", "-M", spec.protocol]
+        for key, value in spec.defines.items():
+            argv += ["-D", f"{key}={value}"]
+        argv += ["-f", script.path or "", dbname]
+        proc = subprocess.run(
+            argv,
+            env={**base, **env.libpq_env(dbname)},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        if proc.returncode != 0:
+            message = _pgbench_message(proc.stderr) or f"pgbench exited {proc.returncode}"
+            raise PgrigError(f"script {script.name} fails: {message}")
+
+
+def _pgbench_message(stderr: str) -> str:
+    """pgbench's own error line(s), without the generic trailer."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    keep = [
+        ln
+        for ln in lines
+        if not ln.startswith("pgbench: error: Run was aborted")
+        and "the above results are incomplete" not in ln
+        and not ln.startswith("pgbench: hint")
+    ]
+    errors = [ln for ln in keep if "error" in ln.lower() or "syntax" in ln.lower()]
+    picked = errors or keep
+    return " | ".join(picked[:3])

@@ -1,0 +1,513 @@
+"""The run orchestrator: one pgbench run, measured, sampled and archived whatever happens.
+
+Order of events (each step recorded in the RunRecord):
+  validate inputs -> resolve scripts -> apply per-run settings -> CHECKPOINT -> snapshot settings,
+  versions, host -> archive row "running" -> samplers + pgbench (warm-up and measured window in
+  ONE pgbench process) -> parse the per-transaction log -> archive row "ok"/"failed"/"aborted".
+
+The warm-up is excluded by time: pgbench runs for warm-up + duration seconds; the per-transaction
+log gives each transaction's end time, and only transactions that END inside
+[start + warmup, start + warmup + duration) count towards TPS, latency and per-script figures.
+Series keep the warm-up (negative t) so charts can shade it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pgrig import __version__
+from pgrig.archive.records import RunRecord, ScriptResult
+from pgrig.errors import PgrigError
+from pgrig.load import command as pgbench_command
+from pgrig.load import pgbench_output
+from pgrig.load.live import LiveView
+from pgrig.load.preflight import check_scripts
+from pgrig.load.process import PgbenchProcess
+from pgrig.load.spec import RunSpec
+from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+
+
+class RunInterrupted(Exception):
+    """Raised after an aborted run has been archived, so the CLI can exit 130."""
+
+    def __init__(self, record: RunRecord):
+        super().__init__(f"run {record.id} aborted")
+        self.record = record
+
+
+def execute(
+    spec: RunSpec,
+    *,
+    archive: Any,
+    console: Console | None = None,
+    live: bool = True,
+) -> RunRecord:
+    """Run one pgbench benchmark and archive it. Returns the archived record.
+
+    Raises PgrigError for bad input (nothing archived, nothing changed) and RunInterrupted
+    when the user pressed Ctrl-C (the aborted run is archived first).
+    """
+    from pgrig.provision import cluster
+
+    console = console or Console(stderr=True)
+    env = Environment.load(spec.env_name)
+    _validate(spec)
+    dbname = spec.database or DEFAULT_DATABASE
+    if env.managed:
+        cluster.ensure_running(env)
+    conninfo = env.conninfo(dbname)
+    server = _server_facts(env, dbname)
+    work = Path(_workdir())
+    try:
+        scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
+        spec.scripts = scripts
+        spec.defines = {**defines, **spec.defines}
+        if max_tries > spec.max_tries:
+            spec.max_tries = max_tries
+        check_scripts(env, spec)
+        run_settings = {**_profile_settings(spec.profile, server["major"]), **spec.settings}
+        restore = _apply_run_settings(env, run_settings)
+        try:
+            return _run(spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live)
+        finally:
+            restore()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _validate(spec: RunSpec) -> None:
+    if spec.duration_s is None and spec.transactions is None:
+        raise PgrigError("give --duration S or --transactions N")
+    if spec.duration_s is not None and spec.transactions is not None:
+        raise PgrigError("--duration and --transactions are mutually exclusive")
+    if spec.duration_s is not None and spec.duration_s <= 0:
+        raise PgrigError(f"--duration must be > 0 (got {spec.duration_s:g})")
+    if spec.transactions is not None and spec.transactions <= 0:
+        raise PgrigError(f"--transactions must be > 0 (got {spec.transactions})")
+    if spec.warmup_s < 0:
+        raise PgrigError(f"--warmup must be >= 0 (got {spec.warmup_s:g})")
+    if spec.clients < 1:
+        raise PgrigError(f"--clients must be >= 1 (got {spec.clients})")
+    if spec.threads < 1:
+        raise PgrigError(f"--threads must be >= 1 (got {spec.threads})")
+    if spec.threads > spec.clients:
+        raise PgrigError(
+            f"--threads ({spec.threads}) cannot exceed --clients ({spec.clients}): pgbench refuses"
+        )
+    if spec.protocol not in ("simple", "extended", "prepared"):
+        raise PgrigError(f"--protocol must be simple, extended or prepared (got {spec.protocol!r})")
+
+
+def _workdir() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="pgrig-run-")
+
+
+def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
+    from pgrig.metrics import pg_snapshot
+    from pgrig.workloads import database
+
+    with database.connect(env, "postgres") as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname=%s", (dbname,)).fetchone():
+            raise PgrigError(
+                f"database {dbname!r} does not exist in {env.name}: "
+                f"run `pgrig db generate {env.name} ...` first"
+            )
+        full, major, _num = pg_snapshot.server_version(conn)
+    return {"version": full, "major": major}
+
+
+def _resolve_scripts(
+    spec: RunSpec, env: Environment, dbname: str, work: Path
+) -> tuple[list, dict[str, str], int, dict[str, Any]]:
+    from pgrig.workloads import datasets
+
+    info: dict[str, Any] = dict(datasets.get(env, dbname) or {})
+    if spec.workload == "tpcc":
+        from pgrig.workloads import tpcc
+
+        if info.get("scenario") != "tpcc":
+            raise PgrigError(
+                f"database {dbname!r} of {env.name} holds no TPC-C data: "
+                f"run `pgrig db generate {env.name} --scenario tpcc --warehouses W` first"
+            )
+        scripts, defines, max_tries = tpcc.pgbench_scripts(
+            work,
+            warehouses=int(info["warehouses"]),
+            mix=spec.tpcc_mix,
+            all_warehouses=spec.all_warehouses,
+            conninfo=env.conninfo(dbname),
+        )
+        return scripts, defines, max_tries, info
+    return list(spec.scripts), {}, spec.max_tries, info
+
+
+def _profile_settings(profile: str | None, major: int) -> dict[str, str]:
+    if not profile:
+        return {}
+    from pgrig.provision.profiles import resolve_profile
+
+    settings, _notes = resolve_profile(profile, major)
+    return settings
+
+
+def _apply_run_settings(env: Environment, settings: dict[str, str]):
+    if not settings:
+        return lambda: None
+    if not env.managed:
+        raise PgrigError(
+            f"{env.name} is an external server: pgrig does not change its configuration "
+            "(--set needs a managed environment)"
+        )
+    from pgrig.provision import config
+
+    return config.apply_run_settings(env, settings)
+
+
+def _run(
+    spec: RunSpec,
+    env: Environment,
+    dbname: str,
+    conninfo: str,
+    server: dict[str, Any],
+    scenario_info: dict[str, Any],
+    work: Path,
+    archive: Any,
+    console: Console,
+    live: bool,
+) -> RunRecord:
+    from pgrig.archive import artifacts
+    from pgrig.metrics import pg_snapshot
+    from pgrig.metrics.host import host_facts
+    from pgrig.workloads import database
+
+    pgbench = env.binary("pgbench")
+    pgbench_version = _pgbench_version(pgbench)
+
+    with database.connect(env, dbname) as conn:
+        pg_snapshot.checkpoint(conn)
+        settings = pg_snapshot.settings_snapshot(conn)
+        db_size = pg_snapshot.database_size(conn, dbname)
+
+    rec = RunRecord(
+        env_name=env.name,
+        workload=spec.workload,
+        clients=spec.clients,
+        threads=spec.threads,
+        started_at=datetime.now(UTC),
+        study=spec.study,
+        study_point=spec.study_point,
+        repeat=spec.repeat,
+        managed=env.managed,
+        target=env.masked_target(),
+        server_version=server["version"],
+        server_major=server["major"],
+        pgbench_version=pgbench_version,
+        database=dbname,
+        scenario=spec.scenario or scenario_info.get("scenario"),
+        scale=scenario_info.get("scale") or scenario_info.get("warehouses"),
+        db_size_bytes=db_size,
+        via=spec.via,
+        duration_s=spec.duration_s,
+        transactions_per_client=spec.transactions,
+        warmup_s=spec.warmup_s,
+        rate=spec.rate,
+        latency_limit_ms=spec.latency_limit_ms,
+        protocol=spec.protocol,
+        note=spec.note,
+        owner=_owner(),
+        tags=dict(spec.tags),
+        settings=settings,
+        settings_layers=_layers(env, spec),
+        host=host_facts(env.datadir if env.managed else None),
+        extra={"pgrig_version": __version__, "dataset": scenario_info, "defines": spec.defines},
+    )
+    rec.id = archive.begin_run(rec)
+    art_dir = artifacts.run_artifacts_dir(rec.id)
+    art_dir.mkdir(parents=True, exist_ok=True)
+    log_prefix = work / "txlog"
+
+    timed = spec.duration_s is not None
+    total_s = (spec.warmup_s + spec.duration_s) if timed else None
+    if not timed and spec.warmup_s > 0:
+        _separate_warmup(spec, env, dbname, pgbench, console)
+    argv = pgbench_command.build_pgbench_command(
+        pgbench, spec, log_prefix=str(log_prefix), total_seconds=total_s, progress=True
+    )
+    rec.command = pgbench_command.shell_quote(argv)
+    server_log_offset = _log_size(env)
+
+    sampler = _start_sampler(env, conninfo, dbname)
+    interrupted = False
+    progress_points: list[Any] = []
+    proc: PgbenchProcess | None = None
+    try:
+        view = LiveView(console, total_s, spec.warmup_s if timed else 0.0, env.name)
+        tail = _live_tail(log_prefix)
+
+        def on_line(line: str) -> None:
+            point = pgbench_output.parse_progress_line(line)
+            if point is not None:
+                progress_points.append(point)
+
+        proc = PgbenchProcess(
+            argv,
+            env={**_clean_env(), **env.libpq_env(dbname)},
+            cwd=work,
+            stdout_path=work / "pgbench.stdout",
+            on_stderr_line=on_line,
+        )
+        _track_client(sampler, proc.pid)
+        ctx = view if live else contextlib.nullcontext(view)
+        with ctx:
+            while proc.poll() is None:
+                time.sleep(1.0)
+                tps = progress_points[-1].tps if progress_points else None
+                p95 = None
+                if tail is not None:
+                    with contextlib.suppress(Exception):
+                        _, p95 = tail.poll()
+                if live:
+                    view.update(tps=tps, p95_ms=p95)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        interrupted = True
+        rc = proc.interrupt() if proc else -2
+    finally:
+        if proc is not None:
+            proc.ensure_dead()
+        series_raw = sampler.stop() if sampler else {}
+
+    rec.ended_at = datetime.now(UTC)
+    stdout = (work / "pgbench.stdout").read_text(errors="replace")
+    stderr = "\n".join(proc.stderr_lines) if proc else ""
+    (art_dir / "pgbench.stdout").write_text(stdout)
+    (art_dir / "pgbench.stderr").write_text(stderr)
+    rec.artifacts = {"pgbench.stdout": "pgbench.stdout", "pgbench.stderr": "pgbench.stderr"}
+
+    try:
+        _fill_results(rec, spec, log_prefix, stdout, progress_points, series_raw)
+    except Exception as e:  # a broken log must not lose the run: keep what we have
+        rec.extra["results_error"] = f"{type(e).__name__}: {e}"
+
+    if interrupted:
+        rec.status, rec.error = "aborted", "interrupted by the user (Ctrl-C)"
+    elif rc != 0:
+        rec.status = "failed"
+        errs = pgbench_output.error_lines(stderr) or stderr.strip().splitlines()[-3:]
+        rec.error = "; ".join(errs)[:2000] or f"pgbench exited with code {rc}"
+    else:
+        rec.status = "ok"
+
+    _keep_artifacts(rec, log_prefix, art_dir, env, server_log_offset)
+    rec.artifacts = {k: str(art_dir / v) for k, v in rec.artifacts.items()}
+    archive.finish_run(rec)
+    if interrupted:
+        raise RunInterrupted(rec)
+    return rec
+
+
+def _fill_results(
+    rec: RunRecord,
+    spec: RunSpec,
+    log_prefix: Path,
+    stdout: str,
+    progress_points: list[Any],
+    series_raw: dict[str, dict[str, list]],
+) -> None:
+    from pgrig.analysis import txlog
+
+    summary = pgbench_output.parse_summary(stdout) if stdout.strip() else None
+    logs = sorted(log_prefix.parent.glob(log_prefix.name + ".*"))
+    script_names = [s.name for s in spec.scripts]
+    window_start_s: float | None = None
+    if logs:
+        df = txlog.read_txlogs(
+            logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1
+        )
+        if df.height:
+            start_us = txlog.infer_start_us(df)
+            last_end_us = int(df["end_us"].max())
+            if spec.duration_s is not None:
+                w0 = start_us + int(spec.warmup_s * 1e6)
+                w1 = w0 + int(spec.duration_s * 1e6)
+            else:
+                w0, w1 = start_us, last_end_us + 1
+            measured_end = min(w1, last_end_us + 1)
+            res = txlog.summarize(
+                df, window_start_us=w0, window_end_us=w1, script_names=script_names
+            )
+            window_start_s = w0 / 1e6
+            rec.measured_s = max(0.0, (measured_end - w0) / 1e6)
+            rec.transactions = res.transactions
+            rec.failed = res.failed
+            rec.retried = res.retried
+            rec.skipped = res.skipped
+            rec.tps = res.transactions / rec.measured_s if rec.measured_s > 0 else None
+            rec.latency = res.latency
+            rec.scripts = _script_results(res.scripts, spec, rec.measured_s)
+            rec.series["pgbench"] = res.series
+    if window_start_s is None and progress_points:
+        # No usable log (killed before flushing): keep pgbench's own per-second progress.
+        rec.series["pgbench"] = {
+            "t": [p.elapsed_s - spec.warmup_s for p in progress_points],
+            "tps": [p.tps for p in progress_points],
+            "lat_avg": [p.latency_ms for p in progress_points],
+        }
+        window_start_s = None
+    if summary is not None:
+        rec.extra["pgbench_summary"] = summary.as_dict() if hasattr(summary, "as_dict") else None
+    _attach_samples(rec, series_raw, window_start_s)
+    if rec.workload == "tpcc" and rec.scripts and rec.measured_s:
+        from pgrig.workloads import tpcc
+
+        figures = tpcc.summarize(rec.scripts, rec.measured_s)
+        rec.nopm = figures.get("nopm")
+        rec.tpm = figures.get("tpm")
+        rec.rollbacks = figures.get("rollbacks")
+        rec.extra["tpcc"] = figures
+
+
+def _script_results(scripts: list[ScriptResult], spec: RunSpec, measured_s: float) -> list:
+    for i, s in enumerate(scripts):
+        if i < len(spec.scripts):
+            s.weight = spec.scripts[i].weight
+        if s.tps is None and measured_s > 0:
+            s.tps = s.transactions / measured_s
+    return scripts
+
+
+def _attach_samples(
+    rec: RunRecord, series_raw: dict[str, dict[str, list]], window_start_s: float | None
+) -> None:
+    """Sampler rows carry epoch seconds; re-base them on the measured window's start."""
+    origin = window_start_s
+    if origin is None and rec.started_at is not None:
+        origin = rec.started_at.timestamp() + rec.warmup_s
+    for kind, cols in series_raw.items():
+        cols = dict(cols)
+        ts = cols.pop("ts", None)
+        if ts is None or origin is None:
+            continue
+        cols = {"t": [round(x - origin, 3) for x in ts], **cols}
+        rec.series[kind] = cols
+    os_cols = rec.series.get("os")
+    window = rec.measured_s or 0.0
+    if os_cols:
+        idx = [i for i, t in enumerate(os_cols["t"]) if 0 <= t <= window + 0.5]
+        for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle"):
+            vals = [os_cols[field][i] for i in idx if field in os_cols and os_cols[field][i] is not None]
+            if vals:
+                setattr(rec, field, sum(vals) / len(vals))
+    pg_cols = rec.series.get("pg")
+    if pg_cols and "blks_hit" in pg_cols and "blks_read" in pg_cols:
+        idx = [i for i, t in enumerate(pg_cols["t"]) if 0 <= t <= window + 0.5]
+        hit = sum(pg_cols["blks_hit"][i] or 0 for i in idx)
+        read = sum(pg_cols["blks_read"][i] or 0 for i in idx)
+        if hit + read > 0:
+            rec.hit_ratio = 100.0 * hit / (hit + read)
+
+
+def _keep_artifacts(
+    rec: RunRecord, log_prefix: Path, art_dir: Path, env: Environment, offset: int | None
+) -> None:
+    from pgrig.archive import artifacts
+
+    for i, log in enumerate(sorted(log_prefix.parent.glob(log_prefix.name + ".*"))):
+        name = f"txlog.{i}.gz"
+        artifacts.compress_file(log, art_dir / name)
+        rec.artifacts[f"txlog.{i}"] = name
+    if env.managed and offset is not None and env.logfile.exists():
+        with open(env.logfile, "rb") as src:
+            src.seek(offset)
+            (art_dir / "server.log").write_bytes(src.read())
+        rec.artifacts["server.log"] = "server.log"
+
+
+def _log_size(env: Environment) -> int | None:
+    try:
+        return env.logfile.stat().st_size if env.managed else None
+    except OSError:
+        return None
+
+
+def _start_sampler(env: Environment, conninfo: str, dbname: str):
+    from pgrig.metrics.os_metrics import OsSampler
+    from pgrig.metrics.pg_metrics import PgSampler
+    from pgrig.metrics.sampler import Sampler
+
+    sampler = Sampler(OsSampler(), PgSampler(conninfo, dbname))
+    sampler.start()
+    return sampler
+
+
+def _track_client(sampler: Any, pid: int) -> None:
+    with contextlib.suppress(Exception):
+        sampler.track_pid("pgbench", pid)
+
+
+def _live_tail(log_prefix: Path):
+    try:
+        from pgrig.analysis.txlog import LiveTail
+
+        return LiveTail(log_prefix)
+    except Exception:
+        return None
+
+
+def _separate_warmup(
+    spec: RunSpec, env: Environment, dbname: str, pgbench: str, console: Console
+) -> None:
+    """With --transactions, the warm-up is its own timed pgbench run, never measured."""
+    import copy
+    import subprocess
+
+    warm = copy.copy(spec)
+    warm.transactions, warm.duration_s = None, spec.warmup_s
+    argv = pgbench_command.build_pgbench_command(
+        pgbench, warm, log_prefix="", total_seconds=spec.warmup_s, progress=False
+    )
+    argv = [a for a in argv if a not in ("-l",) and not a.startswith("--log-prefix")]
+    console.print(f"warm-up: {spec.warmup_s:g}s (not measured)")
+    subprocess.run(
+        argv, env={**_clean_env(), **env.libpq_env(dbname)}, capture_output=True, check=False
+    )
+
+
+def _pgbench_version(pgbench: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run([pgbench, "--version"], capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise PgrigError(f"cannot run pgbench ({pgbench}): {e}") from None
+    return pgbench_output.parse_version(out.stdout) or out.stdout.strip() or None
+
+
+def _layers(env: Environment, spec: RunSpec) -> dict[str, dict[str, str]]:
+    return {
+        "profile": {"__name__": env.profile, **env.profile_settings},
+        "environment": dict(env.settings),
+        "run": {**({"__profile__": spec.profile} if spec.profile else {}), **spec.settings},
+    }
+
+
+def _owner() -> str:
+    with contextlib.suppress(Exception):
+        return os.environ.get("PGRIG_OWNER") or getpass.getuser()
+    return "unknown"
+
+
+def _clean_env() -> dict[str, str]:
+    """The caller's environment without PG* variables, so only the target's settings apply."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
