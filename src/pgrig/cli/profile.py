@@ -1,5 +1,96 @@
-"""pgrig profile commands (placeholder until implemented)."""
+"""pgrig profile commands: list the profiles, show what one would set on a given machine and why."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
 
 import typer
+from rich.markup import escape
+from rich.table import Table
+
+from pgrig.cli.common import out_console, print_json
+from pgrig.provision import profiles
 
 app = typer.Typer(no_args_is_help=True)
+
+DEFAULT_MAJOR = 18
+
+
+@app.command("list")
+def list_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List shipped and user profiles (user ones live in <home>/profiles/*.toml)."""
+    infos = profiles.list_profiles()
+    if as_json:
+        print_json([asdict(i) for i in infos])
+        return
+    table = Table("name", "kind", "source", "description")
+    for i in infos:
+        kind = f"{i.kind} ({i.workload})" if i.workload else i.kind
+        desc = escape(i.description)
+        if i.warning:
+            desc += " [bold red](unsafe / special: see show)[/bold red]"
+        table.add_row(escape(i.name), kind, i.source, desc)
+    out_console().print(table)
+
+
+@app.command("show")
+def show_cmd(
+    name: str = typer.Argument(..., help="Profile name (see `pgrig profile list`)."),
+    ram: str | None = typer.Option(None, "--ram", help="RAM, e.g. 16GB (default: this host)."),
+    cpus: int | None = typer.Option(None, "--cpus", help="CPU count (default: this host)."),
+    storage: str = typer.Option("ssd", "--storage", help="ssd, hdd, san or nvme."),
+    pg: int = typer.Option(DEFAULT_MAJOR, "--pg", help="PostgreSQL major version."),
+    connections: int | None = typer.Option(
+        None, "--connections", help="max_connections (default: the profile's own)."
+    ),
+    io_uring: bool = typer.Option(
+        False, "--io-uring", help="The server build supports io_method=io_uring (18+)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Show the settings a profile would apply, the rule behind each, and what it skips."""
+    ram_bytes = profiles.parse_size(ram) if ram is not None else None
+    r = profiles.explain_profile(
+        name,
+        pg,
+        ram_bytes=ram_bytes,
+        cpus=cpus,
+        storage=storage,
+        max_connections=connections,
+        io_uring=io_uring,
+    )
+    if as_json:
+        print_json(
+            {
+                "profile": r.name,
+                "kind": r.kind,
+                "major": r.major,
+                "inputs": r.inputs,
+                "settings": r.settings,
+                "rules": r.rules,
+                "skipped": r.skipped,
+                "notes": r.notes,
+                "warning": r.warning,
+            }
+        )
+        return
+    con = out_console()
+    gib = r.inputs["ram_bytes"] / 1024**3
+    con.print(
+        f"[bold]{escape(r.name)}[/bold] ({r.kind}) for PostgreSQL {r.major}, "
+        f"RAM {gib:.1f} GiB, {r.inputs['cpus']} CPUs, storage {r.inputs['storage']}",
+        highlight=False,
+    )
+    if r.warning:
+        con.print(f"[bold red]WARNING: {escape(r.warning)}[/bold red]")
+    if r.settings:
+        table = Table("setting", "value", "rule")
+        for key, value in r.settings.items():
+            table.add_row(key, escape(value), escape(r.rules.get(key, "")))
+        con.print(table)
+    for note in r.notes:
+        if note.startswith("WARNING:"):
+            continue  # already shown above, in red
+        con.print(f"- {escape(note)}", highlight=False)
