@@ -1,5 +1,195 @@
-"""pgrig env commands (placeholder until implemented)."""
+"""`pgrig env`: environments (servers pgrig manages, or external ones it only points at)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
 
 import typer
 
+from pgrig.cli.common import err_console, out_console, print_json
+
 app = typer.Typer(no_args_is_help=True)
+
+
+def _say(msg: str) -> None:
+    err_console().print(f"[dim]·[/dim] {msg}", highlight=False)
+
+
+@app.command("create")
+def create(
+    name: str = typer.Argument(..., help="Environment name."),
+    pg: str = typer.Option("15", "--pg", help="PostgreSQL major (15) or exact version (18.6)."),
+    profile: str = typer.Option("default", "--profile", help="Configuration profile."),
+    sets: list[str] = typer.Option([], "--set", help="NAME=VALUE setting (repeatable)."),
+    port: int | None = typer.Option(None, "--port", help="TCP port (default: a free one)."),
+) -> None:
+    """Create and start a managed PostgreSQL server (everything validated first)."""
+    from pgrig.provision import cluster, config
+
+    t0 = time.monotonic()
+    settings = config.parse_assignments(sets)
+    with err_console().status("creating environment…"):
+        env = cluster.create_environment(
+            name, pg, profile=profile, settings=settings, port=port, progress=_say
+        )
+    err_console().print(
+        f"[green]environment {env.name} is running[/green]: PostgreSQL {env.version} on "
+        f"127.0.0.1:{env.port} ({time.monotonic() - t0:.1f} s)",
+        highlight=False,
+    )
+
+
+@app.command("add")
+def add(
+    name: str = typer.Argument(..., help="Environment name."),
+    dsn: str = typer.Option(..., "--dsn", help="libpq DSN or URL of the server."),
+) -> None:
+    """Register an external server (checked now; the password is never stored)."""
+    from pgrig.provision import cluster
+
+    env = cluster.add_external(name, dsn)
+    err_console().print(
+        f"[green]added {env.name}[/green]: PostgreSQL {env.version} at {env.masked_target()}"
+        " (password not stored: use PGPASSWORD or ~/.pgpass)",
+        highlight=False,
+    )
+
+
+@app.command("destroy")
+def destroy(
+    name: str = typer.Argument(..., help="Environment name."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+) -> None:
+    """Stop the server and delete the environment with its data."""
+    from pgrig.provision import cluster
+
+    if not yes and sys.stdin.isatty():
+        typer.confirm(f"Destroy environment {name} and all its data?", abort=True)
+    env = cluster.destroy_environment(name)
+    what = "forgot" if env is not None and not env.managed else "destroyed"
+    err_console().print(f"{what} {name}", highlight=False)
+
+
+@app.command("start")
+def start(name: str = typer.Argument(..., help="Environment name.")) -> None:
+    """Start the server of an environment (waits until it accepts connections)."""
+    from pgrig.provision import cluster
+
+    env, started = cluster.start_environment(name)
+    msg = "started" if started else "already running"
+    err_console().print(f"{name}: {msg} on port {env.port}", highlight=False)
+
+
+@app.command("stop")
+def stop(name: str = typer.Argument(..., help="Environment name.")) -> None:
+    """Stop the server of an environment (fast shutdown)."""
+    from pgrig.provision import cluster
+
+    _, stopped = cluster.stop_environment(name)
+    err_console().print(f"{name}: {'stopped' if stopped else 'was not running'}")
+
+
+@app.command("restart")
+def restart(name: str = typer.Argument(..., help="Environment name.")) -> None:
+    """Restart the server of an environment."""
+    from pgrig.provision import cluster
+
+    env = cluster.restart_environment(name)
+    err_console().print(f"{name}: restarted on port {env.port}", highlight=False)
+
+
+@app.command("set")
+def set_(
+    name: str = typer.Argument(..., help="Environment name."),
+    assignments: list[str] = typer.Argument(None, help="NAME=VALUE settings."),
+    reset: list[str] = typer.Option([], "--reset", help="Remove a setting (repeatable)."),
+) -> None:
+    """Change environment settings: validated, written, then reloaded or restarted."""
+    from pgrig.errors import PgrigError
+    from pgrig.provision import cluster, config
+
+    if not assignments and not reset:
+        raise PgrigError("nothing to change: give NAME=VALUE settings or --reset NAME")
+    action, changed = cluster.set_settings(name, config.parse_assignments(assignments or []), reset)
+    if not changed:
+        err_console().print(f"{name}: nothing changed")
+        return
+    how = {
+        "restart": "server restarted",
+        "reload": "configuration reloaded",
+        "none": "server is stopped: takes effect at the next start",
+    }[action]
+    err_console().print(f"{name}: {', '.join(changed)} changed; {how}", highlight=False)
+
+
+@app.command("show")
+def show(
+    name: str = typer.Argument(..., help="Environment name."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Version, status, port, paths and settings layers of an environment."""
+    from pgrig.provision import cluster
+
+    d = cluster.describe(cluster.get_environment(name))
+    if as_json:
+        print_json(d)
+        return
+    from rich.table import Table
+
+    con = out_console()
+    con.print(f"[bold]{d['name']}[/bold] ({d['kind']}) PostgreSQL {d['version']}: {d['status']}")
+    con.print(f"  {'target':<11}{d['target']}", highlight=False)
+    if d["kind"] == "managed":
+        con.print(f"  profile  {d['profile']}   os user {d.get('os_user')}", highlight=False)
+        for k, v in d["paths"].items():
+            con.print(f"  {k:<11}{v}", highlight=False)
+        table = Table(title="settings (defaults < profile < environment < run)")
+        for col in ("name", "value", "layer", "PostgreSQL default"):
+            table.add_column(col)
+        for n, e in sorted(d["effective"].items()):
+            default = d["layers"]["defaults"].get(n)
+            table.add_row(n, e["value"], e["layer"], "" if default is None else str(default))
+        con.print(table)
+    else:
+        con.print(f"  bindir   {d['paths']['bindir']}", highlight=False)
+
+
+@app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """All environments with kind, version, port, status and profile."""
+    from pgrig.provision import cluster
+
+    rows = cluster.list_rows()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        err_console().print("no environments: create one with `pgrig env create NAME --pg 15`")
+        return
+    from rich.table import Table
+
+    table = Table()
+    for col in ("name", "kind", "version", "port", "status", "profile"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r["name"], r["kind"], str(r["version"]), str(r["port"]), r["status"], r["profile"] or ""
+        )
+    out_console().print(table)
+
+
+@app.command("psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def psql(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Environment name."),
+    dbname: str | None = typer.Option(None, "-d", "--dbname", help="Database (default pgrig)."),
+) -> None:
+    """Open psql of the environment's version on it (extra args after -- go to psql)."""
+    from pgrig.provision import cluster
+
+    env = cluster.get_environment(name)
+    argv, environ = cluster.psql_invocation(env, dbname, list(ctx.args))
+    sys.stdout.flush()
+    os.execvpe(argv[0], argv, environ)

@@ -1,0 +1,500 @@
+"""Environments: create, destroy, start/stop, change settings, register external servers.
+
+Creation validates everything it can before touching the disk (name, version, port, every
+setting through the real parser), then runs initdb as the server user, writes pgrig.conf,
+starts the server and creates the default database. Any failure removes the whole new
+environment directory: there is never a half-made environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pgrig import paths
+from pgrig.errors import InvalidSetting, NotFound, PgrigError
+from pgrig.provision import binaries, catalog, config, osuser, postmaster, validator
+from pgrig.provision.environment import (
+    DEFAULT_DATABASE,
+    Environment,
+    check_name,
+    mask_dsn,
+    strip_password,
+)
+
+Progress = Callable[[str], None]
+DEFAULT_PORT_RANGE = (5433, 5999)
+SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL
+
+
+# --- lookups -----------------------------------------------------------------------------------
+
+
+def get_environment(name: str) -> Environment:
+    """The environment called `name` (NotFound with a hint when there is none)."""
+    return Environment.load(name)
+
+
+def ensure_running(env: Environment) -> bool:
+    """Start a stopped managed environment (True if it had to be started)."""
+    if not env.managed:
+        return False
+    if postmaster.is_running(env):
+        return False
+    config.write_conf(env)
+    return postmaster.start(env)
+
+
+# --- ports -------------------------------------------------------------------------------------
+
+
+def port_problem(port: int, ignore_env: str | None = None) -> str | None:
+    """Why `port` cannot be used, or None when it is free."""
+    if not 1024 <= port <= 65535:
+        return f"port {port} is outside 1024..65535"
+    for other in _envs_quietly():
+        if other.name != ignore_env and other.managed and other.port == port:
+            return f"port {port} is used by environment {other.name!r}"
+    for d in ("/tmp", "/var/run/postgresql", "/run/postgresql"):
+        if Path(d, f".s.PGSQL.{port}.lock").exists():
+            return f"port {port} is in use (a PostgreSQL socket lock exists in {d})"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the postmaster does
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return f"port {port} is in use on 127.0.0.1"
+    return None
+
+
+def _port_range() -> tuple[int, int]:
+    """PGRIG_PORT_RANGE=lo-hi narrows automatic choice (e.g. to a range reserved for tests)."""
+    raw = os.environ.get("PGRIG_PORT_RANGE", "")
+    try:
+        lo, hi = (int(x) for x in raw.split("-", 1))
+        if 1024 <= lo <= hi <= 65535:
+            return lo, hi
+    except ValueError:
+        pass
+    return DEFAULT_PORT_RANGE
+
+
+def free_port(exclude: Iterable[int] = ()) -> int:
+    lo, hi = _port_range()
+    skip = set(exclude)
+    for port in range(lo, hi + 1):
+        if port not in skip and port_problem(port) is None:
+            return port
+    raise PgrigError(f"no free port in {lo}..{hi} (set one with --port)")
+
+
+def _envs_quietly() -> list[Environment]:
+    out = []
+    root = paths.envs_dir()
+    if root.is_dir():
+        for f in sorted(root.glob("*/env.json")):
+            try:
+                out.append(Environment.load(f.parent.name))
+            except (PgrigError, ValueError, TypeError):
+                continue
+    return out
+
+
+# --- profiles ----------------------------------------------------------------------------------
+
+
+def resolve_profile(name: str, major: int) -> tuple[dict[str, str], list[str]]:
+    """Settings and notes of a profile for this machine (profiles module is optional)."""
+    try:
+        from pgrig.provision.profiles import resolve_profile as resolve
+    except ImportError:
+        if name == "default":
+            return {}, []
+        raise NotFound(f"profile {name!r} does not exist (profiles are not available)") from None
+    import psutil
+
+    settings, notes = resolve(
+        name, major, ram_bytes=psutil.virtual_memory().total, cpus=os.cpu_count()
+    )
+    return dict(settings), list(notes)
+
+
+# --- create / destroy --------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _traversable(path: Path) -> None:
+    """pgrig's own directories must let the server user reach the data directories."""
+    home = paths.home()
+    for d in [path, *path.parents]:
+        if d == home.parent:
+            break
+        try:
+            st = d.stat()
+            if st.st_uid == os.geteuid() and (st.st_mode & 0o005) != 0o005:
+                d.chmod(st.st_mode | 0o755)
+        except OSError:
+            pass
+
+
+def create_environment(
+    name: str,
+    pg: str | int,
+    profile: str = "default",
+    settings: Mapping[str, str] | None = None,
+    port: int | None = None,
+    progress: Progress | None = None,
+) -> Environment:
+    """Create, start and return a managed environment (validated first, all or nothing)."""
+    say = progress or (lambda _msg: None)
+    t0 = time.monotonic()
+    check_name(name)
+    if (paths.envs_dir() / name).exists():
+        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+    bindir, version = binaries.find_bindir(pg)
+    major = binaries.major_of(version)
+    cat = catalog.load_catalog(bindir, version)
+    env_settings = validator.normalize(settings or {})
+    validator.check_reserved(env_settings)
+    prof_settings, notes = resolve_profile(profile, major)
+    prof_settings = validator.normalize(prof_settings)
+    if port is not None:
+        problem = port_problem(port)
+        if problem:
+            raise PgrigError(problem)
+    env = Environment(
+        name=name,
+        kind="managed",
+        major=major,
+        version=version,
+        bindir=str(bindir),
+        port=port or free_port(),
+        os_user=osuser.server_user().name,
+        profile=profile,
+        profile_settings=prof_settings,
+        settings=env_settings,
+        created_at=_now(),
+    )
+    if len(str(env.socket_dir / f".s.PGSQL.{env.port}")) > SOCKET_PATH_MAX:
+        raise PgrigError(
+            f"socket path {env.socket_dir} is too long for a Unix socket: use a shorter "
+            "environment name or PGRIG_HOME"
+        )
+    ls = config.layers(env, run={})
+    user_layers = {**prof_settings, **env_settings}
+    validator.check_names(user_layers, major, cat)
+    validator.validate(bindir, major, cat, ls.effective(), ls.origins())
+    for note in notes:
+        say(f"profile {profile}: {note}")
+    say(f"settings valid for PostgreSQL {version}")
+
+    paths.envs_dir().mkdir(parents=True, exist_ok=True)
+    try:
+        env.dir.mkdir()
+    except FileExistsError:
+        raise PgrigError(f"environment {name!r} already exists") from None
+    try:
+        _build(env, auto_port=port is None, say=say)
+        catalog.enrich(bindir, cat, env.conninfo("postgres"))
+    except postmaster.StartError as e:
+        _remove(env)
+        raise PgrigError(
+            f"server did not start with these settings: {e.reason} (environment not created)"
+        ) from None
+    except BaseException:
+        _remove(env)
+        raise
+    say(f"created {name} (PostgreSQL {version}, port {env.port}) in {time.monotonic() - t0:.1f} s")
+    return env
+
+
+def _build(env: Environment, auto_port: bool, say: Progress) -> None:
+    env.dir.chmod(0o755)
+    _traversable(env.dir)
+    env.datadir.mkdir()
+    osuser.give_to_server(env.datadir, 0o700)
+    say("initdb")
+    args = [
+        env.binary("initdb"),
+        "-D", str(env.datadir),
+        "-U", env.user,
+        "-A", "trust",
+        "-E", "UTF8",
+        "--locale=C",
+        "--no-sync",
+    ]  # fmt: skip
+    if (env.major or 0) >= 14:
+        args.append("--no-instructions")
+    proc = osuser.run_as_server(args, timeout=120)
+    if proc.returncode != 0:
+        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        raise PgrigError(f"initdb failed: {lines[-1] if lines else proc.returncode}")
+    config.ensure_include(env.datadir)
+    config.write_conf(env, run={})
+    env.save()  # before starting: a concurrent create then sees this port as taken
+    say("starting server")
+    for attempt in range(3):
+        try:
+            postmaster.start(env)
+            break
+        except PgrigError as e:
+            # another process may have taken the automatically chosen port meanwhile
+            if not auto_port or attempt == 2 or "already in use" not in str(e).lower():
+                raise
+            env.port = free_port(exclude=[env.port])
+            config.write_conf(env, run={})
+            env.save()
+    _create_database(env, DEFAULT_DATABASE)
+    env.save()
+
+
+def _create_database(env: Environment, dbname: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(env.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+
+
+def _remove(env: Environment) -> None:
+    """Stop (immediately) and delete everything of an environment."""
+    if env.managed and postmaster.pid(env) is not None:
+        try:
+            postmaster.stop(env, mode="immediate", timeout=30)
+        except PgrigError:
+            p = postmaster.pid(env)
+            if p:
+                os.kill(p, 9)
+    shutil.rmtree(env.dir, ignore_errors=True)
+
+
+def destroy_environment(name: str) -> Environment | None:
+    """Stop and delete an environment (external ones only forget the DSN)."""
+    check_name(name)
+    d = paths.envs_dir() / name
+    if not (d / "env.json").exists():
+        if d.is_dir():  # leftovers of an interrupted create: remove them
+            shutil.rmtree(d, ignore_errors=True)
+            return None
+        raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
+    env = Environment.load(name)
+    _remove(env)
+    return env
+
+
+# --- start / stop ------------------------------------------------------------------------------
+
+
+def start_environment(name: str) -> tuple[Environment, bool]:
+    env = _managed(name, "start")
+    if postmaster.is_running(env):
+        return env, False
+    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
+    config.write_conf(env, run={})
+    return env, postmaster.start(env)
+
+
+def stop_environment(name: str) -> tuple[Environment, bool]:
+    env = _managed(name, "stop")
+    return env, postmaster.stop(env)
+
+
+def restart_environment(name: str) -> Environment:
+    env = _managed(name, "restart")
+    postmaster.stop(env)
+    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
+    config.write_conf(env, run={})
+    postmaster.start(env)
+    return env
+
+
+def _managed(name: str, what: str) -> Environment:
+    env = get_environment(name)
+    if not env.managed:
+        raise PgrigError(f"environment {name!r} is external: pgrig cannot {what} it")
+    return env
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def set_settings(
+    name: str, assignments: Mapping[str, str], reset: Iterable[str] = ()
+) -> tuple[str, list[str]]:
+    """Change the environment layer; returns (action, changed names).
+
+    action is "restart", "reload" or "none" (nothing changed or server stopped). On a failed
+    restart the previous settings are put back and the server started again.
+    """
+    env = _managed(name, "configure")
+    upd = validator.normalize(assignments)
+    validator.check_reserved(upd)
+    old = dict(env.settings)
+    new = dict(old)
+    for raw in reset:
+        key = raw.strip().lower()
+        if key not in new:
+            raise InvalidSetting(f"{key} is not set in environment {name!r}, nothing to reset")
+        del new[key]
+    new.update(upd)
+    cat = catalog.load_catalog(env.bindir or "", env.version or "")
+    major = env.major or 0
+    validator.check_names(upd, major, cat)
+    before = config.layers(env).effective()
+    env.settings = new
+    ls = config.layers(env)
+    validator.check_values(env.bindir or "", upd, major, cat, ls.origins())
+    changed = config.changed_names(before, ls.effective())
+    if not changed:
+        env.settings = old
+        return "none", []
+    config.write_conf(env)
+    env.save()
+    try:
+        action = postmaster.restart_or_reload(env, changed)
+    except PgrigError:
+        env.settings = old
+        config.write_conf(env)
+        env.save()
+        if not postmaster.is_running(env):
+            postmaster.start(env)
+        else:
+            postmaster.reload(env)
+        raise
+    return action, changed
+
+
+# --- external servers --------------------------------------------------------------------------
+
+
+def add_external(name: str, dsn: str) -> Environment:
+    """Register a server pgrig does not manage; it must be reachable now. No password stored."""
+    check_name(name)
+    if (paths.envs_dir() / name).exists():
+        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as e:
+        raise PgrigError(f"invalid DSN {mask_dsn(dsn)}: {str(e).strip()}") from None
+    params.setdefault("connect_timeout", 5)
+    try:
+        with psycopg.connect(**params) as conn:
+            version = str(conn.execute("show server_version").fetchone()[0]).split()[0]  # type: ignore[index]
+            info = conn.info
+            host, port, user = info.host, info.port, info.user
+    except psycopg.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PgrigError(f"cannot connect to {mask_dsn(dsn)}: {mask_dsn(first)}") from None
+    major = binaries.major_of(version)
+    bindir = None
+    with contextlib.suppress(PgrigError):  # same-major client programs (pgbench) if present
+        bindir = str(binaries.find_bindir(major)[0])
+    env = Environment(
+        name=name,
+        kind="external",
+        major=major,
+        version=version,
+        bindir=bindir,
+        host=host or "127.0.0.1",
+        port=port,
+        user=user or "postgres",
+        dsn=strip_password(dsn),
+        created_at=_now(),
+    )
+    env.save()
+    return env
+
+
+# --- reporting ---------------------------------------------------------------------------------
+
+
+def describe(env: Environment) -> dict[str, Any]:
+    """Everything `env show` prints (JSON-safe, no password)."""
+    st = postmaster.status(env)
+    d: dict[str, Any] = {
+        "name": env.name,
+        "kind": env.kind,
+        "version": env.version,
+        "major": env.major,
+        "status": st,
+        "host": env.host,
+        "port": env.port,
+        "target": env.masked_target(),
+        "profile": env.profile,
+        "created_at": env.created_at,
+        "paths": {"bindir": env.bindir},
+    }
+    if not env.managed:
+        return d
+    d["os_user"] = env.os_user
+    d["paths"].update(
+        dir=str(env.dir),
+        datadir=str(env.datadir),
+        socket_dir=str(env.socket_dir),
+        logfile=str(env.logfile),
+        conf=str(env.datadir / config.CONF_NAME),
+    )
+    ls = config.layers(env)
+    defaults: dict[str, str | None] = {}
+    try:
+        cat = catalog.load_catalog(env.bindir or "", env.version or "")
+        for n in ls.merged():
+            s = cat.get(n)
+            defaults[n] = None if s is None or s.default is None else s.default_text()
+    except PgrigError:
+        pass
+    d["layers"] = {
+        "defaults": defaults,
+        "base": ls.base,
+        "profile": ls.profile,
+        "environment": ls.environment,
+        "run": ls.run,
+    }
+    d["effective"] = {k: {"value": v, "layer": src} for k, (v, src) in ls.merged().items()}
+    return d
+
+
+def list_rows() -> list[dict[str, Any]]:
+    rows = []
+    for env in _envs_quietly():
+        rows.append(
+            {
+                "name": env.name,
+                "kind": env.kind,
+                "version": env.version,
+                "port": env.port,
+                "status": postmaster.status(env, timeout=1),
+                "profile": env.profile if env.managed else None,
+                "target": env.masked_target(),
+            }
+        )
+    return rows
+
+
+def psql_invocation(
+    env: Environment, dbname: str | None, args: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """argv and environment to exec psql of the environment's version against it."""
+    db = dbname or (DEFAULT_DATABASE if env.managed else None)
+    exe = env.binary("psql")
+    if env.managed and not Path(exe).exists():
+        raise PgrigError(f"{exe} does not exist")
+    if not env.managed and not env.bindir and not shutil.which("psql"):
+        raise PgrigError("psql is not installed (install a build with `pgrig pg install`)")
+    drop = {"PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGSERVICE", "PGOPTIONS"}
+    environ = {k: v for k, v in os.environ.items() if k not in drop}
+    environ.update(env.libpq_env(db))
+    return [exe, *args], environ

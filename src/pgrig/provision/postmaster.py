@@ -1,0 +1,239 @@
+"""Start, stop, restart, reload and inspect the server of a managed environment.
+
+pg_ctl runs as the server user with the environment's log file; `start` waits until the server
+accepts connections. Failures quote the server's own FATAL line from the log, so "why did it not
+start" is answered in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pgrig.errors import PgrigError
+from pgrig.provision import osuser
+from pgrig.provision.environment import Environment
+
+
+class StartError(PgrigError):
+    """The server did not start; `reason` is the server's own FATAL line when there is one."""
+
+    def __init__(self, env: Environment, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"server of {env.name!r} did not start: {reason} (log: {env.logfile})")
+
+
+def _require_managed(env: Environment, what: str) -> None:
+    if not env.managed:
+        raise PgrigError(f"environment {env.name!r} is external: pgrig cannot {what} it")
+
+
+def pid(env: Environment) -> int | None:
+    """PID of the running postmaster of `env`, or None."""
+    f = env.datadir / "postmaster.pid"
+    try:
+        p = int(f.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(p, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # exists, owned by someone else
+    try:
+        cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
+        if b"postgres" not in cmd and b"postmaster" not in cmd:
+            return None  # stale pid file, number reused by another program
+    except OSError:
+        return None
+    return p
+
+
+def is_running(env: Environment) -> bool:
+    return env.managed and pid(env) is not None
+
+
+def status(env: Environment, timeout: float = 2) -> str:
+    """ "running"/"stopped" for managed, "reachable"/"unreachable" for external environments."""
+    if env.managed:
+        return "running" if is_running(env) else "stopped"
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(env.conninfo())
+    params["connect_timeout"] = max(1, int(timeout))
+    try:
+        psycopg.connect(make_conninfo(**params)).close()
+        return "reachable"
+    except psycopg.Error:
+        return "unreachable"
+
+
+def server_log_path(env: Environment) -> Path | None:
+    """The server's log file (stderr of the postmaster), None for external environments."""
+    return env.logfile if env.managed else None
+
+
+def _log_size(env: Environment) -> int:
+    try:
+        return env.logfile.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_problems(env: Environment, since: int = 0, limit: int = 3) -> str:
+    """The last FATAL/PANIC/ERROR lines (with DETAIL/HINT) written to the log after `since`."""
+    try:
+        with env.logfile.open("rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    picked: list[str] = []
+    for line in text.splitlines():
+        for level in ("FATAL:", "PANIC:", "ERROR:", "DETAIL:", "HINT:"):
+            if level in line:
+                picked.append(level + line.split(level, 1)[1].rstrip())
+                break
+    # keep the last primary message and what follows it
+    starts = [i for i, ln in enumerate(picked) if ln.startswith(("FATAL", "PANIC", "ERROR"))]
+    if starts:
+        picked = picked[starts[-1] :]
+    return " ".join(" ".join(ln.split()) for ln in picked[:limit])
+
+
+def _prepare_dirs(env: Environment) -> None:
+    env.socket_dir.mkdir(parents=True, exist_ok=True)
+    osuser.give_to_server(env.socket_dir, 0o755)
+    if not env.logfile.exists():
+        env.logfile.touch()
+    osuser.give_to_server(env.logfile, 0o640)
+
+
+def pg_ctl(env: Environment, *args: str, timeout: float = 90):  # -> CompletedProcess[str]
+    return osuser.run_as_server(
+        [env.binary("pg_ctl"), "-D", str(env.datadir), *args], timeout=timeout
+    )
+
+
+def start(env: Environment, timeout: int = 60) -> bool:
+    """Start the server and wait until it accepts connections. False if it already ran."""
+    _require_managed(env, "start")
+    if is_running(env):
+        return False
+    _prepare_dirs(env)
+    mark = _log_size(env)
+    proc = pg_ctl(env, "-l", str(env.logfile), "-w", "-t", str(timeout), "-s", "start",
+                  timeout=timeout + 15)  # fmt: skip
+    if proc.returncode != 0:
+        why = log_problems(env, mark) or " ".join((proc.stderr or proc.stdout).split())
+        raise StartError(env, why or f"pg_ctl exited {proc.returncode}")
+    wait_ready(env, timeout)
+    return True
+
+
+def wait_ready(env: Environment, timeout: float = 30) -> None:
+    """Until a connection succeeds (pg_ctl -w already waited for "ready" in postmaster.pid)."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            psycopg.connect(env.conninfo("postgres")).close()
+            return
+        except psycopg.OperationalError as e:
+            if time.monotonic() > deadline:
+                msg = f"server of {env.name!r} is not accepting connections: {e}"
+                raise PgrigError(msg) from None
+            time.sleep(0.1)
+
+
+def stop(env: Environment, mode: str = "fast", timeout: int = 60) -> bool:
+    """Stop the server. False if it was not running."""
+    _require_managed(env, "stop")
+    if not is_running(env):
+        return False
+    proc = pg_ctl(env, "-m", mode, "-w", "-t", str(timeout), "-s", "stop", timeout=timeout + 15)
+    if proc.returncode != 0 and is_running(env):
+        raise PgrigError(
+            f"server of {env.name!r} did not stop: {(proc.stderr or proc.stdout).strip()}"
+        )
+    return True
+
+
+def restart(env: Environment, timeout: int = 60) -> None:
+    _require_managed(env, "restart")
+    stop(env, timeout=timeout)
+    start(env, timeout=timeout)
+
+
+def reload(env: Environment) -> None:
+    """SIGHUP the server, then report settings the server refused to take from the files."""
+    _require_managed(env, "reload")
+    if not is_running(env):
+        return
+    proc = pg_ctl(env, "-s", "reload", timeout=30)
+    if proc.returncode != 0:
+        raise PgrigError(f"reload of {env.name!r} failed: {(proc.stderr or proc.stdout).strip()}")
+    problems = file_setting_errors(env)
+    if problems:
+        raise PgrigError(f"server of {env.name!r} rejected settings on reload: {problems}")
+
+
+def file_setting_errors(env: Environment) -> str:
+    """Errors pg_file_settings reports for the config files (empty when all is well)."""
+    import psycopg
+
+    time.sleep(0.05)  # the postmaster re-reads files asynchronously after SIGHUP
+    try:
+        with psycopg.connect(env.conninfo("postgres")) as conn:
+            rows = conn.execute(
+                "select name, error from pg_file_settings "
+                "where error is not null and error <> 'setting could not be applied'"
+            ).fetchall()
+    except psycopg.Error:
+        return ""
+    return "; ".join(f"{n}: {e}" for n, e in rows)
+
+
+def restart_or_reload(env: Environment, changed: Iterable[str]) -> str:
+    """Apply changed settings the cheapest way their contexts allow.
+
+    Returns "restart", "reload" or "none" (nothing changed, or the server is not running: the
+    new pgrig.conf takes effect at the next start).
+    """
+    from pgrig.provision import catalog
+
+    changed = list(changed)
+    if not changed or not is_running(env):
+        return "none"
+    cat = catalog.load_catalog(env.bindir or "", env.version or "")
+    if any(cat.needs_restart(n) for n in changed):
+        restart(env)
+        return "restart"
+    reload(env)
+    return "reload"
+
+
+def pending_restart(env: Environment) -> list[str]:
+    """Settings changed in the files that wait for a restart (pg_settings.pending_restart)."""
+    import psycopg
+
+    with psycopg.connect(env.conninfo("postgres")) as conn:
+        return [r[0] for r in conn.execute(
+            "select name from pg_settings where pending_restart order by 1"
+        ).fetchall()]  # fmt: skip
+
+
+def checkpoint(env: Environment, dbname: str | None = None) -> None:
+    """Run CHECKPOINT (before a measured run, so dirty buffers from loading do not count)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(env.conninfo(dbname or "postgres"), autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+    except psycopg.Error as e:
+        raise PgrigError(f"CHECKPOINT on {env.name!r} failed: {str(e).strip()}") from e
