@@ -27,6 +27,7 @@ def test_hand_computed_linear_series() -> None:
     # fifths of 2 points: first (100 + 101) / 2, last (108 + 109) / 2
     assert (s.first_fifth_mean, s.last_fifth_mean) == (100.5, 108.5)
     assert s.first_last_change_pct == pytest.approx(8 / 100.5 * 100)
+    assert s.first_last_pct == s.first_last_change_pct
     assert s.cv == pytest.approx(np.std(y, ddof=1) / 104.5)
     assert s.drift_flagged
 

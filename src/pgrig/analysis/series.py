@@ -55,6 +55,11 @@ class Stability:
     reasons: list[str] = field(default_factory=list)
     warmup_suggestion: float | None = None  # seconds to exclude from the start, if found
 
+    @property
+    def first_last_pct(self) -> float:
+        """Alias of first_last_change_pct (the name reports/summary.py reads)."""
+        return self.first_last_change_pct
+
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
