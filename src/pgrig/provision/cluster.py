@@ -48,7 +48,8 @@ def ensure_running(env: Environment) -> bool:
         return False
     if postmaster.is_running(env):
         return False
-    config.write_conf(env)
+    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
+    config.write_conf(env, run={})
     return postmaster.start(env)
 
 
@@ -110,8 +111,13 @@ def _envs_quietly() -> list[Environment]:
 # --- profiles ----------------------------------------------------------------------------------
 
 
-def resolve_profile(name: str, major: int) -> tuple[dict[str, str], list[str]]:
-    """Settings and notes of a profile for this machine (profiles module is optional)."""
+def resolve_profile(
+    name: str, major: int, bindir: str | Path | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Settings and notes of a profile for this machine (profiles module is optional).
+
+    With `bindir`, PGTune's io_method=io_uring is kept only if that build has liburing.
+    """
     try:
         from pgrig.provision.profiles import resolve_profile as resolve
     except ImportError:
@@ -120,9 +126,12 @@ def resolve_profile(name: str, major: int) -> tuple[dict[str, str], list[str]]:
         raise NotFound(f"profile {name!r} does not exist (profiles are not available)") from None
     import psutil
 
-    settings, notes = resolve(
-        name, major, ram_bytes=psutil.virtual_memory().total, cpus=os.cpu_count()
-    )
+    kwargs: dict[str, Any] = {"ram_bytes": psutil.virtual_memory().total, "cpus": os.cpu_count()}
+    if bindir is not None:
+        from pgrig.provision.profiles import io_uring_supported
+
+        kwargs["io_uring"] = io_uring_supported(bindir, major)
+    settings, notes = resolve(name, major, **kwargs)
     return dict(settings), list(notes)
 
 
@@ -166,7 +175,7 @@ def create_environment(
     cat = catalog.load_catalog(bindir, version)
     env_settings = validator.normalize(settings or {})
     validator.check_reserved(env_settings)
-    prof_settings, notes = resolve_profile(profile, major)
+    prof_settings, notes = resolve_profile(profile, major, bindir)
     prof_settings = validator.normalize(prof_settings)
     if port is not None:
         problem = port_problem(port)
