@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pgrig.errors import InvalidSetting
+from pgrig.errors import InvalidSetting, PgrigError
 from pgrig.provision import config, postmaster
 from pgrig.provision.environment import Environment
 
@@ -186,6 +186,13 @@ def test_set_reloads_or_restarts_by_context(managed_env: Environment) -> None:
     ok("env", "set", "pg15", "--reset", "work_mem", "--reset", "shared_buffers")
     assert show(env, "work_mem") == "4MB" and show(env, "shared_buffers") == "128MB"
     assert Environment.load("pg15").settings == {"random_page_cost": "1.1"}
+    # valid alone, but the server refuses to start with it: everything is put back
+    saved = (env.dir / "env.json").read_bytes(), (env.datadir / "pgrig.conf").read_bytes()
+    one_line_error(
+        cli("env", "set", "pg15", "wal_level=minimal"), "wal_level", "previous settings restored"
+    )
+    assert ((env.dir / "env.json").read_bytes(), (env.datadir / "pgrig.conf").read_bytes()) == saved
+    assert postmaster.status(env) == "running" and show(env, "wal_level") == "replica"
     ok("env", "stop", "pg15")
     proc = ok("env", "set", "pg15", "work_mem=2MB")
     assert "takes effect at the next start" in proc.stderr
@@ -215,6 +222,11 @@ def test_apply_run_settings_and_restore(managed_env: Environment) -> None:
         config.apply_run_settings(env, {"io_method": "worker"})
     with pytest.raises(InvalidSetting, match=r"^invalid value for work_mem: 'x' \(from run"):
         config.apply_run_settings(env, {"work_mem": "x"})
+    assert (env.datadir / "pgrig.conf").read_bytes() == conf
+    assert not (env.dir / config.RUN_LAYER_FILE).exists()
+    with pytest.raises(PgrigError, match=r"run settings not applied.*wal_level"):
+        config.apply_run_settings(env, {"wal_level": "minimal"})
+    assert postmaster.status(env) == "running" and show(env, "wal_level") == "replica"
     assert (env.datadir / "pgrig.conf").read_bytes() == conf
     assert not (env.dir / config.RUN_LAYER_FILE).exists()
     assert config.apply_run_settings(env, {})() == "none"

@@ -371,7 +371,7 @@ def set_settings(
     env.save()
     try:
         action = postmaster.restart_or_reload(env, changed)
-    except PgrigError:
+    except PgrigError as e:
         env.settings = old
         config.write_conf(env)
         env.save()
@@ -379,7 +379,7 @@ def set_settings(
             postmaster.start(env)
         else:
             postmaster.reload(env)
-        raise
+        raise PgrigError(f"{e}; nothing changed, previous settings restored") from None
     return action, changed
 
 

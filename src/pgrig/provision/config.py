@@ -245,7 +245,9 @@ def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callabl
     restore = RunSettings(env, changed, "none")
     try:
         restore.action = postmaster.restart_or_reload(env, changed)
-    except PgrigError:
+    except PgrigError as e:
         restore()  # put the previous configuration back before reporting the failure
-        raise
+        if not postmaster.is_running(env):
+            postmaster.start(env)
+        raise PgrigError(f"run settings not applied: {e}; previous settings restored") from None
     return restore

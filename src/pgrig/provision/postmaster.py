@@ -170,24 +170,42 @@ def restart(env: Environment, timeout: int = 60) -> None:
     start(env, timeout=timeout)
 
 
-def reload(env: Environment) -> None:
-    """SIGHUP the server, then report settings the server refused to take from the files."""
+def reload(env: Environment, timeout: float = 10) -> None:
+    """SIGHUP the server and wait until new sessions see the new files; then report settings
+    the server refused (bad values found only on reload)."""
     _require_managed(env, "reload")
     if not is_running(env):
         return
+    before = _conf_load_time(env)
     proc = pg_ctl(env, "-s", "reload", timeout=30)
     if proc.returncode != 0:
         raise PgrigError(f"reload of {env.name!r} failed: {(proc.stderr or proc.stdout).strip()}")
+    # The postmaster handles SIGHUP asynchronously: a benchmark must not start before it did.
+    deadline = time.monotonic() + timeout
+    while before is not None and time.monotonic() < deadline:
+        now = _conf_load_time(env)
+        if now is None or now > before:
+            break
+        time.sleep(0.02)
     problems = file_setting_errors(env)
     if problems:
         raise PgrigError(f"server of {env.name!r} rejected settings on reload: {problems}")
+
+
+def _conf_load_time(env: Environment):  # -> datetime | None
+    import psycopg
+
+    try:
+        with psycopg.connect(env.conninfo("postgres")) as conn:
+            return conn.execute("select pg_conf_load_time()").fetchone()[0]  # type: ignore[index]
+    except psycopg.Error:
+        return None
 
 
 def file_setting_errors(env: Environment) -> str:
     """Errors pg_file_settings reports for the config files (empty when all is well)."""
     import psycopg
 
-    time.sleep(0.05)  # the postmaster re-reads files asynchronously after SIGHUP
     try:
         with psycopg.connect(env.conninfo("postgres")) as conn:
             rows = conn.execute(
