@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -102,6 +103,36 @@ def test_ticks_are_aligned_to_the_interval_grid():
     assert next_tick(1700000013.0, 1.0) == 1700000014.0
     assert next_tick(1700000013.2, 0.5) == 1700000013.5
     assert next_tick(1700000013.2, 5.0) == 1700000015.0
+
+
+def test_stop_does_not_hang_on_a_stuck_source():
+    release = threading.Event()
+
+    class Stuck:
+        name = "pg"
+        calls = 0
+        closed = False
+
+        def sample(self) -> dict:
+            self.calls += 1
+            if self.calls > 2:  # the priming call and the first tick answer, then it hangs
+                release.wait(30)
+            return {"commits": 1.0}
+
+        def close(self) -> None:
+            self.closed = True
+
+    stuck = Stuck()
+    s = Sampler(FakeSource("os", [{"cpu_user": 1.0}]), stuck, interval=0.02)
+    s.stop_timeout = 0.1
+    s.start()
+    wait_for(lambda: stuck.calls > 2)
+    series = s.stop()
+    release.set()
+    assert not stuck.closed  # never closed under a thread still using it
+    assert "sampler" in s.errors
+    lengths = {len(col) for kind in series.values() for col in kind.values()}
+    assert len(lengths) == 1 and lengths.pop() >= 1
 
 
 def test_extra_sources_and_validation():

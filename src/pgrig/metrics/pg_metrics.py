@@ -89,7 +89,7 @@ SELECT {db},
   t.autovacuum_count, t.autoanalyze_count,
   (SELECT count(*) FROM a WHERE state = 'active'),
   (SELECT count(*) FROM a WHERE backend_type = 'client backend'),
-  (SELECT count(*) FROM a WHERE state LIKE 'idle in transaction%%'),
+  (SELECT count(*) FROM a WHERE state LIKE 'idle in transaction%'),
   (SELECT json_object_agg(k, n) FROM (
      SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS k, count(*) AS n
      FROM a WHERE state = 'active' GROUP BY 1) w)
@@ -238,10 +238,9 @@ class PgSampler:
             if conn.broken or conn.closed:
                 self._drop()
             return {}
+        out = self._row(row, t) if row is not None else {}
         if row is None:  # the database disappeared
             self.last_error = f"database {self._dbname!r} not found in pg_stat_database"
-            return {}
-        out = self._row(row, t)
         self._own_pending += 1  # this query commits after its own reading
         return out
 

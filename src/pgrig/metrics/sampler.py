@@ -63,6 +63,10 @@ class _Columns:
                     col.append(0 if up and key.startswith(self.sparse) else None)
         self.n = n + 1
 
+    def snapshot(self, n: int) -> dict[str, list[Any]]:
+        """Copies of the first n rows, while another thread may still be appending."""
+        return {key: col[:n] for key, col in list(self.data.items()) if len(col) >= n}
+
     def _backfill(self, key: str) -> list[Any]:
         if self.sparse and key.startswith(self.sparse):
             return [0 if u else None for u in self.data["up"][: self.n]]
@@ -87,6 +91,7 @@ class Sampler:
         if not interval > 0:
             raise ValueError(f"sampling interval must be positive, got {interval!r}")
         self.interval = float(interval)
+        self.stop_timeout = self.interval + 10.0  # how long stop() waits for a slow source
         self._sources: list[Source] = []
         self._columns: dict[str, _Columns] = {}
         self._latest: dict[str, dict[str, Value]] = {}
@@ -122,7 +127,12 @@ class Sampler:
         """Stop the thread, close the sources, return every series (safe to call twice)."""
         self._stop.set()
         if self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout=self.interval + 10.0)
+            self._thread.join(timeout=self.stop_timeout)
+        stuck = self._thread is not None and self._thread.is_alive()
+        if stuck:  # a source hangs (a frozen server): leave it alone, copy what is complete
+            self.errors["sampler"] = "a source was still sampling when the run stopped"
+            n = min((cols.n for cols in self._columns.values()), default=0)
+            return {name: cols.snapshot(n) for name, cols in self._columns.items()}
         for source in self._sources:
             close = getattr(source, "close", None)
             if close is not None:

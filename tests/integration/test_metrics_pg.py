@@ -1,0 +1,314 @@
+"""Samplers against real PostgreSQL servers: load, wait events, snapshots, a crash, PG 17+.
+
+Servers run as OS user postgres under /tmp on ports 56300-56389, listen on 127.0.0.1 only
+and are always removed, even when a test fails half-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgrig.errors import PgrigError
+from pgrig.metrics import pg_snapshot
+from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
+from pgrig.metrics.pg_metrics import PgSampler
+from pgrig.metrics.sampler import Sampler, window_summary
+
+pytestmark = pytest.mark.integration
+
+PG15 = Path("/usr/lib/postgresql/15/bin")
+PORTS = range(56300, 56390)
+
+
+def _can_run_servers() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to run servers as OS user postgres"
+    if not (PG15 / "postgres").exists():
+        return "PostgreSQL 15 is not installed"
+    try:
+        import pwd
+
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "no OS user postgres"
+    return None
+
+
+def _free_port() -> int:
+    for port in PORTS:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 56300-56389")
+
+
+class Server:
+    """A throwaway PostgreSQL server for one test module or test."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.base = Path(tempfile.mkdtemp(prefix="pgrig-metrics-it-", dir="/tmp"))
+        self.base.chmod(0o755)
+        shutil.chown(self.base, "postgres")
+        self.data = self.base / "data"
+        self.port = _free_port()
+        self.conninfo = f"host=127.0.0.1 port={self.port} user=postgres connect_timeout=5"
+        self._orphans: list[int] = []
+        self._su(f"{bindir}/initdb -D {self.data} -A trust -U postgres --no-sync")
+
+    def _su(self, cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["su", "postgres", "-c", cmd], check=check, capture_output=True, text=True
+        )
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data / "postmaster.pid"
+
+    def start(self) -> None:
+        opts = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 "
+            f"-c unix_socket_directories={self.base} -c fsync=off"
+        )
+        self._su(
+            f"{self.bindir}/pg_ctl -D {self.data} -l {self.base}/log -w -t 60 -o '{opts}' start"
+        )
+
+    def postmaster_pid(self) -> int:
+        return pids_from_file(self.pid_file)()[0]
+
+    def kill9(self) -> None:
+        """Crash: SIGKILL the postmaster; its orphaned children exit on their own."""
+        pid = self.postmaster_pid()
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        self._orphans = [int(k) for k in kids]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for kid in self._orphans:
+            while Path(f"/proc/{kid}").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def cleanup(self) -> None:
+        if self.pid_file.exists():
+            self._su(f"{self.bindir}/pg_ctl -D {self.data} -m fast -w -t 30 stop", check=False)
+        for kid in self._orphans:  # only if a crashed server's children outlived it
+            if Path(f"/proc/{kid}").exists():
+                with contextlib.suppress(OSError):
+                    os.kill(kid, signal.SIGKILL)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(self.port), "PGUSER": "postgres"}
+
+    def pgbench(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [str(PG15 / "pgbench"), *args, "postgres"],
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+
+@contextlib.contextmanager
+def _server(bindir: Path) -> Iterator[Server]:
+    reason = _can_run_servers()
+    if reason:
+        pytest.skip(reason)
+    server = Server(bindir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(scope="module")
+def pg15() -> Iterator[Server]:
+    """One PostgreSQL 15, shared by the module's tests (the crash test restarts it)."""
+    with _server(PG15) as server:
+        yield server
+
+
+def wait_for(pred: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+def wait_samples(s: Sampler, n: int) -> None:
+    target = s.samples + n
+    wait_for(lambda: s.samples >= target)
+
+
+def test_sampler_during_pgbench_load(pg15):
+    init = pg15.pgbench("-i", "-s", "1", "-q")
+    assert init.wait(120) == 0, init.stdout.read() if init.stdout else ""
+    os_s = OsSampler()
+    os_s.track_processes("server", pids_from_file(pg15.pid_file))
+    pg = PgSampler(pg15.conninfo, "postgres")
+    s = Sampler(os_s, pg, interval=0.5)
+    s.start()
+    # a backend sure to be seen waiting: pg_sleep is the Timeout:PgSleep wait event
+    sleeper = threading.Thread(
+        target=lambda: (
+            psycopg.connect(pg15.conninfo, dbname="postgres", autocommit=True)
+            .execute("SELECT pg_sleep(1.5)")
+            .fetchall()
+        )
+    )
+    sleeper.start()
+    bench = pg15.pgbench("-n", "-T", "3", "-c", "4", "-j", "2")
+    os_s.track_processes("pgbench", fixed_pids(bench.pid), children=False)
+    out, _ = bench.communicate(timeout=120)
+    assert bench.returncode == 0, out
+    sleeper.join(30)
+    wait_samples(s, 3)  # the backends' statistics are flushed when they exit
+    live = s.latest()
+    series = s.stop()
+    assert not s.errors
+    assert live["pg"]["ts"] > 0 and "cpu_user" in live["os"]
+
+    osr, pgr = series["os"], series["pg"]
+    for kind in (osr, pgr):
+        assert all(len(col) == len(kind["ts"]) for col in kind.values())
+    assert set(osr["up"]) == {1} and set(pgr["up"]) == {1}
+    assert max(v for v in pgr["commits"] if v is not None) > 0
+    ratios = [v for v in pgr["hit_ratio"] if v is not None]
+    assert ratios and all(0.0 <= v <= 100.0 for v in ratios)
+    assert max(pgr["wait.Timeout:PgSleep"]) >= 1
+    waits = [k for k in pgr if k.startswith("wait.")]
+    assert all(isinstance(v, int) for k in waits for v in pgr[k])  # sparse: 0, never None
+    assert max(pgr["backends"]) >= 4
+    assert max(v for v in osr["proc_server_cpu"] if v is not None) > 0
+    assert max(v for v in osr["proc_pgbench_cpu"] if v is not None) > 0
+    assert max(v for v in pgr["wal_bytes"] if v is not None) > 0
+
+    done = int(re.search(r"transactions actually processed: (\d+)", out).group(1))
+    totals = pg.totals()
+    assert totals["commits"] >= done  # every pgbench commit seen; the sampler's own are not
+    assert 0 <= totals["hit_ratio"] <= 100
+    summary = window_summary(series, series["os"]["ts"][0], series["os"]["ts"][-1])
+    assert summary["cpu_user"] is not None and summary["hit_ratio"] is not None
+
+
+def test_snapshots(pg15):
+    with psycopg.connect(pg15.conninfo, dbname="postgres", autocommit=True) as conn:
+        full, major, num = pg_snapshot.server_version(conn)
+        assert major == 15 and full.startswith("PostgreSQL 15") and 150000 <= num < 160000
+        settings = pg_snapshot.settings_snapshot(conn)
+        assert len(settings) > 300
+        sb = settings["shared_buffers"]
+        assert set(sb) == set(pg_snapshot.SETTING_FIELDS)
+        assert sb["unit"] == "8kB" and sb["context"] == "postmaster"
+        assert settings["fsync"]["setting"] == "off" and settings["fsync"]["source"] != "default"
+        assert pg_snapshot.database_size(conn, "postgres") > 1_000_000
+        assert pg_snapshot.database_size(conn, "nope") is None
+        pg_snapshot.checkpoint(conn)
+        start = pg_snapshot.counters(conn, "postgres")
+        for _ in range(20):
+            conn.execute("SELECT 1")
+        conn.execute("SELECT pg_stat_force_next_flush()")  # statistics flush at once (15+)
+        end = pg_snapshot.counters(conn, "postgres")
+        d = pg_snapshot.counters_delta(start, end)
+        assert d["xact_commit"] >= 20 and d["commits_per_s"] > 0
+        assert d["stats_reset_changed"] is False
+        assert end["checkpoints_req"] >= 1 and end["autovacuum_count"] is not None
+        other = pg_snapshot.counters(conn, "template1")  # another database: no table counters
+        assert other["autovacuum_count"] is None and other["xact_commit"] is not None
+        with pytest.raises(PgrigError, match="does not exist"):
+            pg_snapshot.counters(conn, "nope")
+
+
+def test_crash_gives_none_rows_then_reconnects(pg15):
+    """Last of the module's PG 15 tests: it crashes the server (and starts it again)."""
+    crashable = pg15
+    os_s = OsSampler()
+    os_s.track_processes("server", pids_from_file(crashable.pid_file))
+    pg = PgSampler(crashable.conninfo, "postgres")
+    s = Sampler(os_s, pg, interval=0.5)
+    s.start()
+    try:
+        wait_samples(s, 2)
+        crashable.kill9()
+        wait_for(lambda: not pg.connected)
+        wait_samples(s, 3)  # the server is down: rows keep coming
+        assert s.running
+        down_at = s.samples
+        crashable.start()  # crash recovery, then the sampler reconnects by itself
+        wait_for(lambda: pg.connected)
+        wait_samples(s, 3)
+    finally:
+        series = s.stop()
+    assert "pg" not in s.errors  # the PostgreSQL sampler never raised
+    osr, pgr = series["os"], series["pg"]
+    assert len(osr["ts"]) == len(pgr["ts"]) >= down_at + 3
+    assert set(osr["up"]) == {1}
+    up = pgr["up"]
+    assert up[0] == 1 and up[-1] == 1 and 0 in up
+    down = [i for i, u in enumerate(up) if u == 0]
+    for i in down:
+        assert pgr["commits"][i] is None and pgr["hit_ratio"][i] is None
+        assert pgr["active_backends"][i] is None
+        assert all(pgr[k][i] is None for k in pgr if k.startswith("wait."))
+    assert pg.reconnects >= 1
+    # after the restart, rates come back (the first row after reconnecting is a baseline)
+    assert any(v is not None for v in pgr["commits"][down[-1] + 2 :])
+
+
+def _pg17_plus_bindir() -> Path | None:
+    """A PostgreSQL 17+ build if one is around: pgrig's binaries cache or the lab's copy."""
+    cache = Path(os.environ.get("PGRIG_PG_DIR", "/var/lib/pgrig/pg"))
+    candidates = sorted(cache.glob("*/bin"), reverse=True)
+    candidates += [Path("/tmp/pgb/x/postgresql-18.6.0-x86_64-unknown-linux-gnu/bin")]
+    for bindir in candidates:
+        if not (bindir / "postgres").exists():
+            continue
+        out = subprocess.run(
+            ["su", "postgres", "-c", f"{bindir}/postgres --version"],
+            capture_output=True,
+            text=True,
+        )
+        m = re.search(r"\) (\d+)", out.stdout)
+        if m and int(m.group(1)) >= 17:
+            return bindir
+    return None
+
+
+def test_checkpointer_view_on_pg17_plus():
+    bindir = _pg17_plus_bindir() if _can_run_servers() is None else None
+    if bindir is None:
+        pytest.skip("no PostgreSQL 17+ build here")
+    with _server(bindir) as server:
+        pg = PgSampler(server.conninfo, "postgres")
+        assert pg.server_version_num >= 170000
+        with psycopg.connect(server.conninfo, dbname="postgres", autocommit=True) as conn:
+            pg.sample()
+            pg_snapshot.checkpoint(conn)
+            row = pg.sample()
+            counters = pg_snapshot.counters(conn, "postgres")
+        pg.close()
+        assert row["checkpoints_req"] is not None and row["checkpoints_req"] >= 1
+        assert row["wal_bytes"] is not None
+        assert counters["checkpoints_req"] >= 1 and counters["buffers_written"] is not None
