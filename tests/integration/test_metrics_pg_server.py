@@ -143,7 +143,7 @@ def _server(bindir: Path) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def pg15() -> Iterator[Server]:
+def server15() -> Iterator[Server]:
     """One PostgreSQL 15, shared by the module's tests (the crash test restarts it)."""
     with _server(PG15) as server:
         yield server
@@ -162,24 +162,24 @@ def wait_samples(s: Sampler, n: int) -> None:
     wait_for(lambda: s.samples >= target)
 
 
-def test_sampler_during_pgbench_load(pg15):
-    init = pg15.pgbench("-i", "-s", "1", "-q")
+def test_sampler_during_pgbench_load(server15):
+    init = server15.pgbench("-i", "-s", "1", "-q")
     assert init.wait(120) == 0, init.stdout.read() if init.stdout else ""
     os_s = OsSampler()
-    os_s.track_processes("server", pids_from_file(pg15.pid_file))
-    pg = PgSampler(pg15.conninfo, "postgres")
+    os_s.track_processes("server", pids_from_file(server15.pid_file))
+    pg = PgSampler(server15.conninfo, "postgres")
     s = Sampler(os_s, pg, interval=0.5)
     s.start()
     # a backend sure to be seen waiting: pg_sleep is the Timeout:PgSleep wait event
     sleeper = threading.Thread(
         target=lambda: (
-            psycopg.connect(pg15.conninfo, dbname="postgres", autocommit=True)
+            psycopg.connect(server15.conninfo, dbname="postgres", autocommit=True)
             .execute("SELECT pg_sleep(1.5)")
             .fetchall()
         )
     )
     sleeper.start()
-    bench = pg15.pgbench("-n", "-T", "3", "-c", "4", "-j", "2")
+    bench = server15.pgbench("-n", "-T", "3", "-c", "4", "-j", "2")
     os_s.track_processes("pgbench", fixed_pids(bench.pid), children=False)
     out, _ = bench.communicate(timeout=120)
     assert bench.returncode == 0, out
@@ -213,8 +213,8 @@ def test_sampler_during_pgbench_load(pg15):
     assert summary["cpu_user"] is not None and summary["hit_ratio"] is not None
 
 
-def test_snapshots(pg15):
-    with psycopg.connect(pg15.conninfo, dbname="postgres", autocommit=True) as conn:
+def test_snapshots(server15):
+    with psycopg.connect(server15.conninfo, dbname="postgres", autocommit=True) as conn:
         full, major, num = pg_snapshot.server_version(conn)
         assert major == 15 and full.startswith("PostgreSQL 15") and 150000 <= num < 160000
         settings = pg_snapshot.settings_snapshot(conn)
@@ -241,9 +241,9 @@ def test_snapshots(pg15):
             pg_snapshot.counters(conn, "nope")
 
 
-def test_crash_gives_none_rows_then_reconnects(pg15):
+def test_crash_gives_none_rows_then_reconnects(server15):
     """Last of the module's PG 15 tests: it crashes the server (and starts it again)."""
-    crashable = pg15
+    crashable = server15
     os_s = OsSampler()
     os_s.track_processes("server", pids_from_file(crashable.pid_file))
     pg = PgSampler(crashable.conninfo, "postgres")
