@@ -1,5 +1,611 @@
-"""pgrig runs commands (placeholder until implemented)."""
+"""`pgrig runs`: list, show, compare and export archived runs.
+
+Data (tables, JSON, exports) goes to stdout, messages to stderr. The archive is chosen with
+--archive URL or PGRIG_ARCHIVE (default: SQLite in the pgrig home). Heavy imports stay inside
+the commands so `pgrig --help` and `pgrig runs list` start quickly.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pgrig.cli.common import PgrigError, err_console, out_console, print_json
+
+if TYPE_CHECKING:
+    from pgrig.archive.records import RunRecord
+    from pgrig.archive.store import Archive
+
 app = typer.Typer(no_args_is_help=True)
+
+ArchiveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--archive",
+        help="Archive URL: sqlite:///path or postgresql://user@host/db (default: PGRIG_ARCHIVE, "
+        "else SQLite in the pgrig home).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+_STATUS_STYLE = {"ok": "green", "failed": "red", "aborted": "yellow", "running": "cyan"}
+
+
+def _open(url: str | None) -> Archive:
+    from pgrig.archive.store import Archive
+
+    return Archive(url)
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:.{digits}f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def _when(rec: RunRecord) -> str:
+    return rec.started_at.astimezone().strftime("%Y-%m-%d %H:%M") if rec.started_at else "-"
+
+
+def _status(status: str) -> str:
+    return f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)
+
+
+def _parse_tag(tag: str | None) -> tuple[str, str] | None:
+    if tag is None:
+        return None
+    key, sep, value = tag.partition("=")
+    if not sep or not key:
+        raise PgrigError(f"invalid --tag {tag!r}: expected key=value")
+    return key, value
+
+
+# --- list --------------------------------------------------------------------------------------
+
+
+@app.command("list")
+def list_cmd(
+    env: Annotated[str | None, typer.Option("--env", help="Only this environment.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="running, ok, failed or aborted.")
+    ] = None,
+    study: Annotated[str | None, typer.Option("--study", help="Only this study's runs.")] = None,
+    workload: Annotated[
+        str | None, typer.Option("--workload", help="Exact workload, e.g. pgbench:tpcb-like.")
+    ] = None,
+    pg: Annotated[int | None, typer.Option("--pg", help="PostgreSQL major version.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only runs with tag key=value.")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Substring of the note.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many runs.")] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many.")] = 0,
+    as_json: JsonOpt = False,
+    archive: ArchiveOpt = None,
+) -> None:
+    """Runs, newest first."""
+    from pgrig.archive.records import RunFilter
+
+    flt = RunFilter(
+        env_name=env,
+        status=status,
+        study=study,
+        workload=workload,
+        server_major=pg,
+        tag=_parse_tag(tag),
+        text=text,
+    )
+    with _open(archive) as arch:
+        runs = arch.list_runs(flt, limit=limit, offset=offset)
+        if as_json:
+            from pgrig.archive.export import run_to_json
+
+            print_json([run_to_json(r) for r in runs])
+            return
+        total = arch.count_runs(flt) if len(runs) == limit or offset else len(runs)
+    if not runs:
+        err_console().print("no runs" + (" match" if total or _any(flt) else " archived yet"))
+        return
+    con = out_console()
+    _print_wide(_list_table(runs, con.width if con.is_terminal else 250))
+    shown = f"{offset + 1}-{offset + len(runs)} of {total}" if total > len(runs) else str(total)
+    err_console().print(f"{shown} runs in {arch.url}", highlight=False)
+
+
+def _print_wide(renderable: Any) -> None:
+    """Tables to a pipe or file get room to be whole (a terminal keeps its own width)."""
+    con = out_console()
+    if con.is_terminal:
+        con.print(renderable)
+    else:
+        from rich.console import Console
+
+        Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)
+
+
+def _any(flt: Any) -> bool:
+    return any(v is not None for v in vars(flt).values())
+
+
+# Columns of `runs list` by priority: on a narrow terminal the last ones are dropped whole
+# (rather than rich squeezing every column into unreadable ellipses).
+_LIST_COLUMNS = (
+    ("id", "right"),
+    ("status", "left"),
+    ("tps", "right"),
+    ("started", "left"),
+    ("env", "left"),
+    ("workload", "left"),
+    ("clients", "right"),
+    ("p95 ms", "right"),
+    ("pg", "right"),
+    ("failed", "right"),
+    ("dur s", "right"),
+    ("study", "left"),
+    ("note", "left"),
+)
+
+
+def _list_rows(runs: list[RunRecord]) -> list[dict[str, str]]:
+    rows = []
+    for r in runs:
+        dur = r.measured_s if r.measured_s is not None else r.duration_s
+        rows.append(
+            {
+                "id": str(r.id),
+                "status": r.status,
+                "tps": _fmt(r.nopm if r.nopm is not None else r.tps, 1),
+                "started": _when(r),
+                "env": r.env_name,
+                "workload": r.workload,
+                "clients": f"{r.clients}/{r.threads}",
+                "p95 ms": _fmt(r.latency.p95),
+                "pg": _fmt(r.server_major),
+                "failed": _fmt(r.failed),
+                "dur s": _fmt(dur, 0),
+                "study": f"{r.study}:{r.study_point or ''}#{r.repeat}" if r.study else "",
+                "note": (r.note or "").replace("\n", " ")[:60],
+            }
+        )
+    return rows
+
+
+def _list_table(runs: list[RunRecord], width: int) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    rows = _list_rows(runs)
+    widths = {n: max([len(n)] + [len(row[n]) for row in rows]) + 2 for n, _ in _LIST_COLUMNS}
+    columns = [
+        c for c in _LIST_COLUMNS if c[0] not in ("study", "note") or any(r[c[0]] for r in rows)
+    ]
+    while len(columns) > 3 and sum(widths[n] for n, _ in columns) > width:
+        columns.pop()
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in columns:
+        t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        cells = [escape(row[n]) for n, _ in columns]
+        cells[1] = _status(row["status"])
+        t.add_row(*cells)
+    return t
+
+
+# --- show --------------------------------------------------------------------------------------
+
+
+def show_json(rec: RunRecord) -> dict[str, Any]:
+    """`runs show --json`: the summary plus context (settings diff, host, layers, artifacts)."""
+    from pgrig.archive.export import json_safe, run_to_json
+
+    doc = run_to_json(rec)
+    doc["non_default_settings"] = json_safe(rec.non_default_settings())
+    doc["settings_layers"] = json_safe(rec.settings_layers)
+    doc["host"] = json_safe(rec.host)
+    doc["artifacts"] = dict(rec.artifacts)
+    doc["series_kinds"] = sorted(rec.series)
+    return doc
+
+
+@app.command("show")
+def show_cmd(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    as_json: JsonOpt = False,
+    archive: ArchiveOpt = None,
+) -> None:
+    """One run: summary, per-script latencies, settings that differ from defaults, host."""
+    with _open(archive) as arch:
+        rec = arch.get_run(run_id)
+    if as_json:
+        print_json(show_json(rec))
+        return
+    _print_run(rec)
+
+
+def _kv_table(title: str, rows: list[tuple[str, str]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", title_style="bold", box=None, show_header=False)
+    t.add_column(style="dim", no_wrap=True)
+    t.add_column(overflow="fold")
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def _print_run(rec: RunRecord) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = out_console()
+    con.print(f"[bold]run {rec.id}[/bold]  {_status(rec.status)}  {_when(rec)}")
+    if rec.error:
+        con.print(f"[red]error:[/red] {escape(rec.error)}")
+    target = "managed" if rec.managed else f"external {rec.target or ''}"
+    load = "-"
+    if rec.duration_s is not None:
+        load = f"{_fmt(rec.duration_s, 0)} s"
+    elif rec.transactions_per_client is not None:
+        load = f"{_fmt(rec.transactions_per_client)} transactions per client"
+    about = [
+        ("environment", f"{rec.env_name} ({target}, via {rec.via})"),
+        ("server", f"{rec.engine} {rec.server_version or '-'}"),
+        ("pgbench", rec.pgbench_version or "-"),
+        (
+            "database",
+            f"{rec.database or '-'}, scale {_fmt(rec.scale)}, {_bytes(rec.db_size_bytes)}",
+        ),
+        ("workload", f"{rec.workload} ({rec.scenario or '-'}, protocol {rec.protocol})"),
+        ("load", f"{rec.clients} clients, {rec.threads} threads, {load}, warm-up {rec.warmup_s} s"),
+    ]
+    if rec.rate is not None or rec.latency_limit_ms is not None:
+        about.append(("limits", f"rate {_fmt(rec.rate)} tps, latency {_fmt(rec.latency_limit_ms)}"))
+    if rec.study:
+        about.append(("study", f"{rec.study} point {rec.study_point or '-'} repeat {rec.repeat}"))
+    if rec.tags:
+        about.append(("tags", ", ".join(f"{k}={v}" for k, v in rec.tags.items())))
+    for label, value in (("note", rec.note), ("owner", rec.owner)):
+        if value:
+            about.append((label, value))
+    if rec.ended_at and rec.started_at:
+        about.append(("wall time", f"{(rec.ended_at - rec.started_at).total_seconds():.1f} s"))
+    con.print(_kv_table("run", [(k, escape(v)) for k, v in about]))
+
+    lat = rec.latency
+    results = [
+        ("measured", f"{_fmt(rec.measured_s, 1)} s"),
+        ("tps", _fmt(rec.tps)),
+    ]
+    if rec.nopm is not None:
+        results.append(("nopm", _fmt(rec.nopm)))
+    if rec.tpm is not None:
+        results.append(("tpm", _fmt(rec.tpm)))
+    results += [
+        ("transactions", _fmt(rec.transactions)),
+        (
+            "failed/retried/skipped",
+            f"{_fmt(rec.failed)} / {_fmt(rec.retried)} / {_fmt(rec.skipped)}",
+        ),
+        ("rollbacks", _fmt(rec.rollbacks)),
+        (
+            "latency ms",
+            "  ".join(f"{k} {_fmt(v, 3)}" for k, v in lat.as_dict().items() if v is not None)
+            or "-",
+        ),
+        (
+            "cpu %",
+            f"user {_fmt(rec.cpu_user, 1)}  system {_fmt(rec.cpu_system, 1)}  "
+            f"iowait {_fmt(rec.cpu_iowait, 1)}  idle {_fmt(rec.cpu_idle, 1)}",
+        ),
+        ("hit ratio %", _fmt(rec.hit_ratio, 2)),
+    ]
+    con.print(_kv_table("results", results))
+
+    if rec.scripts:
+        t = Table(title="scripts", title_justify="left", title_style="bold", box=None)
+        for col in ("#", "name", "weight", "transactions", "failed", "tps"):
+            t.add_column(col, justify="left" if col == "name" else "right")
+        for f in ("avg", "p50", "p95", "p99", "max"):
+            t.add_column(f"{f} ms", justify="right")
+        for s in rec.scripts:
+            t.add_row(
+                str(s.script_no),
+                escape(s.name),
+                str(s.weight),
+                _fmt(s.transactions),
+                _fmt(s.failed),
+                _fmt(s.tps),
+                *(_fmt(getattr(s.latency, f), 3) for f in ("avg", "p50", "p95", "p99", "max")),
+            )
+        con.print(t)
+
+    changed = rec.non_default_settings()
+    if changed:
+        t = Table(
+            title="settings that differ from PostgreSQL's defaults",
+            title_justify="left",
+            title_style="bold",
+            box=None,
+        )
+        for col in ("name", "setting", "unit", "default", "source"):
+            t.add_column(col)
+        for name in sorted(changed):
+            s = changed[name]
+            t.add_row(
+                name,
+                escape(str(s.get("setting"))),
+                str(s.get("unit") or ""),
+                escape(str(s.get("boot_val"))),
+                str(s.get("source") or ""),
+            )
+        con.print(t)
+    elif rec.settings:
+        con.print("[dim]all settings at PostgreSQL's defaults[/dim]")
+
+    if rec.host:
+        facts = [(k, v) for k, v in rec.host.items() if not isinstance(v, dict | list)]
+        con.print(_kv_table("host", [(k, escape(str(v))) for k, v in facts]))
+    if rec.command:
+        con.print(_kv_table("command", [("", escape(rec.command))]))
+    if rec.artifacts:
+        from pgrig.archive.artifacts import artifact_path
+
+        rows = []
+        for name, rel in rec.artifacts.items():
+            try:
+                rows.append((name, str(artifact_path(rel))))
+            except PgrigError:
+                rows.append((name, rel))
+        con.print(_kv_table("artifacts", [(k, escape(v)) for k, v in rows]))
+    if rec.series:
+        con.print(f"[dim]series: {', '.join(sorted(rec.series))}[/dim]")
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+# (label, attribute path, lower is better; None: neither)
+_COMPARE_METRICS: list[tuple[str, str, bool | None]] = [
+    ("tps", "tps", False),
+    ("nopm", "nopm", False),
+    ("tpm", "tpm", False),
+    ("transactions", "transactions", False),
+    ("failed", "failed", True),
+    ("retried", "retried", True),
+    ("skipped", "skipped", True),
+    ("rollbacks", "rollbacks", True),
+    *[(f"latency {f} ms", f"latency.{f}", True) for f in ("avg", "stddev", "p50", "p90", "p95")],
+    *[(f"latency {f} ms", f"latency.{f}", True) for f in ("p99", "p999", "max")],
+    ("cpu user %", "cpu_user", None),
+    ("cpu system %", "cpu_system", None),
+    ("cpu iowait %", "cpu_iowait", True),
+    ("cpu idle %", "cpu_idle", None),
+    ("hit ratio %", "hit_ratio", False),
+]
+_CONTEXT = (
+    "env_name",
+    "server_version",
+    "workload",
+    "scale",
+    "clients",
+    "threads",
+    "duration_s",
+    "warmup_s",
+    "protocol",
+    "via",
+)
+
+
+def _get(rec: RunRecord, path: str) -> Any:
+    obj: Any = rec
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if a is None or b is None or not a:
+        return None
+    r = b / a
+    return r if math.isfinite(r) else None
+
+
+def _settings_diff(a: RunRecord, b: RunRecord) -> dict[str, tuple[Any, Any]]:
+    """Settings whose value differs between the two runs (full snapshots if both have one)."""
+    if a.settings and b.settings:
+        names = set(a.settings) | set(b.settings)
+        sa = {n: a.settings.get(n, {}).get("setting") for n in names}
+        sb = {n: b.settings.get(n, {}).get("setting") for n in names}
+    else:
+        na, nb = a.non_default_settings(), b.non_default_settings()
+        names = set(na) | set(nb)
+        sa = {n: na.get(n, {}).get("setting") for n in names}
+        sb = {n: nb.get(n, {}).get("setting") for n in names}
+    return {n: (sa[n], sb[n]) for n in sorted(names) if str(sa[n]) != str(sb[n])}
+
+
+def _per_second_tps(rec: RunRecord) -> list[float]:
+    s = rec.series.get("pgbench") or {}
+    return [
+        float(v)
+        for t, v in zip(s.get("t", []), s.get("tps", []), strict=False)
+        if t is not None and v is not None and t >= 0 and math.isfinite(v)
+    ]
+
+
+def _verdict(a: RunRecord, b: RunRecord, threshold: float, misrate: float) -> dict | None:
+    """A verdict from analysis.stats.compare on per-second TPS, when that module exists."""
+    try:
+        from pgrig.analysis.stats import compare  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    xa, xb = _per_second_tps(a), _per_second_tps(b)
+    caveat = (
+        "per-second samples inside one run are autocorrelated, so this interval is optimistic; "
+        "repeated runs (a study) are the honest unit of comparison"
+    )
+    if len(xa) < 2 or len(xb) < 2:
+        return {"result": None, "reason": "no per-second TPS series in both runs"}
+    try:
+        result = compare(xa, xb, threshold=threshold, misrate=misrate)
+    except PgrigError as e:
+        return {"result": None, "reason": str(e)}
+    verdict = getattr(result, "verdict", result)
+    describe = getattr(result, "describe", None)
+    return {
+        "result": str(verdict),
+        "description": describe() if callable(describe) else str(result),
+        "threshold": threshold,
+        "misrate": misrate,
+        "samples": [len(xa), len(xb)],
+        "caveat": caveat,
+    }
+
+
+@app.command("compare")
+def compare_cmd(
+    a: Annotated[int, typer.Argument(help="Baseline run id.")],
+    b: Annotated[int, typer.Argument(help="Candidate run id.")],
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Practical effect size for the verdict (0.02=2%).")
+    ] = 0.02,
+    misrate: Annotated[
+        float, typer.Option("--misrate", help="Accepted probability of a wrong interval.")
+    ] = 0.05,
+    as_json: JsonOpt = False,
+    archive: ArchiveOpt = None,
+) -> None:
+    """Two runs side by side with ratios B/A (and a verdict when the statistics are there)."""
+    with _open(archive) as arch:
+        ra, rb = arch.get_run(a), arch.get_run(b)
+    metrics = []
+    for label, path, lower_better in _COMPARE_METRICS:
+        va, vb = _get(ra, path), _get(rb, path)
+        if va is None and vb is None:
+            continue
+        metrics.append((label, path, va, vb, _ratio(va, vb), lower_better))
+    context = [(n, getattr(ra, n), getattr(rb, n)) for n in _CONTEXT]
+    settings = _settings_diff(ra, rb)
+    verdict = _verdict(ra, rb, threshold, misrate)
+    if as_json:
+        from pgrig.archive.export import json_safe
+
+        print_json(
+            json_safe(
+                {
+                    "a": ra.id,
+                    "b": rb.id,
+                    "status": {"a": ra.status, "b": rb.status},
+                    "metrics": {
+                        path.replace("latency.", "latency_ms."): {"a": va, "b": vb, "ratio": r}
+                        for _, path, va, vb, r, _ in metrics
+                    },
+                    "context": {n: {"a": x, "b": y} for n, x, y in context},
+                    "settings_diff": {n: {"a": x, "b": y} for n, (x, y) in settings.items()},
+                    "verdict": verdict,
+                }
+            )
+        )
+        return
+    _print_compare(ra, rb, metrics, context, settings, verdict)
+
+
+def _print_compare(
+    ra: RunRecord,
+    rb: RunRecord,
+    metrics: list[tuple],
+    context: list[tuple],
+    settings: dict[str, tuple[Any, Any]],
+    verdict: dict | None,
+) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = out_console()
+    t = Table(box=None, header_style="bold")
+    t.add_column("")
+    t.add_column(f"A: run {ra.id} ({ra.status})", justify="right")
+    t.add_column(f"B: run {rb.id} ({rb.status})", justify="right")
+    t.add_column("B/A", justify="right")
+    for name, x, y in context:
+        cx, cy = escape(_fmt(x)), escape(_fmt(y))
+        if x != y:
+            cx, cy = f"[yellow]{cx}[/yellow]", f"[yellow]{cy}[/yellow]"
+        t.add_row(f"[dim]{name}[/dim]", cx, cy, "")
+    for label, _, va, vb, r, lower_better in metrics:
+        cell = "-"
+        if r is not None:
+            cell = f"{r:.3f}"
+            if lower_better is not None and abs(r - 1) >= 0.005:
+                better = (r < 1) if lower_better else (r > 1)
+                cell = f"[{'green' if better else 'red'}]{cell}[/]"
+        t.add_row(label, _fmt(va), _fmt(vb), cell)
+    con.print(t)
+    if settings:
+        st = Table(title="settings that differ", title_justify="left", title_style="bold", box=None)
+        st.add_column("name")
+        st.add_column("A")
+        st.add_column("B")
+        for n, (x, y) in settings.items():
+            st.add_row(n, escape(_fmt(x)), escape(_fmt(y)))
+        con.print(st)
+    if verdict is not None:
+        if verdict.get("result") is None:
+            con.print(f"verdict: n/a ({escape(verdict.get('reason', ''))})")
+        else:
+            con.print(f"verdict on per-second TPS: [bold]{escape(verdict['description'])}[/bold]")
+            con.print(f"[dim]caveat: {verdict['caveat']}[/dim]")
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+@app.command("export")
+def export_cmd(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="json (everything) or csv (series per second).")
+    ] = "json",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write to this file instead of stdout.")
+    ] = None,
+    archive: ArchiveOpt = None,
+) -> None:
+    """Everything about a run as JSON, or its time series as one CSV table."""
+    from pgrig.archive.export import export_run
+
+    if fmt not in ("json", "csv"):
+        raise PgrigError(f"unknown export format {fmt!r}: use json or csv")
+    with _open(archive) as arch:
+        rec = arch.get_run(run_id)
+    data = export_run(rec, fmt)  # type: ignore[arg-type]
+    if out is None:
+        sys.stdout.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        out.write_text(data)
+    except OSError as e:
+        raise PgrigError(f"cannot write {out}: {e.strerror or e}") from e
+    err_console().print(f"run {run_id} exported to {out}", highlight=False)

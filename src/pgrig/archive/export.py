@@ -1,0 +1,182 @@
+"""Runs as JSON or CSV, for `pgrig runs show/export --json` and `pgrig run --json`.
+
+JSON (`run_to_json`) is the machine-readable summary with stable keys; `export_run(rec, "json")`
+adds everything else (settings, host, artifacts, extra, series). CSV is one valid table, one
+row per sample of the pgbench series (one per second): t, then every column of every series kind
+as "<kind>.<column>", matched to the pgbench row by t rounded to the second. The summary is not
+in the CSV (it would break the table); take it from the JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import datetime
+from typing import Any, Literal
+
+from pgrig.archive.records import RunRecord
+from pgrig.errors import PgrigError
+
+__all__ = ["SERIES_KIND_ORDER", "export_run", "json_safe", "run_to_json", "series_table"]
+
+SERIES_KIND_ORDER = ("pgbench", "os", "pg", "pooler")
+
+_SUMMARY_FIELDS = (
+    "id",
+    "status",
+    "error",
+    "started_at",
+    "ended_at",
+    "env_name",
+    "study",
+    "study_point",
+    "repeat",
+    "managed",
+    "target",
+    "engine",
+    "server_version",
+    "server_major",
+    "pgbench_version",
+    "database",
+    "scenario",
+    "workload",
+    "scale",
+    "db_size_bytes",
+    "via",
+    "clients",
+    "threads",
+    "duration_s",
+    "transactions_per_client",
+    "warmup_s",
+    "rate",
+    "latency_limit_ms",
+    "protocol",
+    "note",
+    "owner",
+    "tags",
+    "measured_s",
+    "tps",
+    "transactions",
+    "failed",
+    "retried",
+    "skipped",
+    "rollbacks",
+)
+_AFTER_LATENCY = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio", "command")
+
+
+def json_safe(value: Any) -> Any:
+    """JSON-safe: datetimes as ISO 8601, NaN/inf as null (strict JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def run_to_json(rec: RunRecord) -> dict[str, Any]:
+    """The summary of a run with stable keys: identity, target, load, results, latency in ms
+    (`latency_ms`), per-script figures (`scripts`). nopm/tpm appear only when set (TPC-C)."""
+    out: dict[str, Any] = {name: getattr(rec, name) for name in _SUMMARY_FIELDS}
+    if rec.nopm is not None:
+        out["nopm"] = rec.nopm
+    if rec.tpm is not None:
+        out["tpm"] = rec.tpm
+    out["latency_ms"] = rec.latency.as_dict()
+    for name in _AFTER_LATENCY:
+        out[name] = getattr(rec, name)
+    out["scripts"] = [
+        {
+            "script_no": s.script_no,
+            "name": s.name,
+            "weight": s.weight,
+            "transactions": s.transactions,
+            "failed": s.failed,
+            "retried": s.retried,
+            "skipped": s.skipped,
+            "rollbacks": s.rollbacks,
+            "tps": s.tps,
+            "latency_ms": s.latency.as_dict(),
+        }
+        for s in rec.scripts
+    ]
+    return json_safe(out)
+
+
+def _kinds(series: dict[str, Any]) -> list[str]:
+    known = [k for k in SERIES_KIND_ORDER if k in series]
+    return known + sorted(k for k in series if k not in SERIES_KIND_ORDER)
+
+
+def _second(t: Any) -> int | None:
+    try:
+        t = float(t)
+    except (TypeError, ValueError):
+        return None
+    return round(t) if math.isfinite(t) else None
+
+
+def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
+    """The series of a run as one table: header and rows, joined on t (rounded to the second).
+
+    Rows follow the pgbench series when there is one, otherwise the union of all seconds.
+    """
+    kinds = _kinds(rec.series)
+    index: dict[str, dict[int, int]] = {}  # kind -> second -> row index in that kind
+    for kind in kinds:
+        index[kind] = {}
+        for i, t in enumerate(rec.series[kind].get("t", [])):
+            sec = _second(t)
+            if sec is not None:
+                index[kind][sec] = i  # the last sample of a second wins
+    if "pgbench" in rec.series:
+        base = [(t, _second(t)) for t in rec.series["pgbench"].get("t", [])]
+    else:
+        base = [(s, s) for s in sorted({s for k in kinds for s in index[k]})]
+    header = ["run_id", "t"]
+    columns: list[tuple[str, str]] = []
+    for kind in kinds:
+        for col in rec.series[kind]:
+            if col != "t":
+                columns.append((kind, col))
+                header.append(f"{kind}.{col}")
+    rows = []
+    for t, sec in base:
+        row: list[Any] = [rec.id, t]
+        for kind, col in columns:
+            i = index[kind].get(sec) if sec is not None else None
+            values = rec.series[kind][col]
+            row.append(values[i] if i is not None and i < len(values) else None)
+        rows.append(row)
+    return header, rows
+
+
+def _csv_value(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return v
+
+
+def export_run(rec: RunRecord, format: Literal["json", "csv"] = "json") -> str:
+    """Everything about a run as JSON (summary, settings, host, artifacts, extra, series), or
+    its series as one CSV table (see the module docstring)."""
+    if format == "json":
+        doc = run_to_json(rec)
+        doc["non_default_settings"] = json_safe(rec.non_default_settings())
+        for name in ("settings", "settings_layers", "host", "artifacts", "extra", "series"):
+            doc[name] = json_safe(getattr(rec, name))
+        return json.dumps(doc, indent=2) + "\n"
+    if format == "csv":
+        header, rows = series_table(rec)
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([_csv_value(v) for v in row] for row in rows)
+        return buf.getvalue()
+    raise PgrigError(f"unknown export format {format!r}: use json or csv")

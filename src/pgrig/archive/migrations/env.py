@@ -1,0 +1,49 @@
+"""Alembic environment of the archive.
+
+pgrig runs migrations programmatically (pgrig.archive.store.upgrade): the caller passes an open
+connection in `config.attributes["connection"]`, so no alembic.ini is needed at run time. For
+writing a new revision, a developer can still run Alembic by hand, e.g.:
+
+    python -m pgrig.archive.store revision -m "add column x" --autogenerate
+"""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from pgrig.archive.models import metadata
+from pgrig.archive.store import VERSION_TABLE
+
+config = context.config
+
+
+def _configure(connection) -> None:  # type: ignore[no-untyped-def]
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        version_table=VERSION_TABLE,
+        # SQLite cannot ALTER most things: batch mode rebuilds tables for later revisions.
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    with engine.connect() as conn:
+        _configure(conn)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("pgrig archive migrations run online only")
+run_migrations_online()

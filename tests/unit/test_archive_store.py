@@ -1,0 +1,393 @@
+"""The archive store: a back-end independent suite (ArchiveSuite) run here on SQLite and, in
+tests/integration/test_archive_postgres.py, on both SQLite and a real PostgreSQL 15."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from pgrig.archive.records import (
+    LatencyStats,
+    RunFilter,
+    RunRecord,
+    ScriptResult,
+    StudyRecord,
+)
+from pgrig.archive.store import SCHEMA_HEAD, Archive, mask_url, normalize_url
+from pgrig.errors import NotFound, PgrigError
+
+CHILD_TABLES = ("run_scripts", "run_tags", "run_blobs", "run_series")
+
+
+def full_record(**overrides: object) -> RunRecord:
+    """A run as the runner would fill it: every kind of field set, series included."""
+    n = 30
+    rec = RunRecord(
+        env_name="pg15",
+        workload="pgbench:tpcb-like",
+        clients=20,
+        threads=2,
+        started_at=datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC),
+        managed=False,
+        target="postgresql://bench@10.0.0.5:5432/testdb?password=***",
+        server_version="15.14",
+        server_major=15,
+        pgbench_version="pgbench (PostgreSQL) 15.14",
+        database="testdb",
+        scenario="pgbench",
+        scale=100,
+        db_size_bytes=1_567_000_000,
+        via="pgbouncer",
+        duration_s=60.0,
+        transactions_per_client=None,
+        warmup_s=10.0,
+        rate=5000.0,
+        latency_limit_ms=50.0,
+        protocol="prepared",
+        command="pgbench -c 20 -j 2 -T 70 -M prepared -b tpcb-like testdb",
+        note="shared_buffers 4GB, 'quoted' text",
+        owner="tester",
+        tags={"iteration": "3", "purpose": "tuning"},
+        measured_s=60.0,
+        tps=1234.5678,
+        transactions=74074,
+        failed=3,
+        retried=2,
+        skipped=1,
+        rollbacks=0,
+        nopm=None,
+        tpm=None,
+        latency=LatencyStats(16.2, 4.1, 15.0, 21.0, 24.5, 31.2, 55.0, 120.7),
+        cpu_user=55.5,
+        cpu_system=20.25,
+        cpu_iowait=3.0,
+        cpu_idle=21.25,
+        hit_ratio=99.87,
+        scripts=[
+            ScriptResult(
+                0, "pgbench:tpcb-like", 1, 70000, 3, 2, 1, 0, 1166.7, LatencyStats(p95=24.0)
+            ),
+            ScriptResult(1, "select.sql", 3, 4074, 0, 0, 0, 0, 67.9, LatencyStats(1.0, max=9.5)),
+        ],
+        settings={
+            "shared_buffers": {
+                "setting": "524288",
+                "unit": "8kB",
+                "boot_val": "1024",
+                "source": "configuration file",
+                "context": "postmaster",
+            },
+            "work_mem": {"setting": "4096", "unit": "kB", "boot_val": "4096", "source": "default"},
+        },
+        settings_layers={"profile": {"shared_buffers": "4GB"}, "run": {"work_mem": "4MB"}},
+        host={"hostname": "bench1", "cpu_logical": 12, "ram_bytes": 64 << 30, "disks": [{"a": 1}]},
+        series={
+            "pgbench": {
+                "t": list(range(-5, n - 5)),
+                "tps": [1200.0 + i * 0.5 for i in range(n)],
+                "p95": [None if i == 7 else 24.0 + i / 10 for i in range(n)],
+            },
+            "os": {"t": [i + 0.01 for i in range(-5, n - 5)], "cpu_user": [50.0] * n},
+            "pg": {"t": list(range(-5, n - 5)), "xact_commit": list(range(0, n * 1000, 1000))},
+        },
+        artifacts={"server.log": "1/server.log.gz"},
+        extra={"dataset": {"kind": "pgbench", "scale": 100}, "defines": {"x": "1"}},
+    )
+    for k, v in overrides.items():
+        setattr(rec, k, v)
+    return rec
+
+
+def light(rec: RunRecord) -> RunRecord:
+    """What list_runs gives for `rec`: no scripts, blobs or series; host summary only."""
+    return RunRecord(
+        **{
+            **rec.__dict__,
+            "scripts": [],
+            "settings": {},
+            "settings_layers": {},
+            "series": {},
+            "artifacts": {},
+            "extra": {},
+            "host": {"hostname": "bench1", "cpus": 12},
+            "latency": rec.latency,
+        }
+    )
+
+
+def child_rows(url: str, run_id: int) -> dict[str, int]:
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as conn:
+            return {
+                t: conn.execute(
+                    text(f"SELECT count(*) FROM {t} WHERE run_id = :i"), {"i": run_id}
+                ).scalar_one()
+                for t in CHILD_TABLES
+            }
+    finally:
+        engine.dispose()
+
+
+class ArchiveSuite:
+    """Checks every back end must pass. Subclasses provide `archive_url` (a fresh archive)."""
+
+    @pytest.fixture
+    def archive(self, archive_url: str) -> Iterator[Archive]:
+        with Archive(archive_url) as a:
+            yield a
+
+    def test_round_trip_of_a_full_record(self, archive: Archive) -> None:
+        rec = full_record()
+        run_id = archive.begin_run(rec)
+        assert rec.id == run_id and rec.status == "running"
+        rec.status = "ok"
+        rec.ended_at = datetime(2026, 3, 1, 12, 1, 10, tzinfo=UTC)
+        archive.finish_run(rec)
+        got = archive.get_run(run_id)
+        assert got == rec
+        assert got.non_default_settings() == {"shared_buffers": rec.settings["shared_buffers"]}
+        assert archive.run_series(run_id) == rec.series
+        assert archive.run_series(run_id, ["os"]) == {"os": rec.series["os"]}
+
+    def test_list_is_light(self, archive: Archive) -> None:
+        rec = full_record(status="ok")
+        archive.finish_run(rec)
+        (listed,) = archive.list_runs()
+        assert listed == light(rec)
+
+    def test_running_run_is_visible_at_once_to_another_process(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        with Archive(archive_url) as other:
+            (seen,) = other.list_runs(RunFilter(status="running", tag=("purpose", "tuning")))
+            assert seen.id == rec.id and seen.ended_at is None and seen.tps == rec.tps
+
+    def test_failed_run_is_kept_with_its_error(self, archive: Archive) -> None:
+        rec = RunRecord(env_name="e", workload="tpcc", clients=1, threads=1)
+        archive.begin_run(rec)
+        rec.status, rec.error = "failed", "pgbench: connection to server failed"
+        archive.finish_run(rec)
+        got = archive.get_run(rec.id)
+        assert (got.status, got.error) == ("failed", "pgbench: connection to server failed")
+        assert got.ended_at is not None and got.tps is None
+        assert [r.id for r in archive.list_runs(RunFilter(status="failed"))] == [rec.id]
+
+    def test_finish_failure_leaves_no_partial_rows(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        rec = full_record()
+        run_id = archive.begin_run(rec)
+        rec.status = "ok"
+        # Two scripts with the same number violate the primary key of run_scripts, which is
+        # written last: the run row, tags, blobs and series written before must roll back.
+        rec.scripts = [ScriptResult(0, "a"), ScriptResult(0, "b")]
+        with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
+            archive.finish_run(rec)
+        got = archive.get_run(run_id)
+        assert got.status == "running" and got.ended_at is None
+        counts = child_rows(archive_url, run_id)
+        assert counts == {"run_scripts": 0, "run_tags": 2, "run_blobs": 0, "run_series": 0}
+        assert got.tags == rec.tags  # the tags stored by begin_run are intact
+
+    def test_finish_without_begin_inserts_the_whole_run(self, archive: Archive) -> None:
+        rec = full_record(status="aborted", error="interrupted")
+        archive.finish_run(rec)
+        assert rec.id is not None and rec.ended_at is not None
+        assert archive.get_run(rec.id) == rec
+
+    def test_finish_twice_replaces_children(self, archive: Archive, archive_url: str) -> None:
+        rec = full_record(status="ok")
+        archive.finish_run(rec)
+        rec.tags = {"only": "one"}
+        rec.series = {"pgbench": {"t": [0], "tps": [1.0]}}
+        rec.scripts = rec.scripts[:1]
+        archive.finish_run(rec)
+        assert archive.get_run(rec.id) == rec
+        counts = child_rows(archive_url, rec.id)
+        assert counts == {"run_scripts": 1, "run_tags": 1, "run_blobs": 5, "run_series": 1}
+
+    def test_list_filters(self, archive: Archive) -> None:
+        archive.create_study(StudyRecord(name="s1", kind="sweep", spec="[study]"))
+        made = [
+            full_record(env_name="a", status="ok", server_major=15, tags={"k": "1"}),
+            full_record(env_name="b", status="failed", server_major=18, workload="tpcc"),
+            full_record(env_name="a", status="ok", server_major=18, study="s1", note="the 100%"),
+            full_record(env_name="b", status="aborted", server_major=15, tags={"k": "2"}),
+        ]
+        for rec in made:
+            archive.finish_run(rec)
+        ids = [r.id for r in made]
+
+        def listed(**kw: object) -> list[int]:
+            return [r.id for r in archive.list_runs(RunFilter(**kw), order="id")]
+
+        assert listed() == ids
+        assert listed(env_name="a") == [ids[0], ids[2]]
+        assert listed(status="failed") == [ids[1]]
+        assert listed(workload="tpcc") == [ids[1]]
+        assert listed(server_major=15) == [ids[0], ids[3]]
+        assert listed(study="s1") == [ids[2]]
+        assert listed(tag=("k", "2")) == [ids[3]]
+        assert listed(text="100%") == [ids[2]]
+        assert listed(text="100_") == []
+        assert listed(env_name="a", server_major=18) == [ids[2]]
+        assert listed(env_name="nope") == []
+        assert archive.count_runs() == 4
+        assert archive.count_runs(RunFilter(env_name="b")) == 2
+        assert archive.list_runs()[0].id == ids[-1]  # newest first by default
+        assert [r.id for r in archive.list_runs(limit=2, offset=1)] == [ids[2], ids[1]]
+        assert archive.list_runs(RunFilter(study="s1"))[0].study == "s1"
+
+    def test_order_by_results(self, archive: Archive) -> None:
+        for tps in (10.0, None, 30.0, 20.0):
+            archive.finish_run(full_record(status="ok", tps=tps))
+        assert [r.tps for r in archive.list_runs(order="-tps")] == [30.0, 20.0, 10.0, None]
+        assert [r.tps for r in archive.list_runs(order="tps")] == [10.0, 20.0, 30.0, None]
+        with pytest.raises(PgrigError, match="cannot order runs by 'bogus'"):
+            archive.list_runs(order="-bogus")
+
+    def test_bad_input_is_a_clear_error(self, archive: Archive) -> None:
+        with pytest.raises(PgrigError, match="unknown run status 'done'"):
+            archive.list_runs(RunFilter(status="done"))
+        with pytest.raises(NotFound, match="study 'ghost' is not in archive"):
+            archive.begin_run(full_record(study="ghost"))
+        assert archive.count_runs() == 0
+        with pytest.raises(NotFound, match="run 999 is not in archive"):
+            archive.get_run(999)
+        with pytest.raises(NotFound, match="run 999 is not in archive"):
+            archive.run_series(999)
+
+    def test_delete_run(self, archive: Archive, archive_url: str) -> None:
+        keep, gone = full_record(status="ok"), full_record(status="ok")
+        archive.finish_run(keep)
+        archive.finish_run(gone)
+        archive.delete_run(gone.id)
+        assert [r.id for r in archive.list_runs()] == [keep.id]
+        assert child_rows(archive_url, gone.id) == dict.fromkeys(CHILD_TABLES, 0)
+        assert archive.get_run(keep.id) == keep
+        with pytest.raises(NotFound):
+            archive.delete_run(gone.id)
+
+    def test_studies(self, archive: Archive) -> None:
+        spec = '[study]\nname = "tune"\n'
+        made = archive.create_study(
+            StudyRecord(name="tune", kind="iterations", spec=spec, extra={"n": 12})
+        )
+        assert made.id is not None and made.created_at is not None
+        with pytest.raises(PgrigError, match=r"study 'tune' already exists.*resume it"):
+            archive.create_study(StudyRecord(name="tune", kind="sweep", spec=""))
+        resumed = archive.create_study(StudyRecord(name="tune", kind="x", spec=""), resume=True)
+        assert resumed == made
+        assert archive.get_study("tune") == made
+        archive.create_study(StudyRecord(name="other", kind="sweep", spec=""))
+        assert [s.name for s in archive.list_studies()] == ["tune", "other"]
+        archive.set_study_status("tune", "done")
+        assert archive.get_study("tune").status == "done"
+        with pytest.raises(PgrigError, match="unknown study status"):
+            archive.set_study_status("tune", "weird")
+        with pytest.raises(NotFound, match="study 'nope'"):
+            archive.get_study("nope")
+        with pytest.raises(NotFound):
+            archive.set_study_status("nope", "done")
+        for point in ("base", "sb=4GB"):
+            for repeat in (0, 1):
+                archive.finish_run(
+                    full_record(status="ok", study="tune", study_point=point, repeat=repeat)
+                )
+        archive.finish_run(full_record(status="ok", study="other"))
+        runs = archive.study_runs("tune")
+        assert [(r.study_point, r.repeat) for r in runs] == [
+            ("base", 0),
+            ("base", 1),
+            ("sb=4GB", 0),
+            ("sb=4GB", 1),
+        ]
+        assert all(r.study == "tune" and not r.series for r in runs)
+        with pytest.raises(NotFound):
+            archive.study_runs("nope")
+
+    def test_mark_stale_running(self, archive: Archive) -> None:
+        old = full_record(started_at=datetime.now(UTC) - timedelta(hours=3))
+        fresh = full_record(started_at=None)
+        archive.begin_run(old)
+        archive.begin_run(fresh)
+        assert archive.mark_stale_running(timedelta(hours=1)) == [old.id]
+        got = archive.get_run(old.id)
+        assert got.status == "aborted" and "without finishing" in got.error
+        assert archive.get_run(fresh.id).status == "running"
+
+    def test_reopening_is_idempotent(self, archive: Archive, archive_url: str) -> None:
+        archive.finish_run(full_record(status="ok"))
+        for _ in range(2):
+            with Archive(archive_url) as again:
+                assert again.schema_revision() == SCHEMA_HEAD
+                assert again.count_runs() == 1
+
+    def test_concurrent_writers(self, archive: Archive, archive_url: str) -> None:
+        errors: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                with Archive(archive_url) as a:
+                    for _ in range(5):
+                        rec = full_record()
+                        a.begin_run(rec)
+                        rec.status = "ok"
+                        a.finish_run(rec)
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=write) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert archive.count_runs(RunFilter(status="ok")) == 15
+
+
+class TestSqliteArchive(ArchiveSuite):
+    @pytest.fixture
+    def archive_url(self, pgrig_home: Path) -> str:
+        return f"sqlite:///{pgrig_home / 'sub' / 'archive.sqlite'}"
+
+
+def test_default_archive_is_sqlite_in_home(pgrig_home: Path) -> None:
+    with Archive() as a:
+        assert a.url == f"sqlite:///{pgrig_home / 'archive.sqlite'}"
+    assert (pgrig_home / "archive.sqlite").is_file()
+
+
+def test_sqlite_uses_wal(pgrig_home: Path) -> None:
+    url = f"sqlite:///{pgrig_home / 'a.sqlite'}"
+    Archive(url).close()
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
+
+
+def test_urls_are_normalised_and_masked(pgrig_home: Path) -> None:
+    assert normalize_url("postgresql://u:pw@h/db") == "postgresql+psycopg://u:pw@h/db"
+    assert normalize_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert normalize_url(str(pgrig_home / "x.sqlite")) == f"sqlite:///{pgrig_home}/x.sqlite"
+    assert mask_url("postgresql+psycopg://u:secret@h:5432/db") == (
+        "postgresql+psycopg://u:***@h:5432/db"
+    )
+    with pytest.raises(PgrigError, match=r"unsupported archive URL mysql://u:\*\*\*@h/db"):
+        Archive("mysql://u:secret@h/db")
+
+
+def test_unreadable_archive_is_a_clear_error(pgrig_home: Path) -> None:
+    bad = pgrig_home / "junk.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(PgrigError, match=r"cannot open archive sqlite:///.*junk.sqlite"):
+        Archive(f"sqlite:///{bad}")
