@@ -247,7 +247,7 @@ def _run(
     rec.command = pgbench_command.shell_quote(argv)
     server_log_offset = _log_size(env)
 
-    sampler = _start_sampler(env, conninfo, dbname)
+    sampler, os_sampler = _start_sampler(env, conninfo, dbname)
     interrupted = False
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
@@ -267,7 +267,7 @@ def _run(
             stdout_path=work / "pgbench.stdout",
             on_stderr_line=on_line,
         )
-        _track_client(sampler, proc.pid)
+        _track_client(os_sampler, proc.pid)
         ctx = view if live else contextlib.nullcontext(view)
         with ctx:
             while proc.poll() is None:
@@ -391,31 +391,22 @@ def _attach_samples(
     rec: RunRecord, series_raw: dict[str, dict[str, list]], window_start_s: float | None
 ) -> None:
     """Sampler rows carry epoch seconds; re-base them on the measured window's start."""
+    from pgrig.metrics.sampler import window_summary
+
     origin = window_start_s
     if origin is None and rec.started_at is not None:
         origin = rec.started_at.timestamp() + rec.warmup_s
+    if origin is None:
+        return
+    figures = window_summary(series_raw, origin, origin + (rec.measured_s or 0.0) + 0.5)
+    for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio"):
+        setattr(rec, field, figures.get(field))
     for kind, cols in series_raw.items():
         cols = dict(cols)
         ts = cols.pop("ts", None)
-        if ts is None or origin is None:
+        if ts is None:
             continue
-        cols = {"t": [round(x - origin, 3) for x in ts], **cols}
-        rec.series[kind] = cols
-    os_cols = rec.series.get("os")
-    window = rec.measured_s or 0.0
-    if os_cols:
-        idx = [i for i, t in enumerate(os_cols["t"]) if 0 <= t <= window + 0.5]
-        for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle"):
-            vals = [os_cols[field][i] for i in idx if field in os_cols and os_cols[field][i] is not None]
-            if vals:
-                setattr(rec, field, sum(vals) / len(vals))
-    pg_cols = rec.series.get("pg")
-    if pg_cols and "blks_hit" in pg_cols and "blks_read" in pg_cols:
-        idx = [i for i, t in enumerate(pg_cols["t"]) if 0 <= t <= window + 0.5]
-        hit = sum(pg_cols["blks_hit"][i] or 0 for i in idx)
-        read = sum(pg_cols["blks_read"][i] or 0 for i in idx)
-        if hit + read > 0:
-            rec.hit_ratio = 100.0 * hit / (hit + read)
+        rec.series[kind] = {"t": [round(x - origin, 3) for x in ts], **cols}
 
 
 def _keep_artifacts(
@@ -442,18 +433,23 @@ def _log_size(env: Environment) -> int | None:
 
 
 def _start_sampler(env: Environment, conninfo: str, dbname: str):
-    from pgrig.metrics.os_metrics import OsSampler
+    from pgrig.metrics.os_metrics import OsSampler, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
 
-    sampler = Sampler(OsSampler(), PgSampler(conninfo, dbname))
+    os_sampler = OsSampler()
+    if env.managed:
+        os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
+    sampler = Sampler(os_sampler, PgSampler(conninfo, dbname))
     sampler.start()
-    return sampler
+    return sampler, os_sampler
 
 
-def _track_client(sampler: Any, pid: int) -> None:
+def _track_client(os_sampler: Any, pid: int) -> None:
+    from pgrig.metrics.os_metrics import fixed_pids
+
     with contextlib.suppress(Exception):
-        sampler.track_pid("pgbench", pid)
+        os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
 
 
 def _live_tail(log_prefix: Path):

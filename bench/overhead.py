@@ -1,0 +1,71 @@
+"""Harness overhead: raw pgbench against `pgrig run` with the samplers on, interleaved.
+
+    python bench/overhead.py [--env bench-overhead] [--pg 18] [--rounds 5] [--duration 30]
+
+Creates (or reuses) an environment, generates pgbench data, then alternates
+`pgbench -S -c 8 -j 2 -T 30` and `pgrig run --workload pgbench:select-only -c 8 -j 2
+--duration 30`, and prints each pair and the median ratio pgrig/raw (the bar: >= 0.97).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+
+def sh(argv: list[str], env: dict[str, str] | None = None) -> str:
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{out.stderr}")
+    return out.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--env", default="bench-overhead")
+    ap.add_argument("--pg", default="18")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--duration", type=int, default=30)
+    ap.add_argument("--scale", type=int, default=10)
+    args = ap.parse_args()
+
+    envs = json.loads(sh(["pgrig", "env", "list", "--json"]))
+    if not any(e["name"] == args.env for e in envs):
+        sh(["pgrig", "env", "create", args.env, "--pg", args.pg])
+        sh(["pgrig", "db", "generate", args.env, "--scale", str(args.scale)])
+    sh(["pgrig", "env", "start", args.env])
+    info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
+    pgbench = os.path.join(info["bindir"], "pgbench")
+    libpq = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PG")},
+        "PGHOST": info.get("host", "127.0.0.1"),
+        "PGPORT": str(info["port"]),
+        "PGUSER": info.get("user", "postgres"),
+        "PGDATABASE": "pgrig",
+    }
+    ratios = []
+    for k in range(args.rounds):
+        raw_out = sh([pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(args.duration)], libpq)
+        raw = float(re.search(r"^tps = ([\d.]+)", raw_out, re.M).group(1))  # type: ignore[union-attr]
+        run = json.loads(
+            sh(
+                ["pgrig", "run", args.env, "--workload", "pgbench:select-only", "--clients", "8",
+                 "--threads", "2", "--duration", str(args.duration), "--json",
+                 "--tag", "bench=overhead"]
+            )
+        )
+        ratio = run["tps"] / raw
+        ratios.append(ratio)
+        print(f"round {k + 1}: raw pgbench {raw:,.0f} tps, pgrig {run['tps']:,.0f} tps, "
+              f"ratio {ratio:.3f}", flush=True)
+    print(f"median ratio pgrig/raw over {args.rounds} interleaved pairs: "
+          f"{statistics.median(ratios):.3f} (bar: >= 0.97)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""End to end: `pgrig run` against a real PostgreSQL 15 environment with real pgbench."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def pgrig(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pgrig {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[str]:
+    """One PG15 environment with pgbench scale-1 data, shared by the tests of this module."""
+    home = Path(tempfile.mkdtemp(prefix="pgrig-run-test-", dir="/tmp"))
+    home.chmod(0o755)
+    saved = {k: os.environ.get(k) for k in ("PGRIG_HOME", "PGRIG_ARCHIVE")}
+    os.environ["PGRIG_HOME"] = str(home)
+    os.environ.pop("PGRIG_ARCHIVE", None)
+    try:
+        pgrig("env", "create", "lab", "--pg", "15")
+        pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
+        yield "lab"
+    finally:
+        pgrig("env", "destroy", "lab", "--yes", check=False)
+        for pid_file in home.glob("envs/*/data/postmaster.pid"):
+            try:
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(home, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_json(*args: str, check: bool = True) -> dict:
+    proc = pgrig("run", *args, "--json", check=check)
+    return json.loads(proc.stdout)
+
+
+def test_run_reports_measured_window_and_series(lab: str) -> None:
+    rec = run_json(lab, "--workload", "pgbench:select-only", "-c", "2", "-j", "2",
+                   "--duration", "3", "--warmup", "1")
+    assert rec["status"] == "ok"
+    assert rec["tps"] > 0
+    assert rec["transactions"] > 0
+    assert rec["latency"]["p50"] <= rec["latency"]["p95"] <= rec["latency"]["max"]
+    shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
+    assert shown["id"] == rec["id"]
+    exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
+    series = exported["series"]["pgbench"]
+    assert min(series["t"]) < 0  # the warm-up is kept in the series, before the window
+    assert "os" in exported["series"] and "pg" in exported["series"]
+    assert exported["settings"]["shared_buffers"]
+    assert exported["command"].startswith("/") and "pgbench" in exported["command"]
+
+
+def test_multiple_scripts_get_per_script_figures(lab: str, tmp_path: Path) -> None:
+    script = tmp_path / "read.sql"
+    script.write_text("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n")
+    rec = run_json(lab, "--workload", f"{script}@3", "--workload", "pgbench:simple-update@1",
+                   "-c", "2", "--duration", "2")
+    assert rec["status"] == "ok"
+    names = [s["name"] for s in rec["scripts"]]
+    assert names == ["read.sql", "pgbench:simple-update"]
+    assert all(s["transactions"] > 0 for s in rec["scripts"])
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--workload", "pgbench:select-only", "--duration", "0"], "--duration must be > 0"),
+        (["--workload", "/nonexistent/x.sql", "--duration", "1"], "script file not found"),
+        (["--workload", "pgbench:select-only", "--duration", "1", "--set", "shared_buffers=lots"],
+         "shared_buffers"),
+        (["--workload", "pgbench:select-only", "--duration", "1", "--set", "no_such_thing=1"],
+         "no_such_thing"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_runs(lab: str, args: list[str], needle: str) -> None:
+    before = json.loads(pgrig("runs", "list", "--json").stdout)
+    proc = pgrig("run", lab, *args, check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    after = json.loads(pgrig("runs", "list", "--json").stdout)
+    assert len(after) == len(before)
+
+
+def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELEC 1;\n")
+    proc = pgrig("run", lab, "--workload", str(bad), "--duration", "1", check=False)
+    assert proc.returncode != 0
+    assert "syntax error" in proc.stderr
+    meta = tmp_path / "badmeta.sql"
+    meta.write_text("\\set x random(1,\n")
+    proc = pgrig("run", lab, "--workload", str(meta), "--duration", "1", check=False)
+    assert proc.returncode != 0
+    assert "badmeta.sql" in proc.stderr
+
+
+def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
+    proc = subprocess.Popen(
+        ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2",
+         "--duration", "30", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    _wait_for_running(lab)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    runs = json.loads(out)
+    assert runs[-1]["status"] == "aborted"
+    assert runs[-1]["transactions"] and runs[-1]["transactions"] > 0
+    assert not _pgbench_running(lab)
+
+
+def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: str) -> None:
+    proc = subprocess.Popen(
+        ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2",
+         "--duration", "30", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    running = _wait_for_running(lab)
+    assert running["status"] == "running"
+    time.sleep(2)
+    home = Path(os.environ["PGRIG_HOME"])
+    pid = int((home / "envs" / lab / "data" / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    rec = json.loads(out)
+    assert rec["status"] == "failed"
+    assert rec["error"]
+    exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
+    assert len(exported["series"]["pgbench"]["t"]) >= 1  # the partial series is kept
+    assert not _pgbench_running(lab)
+    pgrig("env", "start", lab)  # the environment is usable again
+
+
+def _wait_for_running(lab: str, timeout: float = 30) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = json.loads(pgrig("runs", "list", "--json", "--status", "running").stdout)
+        if runs:
+            return runs[0]
+        time.sleep(0.3)
+    raise AssertionError("no running run appeared in `pgrig runs list`")
+
+
+def _pgbench_running(lab: str) -> bool:
+    out = subprocess.run(["pgrep", "-f", "pgbench.*txlog"], capture_output=True, text=True)
+    return bool(out.stdout.strip())
