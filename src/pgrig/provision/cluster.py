@@ -460,6 +460,8 @@ def describe(env: Environment) -> dict[str, Any]:
     defaults: dict[str, str | None] = {}
     try:
         cat = catalog.load_catalog(env.bindir or "", env.version or "")
+        if not cat.enriched and st == "running":
+            catalog.enrich(env.bindir or "", cat, env.conninfo("postgres"))
         for n in ls.merged():
             s = cat.get(n)
             defaults[n] = None if s is None or s.default is None else s.default_text()
