@@ -1,0 +1,77 @@
+"""Render a Document as Markdown with PNG charts next to it (for write-ups and repositories)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Table
+
+_SPECIAL = re.compile(r"([\\`*|<>]|\](?=[(\[:]))")
+_HTML = {"<": "&lt;", ">": "&gt;"}
+
+
+def escape(text: str) -> str:
+    """Plain text made inert: no emphasis, links, HTML or table breaks from user input.
+
+    `[x]` alone stays readable; a `]` that would start a link target (`](`, `][`, `]:`) is
+    escaped, as is a leading `#`, `[`, `-` or `+` (heading, reference, list) and `&`.
+    """
+    text = text.replace("&", "&amp;").replace("\r", " ").replace("\n", " ")
+    text = _SPECIAL.sub(lambda m: _HTML.get(m.group(1), "\\" + m.group(1)), text)
+    if text[:1] in ("#", "[", "-", "+"):
+        text = "\\" + text
+    return text
+
+
+def _cell(cell: Cell) -> str:
+    return "<br>".join(escape(line) for line in cell.lines) or " "
+
+
+def _table(t: Table) -> list[str]:
+    out = []
+    if t.caption:
+        out += [f"*{escape(t.caption)}*", ""]
+    out.append("| " + " | ".join(escape(c) for c in t.columns) + " |")
+    out.append(
+        "|" + "|".join("---:" if i in t.numeric else "---" for i in range(len(t.columns))) + "|"
+    )
+    for row in t.rows:
+        out.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    return out
+
+
+def figure_filename(stem: str, fig: Figure) -> str:
+    return f"{stem}-{fig.name}.png"
+
+
+def render(doc: Document, stem: str) -> str:
+    """The Markdown text; figures are referenced as `<stem>-<name>.png`."""
+    lines = [f"# {escape(doc.title)}", ""]
+    if doc.subtitle:
+        lines += [escape(doc.subtitle), ""]
+    for section in doc.sections:
+        lines += [f"## {escape(section.title)}", ""]
+        for block in section.blocks:
+            if isinstance(block, Paragraph):
+                text = escape(block.text)
+                lines += [f"> {text}" if block.style in ("note", "warn") else text, ""]
+            elif isinstance(block, KeyValues):
+                lines += [f"- **{escape(k)}**: {escape(v)}" for k, v in block.items] + [""]
+            elif isinstance(block, Table):
+                lines += [*_table(block), ""]
+            elif isinstance(block, Figure):
+                lines += [f"![{escape(block.caption)}]({figure_filename(stem, block)})", ""]
+                lines += [f"*{escape(block.caption)}*", ""]
+    lines += [f"<sub>{escape(doc.generated_by)}</sub>", ""]
+    return "\n".join(lines)
+
+
+def write(doc: Document, out_dir: Path, stem: str) -> Path:
+    """Write `<stem>.md` and its PNG charts into out_dir; returns the Markdown path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for fig in doc.figures():
+        fig.figure.savefig(out_dir / figure_filename(stem, fig), format="png", dpi=110)
+    path = out_dir / f"{stem}.md"
+    path.write_text(render(doc, stem), encoding="utf-8")
+    return path

@@ -1,0 +1,110 @@
+"""Write reports to files: the entry points the CLI (and the web) call.
+
+Markdown goes to `<out>/<stem>.md` with `<out>/<stem>-<chart>.png` next to it; HTML is one
+self-contained `<out>/<stem>.html`. The default output directory is <home>/reports/<stem>/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pgrig import paths
+from pgrig.errors import PgrigError
+from pgrig.reports.document import Document
+
+FORMATS = ("md", "html")
+
+
+def default_out_dir(stem: str) -> Path:
+    return paths.home() / "reports" / stem
+
+
+def check_formats(formats: Iterable[str]) -> list[str]:
+    out = []
+    for f in formats:
+        for part in f.split(","):
+            part = part.strip().lower()
+            if part not in FORMATS:
+                raise PgrigError(f"unknown report format {part!r}: use md or html")
+            if part not in out:
+                out.append(part)
+    return out or ["md"]
+
+
+def write(doc: Document, stem: str, formats: Iterable[str], out_dir: Path | None) -> list[Path]:
+    from pgrig.reports import html, markdown
+
+    fmts = check_formats(formats)
+    target = out_dir or default_out_dir(stem)
+    written = []
+    try:
+        for f in fmts:
+            written.append((markdown if f == "md" else html).write(doc, target, stem))
+    except OSError as e:
+        raise PgrigError(f"cannot write the report to {target}: {e.strerror or e}") from None
+    finally:
+        for fig in doc.figures():  # free the figures' memory (large studies make many)
+            fig.figure.clear()
+    return written
+
+
+def study_document(archive: Any, name: str) -> Document:
+    from pgrig.reports import iteration, sweep
+    from pgrig.reports.summary import load_study
+
+    data = load_study(archive, name)
+    return iteration.build(data) if data.spec.kind == "iterations" else sweep.build(data)
+
+
+def study_report(
+    archive: Any, name: str, formats: Iterable[str] = ("md",), out_dir: Path | None = None
+) -> list[Path]:
+    check_formats(formats)
+    return write(study_document(archive, name), name, formats, out_dir)
+
+
+def run_report(
+    archive: Any, run_id: int, formats: Iterable[str] = ("md",), out_dir: Path | None = None
+) -> list[Path]:
+    from pgrig.reports.run_report import run_document
+
+    check_formats(formats)
+    return write(run_document(archive.get_run(run_id)), f"run-{run_id}", formats, out_dir)
+
+
+def compare_report(
+    archive: Any,
+    groups: list[list[int]],
+    formats: Iterable[str] = ("md",),
+    out_dir: Path | None = None,
+    threshold: float = 0.02,
+    misrate: float = 0.05,
+) -> list[Path]:
+    from pgrig.reports.run_report import compare_document
+
+    check_formats(formats)
+    if len(groups) < 2:
+        raise PgrigError("compare needs at least two runs or groups of runs (e.g. 1,2,3 4,5,6)")
+    recs = [[archive.get_run(i) for i in g] for g in groups]
+    stem = "compare-" + "-vs-".join("_".join(str(i) for i in g) for g in groups)
+    return write(compare_document(recs, threshold, misrate), stem[:120], formats, out_dir)
+
+
+def parse_group(text: str) -> list[int]:
+    """'7' -> [7]; '1,2,3' -> [1, 2, 3]; '4-6' -> [4, 5, 6]; mixed '1,4-6'."""
+    ids: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-", 1))
+                if b < a or b - a > 1000:
+                    raise ValueError
+                ids.extend(range(a, b + 1))
+            else:
+                ids.append(int(part))
+        except ValueError:
+            raise PgrigError(f"bad run list {text!r}: use ids like 7, 1,2,3 or 4-6") from None
+    return ids

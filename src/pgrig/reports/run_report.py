@@ -1,0 +1,332 @@
+"""Reports on runs outside a study: one run, or a comparison of groups of runs.
+
+A single run: its figures, TPS over time with the warm-up shaded, latency percentiles and CPU
+over time, the stability line, per-script figures and the settings that differ from the
+defaults. A comparison: groups of repeated runs side by side, each against the first group
+(ratio, bounds, verdict; a verdict needs at least two runs per group), the settings that
+differ, and the per-second TPS of each group's first run overlaid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgrig.archive.records import RunRecord
+from pgrig.reports import charts
+from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
+from pgrig.reports.summary import (
+    delta,
+    fmt,
+    fmt_interval,
+    interval,
+    latency_columns,
+    run_stability,
+    verdict_style,
+)
+from pgrig.study.plan import display_value
+
+MIN_REPEATS_FOR_VERDICT = 2
+
+
+def _when(rec: RunRecord) -> str:
+    if rec.started_at is None:
+        return "-"
+    text = rec.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if rec.ended_at is not None:
+        text += f" ({(rec.ended_at - rec.started_at).total_seconds():.0f} s)"
+    return text
+
+
+def summary_items(rec: RunRecord) -> list[tuple[str, str]]:
+    items = [("status", rec.status + (f": {rec.error}" if rec.error else ""))]
+    items.append(("started", _when(rec)))
+    items.append(("environment", f"{rec.env_name} ({rec.target or '-'})"))
+    items.append(("server", f"{rec.engine} {rec.server_version or '?'}"))
+    data = rec.scenario or "-"
+    if rec.scale:
+        data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {rec.scale}"
+    if rec.db_size_bytes:
+        data += f", {rec.db_size_bytes / 2**20:,.0f} MiB"
+    items.append(("data", f"{data} in database {rec.database or '-'}"))
+    load = f"{display_value(rec.workload)}, {rec.clients} clients, {rec.threads} threads"
+    if rec.duration_s:
+        load += f", {rec.duration_s:g}s measured"
+    if rec.transactions_per_client:
+        load += f", {rec.transactions_per_client} transactions per client"
+    load += f", {rec.warmup_s:g}s warm-up" if rec.warmup_s else ", no warm-up"
+    if rec.rate:
+        load += f", rate {rec.rate:g}"
+    if rec.via != "direct":
+        load += f", via {rec.via}"
+    items.append(("load", load))
+    if rec.command:
+        items.append(("command", rec.command))
+    res = f"{fmt(rec.tps)} TPS over {fmt(rec.measured_s)} s, {rec.transactions or 0:,} transactions"
+    res += f", {rec.failed or 0} failed"
+    if rec.retried:
+        res += f", {rec.retried} retried"
+    if rec.skipped:
+        res += f", {rec.skipped} skipped"
+    if rec.nopm is not None:
+        res += f"; NOPM {fmt(rec.nopm, 0)}, TPM {fmt(rec.tpm, 0)}"
+    items.append(("result", res))
+    lat = rec.latency.as_dict()
+    if any(v is not None for v in lat.values()):
+        items.append(("latency ms", ", ".join(f"{k} {fmt(v, 3)}" for k, v in lat.items())))
+    cpu = [rec.cpu_user, rec.cpu_system, rec.cpu_iowait, rec.cpu_idle]
+    if any(v is not None for v in cpu):
+        items.append(("CPU us/sy/wa/id %", "/".join(fmt(v, 1) for v in cpu)))
+    if rec.hit_ratio is not None:
+        items.append(("buffer hit ratio", f"{rec.hit_ratio:.2f}%"))
+    if rec.note:
+        items.append(("note", rec.note))
+    if rec.tags:
+        items.append(("tags", ", ".join(f"{k}={v}" for k, v in rec.tags.items())))
+    return items
+
+
+def _series_figure(rec: RunRecord, title: str | None = None) -> Figure | None:
+    pg = rec.series.get("pgbench") or {}
+    if not pg.get("t") or not pg.get("tps"):
+        return None
+    lat = {k: pg[k] for k in latency_columns(pg) if not k.endswith("max")}
+    os_cols = rec.series.get("os") or {}
+    cpu = {
+        k.removeprefix("cpu_"): os_cols[k]
+        for k in ("cpu_user", "cpu_system", "cpu_iowait")
+        if k in os_cols and os_cols.get("t")
+    }
+    fig = charts.run_chart(
+        pg["t"],
+        pg["tps"],
+        rec.warmup_s or 0.0,
+        lat or None,
+        cpu or None,
+        os_cols.get("t"),
+        title=title,
+    )
+    return Figure(
+        "timeline",
+        "Per-second TPS (warm-up shaded, not measured), latency percentiles and host CPU",
+        fig,
+    )
+
+
+def run_document(rec: RunRecord) -> Document:
+    doc = Document(
+        title=f"Run {rec.id}: {display_value(rec.workload)} on {rec.env_name}",
+        subtitle=rec.note,
+        generated_by=f"pgrig report run {rec.id}",
+    )
+    stab = run_stability(rec)
+    items = summary_items(rec)
+    items.append(("stability", stab.describe()))
+    if stab.warmup_tps is not None:
+        items.append(
+            (
+                "warm-up",
+                f"{stab.warmup_s:g}s at {fmt(stab.warmup_tps)} TPS (per-second mean), "
+                f"measured window {fmt(stab.measured_tps)} TPS",
+            )
+        )
+    blocks: list[Any] = [KeyValues(items)]
+    if stab.drift:
+        blocks.append(
+            Paragraph(
+                "Throughput drifts during the measured window: a longer run, or fresh data "
+                "for every run, would give a different answer.",
+                "warn",
+            )
+        )
+    doc.sections.append(Section("Summary", blocks))
+    fig = _series_figure(rec, f"measured window: {stab.describe()}")
+    if fig is not None:
+        doc.sections.append(Section("Over time", [fig]))
+    if rec.scripts:
+        rows = [
+            [
+                s.name,
+                str(s.weight),
+                f"{s.transactions:,}",
+                fmt(s.tps),
+                str(s.failed),
+                *(fmt(getattr(s.latency, q), 3) for q in ("avg", "p50", "p95", "p99", "max")),
+            ]
+            for s in rec.scripts
+        ]
+        doc.sections.append(
+            Section(
+                "Per transaction type",
+                [
+                    Table.build(
+                        [
+                            "script",
+                            "weight",
+                            "transactions",
+                            "TPS",
+                            "failed",
+                            "avg ms",
+                            "p50 ms",
+                            "p95 ms",
+                            "p99 ms",
+                            "max ms",
+                        ],
+                        rows,
+                        numeric=set(range(1, 10)),
+                    )
+                ],
+            )
+        )
+    doc.sections.append(_settings_section(rec))
+    if rec.host:
+        doc.sections.append(
+            Section("Host", [KeyValues([(k, _short(v)) for k, v in rec.host.items()])])
+        )
+    if rec.artifacts:
+        doc.sections.append(
+            Section("Artifacts", [KeyValues([(k, str(v)) for k, v in rec.artifacts.items()])])
+        )
+    return doc
+
+
+def _short(v: Any, width: int = 200) -> str:
+    s = v if isinstance(v, str) else repr(v)
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _settings_section(rec: RunRecord) -> Section:
+    blocks: list[Any] = []
+    layers = [
+        (layer, k, v)
+        for layer, values in rec.settings_layers.items()
+        for k, v in values.items()
+        if not k.startswith("__")
+    ]
+    if layers:
+        blocks.append(
+            Table.build(
+                ["layer", "setting", "value"],
+                [[a, b, str(c)] for a, b, c in layers],
+                caption="What pgrig set, by layer (later layers win)",
+            )
+        )
+    nd = rec.non_default_settings()
+    if nd:
+        rows = [
+            [name, f"{s.get('setting')}{s.get('unit') or ''}", str(s.get("boot_val")),
+             str(s.get("source") or "")]
+            for name, s in sorted(nd.items())
+        ]  # fmt: skip
+        blocks.append(
+            Table.build(
+                ["setting", "value", "default", "source"],
+                rows,
+                caption="Effective settings that differ from PostgreSQL's defaults",
+            )
+        )
+    if not blocks:
+        blocks.append(Paragraph("No settings snapshot was recorded.", "note"))
+    return Section("Settings", blocks)
+
+
+# --- comparison of groups ------------------------------------------------------------------------
+def compare_document(
+    groups: list[list[RunRecord]], threshold: float = 0.02, misrate: float = 0.05
+) -> Document:
+    """Each group is repeats of one configuration; group 1 is the baseline."""
+    labels = [_group_label(g) for g in groups]
+    doc = Document(
+        title="Comparison: " + " vs ".join(labels),
+        generated_by="pgrig report compare",
+    )
+    samples = [[r.tps for r in g if r.status == "ok" and r.tps] for g in groups]
+    rows = []
+    for i, (g, label, vals) in enumerate(zip(groups, labels, samples, strict=True)):
+        first = g[0]
+        if i == 0:
+            verdict = Cell(["baseline"], "muted")
+        elif min(len(vals), len(samples[0])) < MIN_REPEATS_FOR_VERDICT:
+            ratio = (
+                f"x{interval(vals, misrate).center / interval(samples[0], misrate).center:.3f}"
+                if vals and samples[0]
+                else "-"
+            )
+            verdict = Cell([ratio, "no verdict: repeat each configuration"], "muted")
+        else:
+            d = delta(samples[0], vals, threshold, misrate)
+            verdict = Cell(
+                [d.pct(), d.verdict + (" *" if d.insufficient else "")] if d else ["-"],
+                verdict_style(d.verdict if d else None),
+            )
+        p95 = [r.latency.p95 for r in g if r.status == "ok" and r.latency.p95 is not None]
+        rows.append(
+            [
+                label,
+                f"{first.env_name} ({first.server_version or '?'})",
+                f"{display_value(first.workload)}, {first.clients} clients",
+                f"{len(vals)}/{len(g)}",
+                Cell(fmt_interval(interval(vals, misrate))),
+                verdict,
+                fmt(interval(p95, misrate).center if p95 else None, 2),
+            ]
+        )
+    table = Table.build(
+        ["runs", "environment", "load", "ok", "TPS [bounds]", f"vs {labels[0]}", "p95 ms"],
+        rows,
+        numeric={3, 4, 5, 6},
+    )
+    note = Paragraph(
+        f"TPS is the Hodges-Lehmann centre of each group's runs with {(1 - misrate) * 100:g}% "
+        f"bounds; faster/slower only when the ratio's bounds clear {threshold * 100:g}%. "
+        "* too few runs for those bounds: the full range is used.",
+        "note",
+    )
+    doc.sections.append(Section("Results", [table, note]))
+    diff = _settings_diff([g[0] for g in groups], labels)
+    if diff is not None:
+        doc.sections.append(Section("Settings that differ", [diff]))
+    overlay = {
+        f"{label} (run {g[0].id})": (
+            g[0].series.get("pgbench", {}).get("t", []),
+            g[0].series.get("pgbench", {}).get("tps", []),
+        )
+        for g, label in zip(groups, labels, strict=True)
+        if g[0].series.get("pgbench", {}).get("t")
+    }
+    if overlay:
+        warm = max((g[0].warmup_s or 0.0) for g in groups)
+        doc.sections.append(
+            Section(
+                "Over time",
+                [
+                    Figure(
+                        "overlay",
+                        "Per-second TPS of the first run of each group",
+                        charts.overlay_chart(overlay, warm),
+                    )
+                ],
+            )
+        )
+    return doc
+
+
+def _group_label(g: list[RunRecord]) -> str:
+    ids = [str(r.id) for r in g]
+    return ("run " if len(ids) == 1 else "runs ") + ",".join(ids)
+
+
+def _settings_diff(runs: list[RunRecord], labels: list[str]) -> Table | None:
+    names = sorted({n for r in runs for n in r.settings})
+    rows = []
+    for n in names:
+        vals = [
+            f"{r.settings[n].get('setting')}{r.settings[n].get('unit') or ''}"
+            if n in r.settings
+            else "-"
+            for r in runs
+        ]
+        if len(set(vals)) > 1:
+            rows.append([n, *vals])
+    if not rows:
+        return None
+    return Table.build(["setting", *labels], rows)

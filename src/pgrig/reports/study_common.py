@@ -1,0 +1,141 @@
+"""Sections both study reports share: the set-up, the statistics note and the runs table."""
+
+from __future__ import annotations
+
+from pgrig.reports.document import Cell, KeyValues, Paragraph, Section, Table
+from pgrig.reports.summary import PointSummary, StudyData, fmt
+from pgrig.study.plan import display_value
+from pgrig.study.spec import format_seconds
+
+
+def setup_section(data: StudyData) -> Section:
+    spec, rec = data.spec, data.record
+    planned = len(data.plan.runs)
+    done = sum(len(p.ok) for p in data.points)
+    items = [
+        ("status", f"{rec.status}: {done} of {planned} runs done"),
+        ("created", rec.created_at.strftime("%Y-%m-%d %H:%M UTC") if rec.created_at else "-"),
+    ]
+    for env in spec.environments.values():
+        versions = sorted(
+            {r.server_version for p in data.points for r in p.ok if r.env_name == env.name} - {None}
+        )
+        what = f"PostgreSQL {', '.join(v for v in versions if v) or env.version or '?'}"
+        what += f", profile {env.profile or 'default'}, environment {env.name}"
+        if env.settings:
+            what += "; settings " + ", ".join(f"{k}={v}" for k, v in env.settings.items())
+        items.append((f"environment {env.key}", what))
+    ds = spec.dataset
+    size = {"pgbench": f"scale {ds.scale}", "tpcc": f"{ds.scale} warehouses"}.get(
+        ds.scenario, display_value(ds.init or "")
+    )
+    items.append(("data", f"{ds.scenario}, {size}, regenerated per {ds.reset}"))
+    items.append(("load", describe_run(spec.run)))
+    items.append(
+        (
+            "repeats",
+            f"{spec.repeats} per point, {spec.order}"
+            + (" (repeats of all points take turns)" if spec.order == "interleaved" else ""),
+        )
+    )
+    host = next((r.host for p in data.points for r in p.ok if r.host), {})
+    if host:
+        items.append(("host", ", ".join(f"{k} {v}" for k, v in host.items())))
+    return Section("Set-up", [KeyValues(items)])
+
+
+def describe_run(run) -> str:
+    parts = [f"workload {display_value(run.workload)}", f"{run.clients} clients"]
+    parts.append(f"{run.threads} threads")
+    if run.duration_s is not None:
+        parts.append(f"{format_seconds(run.duration_s)} measured")
+    if run.transactions is not None:
+        parts.append(f"{run.transactions} transactions per client")
+    parts.append(f"{format_seconds(run.warmup_s)} warm-up" if run.warmup_s else "no warm-up")
+    if run.rate:
+        parts.append(f"rate {run.rate:g} tps")
+    if run.protocol != "simple":
+        parts.append(f"protocol {run.protocol}")
+    if run.via != "direct":
+        parts.append(f"via {run.via}")
+    return ", ".join(parts)
+
+
+def statistics_note(data: StudyData) -> Paragraph:
+    spec = data.spec
+    conf = f"{(1 - spec.misrate) * 100:g}%"
+    text = (
+        f"TPS is the Hodges-Lehmann centre of the repeats (one value per run, warm-up "
+        f"excluded), with distribution-free {conf} bounds. A change is called faster only if "
+        f"the lower bound of the TPS ratio exceeds 1 + {spec.threshold * 100:g}%, slower only if "
+        f"the upper bound is below 1 - {spec.threshold * 100:g}%; otherwise there is no "
+        "detectable change at that threshold."
+    )
+    if any(p.tps is not None and p.tps.insufficient for p in data.points):
+        text += (
+            f" Some points have too few repeats for {conf} bounds: their bounds are the "
+            "full range of the values (marked 'range'), which holds less often."
+        )
+    return Paragraph(text, "note")
+
+
+def cpu_cell(ps: PointSummary) -> str:
+    c = ps.cpu
+    if all(v is None for v in c.values()):
+        return "-"
+    return "/".join(fmt(c.get(k), 0) for k in ("user", "system", "iowait", "idle"))
+
+
+def stability_cell(ps: PointSummary) -> Cell:
+    if not ps.stability or ps.max_cv is None:
+        return Cell.of(None)
+    lines = [f"max CV {ps.max_cv * 100:.1f}%"]
+    style = None
+    if ps.drift_runs:
+        lines.append(f"drift in {ps.drift_runs} of {len(ps.stability)} runs")
+        style = "warn"
+    return Cell(lines, style)
+
+
+def runs_section(data: StudyData, point_title: str = "point") -> Section:
+    rows = []
+    drift = []
+    for ps in data.points:
+        stab = {s.run_id: s for s in ps.stability}
+        for r in ps.runs:
+            s = stab.get(r.id)
+            status = Cell([r.status], None if r.status == "ok" else "bad")
+            warm = "-"
+            if s is not None and s.warmup_s:
+                warm = f"{s.warmup_s:g}s" + (
+                    f", {fmt(s.warmup_tps)} tps" if s.warmup_tps is not None else ""
+                )
+            if s is not None and s.drift:
+                drift.append(f"run {r.id} ({ps.point.label}): {s.describe()}")
+            rows.append(
+                [
+                    str(r.id),
+                    ps.point.label,
+                    str(r.repeat + 1),
+                    status,
+                    fmt(r.tps),
+                    fmt(r.latency.p95, 2),
+                    warm,
+                    Cell([s.describe()], "warn" if s.drift else None) if s else Cell.of(None),
+                    r.error or "",
+                ]
+            )
+    for r in data.orphans:
+        rows.append([str(r.id), f"(not in plan: {r.study_point})", str(r.repeat + 1), r.status,
+                     fmt(r.tps), fmt(r.latency.p95, 2), "-", "-", r.error or ""])  # fmt: skip
+    table = Table.build(
+        ["run", point_title, "repeat", "status", "TPS", "p95 ms", "warm-up", "stability", "error"],
+        rows,
+        caption="Every run, in plan order. Stability is over the measured window: coefficient "
+        "of variation of per-second TPS, linear trend, and the last fifth against the first.",
+        numeric={0, 2, 4, 5},
+    )
+    blocks: list = [table]
+    if drift:
+        blocks.insert(0, Paragraph("Drift flagged: " + "; ".join(drift), "warn"))
+    return Section("Runs", blocks)

@@ -1,0 +1,783 @@
+"""Study files (TOML): parse and validate the whole file into dataclasses before anything runs.
+
+Every error names the key path it is about (``iterations[3].settings.shared_buffers: ...``) so
+a user can fix the file without guessing. Validation here is structural (types, ranges, units,
+unknown keys, files that must exist); values of PostgreSQL settings are checked later against
+the exact server version by the study runner, still before the first run starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pgrig.errors import PgrigError
+
+StudyKind = Literal["iterations", "sweep"]
+SCENARIOS = ("pgbench", "tpcc", "custom")
+ACTIONS = ("restart", "checkpoint", "vacuum", "analyze", "prewarm", "regenerate")
+RESET_POLICIES = ("study", "point", "run")
+ORDERS = ("sequential", "interleaved")
+PROTOCOLS = ("simple", "extended", "prepared")
+# Sweep dimensions that map onto run parameters (settings.<name>, version, environment aside).
+RUN_DIMENSIONS = ("clients", "threads", "rate", "workload", "via", "protocol")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
+_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
+_UNIT_S |= {"mins": 60.0, "h": 3600.0}
+
+
+class StudySpecError(PgrigError):
+    """The study file is invalid; the message starts with the key path."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EnvSpec:
+    """One environment a study runs on: an existing pgrig environment or one it creates."""
+
+    key: str  # the key in the study file ("main" for a single [environment] table)
+    name: str  # the pgrig environment name
+    version: str | None = None  # "15", "18" or exact "18.6"; None: the existing env's own
+    profile: str | None = None  # None: "default" when created, any when it exists already
+    settings: dict[str, str] = field(default_factory=dict)  # the study's base settings layer
+    create: bool = True  # create it when missing (False: must exist already)
+    pooler: dict[str, Any] | None = None  # passed to provisioning for via = "pgbouncer"
+    path: str = "environment"  # where it is defined in the file, for error messages
+
+    @property
+    def label(self) -> str:
+        return f"{self.key} (PostgreSQL {self.version})" if self.version else self.key
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    scenario: str  # pgbench | tpcc | custom
+    scale: int | None = None  # pgbench scale or TPC-C warehouses
+    database: str | None = None
+    init: str | None = None  # custom: an SQL file creating and filling the data
+    reset: str = "study"  # regenerate once per study (if missing), per point, or per run
+    options: dict[str, Any] = field(default_factory=dict)  # generator-specific extras
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """The load of one run; a study's [run] table, changed per iteration or per sweep point."""
+
+    workload: str
+    clients: int = 1
+    threads: int = 1
+    duration_s: float | None = None
+    transactions: int | None = None
+    warmup_s: float = 0.0
+    rate: float | None = None
+    latency_limit_ms: float | None = None
+    protocol: str = "simple"
+    max_tries: int = 1
+    via: str = "direct"
+    defines: dict[str, str] = field(default_factory=dict)
+    before_each: tuple[str, ...] = ()  # actions before every run (e.g. checkpoint)
+    extra_pgbench_args: tuple[str, ...] = ()
+
+    def planned_seconds(self) -> float | None:
+        """Wall time one run should take (None: bounded by transactions, unknown)."""
+        if self.duration_s is None:
+            return None
+        return self.duration_s + self.warmup_s
+
+
+@dataclass(frozen=True)
+class Iteration:
+    index: int
+    name: str
+    note: str | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # changes from the previous one
+    reset: tuple[str, ...] = ()  # settings dropped from the study layer (back to profile)
+    actions: tuple[str, ...] = ()  # once, when the iteration starts
+    environment: str | None = None  # switch to another environment key (sticky)
+    run_changes: dict[str, Any] = field(default_factory=dict)  # [iterations.run], as written
+    run: RunParams | None = None  # the effective run parameters (overrides are sticky)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str  # clients | threads | rate | workload | via | protocol | version | environment
+    # | settings.<name>
+    values: tuple[Any, ...]
+
+    @property
+    def is_setting(self) -> bool:
+        return self.name.startswith("settings.")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    dimensions: tuple[Dimension, ...]
+    x: str  # the dimension on the x axis of the charts
+    series: tuple[str, ...]  # the other dimensions: one line per combination
+
+    def dimension(self, name: str) -> Dimension:
+        return next(d for d in self.dimensions if d.name == name)
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    name: str
+    kind: StudyKind
+    source: str  # the file's text, verbatim (archived with the study)
+    base_dir: Path  # relative script paths resolve from here
+    description: str | None = None
+    repeats: int = 3
+    order: str = "sequential"
+    threshold: float = 0.02
+    misrate: float = 0.05
+    on_failure: str = "continue"
+    tags: dict[str, str] = field(default_factory=dict)
+    environments: dict[str, EnvSpec] = field(default_factory=dict)
+    default_env: str = "main"
+    dataset: DatasetSpec = field(default_factory=lambda: DatasetSpec("pgbench"))
+    run: RunParams = field(default_factory=lambda: RunParams("pgbench:tpcb-like"))
+    iterations: tuple[Iteration, ...] = ()
+    sweep: Sweep | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------------
+def load(path: str | Path, *, name: str | None = None, check_files: bool = True) -> StudySpec:
+    """Read and validate a study file. `name` overrides [study].name (``--name``)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudySpecError(f"study file {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StudySpecError(f"cannot read study file {str(p)!r}: {e}") from None
+    return parse(
+        text, base_dir=p.resolve().parent, default_name=p.stem, name=name, check_files=check_files
+    )
+
+
+def parse(
+    text: str,
+    *,
+    base_dir: Path | None = None,
+    default_name: str = "study",
+    name: str | None = None,
+    check_files: bool = True,
+) -> StudySpec:
+    """Validate a study file's text. check_files=False skips existence checks (reports)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StudySpecError(f"not valid TOML: {e}") from None
+    return _Parser(text, base_dir or Path.cwd(), default_name, name, check_files).parse(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value helpers
+# ---------------------------------------------------------------------------------------------
+def parse_duration(value: Any, path: str) -> float:
+    """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h"."""
+    if isinstance(value, bool):
+        raise StudySpecError(f"{path}: expected a duration like 15, '15s' or '2min', got {value}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
+        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+    else:
+        raise StudySpecError(f"{path}: expected a duration like 15, '15s' or '2min', got {value!r}")
+    if seconds < 0:
+        raise StudySpecError(f"{path}: must not be negative")
+    return seconds
+
+
+def setting_value(value: Any, path: str) -> str:
+    """A PostgreSQL setting value as text: booleans become on/off, numbers stay exact."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value).replace("inf", "Infinity")
+    if isinstance(value, str):
+        if "\n" in value or "\x00" in value:
+            raise StudySpecError(f"{path}: a setting value must be on one line")
+        return value
+    raise StudySpecError(
+        f"{path}: expected a string, number or boolean, got {type(value).__name__}"
+    )
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 60:
+        return f"{s:g}s"
+    m, sec = divmod(round(s), 60)
+    return f"{m}min{sec:02d}s" if sec else f"{m}min"
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser: one method per table, every error with its key path
+# ---------------------------------------------------------------------------------------------
+_TOP_KEYS = ("study", "environment", "environments", "dataset", "run", "iterations", "sweep")
+_STUDY_KEYS = (
+    "name",
+    "description",
+    "repeats",
+    "order",
+    "threshold",
+    "misrate",
+    "on_failure",
+    "tags",
+)
+_ENV_KEYS = ("name", "version", "profile", "settings", "create", "pooler")
+_DATASET_KEYS = ("scenario", "scale", "warehouses", "database", "init", "reset", "options")
+_RUN_KEYS = (
+    "workload",
+    "clients",
+    "threads",
+    "duration",
+    "transactions",
+    "warmup",
+    "rate",
+    "latency_limit",
+    "protocol",
+    "max_tries",
+    "via",
+    "defines",
+    "before_each",
+    "extra_pgbench_args",
+)
+_ITER_KEYS = ("name", "note", "settings", "reset", "actions", "environment", "run")
+_SWEEP_KEYS = (*RUN_DIMENSIONS, "settings", "version", "environment", "x", "series")
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = f"{path}.{key}" if path else key
+            raise StudySpecError(f"{where}: unknown key{hint}; allowed here: {', '.join(allowed)}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _Parser:
+    def __init__(
+        self, text: str, base_dir: Path, default_name: str, name: str | None, check_files: bool
+    ):
+        self.text = text
+        self.base_dir = base_dir
+        self.default_name = default_name
+        self.name_override = name
+        self.check_files = check_files
+
+    # --- typed getters ---------------------------------------------------------------------
+    def _table(self, data: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            raise StudySpecError(f"{_join(path, key)}: expected a table, got {_tname(value)}")
+        return value
+
+    def _str(self, data: dict[str, Any], key: str, path: str, default: str | None = None) -> Any:
+        value = data.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise StudySpecError(f"{_join(path, key)}: expected a string, got {_tname(value)}")
+        return value
+
+    def _int(
+        self, data: dict[str, Any], key: str, path: str, default: int | None, minimum: int = 1
+    ) -> Any:
+        value = data.get(key, default)
+        return None if value is None else _as_int(value, _join(path, key), minimum)
+
+    def _number(self, data: dict[str, Any], key: str, path: str) -> float | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        return _as_positive(value, _join(path, key))
+
+    def _choice(
+        self, data: dict[str, Any], key: str, path: str, choices: tuple[str, ...], default: str
+    ) -> str:
+        value = self._str(data, key, path, default)
+        if value not in choices:
+            raise StudySpecError(
+                f"{_join(path, key)}: {value!r} is not one of {', '.join(choices)}"
+            )
+        return value
+
+    def _settings(self, data: dict[str, Any], key: str, path: str) -> dict[str, str]:
+        table = self._table(data, key, path)
+        return {
+            _setting_name(k, _join(_join(path, key), k)): setting_value(
+                v, _join(_join(path, key), k)
+            )
+            for k, v in table.items()
+        }
+
+    def _actions(self, data: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
+        value = data.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise StudySpecError(f"{_join(path, key)}: expected a list of actions")
+        for i, a in enumerate(value):
+            if a not in ACTIONS:
+                close = difflib.get_close_matches(str(a), ACTIONS, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise StudySpecError(
+                    f"{_join(path, key)}[{i}]: unknown action {a!r}{hint}; "
+                    f"known: {', '.join(ACTIONS)}"
+                )
+        return tuple(value)
+
+    # --- sections --------------------------------------------------------------------------
+    def parse(self, data: dict[str, Any]) -> StudySpec:
+        _check_keys(data, _TOP_KEYS, "")
+        study = self._table(data, "study", "")
+        _check_keys(study, _STUDY_KEYS, "study")
+        name = self.name_override or self._str(study, "name", "study") or self.default_name
+        where = "--name" if self.name_override else "study.name"
+        if not NAME_RE.match(name):
+            raise StudySpecError(
+                f"{where}: invalid study name {name!r}: use letters, digits, '_', '.', '-' "
+                "(max 48, starting with a letter or digit)"
+            )
+        threshold = _as_positive(study.get("threshold", 0.02), "study.threshold")
+        if not 0 < threshold < 1:
+            raise StudySpecError("study.threshold: a fraction such as 0.02 (2%), between 0 and 1")
+        misrate = _as_positive(study.get("misrate", 0.05), "study.misrate")
+        if not 0 < misrate < 1:
+            raise StudySpecError("study.misrate: a probability such as 0.05, between 0 and 1")
+        tags = self._table(study, "tags", "study")
+        for k, v in tags.items():
+            if not isinstance(v, str | int | float) or isinstance(v, bool):
+                raise StudySpecError(f"study.tags.{k}: expected a string")
+        has_iterations = "iterations" in data
+        has_sweep = "sweep" in data
+        if has_iterations == has_sweep:
+            raise StudySpecError(
+                "study: give either [[iterations]] or [sweep] (exactly one of them)"
+            )
+        kind: StudyKind = "iterations" if has_iterations else "sweep"
+
+        envs, default_env = self._environments(data, name)
+        dataset = self._dataset(self._table(data, "dataset", ""))
+        run = self._run(self._table(data, "run", ""), "run", base=None)
+        spec = StudySpec(
+            name=name,
+            kind=kind,
+            source=self.text,
+            base_dir=self.base_dir,
+            description=self._str(study, "description", "study"),
+            repeats=self._int(study, "repeats", "study", 3),
+            order=self._choice(study, "order", "study", ORDERS, "sequential"),
+            threshold=threshold,
+            misrate=misrate,
+            on_failure=self._choice(study, "on_failure", "study", ("continue", "stop"), "continue"),
+            tags={k: str(v) for k, v in tags.items()},
+            environments=envs,
+            default_env=default_env,
+            dataset=dataset,
+            run=run,
+        )
+        if kind == "iterations":
+            return replace(spec, iterations=self._iterations(data["iterations"], spec))
+        return self._sweep(self._table(data, "sweep", ""), spec)
+
+    def _environments(self, data: dict[str, Any], study: str) -> tuple[dict[str, EnvSpec], str]:
+        if "environment" in data and "environments" in data:
+            raise StudySpecError(
+                "environments: give either [environment] or [environments.<key>], not both"
+            )
+        if "environments" in data:
+            tables = self._table(data, "environments", "")
+            if not tables:
+                raise StudySpecError("environments: define at least one [environments.<key>]")
+            envs = {}
+            for key, table in tables.items():
+                path = f"environments.{key}"
+                if not isinstance(table, dict):
+                    raise StudySpecError(f"{path}: expected a table, got {_tname(table)}")
+                if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$", key):
+                    raise StudySpecError(f"{path}: invalid key (letters, digits, '_', '.', '-')")
+                envs[key] = self._environment(table, path, key, study)
+            return envs, next(iter(envs))
+        table = self._table(data, "environment", "")
+        if not table:
+            raise StudySpecError(
+                'environment: missing; add [environment] with at least version = "15" '
+                "(or name = an existing pgrig environment)"
+            )
+        env = self._environment(table, "environment", None, study)
+        return {env.key: env}, env.key
+
+    def _environment(
+        self, table: dict[str, Any], path: str, key: str | None, study: str
+    ) -> EnvSpec:
+        _check_keys(table, _ENV_KEYS, path)
+        version = table.get("version")
+        if version is not None:
+            if isinstance(version, bool) or not isinstance(version, int | float | str):
+                raise StudySpecError(f'{path}.version: expected a version such as "18"')
+            version = str(version)
+            if not re.match(r"^\d{2}(\.\d+)?$", version):
+                raise StudySpecError(
+                    f"{path}.version: {version!r} is not a PostgreSQL version (e.g. 15, 18 or 18.6)"
+                )
+        create = table.get("create", True)
+        if not isinstance(create, bool):
+            raise StudySpecError(f"{path}.create: expected true or false")
+        explicit = self._str(table, "name", path)
+        if explicit is None and version is None:
+            raise StudySpecError(
+                f"{path}.version: required (or give name = an existing pgrig environment)"
+            )
+        if explicit is None and not create:
+            raise StudySpecError(f"{path}.name: required when create = false")
+        key = key or (f"pg{version.split('.')[0]}" if version else explicit) or "main"
+        name = explicit or f"{study}-{key}"
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", name):
+            raise StudySpecError(f"{path}.name: invalid environment name {name!r}")
+        pooler = table.get("pooler")
+        if pooler is not None and not isinstance(pooler, dict):
+            raise StudySpecError(f"{path}.pooler: expected a table such as {{pool_size = 20}}")
+        return EnvSpec(
+            key=key,
+            name=name,
+            version=version,
+            profile=self._str(table, "profile", path),
+            settings=self._settings(table, "settings", path),
+            create=create,
+            pooler=pooler,
+            path=path,
+        )
+
+    def _dataset(self, table: dict[str, Any]) -> DatasetSpec:
+        path = "dataset"
+        _check_keys(table, _DATASET_KEYS, path)
+        if "scenario" not in table:
+            raise StudySpecError(
+                f"{path}.scenario: required, one of {', '.join(SCENARIOS)} (add a [dataset] table)"
+            )
+        scenario = self._choice(table, "scenario", path, SCENARIOS, "pgbench")
+        if "scale" in table and "warehouses" in table:
+            raise StudySpecError(f"{path}.warehouses: give scale or warehouses, not both")
+        if "warehouses" in table and scenario != "tpcc":
+            raise StudySpecError(f'{path}.warehouses: only for scenario = "tpcc" (use scale)')
+        scale_key = "warehouses" if "warehouses" in table else "scale"
+        scale = self._int(table, scale_key, path, None)
+        if scale is None and scenario in ("pgbench", "tpcc"):
+            what = "warehouses" if scenario == "tpcc" else "scale"
+            raise StudySpecError(f"{path}.{what}: required for scenario = {scenario!r}")
+        init = self._str(table, "init", path)
+        if scenario == "custom":
+            if init is None:
+                raise StudySpecError(f'{path}.init: required for scenario = "custom" (SQL file)')
+            init = self._file(init, f"{path}.init")
+        elif init is not None:
+            raise StudySpecError(f'{path}.init: only for scenario = "custom"')
+        options = self._table(table, "options", path)
+        return DatasetSpec(
+            scenario=scenario,
+            scale=scale,
+            database=self._str(table, "database", path),
+            init=init,
+            reset=self._choice(table, "reset", path, RESET_POLICIES, "study"),
+            options=dict(options),
+        )
+
+    def _run(self, table: dict[str, Any], path: str, base: RunParams | None) -> RunParams:
+        """[run] (base=None, workload required) or an override table on top of `base`."""
+        _check_keys(table, _RUN_KEYS, path)
+        values: dict[str, Any] = {}
+        if "workload" in table:
+            values["workload"] = self._workload(table["workload"], f"{path}.workload")
+        elif base is None:
+            raise StudySpecError(
+                f'{path}.workload: required, e.g. "pgbench:tpcb-like", "tpcc" or "read.sql"'
+            )
+        for key in ("clients", "threads", "transactions", "max_tries"):
+            if key in table:
+                values[key] = _as_int(table[key], f"{path}.{key}", 1)
+        for key, attr in (("duration", "duration_s"), ("warmup", "warmup_s")):
+            if key in table:
+                values[attr] = parse_duration(table[key], f"{path}.{key}")
+        if "latency_limit" in table:
+            # A bare number is milliseconds (pgbench -L); strings carry their unit.
+            limit = table["latency_limit"]
+            ms = 1.0 if isinstance(limit, int | float) and not isinstance(limit, bool) else 1000.0
+            values["latency_limit_ms"] = parse_duration(limit, f"{path}.latency_limit") * ms
+        if "rate" in table:
+            values["rate"] = self._number(table, "rate", path)
+        if "protocol" in table:
+            values["protocol"] = self._choice(table, "protocol", path, PROTOCOLS, "simple")
+        if "via" in table:
+            values["via"] = self._via(table["via"], f"{path}.via")
+        if "defines" in table:
+            defines = self._table(table, "defines", path)
+            values["defines"] = {
+                k: setting_value(v, f"{path}.defines.{k}") for k, v in defines.items()
+            }
+        if "before_each" in table:
+            values["before_each"] = self._actions(table, "before_each", path)
+        if "extra_pgbench_args" in table:
+            args = table["extra_pgbench_args"]
+            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+                raise StudySpecError(f"{path}.extra_pgbench_args: expected a list of strings")
+            values["extra_pgbench_args"] = tuple(args)
+        run = replace(base, **values) if base is not None else RunParams(**values)
+        if run.duration_s is not None and run.transactions is not None:
+            raise StudySpecError(f"{path}.transactions: give duration or transactions, not both")
+        if run.duration_s is None and run.transactions is None:
+            if base is None:
+                raise StudySpecError(
+                    f'{path}.duration: required (e.g. "15s"), or give transactions per client'
+                )
+        elif run.duration_s is not None and run.duration_s <= 0:
+            raise StudySpecError(f"{path}.duration: must be positive")
+        if run.latency_limit_ms is not None and run.rate is None:
+            raise StudySpecError(f"{path}.latency_limit: only with a rate (pgbench -L needs -R)")
+        return run
+
+    def _via(self, value: Any, path: str) -> str:
+        if value not in ("direct", "pgbouncer"):
+            raise StudySpecError(f"{path}: {value!r} is not one of direct, pgbouncer")
+        return value
+
+    def _workload(self, value: Any, path: str) -> str:
+        """Keep the runner's syntax; resolve script files relative to the study file."""
+        if not isinstance(value, str) or not value.strip():
+            raise StudySpecError(f'{path}: expected a workload string such as "pgbench:tpcb-like"')
+        parts = []
+        for item in value.split(","):
+            item = item.strip()
+            script, _, weight = item.partition("@")
+            if weight and not weight.isdigit():
+                raise StudySpecError(f"{path}: weight of {script!r} must be an integer ({item!r})")
+            if script.endswith(".sql"):
+                script = self._file(script, path)
+            parts.append(f"{script}@{weight}" if weight else script)
+        return ",".join(parts)
+
+    def _file(self, name: str, path: str) -> str:
+        p = Path(name).expanduser()
+        if not p.is_absolute():
+            p = self.base_dir / p
+        if self.check_files and not p.is_file():
+            raise StudySpecError(f"{path}: file {str(p)!r} does not exist")
+        return str(p)
+
+    def _iterations(self, value: Any, spec: StudySpec) -> tuple[Iteration, ...]:
+        if not isinstance(value, list) or not value:
+            raise StudySpecError("iterations: expected at least one [[iterations]] table")
+        out = []
+        names: set[str] = set()
+        run = spec.run
+        for i, table in enumerate(value):
+            path = f"iterations[{i}]"
+            if not isinstance(table, dict):
+                raise StudySpecError(f"{path}: expected a table, got {_tname(table)}")
+            _check_keys(table, _ITER_KEYS, path)
+            name = self._str(table, "name", path) or f"iteration {i}"
+            if name in names:
+                raise StudySpecError(f"{path}.name: {name!r} is used by an earlier iteration")
+            names.add(name)
+            settings = self._settings(table, "settings", path)
+            reset = table.get("reset", [])
+            if not isinstance(reset, list) or not all(isinstance(r, str) for r in reset):
+                raise StudySpecError(f"{path}.reset: expected a list of setting names")
+            reset = tuple(_setting_name(r, f"{path}.reset[{j}]") for j, r in enumerate(reset))
+            for r in reset:
+                if r in settings:
+                    raise StudySpecError(f"{path}.reset: {r!r} is also set in {path}.settings")
+            env = self._str(table, "environment", path)
+            if env is not None and env not in spec.environments:
+                raise StudySpecError(
+                    f"{path}.environment: {env!r} is not defined; "
+                    f"known: {', '.join(spec.environments)}"
+                )
+            overrides = self._table(table, "run", path)
+            run = self._run(overrides, f"{path}.run", base=run)  # validates the combination
+            where = f"{path}.run" if {"clients", "threads"} & set(overrides) else "run"
+            _check_threads(run.threads, run.clients, f"{where}.threads")
+            out.append(
+                Iteration(
+                    index=i,
+                    name=name,
+                    note=self._str(table, "note", path),
+                    settings=settings,
+                    reset=reset,
+                    actions=self._actions(table, "actions", path),
+                    environment=env,
+                    run_changes=dict(overrides),
+                    run=run,
+                )
+            )
+        return tuple(out)
+
+    def _sweep(self, table: dict[str, Any], spec: StudySpec) -> StudySpec:
+        path = "sweep"
+        _check_keys(table, _SWEEP_KEYS, path)
+        dims: list[Dimension] = []
+        for key, value in table.items():
+            if key in ("x", "series"):
+                continue
+            if key == "settings":
+                settings = self._table(table, "settings", path)
+                for sname, values in settings.items():
+                    spath = f"{path}.settings.{sname}"
+                    name = _setting_name(sname, spath)
+                    vals = _list(values, spath)
+                    dims.append(
+                        Dimension(
+                            f"settings.{name}",
+                            tuple(setting_value(v, f"{spath}[{i}]") for i, v in enumerate(vals)),
+                        )
+                    )
+                continue
+            vals = _list(value, f"{path}.{key}")
+            dims.append(Dimension(key, self._dimension_values(key, vals, spec, f"{path}.{key}")))
+        if not dims:
+            raise StudySpecError(
+                f"{path}: sweep over at least one of {', '.join(_SWEEP_KEYS[:-2])}"
+            )
+        names = [d.name for d in dims]
+        if "version" in names and "environment" in names:
+            raise StudySpecError(f"{path}.version: sweep over version or environment, not both")
+        if "version" in names and len(spec.environments) > 1:
+            raise StudySpecError(
+                f"{path}.version: needs a single [environment] as the template for each version"
+            )
+        # Switching servers is the costly step: environment/version vary slowest.
+        dims.sort(key=lambda d: d.name not in ("environment", "version"))
+        envs = dict(spec.environments)
+        default_env = spec.default_env
+        if "version" in names:
+            template = envs[default_env]
+            envs = {}
+            if not template.create:
+                raise StudySpecError(
+                    f"{path}.version: the environment must be created by the study "
+                    "(create = true) to sweep over versions"
+                )
+            for v in next(d for d in dims if d.name == "version").values:
+                key = f"pg{v}"
+                envs[key] = replace(template, key=key, name=f"{spec.name}-{key}", version=str(v))
+            default_env = next(iter(envs))
+        x = self._str(table, "x", path)
+        if x is None:
+            numeric = [d.name for d in dims if d.name in ("clients", "threads", "rate")]
+            x = "clients" if "clients" in names else (numeric[0] if numeric else dims[-1].name)
+        elif x not in names:
+            raise StudySpecError(f"{path}.x: {x!r} is not a swept dimension ({', '.join(names)})")
+        series_default = tuple(n for n in names if n != x)
+        series = table.get("series", list(series_default))
+        if isinstance(series, str):
+            series = [series]
+        if not isinstance(series, list) or sorted(series) != sorted(series_default):
+            raise StudySpecError(
+                f"{path}.series: must list the other swept dimensions ({', '.join(series_default)})"
+            )
+        # Check every combination of run parameters once, before anything runs.
+        run_dims = [d for d in dims if d.name in RUN_DIMENSIONS]
+        combos: list[dict[str, Any]] = [{}]
+        for d in run_dims:
+            combos = [c | {d.name: v} for c in combos for v in d.values]
+        for combo in combos:
+            if "clients" in combo and "threads" not in combo:
+                combo["threads"] = min(spec.run.threads, combo["clients"])
+            where = f"{path}.threads" if "threads" in combo else "run.threads"
+            threads = combo.get("threads", spec.run.threads)
+            _check_threads(threads, combo.get("clients", spec.run.clients), where)
+        return replace(
+            spec,
+            environments=envs,
+            default_env=default_env,
+            sweep=Sweep(tuple(dims), x, tuple(series)),
+        )
+
+    def _dimension_values(
+        self, key: str, vals: list[Any], spec: StudySpec, path: str
+    ) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for i, v in enumerate(vals):
+            p = f"{path}[{i}]"
+            if key in ("clients", "threads"):
+                out.append(_as_int(v, p, 1))
+            elif key == "rate":
+                out.append(_as_positive(v, p))
+            elif key == "workload":
+                out.append(self._workload(v, p))
+            elif key == "via":
+                out.append(self._via(v, p))
+            elif key == "protocol":
+                if v not in PROTOCOLS:
+                    raise StudySpecError(f"{p}: {v!r} is not one of {', '.join(PROTOCOLS)}")
+                out.append(v)
+            elif key == "version":
+                s = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
+                if not re.match(r"^\d{2}(\.\d+)?$", s):
+                    raise StudySpecError(f"{p}: {v!r} is not a PostgreSQL version (e.g. 15, 18)")
+                out.append(s)
+            elif key == "environment":
+                if v not in spec.environments:
+                    raise StudySpecError(
+                        f"{p}: {v!r} is not defined; known: {', '.join(spec.environments)}"
+                    )
+                out.append(v)
+        if len(set(map(str, out))) != len(out):
+            raise StudySpecError(f"{path}: values must be distinct")
+        return tuple(out)
+
+
+def _check_threads(threads: int, clients: int, path: str) -> None:
+    if threads > clients:
+        raise StudySpecError(
+            f"{path}: {threads} threads for {clients} clients (pgbench needs threads <= clients)"
+        )
+
+
+def _setting_name(name: Any, path: str) -> str:
+    if not isinstance(name, str) or not SETTING_RE.match(name.lower()):
+        raise StudySpecError(f"{path}: {name!r} is not a valid setting name")
+    return name.lower()
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list) or not value:
+        raise StudySpecError(f"{path}: expected a non-empty list of values")
+    return value
+
+
+def _as_int(value: Any, path: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StudySpecError(f"{path}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise StudySpecError(f"{path}: must be at least {minimum}, got {value}")
+    return value
+
+
+def _as_positive(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StudySpecError(f"{path}: expected a number, got {value!r}")
+    if value <= 0:
+        raise StudySpecError(f"{path}: must be positive, got {value}")
+    return float(value)
+
+
+def _tname(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string"}.get(type(value), type(value).__name__)

@@ -1,0 +1,146 @@
+"""Single-run and comparison reports, Markdown escaping, HTML rendering."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from study_fakes import archive_at, make_record
+
+from pgrig.archive.records import ScriptResult
+from pgrig.errors import PgrigError
+from pgrig.reports import html, markdown, publish
+from pgrig.reports.document import Cell, Document, KeyValues, Paragraph, Section, Table
+from pgrig.reports.run_report import compare_document, run_document
+from pgrig.reports.summary import latency_columns, run_stability
+
+
+def store(archive, **kw):
+    rec = make_record(**kw)
+    archive.finish_run(rec)
+    return rec
+
+
+def test_run_document() -> None:
+    rec = make_record(tps=1000, seed=1, note="after <restart>", settings={"work_mem": "64MB"})
+    rec.id = 7
+    rec.scripts = [ScriptResult(script_no=0, name="pgbench:tpcb", transactions=20000, tps=1000)]
+    rec.series["os"] = {"t": [0.0, 1.0], "cpu_user": [50.0, 60.0], "cpu_system": [20.0, 20.0]}
+    doc = run_document(rec)
+    assert doc.title == "Run 7: pgbench:tpcb-like on e1"
+    titles = [s.title for s in doc.sections]
+    assert titles[:4] == ["Summary", "Over time", "Per transaction type", "Settings"]
+    summary = dict(doc.sections[0].blocks[0].items)
+    assert summary["stability"].startswith("CV ")
+    assert summary["warm-up"].startswith("3s at ")
+    assert doc.figures()[0].name == "timeline"
+
+
+def test_run_report_files(tmp_path: Path) -> None:
+    archive = archive_at(tmp_path)
+    rec = store(archive, tps=1200, seed=3)
+    paths = publish.run_report(archive, rec.id, ["md", "html"], tmp_path / "r")
+    assert [p.name for p in paths] == [f"run-{rec.id}.md", f"run-{rec.id}.html"]
+    assert (tmp_path / "r" / f"run-{rec.id}-timeline.png").exists()
+
+
+def test_failed_run_without_series() -> None:
+    rec = make_record(tps=0, status="failed")
+    rec.id = 3
+    doc = run_document(rec)
+    assert "failed: pgbench: connection refused" in dict(doc.sections[0].blocks[0].items)["status"]
+    assert doc.figures() == []
+
+
+def test_compare_groups_with_verdicts(tmp_path: Path) -> None:
+    archive = archive_at(tmp_path)
+    base = [store(archive, tps=1000 + i, seed=i, settings={"fsync": "on"}) for i in range(5)]
+    fast = [store(archive, tps=1500 + i, seed=10 + i, settings={"fsync": "off"}) for i in range(5)]
+    single = [store(archive, tps=1010, seed=20)]
+    groups = [[archive.get_run(r.id) for r in g] for g in (base, fast, single)]
+    doc = compare_document(groups)
+    table = doc.sections[0].blocks[0]
+    verdicts = [row[5].lines for row in table.rows]
+    assert verdicts[0] == ["baseline"]
+    assert verdicts[1][1] == "faster" and verdicts[1][0].startswith(("+49.", "+50."))
+    assert verdicts[2][1] == "no verdict: repeat each configuration"
+    diff = doc.sections[1].blocks[0]
+    assert diff.rows[0].__len__() == 4 and diff.rows[0][0].lines == ["fsync"]
+    assert doc.figures()[0].name == "overlay"
+    paths = publish.compare_report(
+        archive, [[r.id for r in base], [r.id for r in fast]], ["html"], tmp_path / "c"
+    )
+    assert paths[0].name.startswith("compare-1_2_3_4_5-vs-6_")
+
+
+def test_compare_needs_two_groups(tmp_path: Path) -> None:
+    with pytest.raises(PgrigError, match="at least two"):
+        publish.compare_report(archive_at(tmp_path), [[1]], ["md"], tmp_path)
+
+
+def test_parse_group() -> None:
+    assert publish.parse_group("7") == [7]
+    assert publish.parse_group("1,2, 3") == [1, 2, 3]
+    assert publish.parse_group("1,4-6") == [1, 4, 5, 6]
+    with pytest.raises(PgrigError, match="bad run list"):
+        publish.parse_group("a-b")
+    with pytest.raises(PgrigError, match="bad run list"):
+        publish.parse_group("6-4")
+
+
+def test_formats() -> None:
+    assert publish.check_formats(["md,html", "md"]) == ["md", "html"]
+    with pytest.raises(PgrigError, match="unknown report format 'pdf'"):
+        publish.check_formats(["pdf"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain text", "plain text"),
+        ("a|b", "a\\|b"),
+        ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
+        ("[click](javascript:alert(1))", "\\[click\\](javascript:alert(1))"),
+        ("see [x] here", "see [x] here"),
+        ("*bold* `code`", "\\*bold\\* \\`code\\`"),
+        ("# heading", "\\# heading"),
+        ("line\nbreak", "line break"),
+        ("AT&T", "AT&amp;T"),
+        ("shared_buffers=1GB", "shared_buffers=1GB"),
+    ],
+)
+def test_markdown_escape(text: str, expected: str) -> None:
+    assert markdown.escape(text) == expected
+
+
+def test_html_escapes_everything() -> None:
+    evil = '<script>alert("x")</script>'
+    doc = Document(
+        title=evil,
+        subtitle=evil,
+        sections=[
+            Section(
+                evil,
+                [
+                    Paragraph(evil, "warn"),
+                    KeyValues([(evil, evil)]),
+                    Table([evil], [[Cell([evil, evil], "good")]], caption=evil),
+                ],
+            )
+        ],
+        generated_by=evil,
+    )
+    out = html.render(doc)
+    assert "<script>" not in out
+    assert out.count("&lt;script&gt;") == 12
+
+
+def test_latency_columns_order() -> None:
+    cols = {"t": [], "tps": [], "max": [], "p99": [], "p50": [], "p999": [], "p95": [], "x": []}
+    assert latency_columns(cols) == ["p50", "p95", "p99", "p999", "max"]
+
+
+def test_stability_of_short_runs() -> None:
+    rec = make_record(tps=500, seconds=2, warmup=0)
+    s = run_stability(rec)
+    assert s.cv is None and s.describe() == "no per-second data"

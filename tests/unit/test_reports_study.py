@@ -1,0 +1,236 @@
+"""Study reports from archived (synthetic) runs: verdicts, tables, charts, escaping."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from study_fakes import FakeBackend, archive_at, make_record
+
+from pgrig.errors import NotFound
+from pgrig.reports import iteration, publish
+from pgrig.reports.document import Table
+from pgrig.reports.summary import load_study
+from pgrig.study.runner import run_study
+from pgrig.study.spec import parse
+
+HEAD = """
+[study]
+name = "{name}"
+description = "a <b>bold</b> study & more"
+repeats = 5
+threshold = 0.02
+
+[environment]
+version = "15"
+
+[dataset]
+scenario = "pgbench"
+scale = 1
+
+[run]
+workload = "pgbench:tpcb-like"
+clients = 4
+threads = 2
+duration = 20
+warmup = 3
+"""
+
+SAME = (
+    HEAD
+    + """
+[[iterations]]
+name = "first"
+settings = { work_mem = "4MB" }
+
+[[iterations]]
+name = "same again"
+"""
+)
+
+FASTER = (
+    HEAD
+    + """
+[[iterations]]
+name = "sync commit"
+settings = { synchronous_commit = "on" }
+
+[[iterations]]
+name = "<script>alert(1)</script>"
+settings = { synchronous_commit = "off" }
+note = "<img src=x onerror=alert(1)> | pipe"
+"""
+)
+
+
+def quiet() -> Console:
+    return Console(file=io.StringIO(), width=200)
+
+
+def make_study(tmp_path: Path, text: str, name: str, noise: float = 0.01):
+    archive = archive_at(tmp_path)
+    run_study(
+        parse(text.replace("{name}", name)),
+        archive=archive,
+        backend=FakeBackend(noise=noise),
+        console=quiet(),
+    )
+    return archive
+
+
+def results_table(doc) -> Table:
+    section = next(s for s in doc.sections if s.title == "Results")
+    return next(b for b in section.blocks if isinstance(b, Table))
+
+
+def test_same_configuration_is_no_detectable_change(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, SAME, "same")
+    data = load_study(archive, "same")
+    assert [len(p.samples) for p in data.points] == [5, 5]
+    table = results_table(iteration.build(data))
+    col = table.columns.index("vs previous")
+    assert table.rows[0][col].lines == ["-"]
+    assert table.rows[1][col].lines[1] == "no detectable change"
+    assert table.rows[1][col].style == "neutral"
+
+
+def test_real_change_is_faster_with_its_interval(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER, "faster")
+    data = load_study(archive, "faster")
+    table = results_table(iteration.build(data))
+    cell = table.rows[1][table.columns.index("vs iteration 0")]
+    assert cell.lines[1] == "faster" and cell.style == "good"
+    # "+60.3% [+57.1%, +63.5%]": the ratio and its bounds, as percentages
+    m = re.fullmatch(r"\+(\d+\.\d)% \[\+(\d+\.\d)%, \+(\d+\.\d)%\]", cell.lines[0])
+    assert m, cell.lines[0]
+    ratio, lo, hi = (float(g) for g in m.groups())
+    assert lo <= ratio <= hi and 50 < ratio < 70
+    tps = table.rows[1][table.columns.index("TPS [bounds]")].lines
+    assert len(tps) == 2 and tps[1].startswith("[")
+
+
+def test_iteration_table_columns(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER, "cols")
+    table = results_table(iteration.build(load_study(archive, "cols")))
+    row = dict(zip(table.columns, table.rows[1], strict=True))
+    assert row["changes"].lines == ["synchronous_commit=off"]
+    assert row["runs"].lines == ["5/5"]
+    assert row["CPU us/sy/wa/id %"].lines == ["55/25/5/15"]
+    assert row["hit %"].lines == ["99.1"]
+    assert row["stability"].lines[0].startswith("max CV ")
+    assert row["note"].lines == ["<img src=x onerror=alert(1)> | pipe"]
+
+
+def test_markdown_report_with_charts(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER, "md")
+    out = tmp_path / "out"
+    [md] = publish.study_report(archive, "md", ["md"], out)
+    assert md == out / "md.md"
+    text = md.read_text()
+    png = out / "md-tps.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![" in text and "(md-tps.png)" in text
+    assert (
+        "faster" in text
+        and "no detectable change" not in text.split("## Runs")[0].split("| 1 |")[1].split("\n")[0]
+    )
+    # user text is inert in Markdown: no raw HTML, no table breaks
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<img" not in text and "\\| pipe" in text
+    assert "&lt;b&gt;bold&lt;/b&gt; study &amp; more" in text
+
+
+def test_html_report_is_self_contained_and_escaped(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER, "web")
+    [html] = publish.study_report(archive, "web", ["html"], tmp_path / "h")
+    text = html.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert "<script" not in text and "<link" not in text
+    assert not re.search(r'(src|href)="(https?:)?//', text)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert 'src="data:image/svg+xml;base64,' in text
+    assert 'class="num good"' in text  # the verdict cell is styled
+
+
+def test_both_formats_and_default_directory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PGRIG_HOME", str(tmp_path / "home"))
+    archive = make_study(tmp_path, SAME, "both")
+    paths = publish.study_report(archive, "both", ["md,html"])
+    assert [p.name for p in paths] == ["both.md", "both.html"]
+    assert paths[0].parent == tmp_path / "home" / "reports" / "both"
+
+
+def test_runs_section_lists_every_run_and_drift(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, SAME, "runs")
+    data = load_study(archive, "runs")
+    doc = iteration.build(data)
+    runs = next(s for s in doc.sections if s.title == "Runs")
+    table = next(b for b in runs.blocks if isinstance(b, Table))
+    assert len(table.rows) == 10
+    warm = table.rows[0][table.columns.index("warm-up")].lines[0]
+    assert warm.startswith("3s, ") and warm.endswith(" tps")
+
+
+def test_drift_is_flagged(tmp_path: Path) -> None:
+    archive = archive_at(tmp_path)
+    run_study(
+        parse(SAME.replace("{name}", "d")), archive=archive, backend=FakeBackend(), console=quiet()
+    )
+    # one more run of point 0, repeat 0, drifting by -30% over its window: it replaces repeat 0
+    rec = make_record(tps=900, study="d", point="iter-00", repeat=0, drift=-0.3, seed=99)
+    archive.finish_run(rec)
+    data = load_study(archive, "d")
+    st = next(s for s in data.points[0].stability if s.run_id == rec.id)
+    assert st.drift and st.first_last_pct is not None and st.first_last_pct < -5
+    doc = iteration.build(data)
+    runs = next(s for s in doc.sections if s.title == "Runs")
+    assert "Drift flagged" in runs.blocks[0].text
+    table = results_table(doc)
+    assert "drift in 1 of 5 runs" in table.rows[0][table.columns.index("stability")].lines
+
+
+def test_few_repeats_are_marked(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER.replace("repeats = 5", "repeats = 2"), "few")
+    doc = iteration.build(load_study(archive, "few"))
+    table = results_table(doc)
+    assert table.rows[0][table.columns.index("TPS [bounds]")].lines[1].endswith("(range)")
+    notes = [b.text for s in doc.sections for b in s.blocks if hasattr(b, "text")]
+    assert any("too few repeats" in t for t in notes)
+
+
+def test_unknown_study(tmp_path: Path) -> None:
+    with pytest.raises(NotFound):
+        publish.study_report(archive_at(tmp_path), "nope", ["md"], tmp_path)
+
+
+SWEEP = (
+    HEAD.replace("repeats = 5", "repeats = 3")
+    + """
+[sweep]
+settings.synchronous_commit = ["on", "off"]
+clients = [1, 4, 8]
+"""
+)
+
+
+def test_sweep_report(tmp_path: Path) -> None:
+    from pgrig.reports import sweep
+
+    archive = make_study(tmp_path, SWEEP, "sw")
+    data = load_study(archive, "sw")
+    doc = sweep.build(data)
+    table = results_table(doc)
+    assert table.columns[:4] == ["series", "clients", "TPS [bounds]", "runs"]
+    assert "vs synchronous_commit=on" in table.columns
+    assert len(table.rows) == 6
+    col = table.columns.index("vs synchronous_commit=on")
+    assert table.rows[0][col].lines == ["baseline"]
+    assert table.rows[3][col].lines[1] in ("faster", "faster *")
+    assert {f.name for f in doc.figures()} == {"tps", "latency"}
+    paths = publish.study_report(archive, "sw", ["md", "html"], tmp_path / "o")
+    assert (tmp_path / "o" / "sw-tps.png").exists() and (tmp_path / "o" / "sw-latency.png").exists()
+    assert all(p.exists() for p in paths)

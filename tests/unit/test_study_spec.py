@@ -1,0 +1,282 @@
+"""Study files: the whole file is validated up front and every error names its key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgrig.study import spec as study_spec
+from pgrig.study.spec import StudySpecError, parse, parse_duration, setting_value
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
+
+BASE = """
+[study]
+name = "t1"
+repeats = 2
+
+[environment]
+version = "15"
+
+[dataset]
+scenario = "pgbench"
+scale = 1
+
+[run]
+workload = "pgbench:select-only"
+clients = 4
+threads = 2
+duration = "5s"
+"""
+
+ITER = (
+    BASE
+    + """
+[[iterations]]
+name = "a"
+settings = { shared_buffers = "128MB" }
+
+[[iterations]]
+name = "b"
+settings = { shared_buffers = "1GB" }
+"""
+)
+
+
+def error_of(text: str, **kw) -> str:
+    with pytest.raises(StudySpecError) as e:
+        parse(text, **kw)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_examples_are_valid(path: Path) -> None:
+    study = study_spec.load(path)
+    assert study.name == path.stem
+    assert study.source == path.read_text()
+
+
+def test_iterations_parse() -> None:
+    s = parse(ITER)
+    assert s.kind == "iterations"
+    assert s.name == "t1" and s.repeats == 2
+    assert [i.name for i in s.iterations] == ["a", "b"]
+    assert s.iterations[1].settings == {"shared_buffers": "1GB"}
+    assert s.run.duration_s == 5.0 and s.run.clients == 4
+    env = s.environments[s.default_env]
+    assert env.version == "15" and env.key == "pg15" and env.name == "t1-pg15"
+
+
+def test_name_override_and_default_name() -> None:
+    assert parse(ITER, name="other").name == "other"
+    text = ITER.replace('name = "t1"\n', "")
+    assert parse(text, default_name="from-file").name == "from-file"
+    assert "--name" in error_of(ITER, name="bad name!")
+
+
+@pytest.mark.parametrize(
+    ("needle", "replacement", "expected"),
+    [
+        (
+            'name = "b"',
+            'name = "b"\nsetings = {}',
+            "iterations[1].setings: unknown key (did you mean 'settings'?)",
+        ),
+        (
+            'shared_buffers = "1GB"',
+            "shared_buffers = [1]",
+            "iterations[1].settings.shared_buffers: expected a string, number or boolean",
+        ),
+        ('duration = "5s"', 'duration = "5 parsecs"', "run.duration: expected a duration"),
+        ("clients = 4", "clients = 0", "run.clients: must be at least 1"),
+        ("clients = 4", "clients = 1", "run.threads: 2 threads for 1 clients"),
+        ("repeats = 2", 'repeats = "2"', "study.repeats: expected an integer"),
+        (
+            'version = "15"',
+            'version = "fifteen"',
+            "environment.version: 'fifteen' is not a PostgreSQL version",
+        ),
+        ('scenario = "pgbench"', 'scenario = "tpcd"', "dataset.scenario: 'tpcd' is not one of"),
+        ("scale = 1", "", "dataset.scale: required for scenario = 'pgbench'"),
+        ('workload = "pgbench:select-only"', 'workload = "nothere.sql"', "run.workload: file"),
+        (
+            'name = "a"',
+            'name = "a"\nactions = ["reboot"]',
+            "iterations[0].actions[0]: unknown action 'reboot'",
+        ),
+        ('name = "b"', 'name = "a"', "iterations[1].name: 'a' is used by an earlier iteration"),
+        (
+            'name = "b"',
+            'name = "b"\nenvironment = "pg18"',
+            "iterations[1].environment: 'pg18' is not defined",
+        ),
+        ("[study]", "[study]\nthreshold = 2", "study.threshold: a fraction"),
+        ("[study]", '[study]\norder = "random"', "study.order: 'random' is not one of"),
+        (
+            'duration = "5s"',
+            'duration = "5s"\ntransactions = 10',
+            "run.transactions: give duration or transactions, not both",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\nlatency_limit = 10',
+            "run.latency_limit: only with a rate",
+        ),
+        (
+            'name = "b"',
+            'name = "b"\nreset = ["shared_buffers"]',
+            "iterations[1].reset: 'shared_buffers' is also set",
+        ),
+        (
+            'shared_buffers = "1GB"',
+            '"Bad Name!" = "1GB"',
+            "iterations[1].settings.Bad Name!: 'Bad Name!' is not a valid setting name",
+        ),
+    ],
+)
+def test_errors_name_the_key_path(needle: str, replacement: str, expected: str) -> None:
+    assert needle in ITER
+    assert expected in error_of(ITER.replace(needle, replacement, 1))
+
+
+def test_iterations_and_sweep_are_exclusive() -> None:
+    assert "exactly one of them" in error_of(ITER + "\n[sweep]\nclients = [1, 2]\n")
+    assert "exactly one of them" in error_of(BASE)
+
+
+def test_not_toml() -> None:
+    assert error_of("[study\nname=").startswith("not valid TOML")
+
+
+def test_missing_sections() -> None:
+    text = ITER.replace('[environment]\nversion = "15"\n', "")
+    assert error_of(text).startswith("environment: missing")
+    text = ITER.replace('[run]\nworkload = "pgbench:select-only"\n', "[run]\n")
+    assert error_of(text).startswith("run.workload: required")
+
+
+def test_setting_values_become_postgres_text() -> None:
+    assert setting_value(True, "x") == "on"
+    assert setting_value(False, "x") == "off"
+    assert setting_value(1.1, "x") == "1.1"
+    assert setting_value(1e300, "x") == "1e+300"
+    assert setting_value(16, "x") == "16"
+    with pytest.raises(StudySpecError, match="one line"):
+        setting_value("a\nb", "x")
+
+
+def test_durations() -> None:
+    assert parse_duration(15, "d") == 15
+    assert parse_duration("2min", "d") == 120
+    assert parse_duration("500ms", "d") == 0.5
+    assert parse_duration("1h", "d") == 3600
+    with pytest.raises(StudySpecError, match=r"^d: "):
+        parse_duration(True, "d")
+
+
+def test_latency_limit_units() -> None:
+    text = ITER.replace('duration = "5s"', 'duration = "5s"\nrate = 100\nlatency_limit = 10')
+    assert parse(text).run.latency_limit_ms == 10
+    text = ITER.replace('duration = "5s"', 'duration = "5s"\nrate = 100\nlatency_limit = "1s"')
+    assert parse(text).run.latency_limit_ms == 1000
+
+
+def test_relative_scripts_resolve_from_the_study_file(tmp_path: Path) -> None:
+    (tmp_path / "read.sql").write_text("SELECT 1;\n")
+    f = tmp_path / "s.toml"
+    f.write_text(ITER.replace('"pgbench:select-only"', '"read.sql@3"'))
+    s = study_spec.load(f)
+    assert s.run.workload == f"{tmp_path / 'read.sql'}@3"
+    # reports re-parse archived text without the files being there
+    s2 = parse(f.read_text(), base_dir=tmp_path / "gone", check_files=False)
+    assert s2.run.workload.endswith("read.sql@3")
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(StudySpecError, match="does not exist"):
+        study_spec.load(tmp_path / "nope.toml")
+
+
+def test_several_environments() -> None:
+    text = ITER.replace(
+        '[environment]\nversion = "15"\n',
+        '[environments.old]\nversion = "15"\n[environments.new]\nversion = "18"\nprofile = "x"\n',
+    ).replace('name = "b"', 'name = "b"\nenvironment = "new"')
+    s = parse(text)
+    assert list(s.environments) == ["old", "new"]
+    assert s.environments["new"].name == "t1-new" and s.environments["new"].profile == "x"
+    assert s.environments["new"].path == "environments.new"
+    assert s.iterations[1].environment == "new"
+    both = text.replace("[dataset]", '[environment]\nversion = "15"\n[dataset]')
+    assert "not both" in error_of(both)
+
+
+def test_existing_environment_by_name() -> None:
+    text = ITER.replace('version = "15"', 'name = "lab"\ncreate = false')
+    env = next(iter(parse(text).environments.values()))
+    assert env.name == "lab" and env.version is None and not env.create
+    assert "environment.name: required when create = false" in error_of(
+        ITER.replace('version = "15"', 'version = "15"\ncreate = false')
+    )
+
+
+SWEEP = (
+    BASE
+    + """
+[sweep]
+via = ["direct", "pgbouncer"]
+clients = [1, 2, 4]
+"""
+)
+
+
+def test_sweep_parse() -> None:
+    s = parse(SWEEP)
+    assert s.kind == "sweep" and s.sweep is not None
+    assert [d.name for d in s.sweep.dimensions] == ["via", "clients"]
+    assert s.sweep.x == "clients" and s.sweep.series == ("via",)
+
+
+def test_sweep_settings_and_versions() -> None:
+    text = (
+        BASE
+        + """
+[sweep]
+clients = [2, 4]
+version = [15, 18]
+settings.work_mem = ["4MB", "64MB"]
+"""
+    )
+    s = parse(text)
+    names = [d.name for d in s.sweep.dimensions]
+    assert names[0] == "version"  # servers switch least often
+    assert "settings.work_mem" in names
+    assert set(s.environments) == {"pg15", "pg18"}
+    assert s.environments["pg18"].version == "18" and s.environments["pg18"].name == "t1-pg18"
+
+
+@pytest.mark.parametrize(
+    ("sweep", "expected"),
+    [
+        ("clients = []", "sweep.clients: expected a non-empty list"),
+        ("clients = [1, 1]", "sweep.clients: values must be distinct"),
+        ("clients = [1, 0]", "sweep.clients[1]: must be at least 1"),
+        ("clients = [2]\nthreads = [4]", "sweep.threads: 4 threads for 2 clients"),
+        ('via = ["direct", "carrier-pigeon"]', "sweep.via[1]: 'carrier-pigeon' is not one of"),
+        ('clients = [2]\nx = "rate"', "sweep.x: 'rate' is not a swept dimension"),
+        ('environment = ["nope"]', "sweep.environment[0]: 'nope' is not defined"),
+        ("colour = [1]", "sweep.colour: unknown key"),
+        (
+            'settings.work_mem = [true, 3]\nversion = [15, 18]\nenvironment = ["pg15"]',
+            "sweep.version: sweep over version or environment, not both",
+        ),
+    ],
+)
+def test_sweep_errors(sweep: str, expected: str) -> None:
+    assert expected in error_of(BASE + "\n[sweep]\n" + sweep + "\n")
+
+
+def test_threads_follow_swept_clients() -> None:
+    s = parse(BASE + "\n[sweep]\nclients = [1, 8]\n")  # base threads 2 > clients 1: capped
+    assert s.sweep is not None
