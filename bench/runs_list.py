@@ -4,9 +4,9 @@ realistic runs (full pg_settings snapshot, host facts, per-second pgbench/os/pg 
 
 - fill rate, archive size and bytes per run (series and blobs are zlib-compressed JSON),
 - in-process latencies: open (schema check), list_runs(50), filtered lists, count, get_run,
-- CLI wall time of `pgrig runs list` (and --json), next to bare Python start-up.
+- CLI wall and CPU time of `pgrig runs list` (and --json), next to bare Python start-up.
 
-Usage: python bench/runs_list.py [--runs 10000] [--repeat 7] [--keep]
+Usage: python bench/runs_list.py [--runs 10000] [--repeat 7] [--keep] [--os-load]
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -115,7 +116,7 @@ def make_run(i: int, rng: np.random.Generator, snapshot: dict, host: dict) -> Ru
     status = "ok" if i % 20 else rng.choice(["failed", "aborted"])
     started = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=7 * i)
     tps = float(rng.normal(1500, 200))
-    study = f"study-{i % 10}" if i % 4 == 0 else None
+    study = f"study-{(i // 4) % 10}" if i % 4 == 0 else None
     return RunRecord(
         env_name=f"pg{15 + i % 4}",
         workload=("pgbench:tpcb-like", "pgbench:select-only", "tpcc", "read.sql@1,write.sql@1")[
@@ -180,16 +181,22 @@ def timed(fn, repeat: int) -> tuple[float, object]:
     return best * 1000, result
 
 
-def cli_times(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
-    """Median and best wall time (ms) of a command, output discarded."""
-    times = []
+def cli_times(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, float]:
+    """Median and best wall time and median CPU time (user+system, ms) of a command.
+
+    CPU time is the steadier figure on a shared machine: wall time includes waiting for a core.
+    """
+    walls, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(
             argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
         )
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times), min(times)
+        walls.append((time.perf_counter() - t0) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(1000 * (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime))
+    return statistics.median(walls), min(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -197,8 +204,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--keep", action="store_true", help="keep the temporary archive")
+    ap.add_argument("--os-load", action="store_true", help="print the load average first")
     args = ap.parse_args()
 
+    if args.os_load:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     home = Path(tempfile.mkdtemp(prefix="pgrig-bench-runs-", dir="/tmp"))
     os.environ["PGRIG_HOME"] = str(home)
     os.environ.pop("PGRIG_ARCHIVE", None)
@@ -216,14 +226,12 @@ def main() -> None:
         for s in range(10):
             archive.create_study(StudyRecord(name=f"study-{s}", kind="sweep", spec="[study]\n"))
         t0 = time.perf_counter()
-        raw = packed = 0
+        raw = 0
         for i in range(args.runs):
             rec = make_run(i, rng, snapshot, host)
-            if i < 50:  # what compression buys, measured on a sample
+            if i < 50:  # JSON size before compression, on a sample
                 for doc in (rec.series, rec.settings):
-                    text = json.dumps(doc, separators=(",", ":")).encode()
-                    raw += len(text)
-                    packed += len(zlib.compress(text, 6))
+                    raw += len(json.dumps(doc, separators=(",", ":")).encode())
             if i == args.runs - 1:  # one run the way the runner does it: begin, then finish
                 t1 = time.perf_counter()
                 archive.begin_run(rec)
@@ -242,9 +250,16 @@ def main() -> None:
             f"archive: {args.runs} runs, {size / 1e6:.1f} MB ({size / args.runs / 1e3:.1f} kB/run)"
         )
         print(f"  filled in {fill_s:.1f} s ({args.runs / fill_s:.0f} runs/s incl. generating data)")
+        con = sqlite3.connect(db)
+        stored = {
+            t: con.execute(f"SELECT coalesce(sum(length(data)), 0) FROM {t}").fetchone()[0]
+            for t in ("run_series", "run_blobs")
+        }
+        con.close()
         print(
-            f"  series+settings JSON {raw / 50 / 1e3:.0f} kB/run, "
-            f"zlib {packed / 50 / 1e3:.0f} kB/run"
+            f"  series+settings as JSON {raw / 50 / 1e3:.0f} kB/run; stored (zlib level 1): "
+            f"series {stored['run_series'] / args.runs / 1e3:.1f} kB/run, "
+            f"blobs {stored['run_blobs'] / args.runs / 1e3:.1f} kB/run"
         )
         print(f"  create + migrate a new archive: {create_ms:.0f} ms")
         print(f"  begin_run {begin_ms:.1f} ms, finish_run {finish_ms:.1f} ms (one full run)")
@@ -270,7 +285,7 @@ def main() -> None:
 
         pgrig = shutil.which("pgrig") or "pgrig"
         env = {**os.environ, "PGRIG_ARCHIVE": url}
-        print(f"CLI wall time (median / best of {args.repeat}, includes Python start-up):")
+        print(f"CLI, includes Python start-up (of {args.repeat}: wall median / best, CPU median):")
         for label, argv in [
             ("python -c pass", [sys.executable, "-c", "pass"]),
             ("pgrig --help", [pgrig, "--help"]),
@@ -279,8 +294,8 @@ def main() -> None:
             ("pgrig runs list --env pg16", [pgrig, "runs", "list", "--env", "pg16"]),
             ("pgrig runs show N", [pgrig, "runs", "show", str(args.runs // 2)]),
         ]:
-            med, best = cli_times(argv, env, args.repeat)
-            print(f"  {label:28s} {med:6.0f} / {best:4.0f} ms")
+            med, best, cpu = cli_times(argv, env, args.repeat)
+            print(f"  {label:28s} {med:6.0f} / {best:4.0f} ms   cpu {cpu:4.0f} ms")
     finally:
         if args.keep:
             print(f"kept {home}")

@@ -131,7 +131,7 @@ def list_cmd(
     con = out_console()
     _print_wide(_list_table(runs, con.width if con.is_terminal else 250))
     shown = f"{offset + 1}-{offset + len(runs)} of {total}" if total > len(runs) else str(total)
-    err_console().print(f"{shown} runs in {arch.url}", highlight=False)
+    err_console().print(f"{shown} runs in {arch.url}", highlight=False, emoji=False, markup=False)
 
 
 def _print_wide(renderable: Any) -> None:
@@ -193,8 +193,10 @@ def _list_rows(runs: list[RunRecord]) -> list[dict[str, str]]:
 
 
 def _list_table(runs: list[RunRecord], width: int) -> Any:
-    from rich.markup import escape
+    # Cells are Text, not markup strings: no escaping needed, and rich does not load its emoji
+    # table (about 0.05 s) to look for ":code:" in times like "12:30".
     from rich.table import Table
+    from rich.text import Text
 
     rows = _list_rows(runs)
     widths = {n: max([len(n)] + [len(row[n]) for row in rows]) + 2 for n, _ in _LIST_COLUMNS}
@@ -205,11 +207,14 @@ def _list_table(runs: list[RunRecord], width: int) -> Any:
         columns.pop()
     t = Table(box=None, pad_edge=False, header_style="bold")
     for name, justify in columns:
-        t.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis")
+        t.add_column(Text(name), justify=justify, no_wrap=True, overflow="ellipsis")
     for row in rows:
-        cells = [escape(row[n]) for n, _ in columns]
-        cells[1] = _status(row["status"])
-        t.add_row(*cells)
+        t.add_row(
+            *(
+                Text(row[n], style=_STATUS_STYLE.get(row[n], "") if n == "status" else "")
+                for n, _ in columns
+            )
+        )
     return t
 
 
@@ -608,4 +613,6 @@ def export_cmd(
         out.write_text(data)
     except OSError as e:
         raise PgrigError(f"cannot write {out}: {e.strerror or e}") from e
-    err_console().print(f"run {run_id} exported to {out}", highlight=False)
+    err_console().print(
+        f"run {run_id} exported to {out}", highlight=False, emoji=False, markup=False
+    )
