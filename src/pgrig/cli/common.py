@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any, NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 
 from pgrig.errors import PgrigError
 
@@ -26,7 +27,10 @@ def out_console() -> Console:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err_console().print(f"[bold red]error:[/bold red] {message}", highlight=False, markup=True)
+    # soft_wrap: an error stays one line even when stderr is not a terminal (80 columns).
+    err_console().print(
+        f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
+    )
     sys.exit(code)
 
 
