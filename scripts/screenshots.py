@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Screenshot every page of the results UI into out/screenshots/*.png, for a person to look at.
+
+    python scripts/screenshots.py [--archive URL] [--out DIR]
+
+With --archive (or PGRIG_ARCHIVE) the pages show that archive: the latest ok run, the two
+latest ok runs compared, and the first iteration and sweep studies. Without it, a temporary
+archive is filled with synthetic runs and two studies. Chromium is Debian's (/usr/bin/chromium).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from pgrig.archive.records import RunFilter
+from pgrig.archive.store import Archive
+from pgrig.web import background, sample_data
+from pgrig.web.app import create_app
+
+PORTS = (56700, 56749)
+VIEWPORT = {"width": 1440, "height": 900}  # a laptop screen
+
+
+def synthetic_archive(directory: Path) -> str:
+    url = f"sqlite:///{directory / 'archive.sqlite'}"
+    archive = Archive(url)
+    sample_data.fill(archive, 40, with_details=True)
+    sample_data.iteration_study(archive)
+    sample_data.sweep_study(archive)
+    archive.close()
+    return url
+
+
+def pages(archive: Archive) -> dict[str, str]:
+    """name → path of each page worth a screenshot in this archive."""
+    out = {"runs": "/runs"}
+    ok = [r for r in archive.list_runs(RunFilter(status="ok"), limit=200) if r.tps is not None]
+    if ok:
+        out["run"] = f"/runs/{ok[0].id}"
+    if len(ok) >= 2:
+        same = [r for r in ok[1:] if r.workload == ok[0].workload] or ok[1:]
+        out["compare"] = f"/compare?ids={same[0].id},{ok[0].id}"
+    for s in archive.list_studies():
+        key = "study-sweep" if s.kind == "sweep" else "study-iterations"
+        if key not in out and archive.count_runs(RunFilter(study=s.name)):
+            out[key] = f"/studies/{s.name}"
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--archive", default=os.environ.get("PGRIG_ARCHIVE"))
+    ap.add_argument("--out", default="out/screenshots", type=Path)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pgrig-shots-") as tmp:
+        url = args.archive or synthetic_archive(Path(tmp))
+        app = create_app(url)
+        todo = pages(app.state.archive)
+        port = background.free_port(*PORTS)
+        with background.running(app, port) as base, sync_playwright() as pw:
+            browser = background.launch_chromium(pw)
+            page = browser.new_page(viewport=VIEWPORT)
+            for name, path in todo.items():
+                response = page.goto(base + path)
+                if response is None or response.status != 200:
+                    print(
+                        f"{name}: {path} answered {response and response.status}", file=sys.stderr
+                    )
+                    continue
+                charts = page.locator("svg.chart polyline, svg.chart circle").count()
+                target = args.out / f"{name}.png"
+                page.screenshot(path=str(target), full_page=True)
+                print(f"{target}  {path}  ({charts} chart marks)")
+            browser.close()
+        app.state.archive.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

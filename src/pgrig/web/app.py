@@ -1,0 +1,145 @@
+"""The results web UI: a FastAPI app that only reads the archive.
+
+Pages are rendered on the server with Jinja2 (autoescape on for everything, so notes, tags and
+names always show as text) and charts are inline SVG, so the browser runs no script at all;
+the Content-Security-Policy says so. Every route is GET. Route handlers are plain `def`s:
+FastAPI runs them in its thread pool, so a slow archive query never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from fastapi.staticfiles import StaticFiles
+
+from pgrig.archive.records import RunFilter
+from pgrig.archive.store import Archive
+from pgrig.errors import NotFound, PgrigError
+from pgrig.web import compare_view, run_view, runs_view, study_view
+from pgrig.web import format as fmt
+
+HERE = Path(__file__).parent
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+# Artifacts are served as plain text or bytes, never as something a browser would render.
+TEXT_SUFFIXES = (".log", ".stdout", ".stderr", ".txt", ".conf", ".sql", ".json", ".csv", ".toml")
+
+
+def templates() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every template, whatever its name
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(fmt.FILTERS)
+    env.globals.update(
+        result_of=runs_view.result_of,
+        cpus_of=runs_view.cpus_of,
+        duration_of=runs_view.duration_of,
+        engine=fmt.engine,
+        quote=lambda s: quote(str(s), safe=""),
+        sort_columns=runs_view.SORT_COLUMNS,
+        statuses=runs_view.STATUSES,
+        page_sizes=runs_view.PAGE_SIZES,
+        baseline_url=compare_view.baseline_url,
+    )
+    return env
+
+
+def create_app(archive_url: str | None = None) -> FastAPI:
+    """The app over the archive at `archive_url` (None: PGRIG_ARCHIVE or the default SQLite)."""
+    archive = Archive(archive_url)
+    env = templates()
+    app = FastAPI(title="pgrig", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.archive = archive
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+
+    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        html = env.get_template(name).render(archive_url=archive.url, **ctx)
+        return HTMLResponse(html, status_code=status)
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Any) -> Response:
+        response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        return response
+
+    @app.exception_handler(NotFound)
+    def not_found(_request: Request, exc: NotFound) -> HTMLResponse:
+        return page("error.html", 404, title="Not found", message=str(exc))
+
+    @app.exception_handler(PgrigError)
+    def bad_request(_request: Request, exc: PgrigError) -> HTMLResponse:
+        return page("error.html", 400, title="Bad request", message=str(exc))
+
+    @app.get("/", include_in_schema=False)
+    def index() -> RedirectResponse:
+        return RedirectResponse("/runs", status_code=302)
+
+    @app.get("/runs", response_class=HTMLResponse)
+    def runs(request: Request) -> HTMLResponse:
+        q = runs_view.parse_query(request.query_params)
+        return page("runs.html", p=runs_view.load_page(archive, q), q=q)
+
+    @app.get("/runs.csv")
+    def runs_csv(request: Request) -> StreamingResponse:
+        q = runs_view.parse_query(request.query_params)
+        return StreamingResponse(
+            runs_view.csv_lines(archive, q),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="pgrig-runs.csv"'},
+        )
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run(run_id: int) -> HTMLResponse:
+        rec = archive.get_run(run_id)
+        return page("run.html", v=run_view.build(rec), r=rec)
+
+    @app.get("/runs/{run_id}/artifacts/{name}")
+    def artifact(run_id: int, name: str) -> FileResponse:
+        rec = archive.get_run(run_id)
+        path = run_view.resolve_artifact(rec, name)
+        media = "text/plain; charset=utf-8" if path.name.endswith(TEXT_SUFFIXES) else None
+        return FileResponse(
+            path,
+            media_type=media or "application/octet-stream",
+            filename=path.name,
+            content_disposition_type="inline" if media else "attachment",
+        )
+
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(ids: list[str] = Query(default=[])) -> HTMLResponse:
+        run_ids = compare_view.parse_ids(ids)
+        recs = [archive.get_run(i) for i in run_ids]
+        repeats = compare_view.study_repeats(archive, recs)
+        return page("compare.html", v=compare_view.build(recs, repeats))
+
+    @app.get("/studies", response_class=HTMLResponse)
+    def studies() -> HTMLResponse:
+        items = [(s, archive.count_runs(RunFilter(study=s.name))) for s in archive.list_studies()]
+        return page("studies.html", studies=items)
+
+    @app.get("/studies/{name}", response_class=HTMLResponse)
+    def study(name: str) -> HTMLResponse:
+        rec = archive.get_study(name)
+        return page("study.html", v=study_view.build(rec, archive))
+
+    return app

@@ -1,0 +1,170 @@
+"""The run page: a RunRecord → charts and tables. Nothing here computes results; it only shows
+what the runner recorded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from pgrig.archive.records import RunRecord
+from pgrig.errors import NotFound, PgrigError
+from pgrig.web import format as fmt
+from pgrig.web import series_view
+from pgrig.web.svg import render
+
+LAYER_ORDER = ("profile", "environment", "study", "run")
+
+
+@dataclass
+class SettingRow:
+    name: str
+    value: str
+    default: str
+    source: str
+    layer: str
+
+
+@dataclass
+class ArtifactRow:
+    name: str
+    size: int | None  # None: the file is not on this machine
+    path: str
+
+
+@dataclass
+class MetricSection:
+    title: str
+    charts: list[Markup]
+    quiet: list[str]
+
+
+@dataclass
+class RunPage:
+    rec: RunRecord
+    throughput: Markup | None
+    latency: Markup | None
+    failures: Markup | None
+    metrics: list[MetricSection]
+    settings: list[SettingRow]
+    host: list[tuple[str, str]]
+    artifacts: list[ArtifactRow]
+    extra: list[tuple[str, str]] = field(default_factory=list)
+
+
+def build(rec: RunRecord) -> RunPage:
+    pgbench = rec.series.get("pgbench") or {}
+    throughput = render(series_view.throughput_chart(pgbench)) if pgbench else None
+    lat = series_view.latency_chart(pgbench) if pgbench else None
+    fail = series_view.failures_chart(pgbench) if pgbench else None
+    metrics = []
+    for kind in (
+        "os",
+        "pg",
+        "pooler",
+        *sorted(set(rec.series) - {"pgbench", "os", "pg", "pooler"}),
+    ):
+        cols = rec.series.get(kind)
+        if not cols:
+            continue
+        cs = series_view.metric_charts(kind, cols)
+        metrics.append(MetricSection(cs.title, [render(c) for c in cs.charts], cs.quiet))
+    return RunPage(
+        rec=rec,
+        throughput=throughput,
+        latency=render(lat) if lat else None,
+        failures=render(fail) if fail else None,
+        metrics=metrics,
+        settings=settings_rows(rec),
+        host=host_rows(rec.host),
+        artifacts=artifact_rows(rec),
+        extra=extra_rows(rec.extra),
+    )
+
+
+def settings_rows(rec: RunRecord) -> list[SettingRow]:
+    """The settings that differ from PostgreSQL's built-in defaults, and the layer that set each."""
+    rows = []
+    for name, s in sorted(rec.non_default_settings().items()):
+        rows.append(
+            SettingRow(
+                name=name,
+                value=fmt.setting_value(s),
+                default=fmt.human_setting(str(s.get("boot_val")), s.get("unit"))
+                if s.get("boot_val") is not None
+                else "–",
+                source=str(s.get("source") or ""),
+                layer=_layer_of(rec.settings_layers, name),
+            )
+        )
+    return rows
+
+
+def _layer_of(layers: dict[str, dict[str, str]], name: str) -> str:
+    """The highest layer (profile < environment < study < run) that sets `name`."""
+    found = ""
+    ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]
+    for layer in ordered:
+        if name in (layers.get(layer) or {}):
+            found = layer
+    return found
+
+
+def host_rows(host: dict[str, Any]) -> list[tuple[str, str]]:
+    """Host facts flattened to (key, text): nested dicts as a.b, lists comma-separated."""
+    out: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif value is None:
+            return
+        elif isinstance(value, list | tuple):
+            out.append((prefix, ", ".join(_text(v) for v in value)))
+        elif isinstance(value, int) and not isinstance(value, bool) and prefix.endswith("_bytes"):
+            out.append((prefix, f"{fmt.size(value)} ({value:,})"))
+        else:
+            out.append((prefix, _text(value)))
+
+    walk("", host)
+    return out
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, dict | list):
+        return json.dumps(v, default=str)
+    return str(v)
+
+
+def extra_rows(extra: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(k, _text(v)) for k, v in sorted(extra.items()) if v not in (None, {}, [])]
+
+
+def artifact_rows(rec: RunRecord) -> list[ArtifactRow]:
+    rows = []
+    for name, rel in sorted(rec.artifacts.items()):
+        try:
+            p = resolve_artifact(rec, name)
+            size: int | None = p.stat().st_size
+        except (PgrigError, OSError):
+            size = None
+        rows.append(ArtifactRow(name, size, rel))
+    return rows
+
+
+def resolve_artifact(rec: RunRecord, name: str) -> Path:
+    """The file of artifact `name` of this run: only names the run recorded, only inside the
+    artifacts root (relative paths are under it; anything resolving outside is refused)."""
+    from pgrig.archive.artifacts import artifact_path
+
+    rel = rec.artifacts.get(name)
+    if rel is None:
+        raise NotFound(f"run {rec.id} has no artifact {name!r}")
+    p = artifact_path(rel)
+    if not p.is_file():
+        raise NotFound(f"artifact {name!r} of run {rec.id} is not on this machine")
+    return p

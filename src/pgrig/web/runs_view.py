@@ -1,0 +1,266 @@
+"""The runs list: query parameters → RunFilter / order / page, and runs → table rows and CSV.
+
+Everything is done by the archive in SQL (filter, order, LIMIT/OFFSET, COUNT), so the page
+costs the same with 100 or 10,000 runs archived.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from pgrig.archive.records import RunFilter, RunRecord
+from pgrig.errors import PgrigError
+
+PAGE_SIZES = (25, 50, 100, 200, 500)
+DEFAULT_PAGE_SIZE = 100
+DEFAULT_ORDER = "-id"
+STATUSES = ("running", "ok", "failed", "aborted")
+# Sortable columns of the table: the key used in URLs → the archive's runs column.
+SORT_COLUMNS = {
+    "id": "id",
+    "date": "started_at",
+    "engine": "server_major",
+    "env": "env_name",
+    "workload": "workload",
+    "result": "tps",
+    "nopm": "nopm",
+    "cpus": "host_cpus",
+    "clients": "clients",
+    "duration": "duration_s",
+    "volume": "db_size_bytes",
+    "status": "status",
+    "note": "note",
+}
+FILTER_PARAMS = ("env", "status", "study", "workload", "major", "tag", "q")
+CSV_BATCH = 1000
+
+
+@dataclass
+class RunsQuery:
+    """The validated query of the runs page (what the URL says)."""
+
+    flt: RunFilter = field(default_factory=RunFilter)
+    params: dict[str, str] = field(default_factory=dict)  # the non-empty filter params
+    sort: str = "id"
+    desc: bool = True
+    page: int = 1
+    per_page: int = DEFAULT_PAGE_SIZE
+
+    @property
+    def order(self) -> str:
+        return ("-" if self.desc else "") + SORT_COLUMNS[self.sort]
+
+    def url(self, **changes: Any) -> str:
+        """Query string of this page with some parameters changed (None drops one)."""
+        q: dict[str, Any] = dict(self.params)
+        q["sort"] = ("-" if self.desc else "") + self.sort
+        if self.per_page != DEFAULT_PAGE_SIZE:
+            q["per"] = self.per_page
+        if self.page != 1:
+            q["page"] = self.page
+        for k, v in changes.items():
+            if v is None:
+                q.pop(k, None)
+            else:
+                q[k] = v
+        if q.get("sort") == "-" + "id":
+            q.pop("sort")
+        return "?" + urlencode(q) if q else "?"
+
+    def sort_url(self, key: str) -> str:
+        """Clicking a header: sort by it (descending first for numbers), or flip direction."""
+        if key == self.sort:
+            value = key if self.desc else "-" + key
+        else:
+            value = key if key in ("env", "workload", "status", "note") else "-" + key
+        return self.url(sort=value, page=None)
+
+
+def parse_query(params: Mapping[str, str]) -> RunsQuery:
+    """Validate the runs page's query parameters; a bad one raises a one-line PgrigError."""
+    q = RunsQuery()
+    get = {k: (params.get(k) or "").strip() for k in (*FILTER_PARAMS, "sort", "page", "per")}
+    flt = RunFilter()
+    if get["env"]:
+        flt.env_name = get["env"]
+    if get["status"]:
+        if get["status"] not in STATUSES:
+            raise PgrigError(f"status must be one of {', '.join(STATUSES)}, not {get['status']!r}")
+        flt.status = get["status"]
+    if get["study"]:
+        flt.study = get["study"]
+    if get["workload"]:
+        flt.workload = get["workload"]
+    if get["major"]:
+        flt.server_major = _int(get["major"], "major")
+    if get["tag"]:
+        key, sep, value = get["tag"].partition("=")
+        if not sep or not key:
+            raise PgrigError(f"tag filter must look like key=value, not {get['tag']!r}")
+        flt.tag = (key.strip(), value.strip())
+    if get["q"]:
+        flt.text = get["q"]
+    q.flt = flt
+    q.params = {k: get[k] for k in FILTER_PARAMS if get[k]}
+    if get["sort"]:
+        key = get["sort"].lstrip("-")
+        if key not in SORT_COLUMNS:
+            raise PgrigError(f"cannot sort by {key!r}: use one of {', '.join(SORT_COLUMNS)}")
+        q.sort, q.desc = key, get["sort"].startswith("-")
+    if get["per"]:
+        q.per_page = _int(get["per"], "per")
+        if q.per_page not in PAGE_SIZES:
+            raise PgrigError(f"per must be one of {', '.join(map(str, PAGE_SIZES))}")
+    if get["page"]:
+        q.page = _int(get["page"], "page")
+        if q.page < 1:
+            raise PgrigError("page must be 1 or more")
+    return q
+
+
+def _int(value: str, name: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise PgrigError(f"{name} must be a whole number, not {value!r}") from None
+
+
+@dataclass
+class RunsPage:
+    query: RunsQuery
+    runs: list[RunRecord]
+    total: int
+    pages: int
+
+    @property
+    def first_no(self) -> int:
+        return (self.query.page - 1) * self.query.per_page + 1 if self.runs else 0
+
+    @property
+    def last_no(self) -> int:
+        return self.first_no + len(self.runs) - 1 if self.runs else 0
+
+
+def load_page(archive: Any, q: RunsQuery) -> RunsPage:
+    """One page of runs (light records) and the total count for the filter."""
+    total = archive.count_runs(q.flt)
+    pages = max(1, math.ceil(total / q.per_page))
+    q.page = min(q.page, pages)
+    runs = archive.list_runs(
+        q.flt, limit=q.per_page, offset=(q.page - 1) * q.per_page, order=q.order
+    )
+    return RunsPage(q, runs, total, pages)
+
+
+# --- what a cell shows ---------------------------------------------------------------------------
+
+
+def result_of(rec: RunRecord) -> tuple[float | None, str]:
+    """The headline figure: NOPM for TPC-C runs, TPS for everything else."""
+    if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
+        return rec.nopm, "NOPM"
+    return rec.tps, "TPS"
+
+
+def cpus_of(rec: RunRecord) -> int | None:
+    v = rec.host.get("cpus") if rec.host else None
+    return int(v) if isinstance(v, int | float) else None
+
+
+def duration_of(rec: RunRecord) -> float | None:
+    """Planned seconds (time-bound runs) or the measured window (transaction-bound runs)."""
+    return rec.duration_s if rec.duration_s is not None else rec.measured_s
+
+
+# --- CSV -----------------------------------------------------------------------------------------
+
+CSV_COLUMNS = (
+    "id",
+    "started_at",
+    "ended_at",
+    "status",
+    "env_name",
+    "engine",
+    "server_version",
+    "workload",
+    "scenario",
+    "scale",
+    "db_size_bytes",
+    "via",
+    "clients",
+    "threads",
+    "duration_s",
+    "transactions_per_client",
+    "warmup_s",
+    "measured_s",
+    "tps",
+    "nopm",
+    "tpm",
+    "transactions",
+    "failed",
+    "latency_avg_ms",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "cpus",
+    "hostname",
+    "study",
+    "study_point",
+    "repeat",
+    "note",
+    "tags",
+    "error",
+)
+
+
+def csv_row(rec: RunRecord) -> list[Any]:
+    lat = rec.latency
+    tags = ";".join(f"{k}={v}" for k, v in sorted(rec.tags.items()))
+    values: dict[str, Any] = {
+        **{c: getattr(rec, c, None) for c in CSV_COLUMNS},
+        "started_at": rec.started_at.isoformat() if rec.started_at else None,
+        "ended_at": rec.ended_at.isoformat() if rec.ended_at else None,
+        "latency_avg_ms": lat.avg,
+        "latency_p50_ms": lat.p50,
+        "latency_p95_ms": lat.p95,
+        "latency_p99_ms": lat.p99,
+        "latency_max_ms": lat.max,
+        "cpus": cpus_of(rec),
+        "hostname": rec.host.get("hostname") if rec.host else None,
+        "tags": tags,
+    }
+    return [_cell(values[c]) for c in CSV_COLUMNS]
+
+
+def _cell(v: Any) -> Any:
+    """Text that a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
+    if v is None:
+        return ""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
+def csv_lines(archive: Any, q: RunsQuery) -> Iterator[str]:
+    """All runs matching the filter, in the page's order, fetched in batches (streamed)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(CSV_COLUMNS)
+    offset = 0
+    while True:
+        batch = archive.list_runs(q.flt, limit=CSV_BATCH, offset=offset, order=q.order)
+        for rec in batch:
+            writer.writerow(csv_row(rec))
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        if len(batch) < CSV_BATCH:
+            return
+        offset += CSV_BATCH

@@ -1,0 +1,218 @@
+"""Which columns of a run's series go on which chart, with titles and units.
+
+Series are columnar ({"t": [...], col: [...]}, t in seconds from the start of the measured
+window, negative during the warm-up). Known columns are grouped by meaning; any column this
+module does not know still gets a chart of its own, so nothing a sampler records is hidden.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pgrig.web.svg import Chart, Line
+
+LATENCY_RE = re.compile(r"^(lat(ency)?_)?(avg|mean|min|max|stddev|p\d+)(_ms)?$")
+FAILURE_COLUMNS = ("failed", "failures", "retried", "skipped", "errors", "aborted")
+
+
+@dataclass(frozen=True)
+class Group:
+    title: str
+    unit: str
+    match: Callable[[str], bool]
+    y_label: str = ""
+
+
+def _names(*names: str) -> Callable[[str], bool]:
+    return lambda c: c in names
+
+
+def _prefix(*prefixes: str) -> Callable[[str], bool]:
+    return lambda c: c.startswith(prefixes)
+
+
+OS_GROUPS = (
+    Group(
+        "CPU",
+        "%",
+        _names("cpu_user", "cpu_system", "cpu_iowait", "cpu_steal", "cpu_idle"),
+        "% of all CPUs",
+    ),
+    Group("Memory", "B", _prefix("mem_", "swap_")),
+    Group("Disk throughput", "B/s", _names("disk_read_bytes", "disk_write_bytes")),
+    Group("Disk IOPS", "1/s", _names("disk_read_iops", "disk_write_iops"), "per second"),
+    Group("Disk busy", "%", _names("disk_busy_pct")),
+    Group("Context switches", "1/s", _names("ctx_switches"), "per second"),
+    Group("Processes", "", _names("procs_running", "procs_blocked")),
+    Group(
+        "Per-process CPU",
+        "%",
+        lambda c: c.startswith("proc_") and c.endswith("_cpu"),
+        "% of one core",
+    ),
+)
+PG_GROUPS = (
+    Group("Commits and rollbacks", "1/s", _names("commits", "rollbacks"), "per second"),
+    Group("Buffer hits and reads", "1/s", _names("blks_hit", "blks_read"), "blocks per second"),
+    Group("Cache hit ratio", "%", _names("hit_ratio")),
+    Group("Tuples", "1/s", _prefix("tup_"), "per second"),
+    Group("WAL", "B/s", _names("wal_bytes")),
+    Group("Temp files", "B/s", _names("temp_bytes")),
+    Group("Buffers written", "1/s", _names("buffers_written"), "buffers per second"),
+    Group("Checkpoints", "", _prefix("checkpoints_"), "per sample"),
+    Group("Autovacuum and autoanalyze", "", _names("autovacuum", "autoanalyze"), "per sample"),
+    Group("Backends", "", _names("backends", "active_backends", "idle_in_xact")),
+    Group("Wait events", "", _prefix("wait."), "active backends"),
+    Group("Deadlocks", "", _names("deadlocks"), "per sample"),
+)
+SMALL_W, SMALL_H = 480, 230  # metric charts sit three to a row
+
+
+def _axis_unit(unit: str) -> str:
+    """Byte units are on the tick labels already; others name the axis."""
+    return "" if unit.startswith("B") else unit
+
+
+KIND_TITLES = {"os": "Operating system", "pg": "PostgreSQL", "pooler": "Connection pooler"}
+
+
+def _values(cols: dict[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
+    return cols.get(name) or []
+
+
+def _all_zero(values: Sequence[float | None]) -> bool:
+    return all(v is None or v == 0 for v in values)
+
+
+def _shade(t: Sequence[float | None]) -> float | None:
+    """Shade the warm-up (t < 0) when the series has any."""
+    return 0.0 if any(x is not None and x < 0 for x in t) else None
+
+
+def _pretty(col: str) -> str:
+    return col.replace("_", " ")
+
+
+def throughput_chart(pgbench: dict[str, list], title: str = "Throughput") -> Chart:
+    t = _values(pgbench, "t")
+    lines = [Line("TPS", t, _values(pgbench, "tps"))]
+    return Chart(title, lines, x_label="seconds", y_label="transactions/s", shade_until=_shade(t))
+
+
+def latency_columns(cols: dict[str, list]) -> list[str]:
+    """Latency columns in a sensible order: avg, p50 … p999, max."""
+
+    def rank(c: str) -> tuple[int, float]:
+        m = LATENCY_RE.match(c)
+        stat = m.group(3) if m else c
+        if stat.startswith("p"):
+            digits = stat[1:]
+            return 1, float("0." + digits) if len(digits) > 2 else float(digits) / 100
+        return {"min": (0, 0), "avg": (0, 1), "mean": (0, 1), "stddev": (0, 2)}.get(stat, (2, 0))
+
+    return sorted((c for c in cols if LATENCY_RE.match(c) and c != "stddev"), key=rank)
+
+
+def latency_chart(pgbench: dict[str, list]) -> Chart | None:
+    cols = [c for c in latency_columns(pgbench) if not _all_zero(_values(pgbench, c))]
+    if not cols:
+        return None
+    t = _values(pgbench, "t")
+    lines = [Line(_latency_label(c), t, _values(pgbench, c)) for c in cols]
+    return Chart(
+        "Latency percentiles",
+        lines,
+        x_label="seconds",
+        y_label="ms",
+        y_unit="ms",
+        shade_until=_shade(t),
+    )
+
+
+def _latency_label(col: str) -> str:
+    m = LATENCY_RE.match(col)
+    stat = m.group(3) if m else col
+    if stat.startswith("p") and len(stat) > 3:  # p999 → p99.9
+        stat = f"p{stat[1:3]}.{stat[3:]}"
+    return stat
+
+
+def failures_chart(pgbench: dict[str, list]) -> Chart | None:
+    cols = [c for c in FAILURE_COLUMNS if c in pgbench and not _all_zero(pgbench[c])]
+    if not cols:
+        return None
+    t = _values(pgbench, "t")
+    lines = [Line(c, t, pgbench[c]) for c in cols]
+    return Chart("Failures", lines, x_label="seconds", y_label="per second", shade_until=_shade(t))
+
+
+@dataclass
+class ChartSet:
+    title: str
+    charts: list[Chart]
+    quiet: list[str]  # columns left out because they stayed at zero
+
+
+def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
+    """Charts for one sampler kind ("os", "pg", "pooler"): known groups, then the rest."""
+    groups = {"os": OS_GROUPS, "pg": PG_GROUPS}.get(kind, ())
+    t = _values(cols, "t")
+    shade = _shade(t)
+    names = [c for c in cols if c != "t"]
+    quiet = sorted(c for c in names if _all_zero(cols[c]))
+    used: set[str] = set(quiet)
+    charts: list[Chart] = []
+    for g in groups:
+        members = [c for c in names if c not in used and g.match(c)]
+        if not members:
+            continue
+        used.update(members)
+        lines = [Line(_member_label(c, g), t, cols[c]) for c in members]
+        charts.append(
+            Chart(
+                g.title,
+                lines,
+                x_label="seconds",
+                y_label=g.y_label or _axis_unit(g.unit),
+                y_unit=g.unit,
+                shade_until=shade,
+                width=SMALL_W,
+                height=SMALL_H,
+            )
+        )
+    for c in names:
+        if c in used:
+            continue
+        charts.append(
+            Chart(
+                _pretty(c),
+                [Line(c, t, cols[c])],
+                x_label="seconds",
+                shade_until=shade,
+                width=SMALL_W,
+                height=SMALL_H,
+            )
+        )
+    return ChartSet(KIND_TITLES.get(kind, kind), charts, quiet)
+
+
+def _member_label(col: str, g: Group) -> str:
+    if col.startswith("proc_") and col.endswith("_cpu"):
+        return col[5:-4]
+    if col.startswith("wait."):
+        return col[5:]
+    for prefix in ("cpu_", "disk_", "mem_", "tup_", "checkpoints_", "procs_"):
+        if col.startswith(prefix) and g.title not in ("Memory",):
+            return _pretty(col[len(prefix) :]).replace(" iops", "").replace(" bytes", "")
+    return _pretty(col.removesuffix("_bytes"))
+
+
+def measured_values(cols: dict[str, list], name: str) -> list[float]:
+    """Values of a column inside the measured window (t >= 0), for statistics."""
+    t = cols.get("t") or []
+    ys = cols.get(name) or []
+    return [
+        float(y) for x, y in zip(t, ys, strict=False) if x is not None and x >= 0 and y is not None
+    ]

@@ -1,0 +1,314 @@
+"""Charts as inline SVG, drawn on the server: no JavaScript, no CDN, nothing to load at run time.
+
+Why server-side SVG rather than a vendored JS library: pages render offline and print, a test
+can check a chart without a browser, and the Content-Security-Policy can forbid scripts outright.
+Every piece of text that reaches the SVG goes through `markupsafe.escape`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from markupsafe import Markup, escape
+
+# Tableau 10: distinguishable, colour-blind friendlier than the defaults of most libraries.
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+MAX_POINTS = 1200  # per line; longer series keep each bucket's min and max (spikes survive)
+_CHAR_W = 7.0  # rough width of one 11px sans-serif character, for legend layout
+
+
+@dataclass
+class Line:
+    """One line of a chart. None values leave a gap."""
+
+    label: str
+    x: Sequence[float | None]
+    y: Sequence[float | None]
+    color: str | None = None
+    dashed: bool = False
+    markers: bool = False  # draw a dot per point with a hover tooltip (for short series)
+    line: bool = True  # False: dots only (a scatter, e.g. the repeats of a study point)
+    legend: bool = True
+
+
+@dataclass
+class Chart:
+    """What to draw; `render` turns it into SVG markup."""
+
+    title: str
+    lines: list[Line]
+    x_label: str = ""
+    y_label: str = ""
+    y_unit: str = ""  # "B", "B/s", "%", "ms", ... chooses the tick format
+    shade_until: float | None = None  # shade x < shade_until (the warm-up, t < 0)
+    shade_label: str = "warm-up"
+    y_from_zero: bool = True
+    x_categories: list[str] | None = None  # category labels for x = 0, 1, 2, ...
+    width: int = 640
+    height: int = 250
+    notes: list[str] = field(default_factory=list)
+
+
+def render(chart: Chart) -> Markup:
+    """The chart as an <svg> element sized by its container (viewBox, width 100%)."""
+    lines = [ln for ln in chart.lines if _finite_pairs(ln)]
+    w, h = chart.width, chart.height
+    keyed = [i for i, ln in enumerate(lines) if ln.legend]
+    legend_rows = _legend_layout([lines[i].label for i in keyed], w - 70) if len(lines) > 1 else []
+    top = 26 + 16 * len(legend_rows)
+    left, right, bottom = 58, 14, 36 if chart.x_label else 24
+    pw, ph = w - left - right, h - top - bottom
+    out: list[str] = [
+        f'<svg class="chart" viewBox="0 0 {w} {h}" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" preserveAspectRatio="xMidYMid meet">',
+        f"<title>{escape(chart.title)}</title>",
+        f'<text class="ct" x="{left}" y="16">{escape(chart.title)}</text>',
+    ]
+    if not lines:
+        out.append(
+            f'<text class="empty" x="{w / 2:.0f}" y="{h / 2:.0f}" text-anchor="middle">'
+            "no data</text></svg>"
+        )
+        return Markup("".join(out))
+
+    xs = [x for ln in lines for x, _ in _finite_pairs(ln)]
+    ys = [y for ln in lines for _, y in _finite_pairs(ln)]
+    x0, x1 = min(xs), max(xs)
+    if chart.shade_until is not None and x0 < chart.shade_until:
+        x1 = max(x1, chart.shade_until)
+    if chart.x_categories is not None:
+        x0, x1 = -0.5, len(chart.x_categories) - 0.5
+        xticks: list[float] = list(range(len(chart.x_categories)))
+    else:
+        xticks, x0, x1 = _nice_ticks(x0, x1, max(2, pw // 80), snap=False)
+    y0, y1 = min(ys), max(ys)
+    if chart.y_from_zero:
+        y0 = min(0.0, y0)
+    # Byte axes tick at round numbers of the binary unit shown (1, 2, 4 GiB; not 4.66 GiB).
+    scale = _byte_factor(max(abs(y0), abs(y1))) if chart.y_unit.startswith("B") else 1.0
+    yticks, y0, y1 = _nice_ticks(y0 / scale, y1 / scale, max(2, ph // 40))
+    yticks, y0, y1 = [t * scale for t in yticks], y0 * scale, y1 * scale
+
+    def sx(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * pw
+
+    def sy(y: float) -> float:
+        return top + ph - (y - y0) / (y1 - y0) * ph
+
+    out.append(f'<rect class="plot" x="{left}" y="{top}" width="{pw}" height="{ph}"/>')
+    if chart.shade_until is not None and x0 < chart.shade_until:
+        sx1 = sx(min(chart.shade_until, x1))
+        out.append(
+            f'<rect class="shade" x="{left}" y="{top}" width="{sx1 - left:.1f}" height="{ph}">'
+            f"<title>{escape(chart.shade_label)}</title></rect>"
+            f'<text class="shade-label" x="{left + 4}" y="{top + 12}">'
+            f"{escape(chart.shade_label)}</text>"
+        )
+    yfmt = tick_formatter(chart.y_unit, yticks)
+    for t in yticks:
+        y = sy(t)
+        out.append(f'<line class="grid" x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(
+            f'<text class="tick" x="{left - 5}" y="{y + 3.5:.1f}" text-anchor="end">'
+            f"{escape(yfmt(t))}</text>"
+        )
+    if chart.x_categories is not None:
+        step = max(1, math.ceil(len(xticks) * 60 / pw))
+        labels = [(t, chart.x_categories[int(t)]) for t in xticks[::step]]
+    else:
+        xfmt = tick_formatter("", xticks)
+        labels = [(t, xfmt(t)) for t in xticks]
+    for t, label in labels:
+        x = sx(t)
+        out.append(
+            f'<line class="tickmark" x1="{x:.1f}" x2="{x:.1f}" y1="{top + ph}" '
+            f'y2="{top + ph + 4}"/>'
+        )
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{top + ph + 15}" text-anchor="middle">'
+            f"{escape(_clip(label, 18))}</text>"
+        )
+    if chart.x_label:
+        out.append(
+            f'<text class="axis" x="{left + pw / 2:.0f}" y="{h - 4}" text-anchor="middle">'
+            f"{escape(chart.x_label)}</text>"
+        )
+    if chart.y_label:
+        out.append(
+            f'<text class="axis" transform="translate(12 {top + ph / 2:.0f}) rotate(-90)" '
+            f'text-anchor="middle">{escape(chart.y_label)}</text>'
+        )
+    for i, ln in enumerate(lines):
+        color = ln.color or PALETTE[i % len(PALETTE)]
+        dash = ' stroke-dasharray="5 3"' if ln.dashed else ""
+        for seg in _segments(ln) if ln.line else []:
+            pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in _decimate(seg))
+            out.append(
+                f'<polyline class="line" points="{pts}" stroke="{color}"{dash}>'
+                f"<title>{escape(ln.label)}</title></polyline>"
+            )
+        if ln.markers:
+            for x, y in _finite_pairs(ln):
+                xl = chart.x_categories[int(x)] if chart.x_categories is not None else _num(x)
+                tip = f"{ln.label}: {xl} → {_num(y)}{' ' + chart.y_unit if chart.y_unit else ''}"
+                out.append(
+                    f'<circle class="dot" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3.2" '
+                    f'fill="{color}"><title>{escape(tip)}</title></circle>'
+                )
+    for row_no, row in enumerate(legend_rows):
+        y = 30 + 16 * row_no
+        for label, offset, k in row:
+            i = keyed[k]
+            color = lines[i].color or PALETTE[i % len(PALETTE)]
+            x = left + offset
+            out.append(
+                f'<rect x="{x:.0f}" y="{y - 8}" width="12" height="4" fill="{color}"/>'
+                f'<text class="legend" x="{x + 16:.0f}" y="{y - 3}">{escape(label)}</text>'
+            )
+    out.extend(
+        f'<text class="note" x="{left + pw - 4}" y="{top + 12 + 12 * k}" text-anchor="end">'
+        f"{escape(n)}</text>"
+        for k, n in enumerate(chart.notes)
+    )
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and isinstance(v, int | float) and math.isfinite(v)
+
+
+def _finite_pairs(ln: Line) -> list[tuple[float, float]]:
+    return [
+        (float(x), float(y)) for x, y in zip(ln.x, ln.y, strict=False) if _finite(x) and _finite(y)
+    ]
+
+
+def _segments(ln: Line) -> list[list[tuple[float, float]]]:
+    """Runs of consecutive finite points: a None in y breaks the line."""
+    segs: list[list[tuple[float, float]]] = [[]]
+    for x, y in zip(ln.x, ln.y, strict=False):
+        if _finite(x) and _finite(y):
+            segs[-1].append((float(x), float(y)))  # type: ignore[arg-type]
+        elif segs[-1]:
+            segs.append([])
+    return [s for s in segs if s]
+
+
+def _decimate(pts: list[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
+    """At most ~limit points: per bucket the min and the max, in x order (keeps the spikes)."""
+    if len(pts) <= limit:
+        return pts
+    per = math.ceil(len(pts) / (limit // 2))
+    out: list[tuple[float, float]] = []
+    for i in range(0, len(pts), per):
+        bucket = pts[i : i + per]
+        lo = min(bucket, key=lambda p: p[1])
+        hi = max(bucket, key=lambda p: p[1])
+        out.extend(sorted({lo, hi}))
+    return out
+
+
+def _nice_step(span: float, count: int) -> float:
+    raw = span / max(1, count)
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+def _nice_ticks(
+    lo: float, hi: float, count: int, snap: bool = True
+) -> tuple[list[float], float, float]:
+    """Round tick values covering [lo, hi]; with snap the range widens to whole ticks."""
+    if hi == lo:
+        pad = abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    step = _nice_step(hi - lo, count)
+    first = math.floor(lo / step) * step if snap else math.ceil(lo / step - 1e-9) * step
+    last = math.ceil(hi / step) * step if snap else hi
+    ticks: list[float] = []
+    t = first
+    while t <= last + step * 1e-6 and len(ticks) < 50:
+        ticks.append(round(t, 12))
+        t += step
+    return ticks, (first if snap else lo), (last if snap else hi)
+
+
+_BIN = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def _byte_factor(top: float) -> float:
+    return next((f for _, f in _BIN if top >= f), 1.0)
+
+
+_SI = (("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def tick_formatter(unit: str, ticks: Sequence[float]) -> Callable[[float], str]:
+    """A formatter for axis ticks: binary prefixes for bytes, SI for big counts."""
+    top = max((abs(t) for t in ticks), default=0.0)
+    if unit.startswith("B"):
+        suffix = unit[1:]
+        for name, factor in _BIN:
+            if top >= factor:
+                return lambda v, f=factor, n=name: f"{_num(v / f)} {n}{suffix}" if v else "0"
+        return lambda v: f"{_num(v)} B{suffix}"
+    for name, factor in _SI:
+        if top >= factor * 10:
+            return lambda v, f=factor, n=name: f"{_num(v / f)}{n}" if v else "0"
+    return _num
+
+
+def _num(v: float) -> str:
+    """Short, exact-enough number: 12, 1.5, 0.25, 12,345."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}".rstrip("0").rstrip(".")
+    if a >= 0.01:
+        return f"{v:.2f}".rstrip("0").rstrip(".")
+    return f"{v:.2g}"
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _legend_layout(labels: list[str], width: float) -> list[list[tuple[str, float, int]]]:
+    """Place legend entries left to right, wrapping into rows (at most 4 rows, then '…')."""
+    rows: list[list[tuple[str, float, int]]] = [[]]
+    x = 0.0
+    for i, label in enumerate(labels):
+        label = _clip(label, 40)
+        item_w = 28 + _CHAR_W * len(label)
+        if x + item_w > width and rows[-1]:
+            if len(rows) == 4:
+                break
+            rows.append([])
+            x = 0.0
+        rows[-1].append((label, x, i))
+        x += item_w
+    return rows

@@ -1,0 +1,149 @@
+"""Compare and study pages: figures side by side with ratio and verdict, overlays, settings diff,
+the iteration table and chart, the sweep chart."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from pgrig.archive.store import Archive
+from pgrig.web import compare_view, sample_data
+from pgrig.web.app import create_app
+
+
+@pytest.fixture
+def url(pgrig_home: Path) -> str:
+    return f"sqlite:///{pgrig_home / 'archive.sqlite'}"
+
+
+@pytest.fixture
+def archive(url: str):
+    a = Archive(url)
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def client(url: str, archive: Archive) -> TestClient:
+    return TestClient(create_app(url))
+
+
+def _pair(archive: Archive) -> tuple[int, int]:
+    rng = random.Random(11)
+    a = sample_data.make_run(1, rng, tps=1000.0, clients=8, note="defaults", tpcc=False)
+    b = sample_data.make_run(
+        2,
+        rng,
+        tps=1500.0,
+        clients=8,
+        note="tuned",
+        tpcc=False,
+        settings={"shared_buffers": "262144", "work_mem": "65536"},
+    )
+    return sample_data.store(archive, a), sample_data.store(archive, b)
+
+
+def test_compare_two_runs(archive: Archive, client: TestClient) -> None:
+    a, b = _pair(archive)
+    r = client.get(f"/compare?ids={a},{b}")
+    assert r.status_code == 200
+    html = r.text
+    assert f'href="/runs/{a}">#{a}</a> <span class="muted">baseline' in html
+    # TPS side by side, the ratio and a verdict computed by analysis.stats
+    row = html.split("<th>TPS</th>")[1].split("</tr>")[0]
+    assert "1,000" in row and "1,500" in row
+    ratio = float(re.search(r"×([0-9.]+)", row).group(1))
+    assert 1.4 < ratio < 1.6
+    assert "faster" in row and 'class="n good"' in row
+    assert "blocks, indicative" in row  # single runs: block means, said so
+    lat = html.split("<th>Latency p95, ms</th>")[1].split("</tr>")[0]
+    assert "faster" in lat  # lower latency is better: the verdict flips
+    # overlaid series: one line per run on each chart
+    tps_chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
+    assert tps_chart.count("<polyline") == 2
+    assert f"#{a} defaults" in tps_chart and f"#{b} tuned" in tps_chart
+    # settings diff: only what differs, with both values
+    diff = html.split("Settings diff")[1]
+    assert "shared_buffers" in diff and "128MB" in diff and "2GB" in diff
+    assert "work_mem" in diff and "4MB" in diff and "64MB" in diff
+    assert "max_connections" not in diff
+
+
+def test_compare_uses_repeats_of_study_points(archive: Archive, client: TestClient) -> None:
+    ids = sample_data.iteration_study(archive)
+    r = client.get(f"/compare?ids={ids[0]},{ids[-1]}")  # iteration 0 vs the unsafe one
+    row = r.text.split("<th>TPS</th>")[1].split("</tr>")[0]
+    assert "3 vs 3 repeats" in row and "faster" in row
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "message"),
+    [
+        ("ids=1", 400, "at least two runs"),
+        ("", 400, "at least two runs"),
+        ("ids=1,x", 400, "whole numbers"),
+        ("ids=" + ",".join(str(i) for i in range(1, 20)), 400, "at most 12"),
+        ("ids=1,999", 404, "run 999 is not in archive"),
+    ],
+)
+def test_compare_bad_input(
+    archive: Archive, client: TestClient, query: str, status: int, message: str
+) -> None:
+    _pair(archive)
+    r = client.get(f"/compare?{query}")
+    assert r.status_code == status
+    assert message in r.text
+
+
+def test_compare_accepts_repeated_ids_parameters(archive: Archive, client: TestClient) -> None:
+    a, b = _pair(archive)  # what the runs page's checkboxes send
+    assert client.get(f"/compare?ids={a}&ids={b}").status_code == 200
+
+
+def test_block_means() -> None:
+    t = [float(x) for x in range(-5, 60)]
+    y = [100.0 if x < 30 else 200.0 for x in t]
+    blocks = compare_view.block_means(t, y)
+    assert len(blocks) == 10  # the warm-up is left out, 6 s per block
+    assert blocks[0] == 100.0 and blocks[-1] == 200.0
+    assert compare_view.block_means(t[:12], y[:12]) == []  # under 3 blocks of 5 s
+
+
+def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
+    sample_data.iteration_study(archive, name="tune")
+    r = client.get("/studies/tune")
+    assert r.status_code == 200
+    html = r.text
+    assert "TPS per iteration" in html and "Latency per iteration" in html
+    table = html.split('<table class="study">')[1]
+    rows = table.split("<tr>")[2:]
+    assert len(rows) == 4
+    assert "defaults" in rows[0] and "unsafe" in rows[3]
+    assert "shared_buffers = 2GB" in rows[1]  # what changed in the iteration
+    assert "faster" in rows[1]  # vs previous, from the repeats
+    assert "no detectable change" in rows[2]
+    assert "n=3" in rows[0]
+    chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
+    assert chart.count("<circle") >= 12 + 4  # every repeat and every centre
+    assert "0: defaults" in chart
+    listing = client.get("/studies").text
+    assert 'href="/studies/tune"' in listing and ">12<" in listing
+
+
+def test_sweep_study_page(archive: Archive, client: TestClient) -> None:
+    sample_data.sweep_study(archive, name="pool")
+    html = client.get("/studies/pool").text
+    assert "TPS by clients" in html and "Latency p95 by clients" in html
+    chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
+    assert chart.count("<polyline") == 2  # one line per target
+    assert "via=direct" in chart and "via=pgbouncer" in chart
+    assert html.count("clients=400, via=pgbouncer") >= 1
+
+
+def test_unknown_study_is_a_404(client: TestClient) -> None:
+    r = client.get("/studies/nope")
+    assert r.status_code == 404 and "study &#39;nope&#39; is not in archive" in r.text
