@@ -54,17 +54,35 @@ def main() -> None:
         raw = float(re.search(r"^tps = ([\d.]+)", raw_out, re.M).group(1))  # type: ignore[union-attr]
         run = json.loads(
             sh(
-                ["pgrig", "run", args.env, "--workload", "pgbench:select-only", "--clients", "8",
-                 "--threads", "2", "--duration", str(args.duration), "--json",
-                 "--tag", "bench=overhead"]
+                [
+                    "pgrig",
+                    "run",
+                    args.env,
+                    "--workload",
+                    "pgbench:select-only",
+                    "--clients",
+                    "8",
+                    "--threads",
+                    "2",
+                    "--duration",
+                    str(args.duration),
+                    "--json",
+                    "--tag",
+                    "bench=overhead",
+                ]
             )
         )
         ratio = run["tps"] / raw
         ratios.append(ratio)
-        print(f"round {k + 1}: raw pgbench {raw:,.0f} tps, pgrig {run['tps']:,.0f} tps, "
-              f"ratio {ratio:.3f}", flush=True)
-    print(f"median ratio pgrig/raw over {args.rounds} interleaved pairs: "
-          f"{statistics.median(ratios):.3f} (bar: >= 0.97)")
+        print(
+            f"round {k + 1}: raw pgbench {raw:,.0f} tps, pgrig {run['tps']:,.0f} tps, "
+            f"ratio {ratio:.3f}",
+            flush=True,
+        )
+    print(
+        f"median ratio pgrig/raw over {args.rounds} interleaved pairs: "
+        f"{statistics.median(ratios):.3f} (bar: >= 0.97)"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -41,10 +42,8 @@ def lab() -> Iterator[str]:
     finally:
         pgrig("env", "destroy", "lab", "--yes", check=False)
         for pid_file in home.glob("envs/*/data/postmaster.pid"):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass
         shutil.rmtree(home, ignore_errors=True)
         for key, value in saved.items():
             if value is None:
@@ -59,12 +58,23 @@ def run_json(*args: str, check: bool = True) -> dict:
 
 
 def test_run_reports_measured_window_and_series(lab: str) -> None:
-    rec = run_json(lab, "--workload", "pgbench:select-only", "-c", "2", "-j", "2",
-                   "--duration", "3", "--warmup", "1")
+    rec = run_json(
+        lab,
+        "--workload",
+        "pgbench:select-only",
+        "-c",
+        "2",
+        "-j",
+        "2",
+        "--duration",
+        "3",
+        "--warmup",
+        "1",
+    )
     assert rec["status"] == "ok"
     assert rec["tps"] > 0
     assert rec["transactions"] > 0
-    assert rec["latency"]["p50"] <= rec["latency"]["p95"] <= rec["latency"]["max"]
+    assert rec["latency_ms"]["p50"] <= rec["latency_ms"]["p95"] <= rec["latency_ms"]["max"]
     shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
     assert shown["id"] == rec["id"]
     exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
@@ -77,9 +87,20 @@ def test_run_reports_measured_window_and_series(lab: str) -> None:
 
 def test_multiple_scripts_get_per_script_figures(lab: str, tmp_path: Path) -> None:
     script = tmp_path / "read.sql"
-    script.write_text("\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n")
-    rec = run_json(lab, "--workload", f"{script}@3", "--workload", "pgbench:simple-update@1",
-                   "-c", "2", "--duration", "2")
+    script.write_text(
+        "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+    )
+    rec = run_json(
+        lab,
+        "--workload",
+        f"{script}@3",
+        "--workload",
+        "pgbench:simple-update@1",
+        "-c",
+        "2",
+        "--duration",
+        "2",
+    )
     assert rec["status"] == "ok"
     names = [s["name"] for s in rec["scripts"]]
     assert names == ["read.sql", "pgbench:simple-update"]
@@ -91,10 +112,21 @@ def test_multiple_scripts_get_per_script_figures(lab: str, tmp_path: Path) -> No
     [
         (["--workload", "pgbench:select-only", "--duration", "0"], "--duration must be > 0"),
         (["--workload", "/nonexistent/x.sql", "--duration", "1"], "script file not found"),
-        (["--workload", "pgbench:select-only", "--duration", "1", "--set", "shared_buffers=lots"],
-         "shared_buffers"),
-        (["--workload", "pgbench:select-only", "--duration", "1", "--set", "no_such_thing=1"],
-         "no_such_thing"),
+        (
+            [
+                "--workload",
+                "pgbench:select-only",
+                "--duration",
+                "1",
+                "--set",
+                "shared_buffers=lots",
+            ],
+            "shared_buffers",
+        ),
+        (
+            ["--workload", "pgbench:select-only", "--duration", "1", "--set", "no_such_thing=1"],
+            "no_such_thing",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(lab: str, args: list[str], needle: str) -> None:
@@ -122,9 +154,21 @@ def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> 
 
 def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
     proc = subprocess.Popen(
-        ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2",
-         "--duration", "30", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            "pgrig",
+            "run",
+            lab,
+            "--workload",
+            "pgbench:select-only",
+            "-c",
+            "2",
+            "--duration",
+            "30",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     _wait_for_running(lab)
     time.sleep(2)
@@ -134,14 +178,26 @@ def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
     runs = json.loads(out)
     assert runs[-1]["status"] == "aborted"
     assert runs[-1]["transactions"] and runs[-1]["transactions"] > 0
-    assert not _pgbench_running(lab)
+    assert not _pgbench_running(runs[-1]["command"])
 
 
 def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: str) -> None:
     proc = subprocess.Popen(
-        ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2",
-         "--duration", "30", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            "pgrig",
+            "run",
+            lab,
+            "--workload",
+            "pgbench:select-only",
+            "-c",
+            "2",
+            "--duration",
+            "30",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     running = _wait_for_running(lab)
     assert running["status"] == "running"
@@ -156,7 +212,7 @@ def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: st
     assert rec["error"]
     exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
     assert len(exported["series"]["pgbench"]["t"]) >= 1  # the partial series is kept
-    assert not _pgbench_running(lab)
+    assert not _pgbench_running(rec["command"])
     pgrig("env", "start", lab)  # the environment is usable again
 
 
@@ -170,6 +226,8 @@ def _wait_for_running(lab: str, timeout: float = 30) -> dict:
     raise AssertionError("no running run appeared in `pgrig runs list`")
 
 
-def _pgbench_running(lab: str) -> bool:
-    out = subprocess.run(["pgrep", "-f", "pgbench.*txlog"], capture_output=True, text=True)
+def _pgbench_running(command: str) -> bool:
+    """Is this run's own pgbench (identified by its unique log prefix) still alive?"""
+    prefix = next(a for a in command.split() if a.startswith("--log-prefix="))
+    out = subprocess.run(["pgrep", "-f", prefix], capture_output=True, text=True)
     return bool(out.stdout.strip())

@@ -19,11 +19,19 @@ def generate(
     env: Annotated[str, typer.Argument(help="Environment name.")],
     scenario: Annotated[str | None, typer.Option("--scenario", help="pgbench | tpcc")] = None,
     scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
-    partitions: Annotated[int | None, typer.Option("--partitions", help="pgbench_accounts partitions.")] = None,
-    warehouses: Annotated[int | None, typer.Option("--warehouses", "-W", help="TPC-C warehouses.")] = None,
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", help="pgbench_accounts partitions.")
+    ] = None,
+    warehouses: Annotated[
+        int | None, typer.Option("--warehouses", "-W", help="TPC-C warehouses.")
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", help="Parallel loader connections (TPC-C).")] = 2,
-    partition: Annotated[bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")] = False,
-    sql: Annotated[Path | None, typer.Option("--sql", help="A custom schema/data SQL file.")] = None,
+    partition: Annotated[
+        bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")
+    ] = False,
+    sql: Annotated[
+        Path | None, typer.Option("--sql", help="A custom schema/data SQL file.")
+    ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -54,7 +62,9 @@ def generate(
         task = progress.add_task(f"{scenario} -> {env}/{dbname}", total=1.0)
 
         def report(done: float, total: float, phase: str) -> None:
-            progress.update(task, completed=done / total if total else 0, description=f"{scenario}: {phase}")
+            progress.update(
+                task, completed=done / total if total else 0, description=f"{scenario}: {phase}"
+            )
 
         if scenario == "pgbench":
             from pgrig.workloads import pgbench_data
@@ -87,7 +97,8 @@ def generate(
     else:
         size = int(info.get("size_bytes") or 0)
         common.err_console().print(
-            f"{scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB in {info.get('seconds', 0):.1f}s",
+            f"{scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
+            f"in {info.get('seconds', 0):.1f}s",
             highlight=False,
         )
 

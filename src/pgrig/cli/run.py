@@ -30,29 +30,56 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--workload",
                 "-w",
-                help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc|file.sql[@weight]; repeatable.",
+                help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
+                "|file.sql[@weight]; repeatable.",
             ),
         ],
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
         threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
-        duration: Annotated[float | None, typer.Option("--duration", "-T", help="Measured seconds.")] = None,
-        transactions: Annotated[int | None, typer.Option("--transactions", "-t", help="Per client.")] = None,
-        warmup: Annotated[float, typer.Option("--warmup", help="Seconds excluded from every number.")] = 0.0,
-        rate: Annotated[float | None, typer.Option("--rate", "-R", help="Target TPS (Poisson).")] = None,
-        latency_limit: Annotated[float | None, typer.Option("--latency-limit", "-L", help="ms")] = None,
+        duration: Annotated[
+            float | None, typer.Option("--duration", "-T", help="Measured seconds.")
+        ] = None,
+        transactions: Annotated[
+            int | None, typer.Option("--transactions", "-t", help="Per client.")
+        ] = None,
+        warmup: Annotated[
+            float, typer.Option("--warmup", help="Seconds excluded from every number.")
+        ] = 0.0,
+        rate: Annotated[
+            float | None, typer.Option("--rate", "-R", help="Target TPS (Poisson).")
+        ] = None,
+        latency_limit: Annotated[
+            float | None, typer.Option("--latency-limit", "-L", help="ms")
+        ] = None,
         protocol: Annotated[str, typer.Option("--protocol", "-M")] = "simple",
-        max_tries: Annotated[int, typer.Option("--max-tries", help="Retry serialization/deadlock failures.")] = 1,
-        define: Annotated[list[str] | None, typer.Option("--define", "-D", help="var=value for scripts.")] = None,
-        set_: Annotated[list[str] | None, typer.Option("--set", help="Per-run setting k=v.")] = None,
-        profile: Annotated[str | None, typer.Option("--profile", help="Apply a profile for this run only.")] = None,
+        max_tries: Annotated[
+            int, typer.Option("--max-tries", help="Retry serialization/deadlock failures.")
+        ] = 1,
+        define: Annotated[
+            list[str] | None, typer.Option("--define", "-D", help="var=value for scripts.")
+        ] = None,
+        set_: Annotated[
+            list[str] | None, typer.Option("--set", help="Per-run setting k=v.")
+        ] = None,
+        profile: Annotated[
+            str | None, typer.Option("--profile", help="Apply a profile for this run only.")
+        ] = None,
         repeat: Annotated[int, typer.Option("--repeat", help="Repeat the run K times.")] = 1,
         note: Annotated[str | None, typer.Option("--note")] = None,
         tag: Annotated[list[str] | None, typer.Option("--tag", help="k=v, repeatable.")] = None,
         db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
-        mix: Annotated[str | None, typer.Option("--mix", help="TPC-C weights, e.g. 45,43,4,4,4.")] = None,
-        all_warehouses: Annotated[bool, typer.Option("--all-warehouses", help="TPC-C: any warehouse per transaction.")] = False,
-        archive: Annotated[str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Machine-readable results on stdout.")] = False,
+        mix: Annotated[
+            str | None, typer.Option("--mix", help="TPC-C weights, e.g. 45,43,4,4,4.")
+        ] = None,
+        all_warehouses: Annotated[
+            bool, typer.Option("--all-warehouses", help="TPC-C: any warehouse per transaction.")
+        ] = False,
+        archive: Annotated[
+            str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Machine-readable results on stdout.")
+        ] = False,
     ) -> None:
         """Run pgbench against ENV, sample the host and the server, and archive the result."""
         from pgrig.archive.export import run_to_json

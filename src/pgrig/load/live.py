@@ -32,7 +32,9 @@ class LiveView:
         self._live.update(self._render())
         self._live.__exit__(None, None, None)
 
-    def update(self, tps: float | None = None, p95_ms: float | None = None, failed: int = 0) -> None:
+    def update(
+        self, tps: float | None = None, p95_ms: float | None = None, failed: int = 0
+    ) -> None:
         if tps is not None:
             self.tps = tps
         if p95_ms is not None:

@@ -77,7 +77,9 @@ def execute(
         run_settings = {**_profile_settings(spec.profile, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
         try:
-            return _run(spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live)
+            return _run(
+                spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live
+            )
         finally:
             restore()
     finally:
@@ -186,7 +188,6 @@ def _run(
     console: Console,
     live: bool,
 ) -> RunRecord:
-    from pgrig.archive import artifacts
     from pgrig.metrics import pg_snapshot
     from pgrig.metrics.host import host_facts
     from pgrig.workloads import database
@@ -233,6 +234,34 @@ def _run(
         extra={"pgrig_version": __version__, "dataset": scenario_info, "defines": spec.defines},
     )
     rec.id = archive.begin_run(rec)
+    try:
+        return _measure(rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live)
+    except (RunInterrupted, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        # Whatever broke after the row was written, the run ends as "failed", never "running".
+        if rec.status == "running":
+            rec.status, rec.ended_at = "failed", datetime.now(UTC)
+            rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
+            with contextlib.suppress(Exception):
+                archive.finish_run(rec)
+        raise
+
+
+def _measure(
+    rec: RunRecord,
+    spec: RunSpec,
+    env: Environment,
+    dbname: str,
+    conninfo: str,
+    pgbench: str,
+    work: Path,
+    archive: Any,
+    console: Console,
+    live: bool,
+) -> RunRecord:
+    from pgrig.archive import artifacts
+
     art_dir = artifacts.run_artifacts_dir(rec.id)
     art_dir.mkdir(parents=True, exist_ok=True)
     log_prefix = work / "txlog"
@@ -296,7 +325,8 @@ def _run(
     rec.artifacts = {"pgbench.stdout": "pgbench.stdout", "pgbench.stderr": "pgbench.stderr"}
 
     try:
-        _fill_results(rec, spec, log_prefix, stdout, progress_points, series_raw)
+        completed = rc == 0 and not interrupted
+        _fill_results(rec, spec, completed, log_prefix, stdout, progress_points, series_raw)
     except Exception as e:  # a broken log must not lose the run: keep what we have
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
 
@@ -320,6 +350,7 @@ def _run(
 def _fill_results(
     rec: RunRecord,
     spec: RunSpec,
+    completed: bool,
     log_prefix: Path,
     stdout: str,
     progress_points: list[Any],
@@ -332,9 +363,7 @@ def _fill_results(
     script_names = [s.name for s in spec.scripts]
     window_start_s: float | None = None
     if logs:
-        df = txlog.read_txlogs(
-            logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1
-        )
+        df = txlog.read_txlogs(logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1)
         if df.height:
             start_us = txlog.infer_start_us(df)
             last_end_us = int(df["end_us"].max())
@@ -343,7 +372,8 @@ def _fill_results(
                 w1 = w0 + int(spec.duration_s * 1e6)
             else:
                 w0, w1 = start_us, last_end_us + 1
-            measured_end = min(w1, last_end_us + 1)
+            # A run that completed measured its whole window; a cut-short one up to its last end.
+            measured_end = w1 if completed else min(w1, last_end_us + 1)
             res = txlog.summarize(
                 df, window_start_us=w0, window_end_us=w1, script_names=script_names
             )

@@ -55,8 +55,12 @@ def generate(
     stop.set()
     seconds = time.monotonic() - start
     if proc.returncode != 0:
-        lines = [ln for ln in (err or out).splitlines() if "error" in ln.lower()] or err.splitlines()
-        raise PgrigError(f"pgbench -i failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}")
+        lines = [
+            ln for ln in (err or out).splitlines() if "error" in ln.lower()
+        ] or err.splitlines()
+        raise PgrigError(
+            f"pgbench -i failed: {lines[-1] if lines else 'exit ' + str(proc.returncode)}"
+        )
     size = database.database_size(env, dbname)
     if progress:
         progress(expected, expected, "done")
