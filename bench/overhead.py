@@ -40,7 +40,7 @@ def main() -> None:
         sh(["pgrig", "db", "generate", args.env, "--scale", str(args.scale)])
     sh(["pgrig", "env", "start", args.env])
     info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
-    pgbench = os.path.join(info["bindir"], "pgbench")
+    pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
     libpq = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PG")},
         "PGHOST": info.get("host", "127.0.0.1"),

@@ -18,6 +18,7 @@ b=$(pgrig run "$ENV" "${common[@]}" --profile pgtune-oltp --note "pgtune-oltp pr
 echo
 pgrig runs compare "$a" "$b"
 echo
-echo "archive:   $(pgrig runs where)"
-echo "artifacts: $(pgrig runs where --artifacts)/{$a,$b}"
+where() { python3 -c "from pgrig import paths; print($1)"; }
+echo "archive:   $(where 'paths.default_archive_url()')"
+echo "artifacts: $(where 'paths.artifacts_dir()')/{$a,$b}"
 echo "next:      pgrig runs show $b | pgrig runs export $b --format json | pgrig env destroy $ENV"
