@@ -152,7 +152,7 @@ def read_txlogs(paths: Sequence[Path | str], *, has_lag: bool, has_retries: bool
             if not data:
                 continue
             _check_fields(path, data[: data.find(b"\n")], expected, has_lag, has_retries)
-            source: object = data
+            source: str | bytes = data
         else:
             complete = _ends_with_newline(path)
             if complete is None:
@@ -162,14 +162,7 @@ def read_txlogs(paths: Sequence[Path | str], *, has_lag: bool, has_retries: bool
                 continue  # a single torn line and nothing else
             _check_fields(path, first, expected, has_lag, has_retries)
             source = str(path) if complete else _complete_bytes(path.read_bytes())
-        if isinstance(source, bytes):
-            lf = pl.read_csv(
-                source, separator=" ", has_header=False, schema=schema, quote_char=None
-            ).lazy()
-        else:
-            lf = pl.scan_csv(
-                source, separator=" ", has_header=False, schema=schema, quote_char=None
-            )
+        lf = pl.scan_csv(source, separator=" ", has_header=False, schema=schema, quote_char=None)
         frames.append(lf.select(_columns(has_lag, has_retries)))
     if not frames:
         return empty_frame()
@@ -457,13 +450,15 @@ class LiveTail:
             # Only time and end matter; lag/retries columns (if any) are read and dropped.
             n = len(data[: data.find(b"\n")].split())
             schema = {**_raw_schema(False, False), **{f"x{i}": pl.Int64() for i in range(6, n)}}
-            frame = pl.read_csv(
-                data, separator=" ", has_header=False, schema=schema, quote_char=None
-            ).select(
-                (pl.col("epoch_s") * 1_000_000 + pl.col("epoch_us")).alias("end"),
-                pl.col("time").str.to_integer(strict=False).alias("lat"),
+            frame = (
+                pl.scan_csv(data, separator=" ", has_header=False, schema=schema, quote_char=None)
+                .select(
+                    (pl.col("epoch_s") * 1_000_000 + pl.col("epoch_us")).alias("end"),
+                    pl.col("time").str.to_integer(strict=False).alias("lat"),
+                )
+                .filter(pl.col("lat").is_not_null())
+                .collect()
             )
-            frame = frame.filter(pl.col("lat").is_not_null())
             self._end = np.concatenate([self._end, frame["end"].to_numpy()])
             self._lat = np.concatenate([self._lat, frame["lat"].to_numpy()])
         if self._end.size == 0:
