@@ -340,7 +340,8 @@ def _measure(
         rec.status = "ok"
 
     _keep_artifacts(rec, log_prefix, art_dir, env, server_log_offset)
-    rec.artifacts = {k: str(art_dir / v) for k, v in rec.artifacts.items()}
+    # Stored relative to the artifacts root, so an archive stays valid if the home moves.
+    rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
     archive.finish_run(rec)
     if interrupted:
         raise RunInterrupted(rec)
