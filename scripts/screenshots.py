@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Screenshot every page of the results UI into out/screenshots/*.png, for a person to look at.
 
-    python scripts/screenshots.py [--archive URL] [--out DIR]
+    python scripts/screenshots.py [--archive URL | --real] [--out DIR]
 
 With --archive (or PGRIG_ARCHIVE) the pages show that archive: the latest ok run, the two
-latest ok runs compared, and the first iteration and sweep studies. Without it, a temporary
-archive is filled with synthetic runs and two studies. Chromium is Debian's (/usr/bin/chromium).
+latest ok runs compared, and the first iteration and sweep studies. --real makes a real one
+first (about 3 minutes): a PostgreSQL 15 environment in a temporary pgrig home, pgbench data,
+two runs, a 3-iteration study and a clients x protocol sweep, all through the `pgrig` CLI; the
+environment is destroyed afterwards. Without either, a temporary archive is filled with
+synthetic runs and two studies. Chromium is Debian's (/usr/bin/chromium).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +41,94 @@ def synthetic_archive(directory: Path) -> str:
     return url
 
 
+REAL_ITERATIONS = """\
+[study]
+name = "tune-demo"
+description = "A short real iteration study"
+repeats = 2
+[environment]
+name = "shots"
+version = "15"
+[dataset]
+scenario = "pgbench"
+scale = 2
+[run]
+workload = "pgbench:tpcb-like"
+clients = 4
+threads = 2
+duration = "8s"
+warmup = "2s"
+[[iterations]]
+name = "defaults"
+[[iterations]]
+name = "shared_buffers 256MB"
+settings = { shared_buffers = "256MB" }
+[[iterations]]
+name = "synchronous_commit off"
+settings = { synchronous_commit = "off" }
+"""
+REAL_SWEEP = """\
+[study]
+name = "clients-demo"
+description = "A short real sweep over clients and protocol"
+repeats = 1
+[environment]
+name = "shots"
+version = "15"
+[dataset]
+scenario = "pgbench"
+scale = 2
+[run]
+workload = "pgbench:select-only"
+duration = "6s"
+warmup = "2s"
+[sweep]
+clients = [1, 2, 4, 8]
+protocol = ["simple", "prepared"]
+x = "clients"
+"""
+
+
+def real_archive(home: Path) -> str:
+    """Runs and studies made by pgrig itself against a real PostgreSQL 15 (see module doc)."""
+    home.chmod(0o755)  # the server runs as another OS user and must reach its data directory
+    env = {**os.environ, "PGRIG_HOME": str(home)}
+    env.pop("PGRIG_ARCHIVE", None)
+
+    def pgrig(*args: str) -> None:
+        print("pgrig " + " ".join(args), file=sys.stderr)
+        subprocess.run(["pgrig", *args], env=env, check=True, stdout=subprocess.DEVNULL)
+
+    (home / "iterations.toml").write_text(REAL_ITERATIONS)
+    (home / "sweep.toml").write_text(REAL_SWEEP)
+    port = str(background.free_port(56710, 56719))
+    load = ["--workload", "pgbench:tpcb-like", "-c", "4", "-j", "2", "--duration", "10"]
+    try:
+        pgrig("env", "create", "shots", "--pg", "15", "--port", port)
+        pgrig("db", "generate", "shots", "--scenario", "pgbench", "--scale", "2")
+        pgrig("run", "shots", *load, "--warmup", "3", "--note", "defaults")
+        pgrig(
+            "run",
+            "shots",
+            *load,
+            "--warmup",
+            "3",
+            "--set",
+            "synchronous_commit=off",
+            "--note",
+            "synchronous_commit=off <script>alert(1)</script>",
+            "--tag",
+            "kind=demo",
+        )
+        pgrig("study", "run", str(home / "iterations.toml"))
+        pgrig("study", "run", str(home / "sweep.toml"))
+    finally:
+        subprocess.run(
+            ["pgrig", "env", "destroy", "shots", "--yes"], env=env, check=False, capture_output=True
+        )
+    return f"sqlite:///{home / 'archive.sqlite'}"
+
+
 def pages(archive: Archive) -> dict[str, str]:
     """name → path of each page worth a screenshot in this archive."""
     out = {"runs": "/runs"}
@@ -56,11 +148,18 @@ def pages(archive: Archive) -> dict[str, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--archive", default=os.environ.get("PGRIG_ARCHIVE"))
+    ap.add_argument("--real", action="store_true", help="make a real archive first (PG 15)")
     ap.add_argument("--out", default="out/screenshots", type=Path)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="pgrig-shots-") as tmp:
-        url = args.archive or synthetic_archive(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="pgrig-shots-", dir="/tmp") as tmp:
+        if args.archive:
+            url = args.archive
+        elif args.real:
+            url = real_archive(Path(tmp))
+            os.environ["PGRIG_HOME"] = tmp  # artifacts are found under this home
+        else:
+            url = synthetic_archive(Path(tmp))
         app = create_app(url)
         todo = pages(app.state.archive)
         port = background.free_port(*PORTS)

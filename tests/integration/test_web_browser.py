@@ -152,7 +152,7 @@ def test_study_pages(page: object, site: tuple) -> None:
     page.click("a:has-text('tune')")
     assert page.locator("h1").inner_text().startswith("Study tune")
     _charts_drawn(page, 2)
-    assert page.locator("table.study tbody tr").count() == 4
+    assert page.locator("table.study").first.locator("tbody tr").count() == 4
     page.goto(base + "/studies/pool")
     _charts_drawn(page, 2)
     legend = page.locator("svg.chart").first.text_content()

@@ -119,14 +119,19 @@ def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
     assert r.status_code == 200
     html = r.text
     assert "TPS per iteration" in html and "Latency per iteration" in html
-    table = html.split('<table class="study">')[1]
-    rows = table.split("<tr>")[2:]
+    # the iteration table is the study report's own
+    results = html.split("<h2>Results</h2>")[1].split("</table>")[0]
+    rows = results.split("<tr>")[2:]
     assert len(rows) == 4
     assert "defaults" in rows[0] and "unsafe" in rows[3]
-    assert "shared_buffers = 2GB" in rows[1]  # what changed in the iteration
-    assert "faster" in rows[1]  # vs previous, from the repeats
+    assert "shared_buffers=2GB" in rows[1]  # what changed in the iteration
+    # vs previous, from the repeats
+    assert "faster" in rows[1] and re.search(r'class="[^"]*\bgood\b', rows[1])
     assert "no detectable change" in rows[2]
-    assert "n=3" in rows[0]
+    assert "3/3" in rows[0]  # repeats done
+    # the runs table links every run
+    runs = html.split("<h2>Runs</h2>")[1]
+    assert runs.count('<a href="/runs/') == 12
     chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
     assert chart.count("<circle") >= 12 + 4  # every repeat and every centre
     assert "0: defaults" in chart
@@ -141,7 +146,9 @@ def test_sweep_study_page(archive: Archive, client: TestClient) -> None:
     chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
     assert chart.count("<polyline") == 2  # one line per target
     assert "via=direct" in chart and "via=pgbouncer" in chart
-    assert html.count("clients=400, via=pgbouncer") >= 1
+    results = html.split("<h2>Results</h2>")[1].split("</table>")[0]
+    assert results.count("<tr>") == 1 + 8  # header and one row per point
+    assert "via=pgbouncer" in results and "400" in results
 
 
 def test_unknown_study_is_a_404(client: TestClient) -> None:

@@ -57,6 +57,9 @@ def templates() -> jinja2.Environment:
         statuses=runs_view.STATUSES,
         page_sizes=runs_view.PAGE_SIZES,
         baseline_url=compare_view.baseline_url,
+        block_kind=study_view.block_kind,
+        cell_class=study_view.cell_class,
+        run_id_column=study_view.run_id_column,
     )
     return env
 

@@ -338,13 +338,18 @@ def overlay_charts(runs: list[RunRecord]) -> list[Markup]:
                         title,
                         lines,
                         x_label="seconds",
-                        y_label=unit,
+                        y_label=_axis_label(unit),
                         y_unit=unit,
                         shade_until=shade,
                     )
                 )
             )
     return out
+
+
+def _axis_label(unit: str) -> str:
+    """Byte units are on the ticks already."""
+    return {"1/s": "per second", "%": "%", "ms": "ms"}.get(unit, "")
 
 
 def _sum_columns(columns: list[list[float | None]]) -> list[float | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,9 +93,16 @@ def when_full(dt: datetime | None) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?")
+
+
 def engine(name: str | None, version: str | None) -> str:
+    """'PostgreSQL 15.18', also from version() strings ('PostgreSQL 15.18 (Debian ...) on ...')."""
     label = ENGINE_NAMES.get(name or "", name or "")
-    return f"{label} {version}".strip() if version else label
+    if not version:
+        return label
+    m = _VERSION_RE.search(version)
+    return f"{label} {m.group(0) if m else version}".strip()
 
 
 def setting_value(s: dict[str, Any] | None) -> str:

@@ -40,6 +40,7 @@ class MetricSection:
     title: str
     charts: list[Markup]
     quiet: list[str]
+    notes: list[str]
 
 
 @dataclass
@@ -71,7 +72,7 @@ def build(rec: RunRecord) -> RunPage:
         if not cols:
             continue
         cs = series_view.metric_charts(kind, cols)
-        metrics.append(MetricSection(cs.title, [render(c) for c in cs.charts], cs.quiet))
+        metrics.append(MetricSection(cs.title, [render(c) for c in cs.charts], cs.quiet, cs.notes))
     return RunPage(
         rec=rec,
         throughput=throughput,

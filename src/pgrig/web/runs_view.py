@@ -168,9 +168,16 @@ def result_of(rec: RunRecord) -> tuple[float | None, str]:
     return rec.tps, "TPS"
 
 
+CPU_KEYS = ("cpus", "cpu_logical", "cpus_allowed", "cpu_count")
+
+
 def cpus_of(rec: RunRecord) -> int | None:
-    v = rec.host.get("cpus") if rec.host else None
-    return int(v) if isinstance(v, int | float) else None
+    """Logical CPUs: light records carry "cpus"; full host facts name it "cpu_logical"."""
+    for key in CPU_KEYS:
+        v = (rec.host or {}).get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return int(v)
+    return None
 
 
 def duration_of(rec: RunRecord) -> float | None:

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pgrig.web.svg import Chart, Line
 
 LATENCY_RE = re.compile(r"^(lat(ency)?_)?(avg|mean|min|max|stddev|p\d+)(_ms)?$")
+META_COLUMNS = ("t", "up")  # time, and whether the sampler reached its source
 FAILURE_COLUMNS = ("failed", "failures", "retried", "skipped", "errors", "aborted")
 
 
@@ -46,6 +47,12 @@ OS_GROUPS = (
     Group("Disk busy", "%", _names("disk_busy_pct")),
     Group("Context switches", "1/s", _names("ctx_switches"), "per second"),
     Group("Processes", "", _names("procs_running", "procs_blocked")),
+    Group(
+        "Processes per program",
+        "",
+        lambda c: c.startswith("proc_") and c.endswith("_count"),
+        "processes",
+    ),
     Group(
         "Per-process CPU",
         "%",
@@ -116,7 +123,10 @@ def latency_columns(cols: dict[str, list]) -> list[str]:
 
 
 def latency_chart(pgbench: dict[str, list]) -> Chart | None:
+    """Percentiles over time; max is left to the table (one stall would flatten the rest)."""
     cols = [c for c in latency_columns(pgbench) if not _all_zero(_values(pgbench, c))]
+    if len(cols) > 1:
+        cols = [c for c in cols if _latency_label(c) != "max"]
     if not cols:
         return None
     t = _values(pgbench, "t")
@@ -153,6 +163,7 @@ class ChartSet:
     title: str
     charts: list[Chart]
     quiet: list[str]  # columns left out because they stayed at zero
+    notes: list[str] = field(default_factory=list)  # e.g. samples where the source was down
 
 
 def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
@@ -160,7 +171,7 @@ def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
     groups = {"os": OS_GROUPS, "pg": PG_GROUPS}.get(kind, ())
     t = _values(cols, "t")
     shade = _shade(t)
-    names = [c for c in cols if c != "t"]
+    names = [c for c in cols if c not in META_COLUMNS]
     quiet = sorted(c for c in names if _all_zero(cols[c]))
     used: set[str] = set(quiet)
     charts: list[Chart] = []
@@ -195,12 +206,15 @@ def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
                 height=SMALL_H,
             )
         )
-    return ChartSet(KIND_TITLES.get(kind, kind), charts, quiet)
+    title = KIND_TITLES.get(kind, kind)
+    down = sum(1 for v in cols.get("up") or [] if v == 0)
+    notes = [f"{title}: no data in {down} of {len(t)} samples (source unreachable)"] if down else []
+    return ChartSet(title, charts, quiet, notes)
 
 
 def _member_label(col: str, g: Group) -> str:
-    if col.startswith("proc_") and col.endswith("_cpu"):
-        return col[5:-4]
+    if col.startswith("proc_") and col.endswith(("_cpu", "_count")):
+        return col[5:].rsplit("_", 1)[0]
     if col.startswith("wait."):
         return col[5:]
     for prefix in ("cpu_", "disk_", "mem_", "tup_", "checkpoints_", "procs_"):

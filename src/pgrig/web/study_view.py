@@ -1,146 +1,79 @@
 """The study page: the iteration table and chart, or the sweep chart and table.
 
-The figures (robust centres over repeats, bounds, deltas and verdicts between points, run
-stability) come from pgrig.reports.summary, the same code the study reports use; this module
-only lays them out as rows and draws the charts.
+The tables are the study report's own (pgrig.reports.iteration / .sweep build a Document from
+pgrig.reports.summary), so the page and the report always say the same thing; this module only
+swaps the report's matplotlib figures for inline SVG charts drawn from the same summary, and
+turns run ids into links.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
-from pgrig.archive.records import RunRecord, StudyRecord
-from pgrig.reports import summary
-from pgrig.web import format as fmt
-from pgrig.web.compare_view import verdict_style
+from pgrig.archive.records import StudyRecord
+from pgrig.reports import document, summary
 from pgrig.web.svg import Chart, Line, render
 
-
-@dataclass
-class RunLink:
-    id: int
-    status: str
-    tps: float | None
-
-
-@dataclass
-class PointRow:
-    index: int
-    key: str
-    label: str
-    tps: str  # centre
-    tps_bounds: str  # [lower, upper] over repeats
-    n: int
-    delta_prev: summary.Delta | None
-    delta_first: summary.Delta | None
-    changes: list[str]
-    latency: dict[str, float | None]
-    cpu: dict[str, float | None]
-    hit_ratio: float | None
-    stability: str
-    runs: list[RunLink]
-    note: str | None = None
-    coords: dict[str, str] = field(default_factory=dict)
-
-    def style(self, d: summary.Delta | None) -> str:
-        return verdict_style(d.verdict) if d else ""
+# Report cell styles → the page's CSS classes.
+CELL_STYLES = {"good": "good", "bad": "bad", "neutral": "same", "muted": "muted", "warn": "warn"}
 
 
 @dataclass
 class StudyPage:
     record: StudyRecord
     kind: str
-    description: str | None
-    rows: list[PointRow]
+    title: str
+    subtitle: str | None
     charts: list[Markup]
-    x_name: str | None  # sweeps: the dimension on the x axis
-    orphans: list[RunRecord]
+    sections: list[document.Section]  # the report's sections, figures left out
     total_runs: int
-    threshold: float
-    misrate: float
-    error: str | None = None  # the stored study file no longer parses
+    points: int
 
 
 def build(record: StudyRecord, archive: Any) -> StudyPage:
     """Everything the page shows, from the archive (series are read for run stability)."""
+    from pgrig.reports import iteration, sweep  # matplotlib comes with them: load on first use
+
     data = summary.load_study(archive, record.name, with_series=True)
     spec = data.spec
-    rows = [_row(ps, data.points, i, spec) for i, ps in enumerate(data.points)]
     if spec.kind == "sweep" and spec.sweep is not None:
-        charts = sweep_charts(data)
-        x_name = spec.sweep.x
+        doc, charts = sweep.build(data), sweep_charts(data)
     else:
-        charts = iteration_charts(data)
-        x_name = None
+        doc, charts = iteration.build(data), iteration_charts(data)
+    sections = [
+        document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
+        for s in doc.sections
+    ]
     return StudyPage(
         record=record,
         kind=spec.kind,
-        description=spec.description,
-        rows=rows,
+        title=doc.title,
+        subtitle=doc.subtitle,
         charts=charts,
-        x_name=x_name,
-        orphans=data.orphans,
+        sections=sections,
         total_runs=sum(len(p.runs) for p in data.points) + len(data.orphans),
-        threshold=spec.threshold,
-        misrate=spec.misrate,
+        points=len(data.points),
     )
 
 
-def _row(
-    ps: summary.PointSummary, points: list[summary.PointSummary], i: int, spec: Any
-) -> PointRow:
-    p = ps.point
-    prev = points[i - 1] if i > 0 else None
-    first = points[0]
-    iterations = spec.kind == "iterations"
-    delta_prev = (
-        summary.delta(prev.samples, ps.samples, spec.threshold, spec.misrate)
-        if iterations and prev is not None
-        else None
-    )
-    delta_first = (
-        summary.delta(first.samples, ps.samples, spec.threshold, spec.misrate)
-        if iterations and i > 0
-        else None
-    )
-    bounds = ""
-    if ps.tps is not None:
-        bounds = f"[{fmt.num(ps.tps.lower)}, {fmt.num(ps.tps.upper)}]"
-        if ps.tps.insufficient:
-            bounds += " (range)"
-    stab = [s.describe() for s in ps.stability if s.cv is not None]
-    drift = ps.drift_runs
-    stability = (
-        f"max CV {ps.max_cv * 100:.1f}%" if ps.max_cv is not None else (stab[0] if stab else "–")
-    )
-    if drift:
-        stability += f", drift in {drift} run{'s' if drift > 1 else ''}"
-    return PointRow(
-        index=p.index,
-        key=p.key,
-        label=p.label,
-        tps=fmt.num(ps.tps.center) if ps.tps else "–",
-        tps_bounds=bounds,
-        n=ps.tps.n if ps.tps else 0,
-        delta_prev=delta_prev,
-        delta_first=delta_first,
-        changes=_changes(p.changes) if iterations else [],
-        latency=ps.latency,
-        cpu=ps.cpu,
-        hit_ratio=ps.hit_ratio,
-        stability=stability,
-        runs=[RunLink(r.id or 0, r.status, r.tps) for r in ps.runs],
-        note=p.note,
-        coords={k: str(v) for k, v in p.coords.items()},
-    )
+def block_kind(block: Any) -> str:
+    """For the template: which macro renders this report block."""
+    return type(block).__name__.lower()
 
 
-def _changes(changes: dict[str, str | None]) -> list[str]:
-    return [f"{k} = {v}" if v is not None else f"{k} reset" for k, v in changes.items()]
+def cell_class(cell: document.Cell, column: int, table: document.Table) -> str:
+    classes = ["n"] if column in table.numeric else []
+    if cell.style:
+        classes.append(CELL_STYLES.get(cell.style, ""))
+    return " ".join(c for c in classes if c)
+
+
+def run_id_column(table: document.Table) -> int | None:
+    """The column holding run ids (the report's runs table), to link them to run pages."""
+    return 0 if table.columns and table.columns[0] == "run" else None
 
 
 def iteration_charts(data: summary.StudyData) -> list[Markup]:
@@ -211,6 +144,7 @@ def sweep_charts(data: summary.StudyData) -> list[Markup]:
         )
         lat_lines.append(Line(label, x, [ps.latency.get("p95") for ps in pts], markers=True))
     x_label = sweep.x.removeprefix("settings.")
+    ticks = [float(v) for v in xs_values] if numeric and len(xs_values) <= 16 else None
     out = [
         render(
             Chart(
@@ -219,6 +153,7 @@ def sweep_charts(data: summary.StudyData) -> list[Markup]:
                 x_label=x_label,
                 y_label="transactions/s",
                 x_categories=categories,
+                x_ticks=ticks,
                 height=300,
             )
         )
@@ -233,11 +168,8 @@ def sweep_charts(data: summary.StudyData) -> list[Markup]:
                     y_label="ms",
                     y_unit="ms",
                     x_categories=categories,
+                    x_ticks=ticks,
                 )
             )
         )
     return out
-
-
-def is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and math.isfinite(v)

@@ -57,6 +57,7 @@ class Chart:
     shade_label: str = "warm-up"
     y_from_zero: bool = True
     x_categories: list[str] | None = None  # category labels for x = 0, 1, 2, ...
+    x_ticks: list[float] | None = None  # ticks at these x values (e.g. the swept clients)
     width: int = 640
     height: int = 250
     notes: list[str] = field(default_factory=list)
@@ -92,6 +93,11 @@ def render(chart: Chart) -> Markup:
     if chart.x_categories is not None:
         x0, x1 = -0.5, len(chart.x_categories) - 0.5
         xticks: list[float] = list(range(len(chart.x_categories)))
+    elif chart.x_ticks:
+        xticks = sorted(chart.x_ticks)
+        x0, x1 = min(x0, xticks[0]), max(x1, xticks[-1])
+        if x0 == x1:
+            x0, x1 = x0 - 1, x1 + 1
     else:
         xticks, x0, x1 = _nice_ticks(x0, x1, max(2, pw // 80), snap=False)
     y0, y1 = min(ys), max(ys)
@@ -125,9 +131,11 @@ def render(chart: Chart) -> Markup:
             f'<text class="tick" x="{left - 5}" y="{y + 3.5:.1f}" text-anchor="end">'
             f"{escape(yfmt(t))}</text>"
         )
+    clip = 18
     if chart.x_categories is not None:
         step = max(1, math.ceil(len(xticks) * 60 / pw))
         labels = [(t, chart.x_categories[int(t)]) for t in xticks[::step]]
+        clip = max(8, int(pw / len(labels) / _CHAR_W * 1.1))
     else:
         xfmt = tick_formatter("", xticks)
         labels = [(t, xfmt(t)) for t in xticks]
@@ -139,7 +147,7 @@ def render(chart: Chart) -> Markup:
         )
         out.append(
             f'<text class="tick" x="{x:.1f}" y="{top + ph + 15}" text-anchor="middle">'
-            f"{escape(_clip(label, 18))}</text>"
+            f"{escape(_clip(label, clip))}</text>"
         )
     if chart.x_label:
         out.append(
