@@ -17,7 +17,9 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("generate")
 def generate(
     env: Annotated[str, typer.Argument(help="Environment name.")],
-    scenario: Annotated[str | None, typer.Option("--scenario", help="pgbench | tpcc")] = None,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="pgbench | tpcc | tickets")
+    ] = None,
     scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
     partitions: Annotated[
         int | None, typer.Option("--partitions", help="pgbench_accounts partitions.")
@@ -25,7 +27,12 @@ def generate(
     warehouses: Annotated[
         int | None, typer.Option("--warehouses", "-W", help="TPC-C warehouses.")
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", help="Parallel loader connections (TPC-C).")] = 2,
+    rows: Annotated[
+        int | None, typer.Option("--rows", help="tickets: rows in book.tickets (5,000,000).")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", help="Parallel loader connections (TPC-C, tickets).")
+    ] = 2,
     partition: Annotated[
         bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")
     ] = False,
@@ -35,7 +42,7 @@ def generate(
     db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses) or a custom SQL file."""
+    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows) or SQL."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pgrig.provision import cluster
@@ -47,6 +54,8 @@ def generate(
     if sql is not None and scenario not in (None, "custom"):
         raise PgrigError("--sql cannot be combined with --scenario")
     scenario = "custom" if sql is not None else (scenario or "pgbench")
+    if rows is not None and scenario != "tickets":
+        raise PgrigError("--rows is only for --scenario tickets (pgbench uses --scale)")
     if environment.managed:
         cluster.ensure_running(environment)
 
@@ -84,13 +93,22 @@ def generate(
                 progress=lambda done, total, phase: report(done, total, phase),
             )
             info = {"scenario": "tpcc", **info}
+        elif scenario == "tickets":
+            from pgrig.workloads import tickets
+
+            info = tickets.generate(
+                environment, dbname, rows=tickets.DEFAULT_ROWS if rows is None else rows,
+                jobs=jobs, progress=report,
+            )  # fmt: skip
         elif scenario == "custom":
             from pgrig.workloads import custom_sql
 
             assert sql is not None
             info = custom_sql.generate(environment, dbname, sql)
         else:
-            raise PgrigError(f"unknown scenario {scenario!r} (choose pgbench, tpcc or --sql FILE)")
+            raise PgrigError(
+                f"unknown scenario {scenario!r} (choose pgbench, tpcc, tickets or --sql FILE)"
+            )
     datasets.record(environment, dbname, info)
     if as_json:
         common.print_json({"env": env, "database": dbname, **info})

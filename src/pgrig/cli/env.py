@@ -24,16 +24,30 @@ def create(
     profile: str = typer.Option("default", "--profile", help="Configuration profile."),
     sets: list[str] = typer.Option([], "--set", help="NAME=VALUE setting (repeatable)."),
     port: int | None = typer.Option(None, "--port", help="TCP port (default: a free one)."),
+    with_pooler: str | None = typer.Option(
+        None, "--pooler", help="Also start a pooler: pgbouncer (see `env pooler NAME add`)."
+    ),
 ) -> None:
     """Create and start a managed PostgreSQL server (everything validated first)."""
-    from pgrig.provision import cluster, config
+    from pgrig.provision import cluster, config, pooler
 
     t0 = time.monotonic()
     settings = config.parse_assignments(sets)
+    pooler_cfg = None
+    if with_pooler is not None:  # pooler: checked before, added after the server (all or none)
+        pooler_cfg = pooler.options(kind=with_pooler)
+        pooler.binary()
     with err_console().status("creating environment…"):
         env = cluster.create_environment(
             name, pg, profile=profile, settings=settings, port=port, progress=_say
         )
+        if pooler_cfg is not None:
+            try:
+                env = pooler.add(name, pooler_cfg)
+            except BaseException:
+                cluster.destroy_environment(name)
+                raise
+            _say(f"{pooler_cfg.kind} on 127.0.0.1:{(env.pooler or {}).get('port')}")
     err_console().print(
         f"[green]environment {env.name} is running[/green]: PostgreSQL {env.version} on "
         f"127.0.0.1:{env.port} ({time.monotonic() - t0:.1f} s)",
@@ -193,3 +207,90 @@ def psql(
     argv, environ = cluster.psql_invocation(env, dbname, list(ctx.args))
     sys.stdout.flush()
     os.execvpe(argv[0], argv, environ)
+
+
+# --- `pgrig env pooler NAME add|remove|show|restart` (provision/pooler.py) ------------------------
+
+pooler_app = typer.Typer(no_args_is_help=True)
+app.add_typer(pooler_app, name="pooler", help="A connection pooler (pgbouncer) in front of NAME.")
+
+
+@pooler_app.callback()
+def pooler_group(
+    ctx: typer.Context, name: str = typer.Argument(..., help="Environment name.")
+) -> None:
+    """Add, remove, show or restart the pooler of environment NAME."""
+    ctx.obj = name
+
+
+@pooler_app.command("add")
+def pooler_add(
+    ctx: typer.Context,
+    kind: str = typer.Argument("pgbouncer", help="Pooler: pgbouncer."),
+    mode: str = typer.Option("transaction", "--mode", help="transaction | session | statement."),
+    pool_size: int = typer.Option(20, "--pool-size", help="Server connections per database."),
+    max_client_conn: int = typer.Option(2000, "--max-client-conn", help="Client connections."),
+    processes: int = typer.Option(1, "--processes", help="Processes sharing the port."),
+    port: int | None = typer.Option(None, "--port", help="TCP port (default: a free one)."),
+) -> None:
+    """Start a pooler in front of the environment (scram-sha-256, 127.0.0.1 only)."""
+    from pgrig.provision import pooler
+
+    cfg = pooler.options(kind, mode, pool_size, max_client_conn, processes, port)
+    with err_console().status(f"starting {kind}…"):
+        env = pooler.add(ctx.obj, cfg)
+    p = env.pooler or {}
+    err_console().print(
+        f"[green]{kind} in front of {env.name}[/green] on 127.0.0.1:{p.get('port')}: "
+        f"{p.get('mode')} mode, pool {p.get('pool_size')}, max_client_conn "
+        f"{p.get('max_client_conn')}, {p.get('processes')} process(es)",
+        highlight=False,
+    )
+
+
+@pooler_app.command("remove")
+def pooler_remove(ctx: typer.Context) -> None:
+    """Stop the pooler and delete its role, configuration and password files."""
+    from pgrig.provision import pooler
+
+    pooler.remove(ctx.obj)
+    err_console().print(f"{ctx.obj}: pooler removed", highlight=False)
+
+
+@pooler_app.command("restart")
+def pooler_restart(ctx: typer.Context) -> None:
+    """Restart the pooler (configuration and passwords regenerated)."""
+    from pgrig.provision import pooler
+
+    env = pooler.restart(ctx.obj)
+    err_console().print(f"{env.name}: pooler restarted ({pooler.status(env)})", highlight=False)
+
+
+@pooler_app.command("show")
+def pooler_show(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Kind, status, port, settings and files of the pooler (never a password)."""
+    from pgrig.provision import cluster, pooler
+
+    d = pooler.describe(cluster.get_environment(ctx.obj))
+    if as_json:
+        print_json(d)
+        return
+    con = out_console()
+    if d["pooler"] is None:
+        con.print(f"{ctx.obj}: no pooler (add one with `pgrig env pooler {ctx.obj} add`)")
+        return
+    c = d["config"]
+    con.print(
+        f"[bold]{d['env']}[/bold] {d['pooler']} {d.get('version') or ''}: {d['status']}",
+        highlight=False,
+    )
+    con.print(f"  {'target':<16}{d['target']}", highlight=False)
+    for key in ("mode", "pool_size", "max_client_conn", "processes", "nofile", "stats_user"):
+        con.print(f"  {key:<16}{c[key]}", highlight=False)
+    con.print(f"  {'pids':<16}{' '.join(map(str, d['pids'])) or '-'}", highlight=False)
+    for key, value in d["paths"].items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        con.print(f"  {key:<16}{shown}", highlight=False)

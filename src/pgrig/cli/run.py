@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
                 "--workload",
                 "-w",
                 help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
-                "|file.sql[@weight]; repeatable.",
+                "|tickets:read|tickets:write|file.sql[@weight]; repeatable.",
             ),
         ],
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
@@ -74,6 +74,18 @@ def register(app: typer.Typer) -> None:
         all_warehouses: Annotated[
             bool, typer.Option("--all-warehouses", help="TPC-C: any warehouse per transaction.")
         ] = False,
+        via: Annotated[
+            str, typer.Option("--via", help="direct | pooler (the environment's pgbouncer).")
+        ] = "direct",
+        connect: Annotated[
+            str, typer.Option("--connect", help="tcp | socket (how pgbench connects).")
+        ] = "tcp",
+        server_cpus: Annotated[
+            str | None, typer.Option("--server-cpus", help="Pin the server, e.g. 0-1.")
+        ] = None,
+        client_cpus: Annotated[
+            str | None, typer.Option("--client-cpus", help="Pin pgbench (taskset), e.g. 2-3.")
+        ] = None,
         archive: Annotated[
             str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
         ] = None,
@@ -114,6 +126,10 @@ def register(app: typer.Typer) -> None:
             tags=parse_pairs(tag, "--tag"),
             tpcc_mix=_parse_mix(mix),
             all_warehouses=all_warehouses,
+            via=via,
+            connect=connect,
+            server_cpus=server_cpus,
+            client_cpus=client_cpus,
         )
         store = Archive(archive)
         console = common.err_console()

@@ -66,6 +66,7 @@ def execute(
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)
     server = _server_facts(env, dbname)
+    spec.via = _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
     work = Path(_workdir())
     try:
         scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
@@ -151,6 +152,10 @@ def _resolve_scripts(
             conninfo=env.conninfo(dbname),
         )
         return scripts, defines, max_tries, info
+    if any(s.name.startswith("tickets:") for s in spec.scripts):
+        from pgrig.workloads import tickets
+
+        return list(spec.scripts), tickets.defines(info, env.name, dbname), spec.max_tries, info
     return list(spec.scripts), {}, spec.max_tries, info
 
 
@@ -233,6 +238,7 @@ def _run(
         host=host_facts(env.datadir if env.managed else None),
         extra={"pgrig_version": __version__, "dataset": scenario_info, "defines": spec.defines},
     )
+    rec.extra.update(_connection_extra(env, spec))
     rec.id = archive.begin_run(rec)
     try:
         return _measure(rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live)
@@ -273,10 +279,17 @@ def _measure(
     argv = pgbench_command.build_pgbench_command(
         pgbench, spec, log_prefix=str(log_prefix), total_seconds=total_s, progress=True
     )
+    argv = _client_prefix(spec) + argv  # taskset for --client-cpus (execs: same pid)
     rec.command = pgbench_command.shell_quote(argv)
     server_log_offset = _log_size(env)
+    pooler_log_offsets = _pooler_log_offsets(env, spec)
 
-    sampler, os_sampler = _start_sampler(env, conninfo, dbname)
+    sampler, os_sampler, pooler_source = _start_sampler(env, conninfo, dbname, spec.via)
+    try:
+        unpin = _pin_server(env, spec)  # --server-cpus, undone when pgbench has ended
+    except BaseException:
+        sampler.stop()
+        raise
     interrupted = False
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
@@ -291,7 +304,7 @@ def _measure(
 
         proc = PgbenchProcess(
             argv,
-            env={**_clean_env(), **env.libpq_env(dbname)},
+            env={**_clean_env(), **_client_env(env, spec, dbname)},
             cwd=work,
             stdout_path=work / "pgbench.stdout",
             on_stderr_line=on_line,
@@ -316,6 +329,7 @@ def _measure(
         if proc is not None:
             proc.ensure_dead()
         series_raw = sampler.stop() if sampler else {}
+        unpin()
 
     rec.ended_at = datetime.now(UTC)
     stdout = (work / "pgbench.stdout").read_text(errors="replace")
@@ -340,6 +354,7 @@ def _measure(
         rec.status = "ok"
 
     _keep_artifacts(rec, log_prefix, art_dir, env, server_log_offset)
+    _pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
     # Stored relative to the artifacts root, so an archive stays valid if the home moves.
     rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
     archive.finish_run(rec)
@@ -463,7 +478,7 @@ def _log_size(env: Environment) -> int | None:
         return None
 
 
-def _start_sampler(env: Environment, conninfo: str, dbname: str):
+def _start_sampler(env: Environment, conninfo: str, dbname: str, via: str = "direct"):
     from pgrig.metrics.os_metrics import OsSampler, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
@@ -471,9 +486,17 @@ def _start_sampler(env: Environment, conninfo: str, dbname: str):
     os_sampler = OsSampler()
     if env.managed:
         os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
-    sampler = Sampler(os_sampler, PgSampler(conninfo, dbname))
+    pooler_source = None
+    if via != "direct":  # pgbouncer's SHOW POOLS/STATS (series "pooler") and its CPU
+        from pgrig.metrics.pooler_metrics import PoolerSampler
+        from pgrig.provision import pooler
+
+        pooler_source = PoolerSampler(pooler.console_params(env), dbname)
+        os_sampler.track_processes("pooler", pooler.pids_callable(env), children=False)
+    extra = [pooler_source] if pooler_source is not None else []
+    sampler = Sampler(os_sampler, PgSampler(conninfo, dbname), extra=extra)
     sampler.start()
-    return sampler, os_sampler
+    return sampler, os_sampler, pooler_source
 
 
 def _track_client(os_sampler: Any, pid: int) -> None:
@@ -507,7 +530,10 @@ def _separate_warmup(
     argv = [a for a in argv if a not in ("-l",) and not a.startswith("--log-prefix")]
     console.print(f"warm-up: {spec.warmup_s:g}s (not measured)")
     subprocess.run(
-        argv, env={**_clean_env(), **env.libpq_env(dbname)}, capture_output=True, check=False
+        _client_prefix(spec) + argv,
+        env={**_clean_env(), **_client_env(env, spec, dbname)},
+        capture_output=True,
+        check=False,
     )
 
 
@@ -538,3 +564,102 @@ def _owner() -> str:
 def _clean_env() -> dict[str, str]:
     """The caller's environment without PG* variables, so only the target's settings apply."""
     return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+
+
+# --- connection target, pooler and CPU pinning (see provision/pooler.py, load/pinning.py) -------
+
+
+def _check_connection(spec: RunSpec, env: Environment) -> str:
+    """Everything about where pgbench connects that can fail, checked before anything starts:
+    via/connect, max_connections (direct) or the pooler's limits, CPU lists, open files.
+    Starts the pooler when it is down. Returns the normalized via ("direct", "pgbouncer")."""
+    from pgrig.load import pinning
+    from pgrig.provision import pooler
+
+    pinning.parse_cpus(spec.server_cpus, "--server-cpus")
+    pinning.parse_cpus(spec.client_cpus, "--client-cpus")
+    if spec.server_cpus and not env.managed:
+        raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
+    via = pooler.check_run(
+        env,
+        clients=spec.clients,
+        via=spec.via,
+        connect=spec.connect,
+        protocol=spec.protocol,
+        run_settings=spec.settings,
+    )
+    pinning.raise_nofile(pinning.nofile_for_clients(spec.clients))
+    if via != "direct":
+        pooler.start(env)  # no-op when running
+    return via
+
+
+def _client_env(env: Environment, spec: RunSpec, dbname: str) -> dict[str, str]:
+    from pgrig.provision import pooler
+
+    return pooler.client_env(env, dbname, spec.via, spec.connect)
+
+
+def _client_prefix(spec: RunSpec) -> list[str]:
+    from pgrig.load import pinning
+
+    return pinning.client_prefix(pinning.parse_cpus(spec.client_cpus, "--client-cpus"))
+
+
+def _pin_server(env: Environment, spec: RunSpec):
+    """Pin the server's processes for the run; returns the function that unpins them."""
+    from pgrig.load import pinning
+    from pgrig.provision import postmaster
+
+    cpus = pinning.parse_cpus(spec.server_cpus, "--server-cpus")
+    root = postmaster.pid(env) if cpus and env.managed else None
+    if not cpus or root is None:
+        return lambda: None
+    previous = pinning.pin_tree(root, cpus)
+    return lambda: pinning.restore(previous)
+
+
+def _connection_extra(env: Environment, spec: RunSpec) -> dict[str, Any]:
+    """What the archive keeps about the connection path and CPU placement of a run."""
+    from pgrig.load import pinning
+    from pgrig.provision import pooler
+
+    out: dict[str, Any] = {"connection": {"via": spec.via, "connect": spec.connect}}
+    cpus = {
+        side: pinning.format_cpus(pinning.parse_cpus(value) or [])
+        for side, value in (("server", spec.server_cpus), ("client", spec.client_cpus))
+        if value
+    }
+    if cpus:
+        out["cpus"] = cpus
+    if spec.via != "direct" and (cfg := pooler.config_of(env)) is not None:
+        out["pooler"] = {
+            **cfg.as_dict(),
+            "version": pooler.version(),
+            "nofile": cfg.nofile,
+            "target": f"postgresql://{cfg.user}@127.0.0.1:{cfg.port}/",
+        }
+    return out
+
+
+def _pooler_log_offsets(env: Environment, spec: RunSpec) -> list[int]:
+    from pgrig.provision import pooler
+
+    return pooler.log_offsets(env) if spec.via != "direct" else []
+
+
+def _pooler_results(
+    rec: RunRecord, env: Environment, source: Any, offsets: list[int], art_dir: Path
+) -> None:
+    """The pooler's totals over the run and what it logged meanwhile (artifact pooler.log)."""
+    if source is None:
+        return
+    from pgrig.provision import pooler
+
+    with contextlib.suppress(Exception):
+        rec.extra.setdefault("pooler", {})["totals"] = source.summary()
+    with contextlib.suppress(Exception):
+        text = pooler.log_since(env, offsets)
+        if text:
+            (art_dir / "pooler.log").write_text(text)
+            rec.artifacts["pooler.log"] = "pooler.log"

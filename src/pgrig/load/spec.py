@@ -41,7 +41,10 @@ class RunSpec:
     study: str | None = None
     study_point: str | None = None
     repeat: int = 0
-    via: str = "direct"
+    via: str = "direct"  # direct | pooler (the environment's pooler; "pgbouncer" too)
+    connect: str = "tcp"  # tcp | socket: how pgbench reaches the server or the pooler
+    server_cpus: str | None = None  # "0-1": pin the server's processes for the run
+    client_cpus: str | None = None  # "2-3": run pgbench under taskset
     extra_pgbench_args: list[str] = field(default_factory=list)
     # TPC-C only: transaction mix weights by type, and a warehouse per transaction
     tpcc_mix: dict[str, int] | None = None

@@ -63,6 +63,8 @@ def port_problem(port: int, ignore_env: str | None = None) -> str | None:
     for other in _envs_quietly():
         if other.name != ignore_env and other.managed and other.port == port:
             return f"port {port} is used by environment {other.name!r}"
+        if other.pooler and other.pooler.get("port") == port:  # even while it is stopped
+            return f"port {port} is used by the pooler of environment {other.name!r}"
     for d in ("/tmp", "/var/run/postgresql", "/run/postgresql"):
         if Path(d, f".s.PGSQL.{port}.lock").exists():
             return f"port {port} is in use (a PostgreSQL socket lock exists in {d})"
@@ -277,6 +279,7 @@ def _create_database(env: Environment, dbname: str) -> None:
 
 def _remove(env: Environment) -> None:
     """Stop (immediately) and delete everything of an environment."""
+    _stop_pooler(env)
     if env.managed and postmaster.pid(env) is not None:
         try:
             postmaster.stop(env, mode="immediate", timeout=30)
@@ -315,7 +318,17 @@ def start_environment(name: str) -> tuple[Environment, bool]:
 
 def stop_environment(name: str) -> tuple[Environment, bool]:
     env = _managed(name, "stop")
+    _stop_pooler(env)
     return env, postmaster.stop(env)
+
+
+def _stop_pooler(env: Environment) -> None:
+    """A pooler never outlives its server (provision/pooler.py)."""
+    if env.pooler:
+        from pgrig.provision import pooler
+
+        with contextlib.suppress(PgrigError, OSError):
+            pooler.stop(env)
 
 
 def restart_environment(name: str) -> Environment:

@@ -4,6 +4,7 @@ Accepted forms (repeatable, or comma-separated):
   pgbench:tpcb | pgbench:tpcb-like | pgbench:simple-update | pgbench:select-only   builtins
   path/script.sql[@weight]                                                         a script file
   tpcc                                                                             TPC-C mix
+  tickets:read | tickets:write                                                     seed 003
 Builtins take a weight too: pgbench:select-only@9.
 """
 
@@ -52,6 +53,10 @@ def parse_workloads(items: list[str]) -> list[ScriptSpec]:
                     f"unknown pgbench builtin {key!r} (choose from {', '.join(sorted(BUILTINS))})"
                 )
             scripts.append(ScriptSpec(name=f"pgbench:{key}", builtin=BUILTINS[key], weight=weight))
+        elif name.startswith("tickets:"):
+            from pgrig.workloads import tickets
+
+            scripts.append(tickets.script(name.split(":", 1)[1], weight))
         elif name in SCENARIO_WORKLOADS:
             if len(flat) > 1:
                 raise PgrigError(f"workload {name!r} cannot be mixed with other scripts")
@@ -76,4 +81,6 @@ def scenario_of(scripts: list[ScriptSpec], items: list[str]) -> str:
         return label
     if scripts and all(s.builtin for s in scripts):
         return "pgbench"
+    if scripts and all(s.name.startswith("tickets:") for s in scripts):
+        return "tickets"
     return "custom"
