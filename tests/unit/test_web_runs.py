@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
+from pgrig.errors import PgrigError
 from pgrig.web import runs_view, sample_data
 from pgrig.web.app import create_app
 
@@ -146,3 +147,9 @@ def test_empty_archive(client: TestClient) -> None:
     html = client.get("/runs").text
     assert "No runs" in html
     assert client.get("/").url.path == "/runs"
+
+
+def test_a_named_archive_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(PgrigError, match="does not exist"):
+        create_app(f"sqlite:///{tmp_path / 'typo.sqlite'}")
+    assert not (tmp_path / "typo.sqlite").exists()

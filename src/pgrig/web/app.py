@@ -22,9 +22,10 @@ from fastapi.responses import (
     StreamingResponse,
 )
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.engine import make_url
 
 from pgrig.archive.records import RunFilter
-from pgrig.archive.store import Archive
+from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.web import compare_view, run_view, runs_view, study_view
 from pgrig.web import format as fmt
@@ -64,8 +65,22 @@ def templates() -> jinja2.Environment:
     return env
 
 
+def _check_exists(url: str | None) -> None:
+    if not url:
+        return
+    parsed = make_url(normalize_url(url))
+    db = parsed.database
+    if parsed.get_backend_name() == "sqlite" and db and db != ":memory:" and not Path(db).exists():
+        raise PgrigError(f"archive {mask_url(url)} does not exist (no such SQLite file)")
+
+
 def create_app(archive_url: str | None = None) -> FastAPI:
-    """The app over the archive at `archive_url` (None: PGRIG_ARCHIVE or the default SQLite)."""
+    """The app over the archive at `archive_url` (None: PGRIG_ARCHIVE or the default SQLite).
+
+    A named SQLite file must exist: a read-only UI should not create an empty archive because
+    of a typo in a path (the default archive is created, so a fresh install shows empty pages).
+    """
+    _check_exists(archive_url)
     archive = Archive(archive_url)
     env = templates()
     app = FastAPI(title="pgrig", docs_url=None, redoc_url=None, openapi_url=None)

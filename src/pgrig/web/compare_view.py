@@ -6,11 +6,11 @@ measured window (t >= 0); the web layer only picks the samples and shows the ans
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from markupsafe import Markup
 
 from pgrig.archive.records import RunRecord
@@ -179,24 +179,22 @@ def block_means(
     """Means of `blocks` equal stretches of the measured window (t >= 0), each at least
     min_block_s long. Block means are far less autocorrelated than per-second values (the
     batch-means method), so comparing them says something about one run against another."""
-    pts = [
-        (float(a), float(b))
-        for a, b in zip(t, y, strict=False)
-        if a is not None and b is not None and a >= 0 and math.isfinite(b)
-    ]
-    if not pts:
+    n = min(len(t), len(y))
+    ta = np.asarray(t[:n], dtype=float)  # None → NaN
+    ya = np.asarray(y[:n], dtype=float)
+    keep = np.isfinite(ta) & np.isfinite(ya) & (ta >= 0)
+    ta, ya = ta[keep], ya[keep]
+    if ta.size == 0:
         return []
-    span = pts[-1][0] - pts[0][0] + 1.0
+    start = float(ta.min())
+    span = float(ta.max()) - start + 1.0
     k = min(blocks, int(span // min_block_s))
     if k < MIN_SAMPLES:
         return []
-    width = span / k
-    sums, counts = [0.0] * k, [0] * k
-    for a, b in pts:
-        i = min(k - 1, int((a - pts[0][0]) / width))
-        sums[i] += b
-        counts[i] += 1
-    return [sums[i] / counts[i] for i in range(k) if counts[i]]
+    which = np.minimum(k - 1, ((ta - start) / (span / k)).astype(int))
+    sums = np.bincount(which, weights=ya, minlength=k)
+    counts = np.bincount(which, minlength=k)
+    return [float(sums[i] / counts[i]) for i in range(k) if counts[i]]
 
 
 def _delta(

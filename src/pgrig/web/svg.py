@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from markupsafe import Markup, escape
 
 # Tableau 10: distinguishable, colour-blind friendlier than the defaults of most libraries.
@@ -65,7 +66,8 @@ class Chart:
 
 def render(chart: Chart) -> Markup:
     """The chart as an <svg> element sized by its container (viewBox, width 100%)."""
-    lines = [ln for ln in chart.lines if _finite_pairs(ln)]
+    arrays = {id(ln): _arrays(ln) for ln in chart.lines}
+    lines = [ln for ln in chart.lines if arrays[id(ln)][2].any()]
     w, h = chart.width, chart.height
     keyed = [i for i, ln in enumerate(lines) if ln.legend]
     legend_rows = _legend_layout([lines[i].label for i in keyed], w - 70) if len(lines) > 1 else []
@@ -85,9 +87,9 @@ def render(chart: Chart) -> Markup:
         )
         return Markup("".join(out))
 
-    xs = [x for ln in lines for x, _ in _finite_pairs(ln)]
-    ys = [y for ln in lines for _, y in _finite_pairs(ln)]
-    x0, x1 = min(xs), max(xs)
+    xs = np.concatenate([arrays[id(ln)][0][arrays[id(ln)][2]] for ln in lines])
+    ys = np.concatenate([arrays[id(ln)][1][arrays[id(ln)][2]] for ln in lines])
+    x0, x1 = float(xs.min()), float(xs.max())
     if chart.shade_until is not None and x0 < chart.shade_until:
         x1 = max(x1, chart.shade_until)
     if chart.x_categories is not None:
@@ -100,7 +102,7 @@ def render(chart: Chart) -> Markup:
             x0, x1 = x0 - 1, x1 + 1
     else:
         xticks, x0, x1 = _nice_ticks(x0, x1, max(2, pw // 80), snap=False)
-    y0, y1 = min(ys), max(ys)
+    y0, y1 = float(ys.min()), float(ys.max())
     if chart.y_from_zero:
         y0 = min(0.0, y0)
     # Byte axes tick at round numbers of the binary unit shown (1, 2, 4 GiB; not 4.66 GiB).
@@ -162,14 +164,18 @@ def render(chart: Chart) -> Markup:
     for i, ln in enumerate(lines):
         color = ln.color or PALETTE[i % len(PALETTE)]
         dash = ' stroke-dasharray="5 3"' if ln.dashed else ""
-        for seg in _segments(ln) if ln.line else []:
-            pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in _decimate(seg))
+        xa, ya, ok = arrays[id(ln)]
+        for sxs, sys_ in _segments(xa, ya, ok) if ln.line else []:
+            dx, dy = _decimate_arrays(sxs, sys_)
+            px = (left + (dx - x0) / (x1 - x0) * pw).tolist()
+            py = (top + ph - (dy - y0) / (y1 - y0) * ph).tolist()
+            pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px, py, strict=True))
             out.append(
                 f'<polyline class="line" points="{pts}" stroke="{color}"{dash}>'
                 f"<title>{escape(ln.label)}</title></polyline>"
             )
         if ln.markers:
-            for x, y in _finite_pairs(ln):
+            for x, y in zip(xa[ok].tolist(), ya[ok].tolist(), strict=True):
                 xl = chart.x_categories[int(x)] if chart.x_categories is not None else _num(x)
                 tip = f"{ln.label}: {xl} → {_num(y)}{' ' + chart.y_unit if chart.y_unit else ''}"
                 out.append(
@@ -198,39 +204,59 @@ def render(chart: Chart) -> Markup:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _finite(v: float | None) -> bool:
-    return v is not None and isinstance(v, int | float) and math.isfinite(v)
+def _floats(seq: Sequence[float | None]) -> np.ndarray:
+    """A float array with NaN for None (and for anything that is not a number)."""
+    try:
+        return np.asarray(seq, dtype=float)
+    except (TypeError, ValueError):
+        return np.array(
+            [v if isinstance(v, int | float) and not isinstance(v, bool) else np.nan for v in seq],
+            dtype=float,
+        )
 
 
-def _finite_pairs(ln: Line) -> list[tuple[float, float]]:
-    return [
-        (float(x), float(y)) for x, y in zip(ln.x, ln.y, strict=False) if _finite(x) and _finite(y)
-    ]
+def _arrays(ln: Line) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x, y as float arrays of equal length, and the mask of points that can be drawn."""
+    n = min(len(ln.x), len(ln.y))
+    xa, ya = _floats(list(ln.x[:n])), _floats(list(ln.y[:n]))
+    return xa, ya, np.isfinite(xa) & np.isfinite(ya)
 
 
-def _segments(ln: Line) -> list[list[tuple[float, float]]]:
-    """Runs of consecutive finite points: a None in y breaks the line."""
-    segs: list[list[tuple[float, float]]] = [[]]
-    for x, y in zip(ln.x, ln.y, strict=False):
-        if _finite(x) and _finite(y):
-            segs[-1].append((float(x), float(y)))  # type: ignore[arg-type]
-        elif segs[-1]:
-            segs.append([])
-    return [s for s in segs if s]
+def _segments(
+    xa: np.ndarray, ya: np.ndarray, ok: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Runs of consecutive drawable points: a None (NaN) breaks the line."""
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(idx) > 1) + 1
+    return [(xa[part], ya[part]) for part in np.split(idx, breaks)]
+
+
+def _decimate_arrays(
+    xa: np.ndarray, ya: np.ndarray, limit: int = MAX_POINTS
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ~limit points: per bucket the min and the max, in x order (keeps the spikes)."""
+    n = xa.size
+    if n <= limit:
+        return xa, ya
+    per = math.ceil(n / (limit // 2))
+    rows = math.ceil(n / per)
+    padded = np.concatenate([ya, np.full(rows * per - n, np.nan)]).reshape(rows, per)
+    base = np.arange(rows) * per  # every row holds at least one real value: no all-NaN row
+    lo = np.nanargmin(padded, axis=1) + base
+    hi = np.nanargmax(padded, axis=1) + base
+    k = np.unique(np.concatenate([lo, hi]))  # sorted: x order kept
+    return xa[k], ya[k]
 
 
 def _decimate(pts: list[tuple[float, float]], limit: int = MAX_POINTS) -> list[tuple[float, float]]:
-    """At most ~limit points: per bucket the min and the max, in x order (keeps the spikes)."""
-    if len(pts) <= limit:
-        return pts
-    per = math.ceil(len(pts) / (limit // 2))
-    out: list[tuple[float, float]] = []
-    for i in range(0, len(pts), per):
-        bucket = pts[i : i + per]
-        lo = min(bucket, key=lambda p: p[1])
-        hi = max(bucket, key=lambda p: p[1])
-        out.extend(sorted({lo, hi}))
-    return out
+    """_decimate_arrays for a list of (x, y) points."""
+    if not pts:
+        return []
+    xa, ya = np.array(pts, dtype=float).T
+    dx, dy = _decimate_arrays(xa, ya, limit)
+    return list(zip(dx.tolist(), dy.tolist(), strict=True))
 
 
 def _nice_step(span: float, count: int) -> float:
