@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import math
 import os
 import shutil
 import time
@@ -302,6 +303,7 @@ def _measure(
             if point is not None:
                 progress_points.append(point)
 
+        rec.extra["pgbench_launched_at"] = time.time()  # -T counts from here (see _fill_results)
         proc = PgbenchProcess(
             argv,
             env={**_clean_env(), **_client_env(env, spec, dbname)},
@@ -386,6 +388,12 @@ def _fill_results(
             if spec.duration_s is not None:
                 w0 = start_us + int(spec.warmup_s * 1e6)
                 w1 = w0 + int(spec.duration_s * 1e6)
+                # pgbench's -T clock starts before it connects: slow logins (1,000 clients) eat
+                # into the run, and the window must not reach past pgbench's own end.
+                launched = rec.extra.get("pgbench_launched_at")
+                if launched:
+                    total = math.ceil(spec.warmup_s + spec.duration_s)
+                    w1 = max(w0, min(w1, int((launched + total) * 1e6)))
             else:
                 w0, w1 = start_us, last_end_us + 1
             # A run that completed measured its whole window; a cut-short one up to its last end.
