@@ -100,10 +100,10 @@ def test_formats() -> None:
         ("plain text", "plain text"),
         ("a|b", "a\\|b"),
         ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
-        ("[click](javascript:alert(1))", "\\[click\\](javascript:alert(1))"),
+        ("[click](javascript:alert(1))", "[click\\](javascript:alert(1))"),
         ("see [x] here", "see [x] here"),
         ("*bold* `code`", "\\*bold\\* \\`code\\`"),
-        ("# heading", "\\# heading"),
+        ("# heading", "# heading"),
         ("line\nbreak", "line break"),
         ("AT&T", "AT&amp;T"),
         ("shared_buffers=1GB", "shared_buffers=1GB"),
@@ -111,6 +111,12 @@ def test_formats() -> None:
 )
 def test_markdown_escape(text: str, expected: str) -> None:
     assert markdown.escape(text) == expected
+
+
+def test_markdown_escape_at_line_start() -> None:
+    assert markdown.escape("# heading", line_start=True) == "\\# heading"
+    assert markdown.escape("[x]: http://a", line_start=True) == "\\[x\\]: http://a"
+    assert markdown.escape("- item", line_start=True) == "\\- item"
 
 
 def test_html_escapes_everything() -> None:

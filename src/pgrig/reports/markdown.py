@@ -11,15 +11,16 @@ _SPECIAL = re.compile(r"([\\`*|<>]|\](?=[(\[:]))")
 _HTML = {"<": "&lt;", ">": "&gt;"}
 
 
-def escape(text: str) -> str:
+def escape(text: str, line_start: bool = False) -> str:
     """Plain text made inert: no emphasis, links, HTML or table breaks from user input.
 
     `[x]` alone stays readable; a `]` that would start a link target (`](`, `][`, `]:`) is
-    escaped, as is a leading `#`, `[`, `-` or `+` (heading, reference, list) and `&`.
+    escaped, as is `&`, and (for text that starts a line) a leading `#`, `[`, `-` or `+`
+    (heading, reference definition, list).
     """
     text = text.replace("&", "&amp;").replace("\r", " ").replace("\n", " ")
     text = _SPECIAL.sub(lambda m: _HTML.get(m.group(1), "\\" + m.group(1)), text)
-    if text[:1] in ("#", "[", "-", "+"):
+    if line_start and text[:1] in ("#", "[", "-", "+"):
         text = "\\" + text
     return text
 
@@ -49,12 +50,12 @@ def render(doc: Document, stem: str) -> str:
     """The Markdown text; figures are referenced as `<stem>-<name>.png`."""
     lines = [f"# {escape(doc.title)}", ""]
     if doc.subtitle:
-        lines += [escape(doc.subtitle), ""]
+        lines += [escape(doc.subtitle, line_start=True), ""]
     for section in doc.sections:
         lines += [f"## {escape(section.title)}", ""]
         for block in section.blocks:
             if isinstance(block, Paragraph):
-                text = escape(block.text)
+                text = escape(block.text, line_start=True)
                 lines += [f"> {text}" if block.style in ("note", "warn") else text, ""]
             elif isinstance(block, KeyValues):
                 lines += [f"- **{escape(k)}**: {escape(v)}" for k, v in block.items] + [""]

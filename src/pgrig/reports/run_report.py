@@ -21,6 +21,7 @@ from pgrig.reports.summary import (
     interval,
     latency_columns,
     run_stability,
+    short_version,
     verdict_style,
 )
 from pgrig.study.plan import display_value
@@ -41,7 +42,10 @@ def summary_items(rec: RunRecord) -> list[tuple[str, str]]:
     items = [("status", rec.status + (f": {rec.error}" if rec.error else ""))]
     items.append(("started", _when(rec)))
     items.append(("environment", f"{rec.env_name} ({rec.target or '-'})"))
-    items.append(("server", f"{rec.engine} {rec.server_version or '?'}"))
+    server = rec.server_version or "?"
+    if not server.lower().startswith(rec.engine.lower()):
+        server = f"{rec.engine} {server}"
+    items.append(("server", server))
     data = rec.scenario or "-"
     if rec.scale:
         data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {rec.scale}"
@@ -262,7 +266,7 @@ def compare_document(
         rows.append(
             [
                 label,
-                f"{first.env_name} ({first.server_version or '?'})",
+                f"{first.env_name} ({short_version(first.server_version) or '?'})",
                 f"{display_value(first.workload)}, {first.clients} clients",
                 f"{len(vals)}/{len(g)}",
                 Cell(fmt_interval(interval(vals, misrate))),

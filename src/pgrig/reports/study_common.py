@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pgrig.reports.document import Cell, KeyValues, Paragraph, Section, Table
-from pgrig.reports.summary import PointSummary, StudyData, fmt
+from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
 from pgrig.study.spec import format_seconds
 
@@ -18,7 +18,12 @@ def setup_section(data: StudyData) -> Section:
     ]
     for env in spec.environments.values():
         versions = sorted(
-            {r.server_version for p in data.points for r in p.ok if r.env_name == env.name} - {None}
+            {
+                short_version(r.server_version)
+                for p in data.points
+                for r in p.ok
+                if r.env_name == env.name and r.server_version
+            }
         )
         what = f"PostgreSQL {', '.join(v for v in versions if v) or env.version or '?'}"
         what += f", profile {env.profile or 'default'}, environment {env.name}"

@@ -160,6 +160,8 @@ def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunSt
 
     s = series_mod.stability([a for a, _ in measured], [b for _, b in measured])
     out.cv = _num(getattr(s, "cv", None))
+    if len(measured) < getattr(series_mod, "MIN_POINTS_DRIFT", 10):
+        return out  # a trend over a few seconds says nothing: keep only the CV
     out.trend_pct_per_min = _num(getattr(s, "trend_pct_per_min", None))
     out.first_last_pct = _num(
         getattr(s, "first_last_change_pct", getattr(s, "first_last_pct", None))
@@ -237,6 +239,14 @@ def _num(v: Any) -> float | None:
 
 
 # --- formatting shared by the report builders -------------------------------------------------
+def short_version(version: str | None) -> str | None:
+    """'PostgreSQL 15.18 (Debian ...) on x86_64 ...' -> '15.18'; other strings unchanged."""
+    if not version:
+        return None
+    m = re.search(r"PostgreSQL\s+([0-9][^\s,]*)", version)
+    return m.group(1) if m else version
+
+
 def fmt(v: float | None, digits: int = 1, unit: str = "") -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "-"

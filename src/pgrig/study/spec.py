@@ -220,7 +220,7 @@ def format_seconds(s: float | None) -> str:
     if s is None:
         return "-"
     if s < 60:
-        return f"{s:g}s"
+        return f"{s:.1f}s" if 0 < s < 10 and s != int(s) else f"{round(s)}s"
     m, sec = divmod(round(s), 60)
     return f"{m}min{sec:02d}s" if sec else f"{m}min"
 

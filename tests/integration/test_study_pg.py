@@ -1,0 +1,180 @@
+"""Studies against real PostgreSQL 15 with real pgbench: the verdicts the report gives.
+
+One study, run once for the module through `pgrig study run` (interleaved repeats, so slow
+changes of the shared host spread over every point; one client, so every commit of the
+synchronous iterations waits for its own WAL flush):
+  iteration 0  synchronous_commit=on
+  iteration 1  the same configuration again         -> "no detectable change" vs previous
+  iteration 2  synchronous_commit=off (pgbench TPC-B) -> "faster" vs previous, with its interval
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
+
+VERDICTS = """
+[study]
+name = "verdicts"
+description = "same configuration twice, then synchronous_commit=off"
+repeats = 5
+order = "interleaved"
+threshold = 0.02
+
+[environment]
+version = "15"
+# A slow disk, like seed 000's network disk: every commit that waits for its WAL flush first
+# sleeps 4 ms (commit_delay with commit_siblings = 0); asynchronous commits never wait. The
+# effect then stays clear even when other work on a 2-core host slows the CPU-bound side.
+settings = { shared_buffers = "64MB", commit_delay = 4000, commit_siblings = 0 }
+
+[dataset]
+scenario = "pgbench"
+scale = 1
+
+[run]
+workload = "pgbench:tpcb-like"
+clients = 1
+threads = 1
+duration = "5s"
+warmup = "1s"
+
+[[iterations]]
+name = "commit waits for the flush"
+settings = { synchronous_commit = "on" }
+
+[[iterations]]
+name = "the same again"
+
+[[iterations]]
+name = "asynchronous commit"
+settings = { synchronous_commit = "off" }
+"""
+
+
+def pgrig(*args: str, cwd: Path | None = None, timeout: float = 280) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def home() -> Iterator[Path]:
+    home = Path(tempfile.mkdtemp(prefix="pgrig-study-test-", dir="/tmp"))
+    home.chmod(0o755)
+    saved = {k: os.environ.get(k) for k in ("PGRIG_HOME", "PGRIG_ARCHIVE")}
+    os.environ["PGRIG_HOME"] = str(home)
+    os.environ.pop("PGRIG_ARCHIVE", None)
+    try:
+        yield home
+    finally:
+        for env_json in home.glob("envs/*/env.json"):
+            pgrig("env", "destroy", env_json.parent.name, "--yes")
+        for pid_file in home.glob("envs/*/data/postmaster.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        shutil.rmtree(home, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def verdicts(home: Path) -> tuple[subprocess.CompletedProcess, str]:
+    f = home / "verdicts.toml"
+    f.write_text(VERDICTS)
+    proc = pgrig("study", "run", str(f), "--format", "md", "--format", "html")
+    assert proc.returncode == 0, proc.stderr
+    report = home / "reports" / "verdicts" / "verdicts.md"
+    return proc, report.read_text()
+
+
+def row(markdown: str, index: int) -> list[str]:
+    line = next(ln for ln in markdown.splitlines() if ln.startswith(f"| {index} | "))
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+def test_study_run_writes_reports_and_leaves_no_server(home: Path, verdicts) -> None:
+    proc, text = verdicts
+    assert "[15/15]" in proc.stderr and "ETA" in proc.stderr
+    out = home / "reports" / "verdicts"
+    assert (out / "verdicts-tps.png").read_bytes()[:4] == b"\x89PNG"
+    html = (out / "verdicts.html").read_text()
+    assert "<script" not in html and "data:image/svg+xml;base64," in html
+    assert not list(home.glob("envs/*/data/postmaster.pid"))
+    assert "| 15 |" in text or text.count("| ok |") == 15
+
+
+def test_same_configuration_is_no_detectable_change(verdicts) -> None:
+    _, text = verdicts
+    cells = row(text, 1)
+    assert cells[4] == "5/5"
+    assert cells[5].endswith("no detectable change"), cells[5]
+
+
+def test_synchronous_commit_off_is_faster_with_interval(verdicts) -> None:
+    _, text = verdicts
+    cells = row(text, 2)
+    vs_previous = cells[5]
+    m = re.match(r"\+(\d+\.\d)% \[\+(\d+\.\d)%, \+(\d+\.\d)%\]<br>faster$", vs_previous)
+    assert m, vs_previous
+    ratio, low, high = (float(g) for g in m.groups())
+    assert low > 2.0 and low <= ratio <= high
+
+
+def test_list_and_show(home: Path, verdicts) -> None:
+    proc = pgrig("study", "list", "--json")
+    assert proc.returncode == 0 and '"status": "done"' in proc.stdout
+    proc = pgrig("study", "show", "verdicts", "--json")
+    assert proc.returncode == 0
+    points = json.loads(proc.stdout)["points"]
+    assert [p["label"] for p in points][2] == "asynchronous commit"
+    assert [p["ok"] for p in points] == [5, 5, 5]
+
+
+def test_invalid_setting_is_caught_before_anything_runs(home: Path) -> None:
+    f = home / "bad.toml"
+    f.write_text(
+        VERDICTS.replace('name = "verdicts"', 'name = "bad"').replace(
+            'synchronous_commit = "off"', 'synchronous_commit = "sometimes"'
+        )
+    )
+    proc = pgrig("study", "run", str(f))
+    assert proc.returncode != 0
+    assert "iterations[2].settings.synchronous_commit:" in proc.stderr
+    assert "sometimes" in proc.stderr
+    assert not (home / "envs" / "bad-pg15").exists()
+    assert '"bad"' not in pgrig("study", "list", "--json").stdout
+
+
+def test_tuning_example_scaled_down_runs_every_step(home: Path) -> None:
+    """The example file, with 1 repeat of 2 s: every setting and action of it works for real.
+    (The full example takes about 9 minutes: `pgrig study run` it by hand.)"""
+    text = (EXAMPLES / "tuning-iterations.toml").read_text()
+    text = text.replace("repeats = 3", "repeats = 1").replace('duration = "15s"', 'duration = "2s"')
+    text = text.replace("scale = 10", "scale = 1").replace('warmup = "3s"', 'warmup = "1s"')
+    f = home / "tuning.toml"
+    f.write_text(text)
+    proc = pgrig("study", "run", str(f), "--name", "tuning-small")
+    assert proc.returncode == 0, proc.stderr
+    report = (home / "reports" / "tuning-small" / "tuning-small.md").read_text()
+    for i in range(8):
+        assert f"| {i} | " in report
+    assert "actions: restart, prewarm" in report
+    assert report.count("| ok |") == 8
