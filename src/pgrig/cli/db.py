@@ -113,10 +113,10 @@ def generate(
     if as_json:
         common.print_json({"env": env, "database": dbname, **info})
     else:
-        size = int(info.get("size_bytes") or 0)
+        size = int(info.get("size_bytes") or info.get("database_size_bytes") or 0)
         common.err_console().print(
             f"{scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
-            f"in {info.get('seconds', 0):.1f}s",
+            f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",
             highlight=False,
         )
 
