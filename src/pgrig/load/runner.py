@@ -388,12 +388,15 @@ def _fill_results(
             if spec.duration_s is not None:
                 w0 = start_us + int(spec.warmup_s * 1e6)
                 w1 = w0 + int(spec.duration_s * 1e6)
-                # pgbench's -T clock starts before it connects: slow logins (1,000 clients) eat
-                # into the run, and the window must not reach past pgbench's own end.
+                # pgbench's -T clock starts before it connects, so slow logins (1,000 clients)
+                # eat into the run: the warm-up counts from pgbench's launch and absorbs them,
+                # and the window never reaches past pgbench's own end.
                 launched = rec.extra.get("pgbench_launched_at")
                 if launched:
+                    launch_us = int(launched * 1e6)
+                    w0 = max(start_us, launch_us + int(spec.warmup_s * 1e6))
                     total = math.ceil(spec.warmup_s + spec.duration_s)
-                    w1 = max(w0, min(w1, int((launched + total) * 1e6)))
+                    w1 = max(w0, min(w0 + int(spec.duration_s * 1e6), launch_us + total * 10**6))
             else:
                 w0, w1 = start_us, last_end_us + 1
             # A run that completed measured its whole window; a cut-short one up to its last end.
