@@ -71,7 +71,9 @@ def _check_exists(url: str | None) -> None:
     parsed = make_url(normalize_url(url))
     db = parsed.database
     if parsed.get_backend_name() == "sqlite" and db and db != ":memory:" and not Path(db).exists():
-        raise PgrigError(f"archive {mask_url(url)} does not exist (no such SQLite file)")
+        raise PgrigError(
+            f"archive {mask_url(normalize_url(url))} does not exist (no such SQLite file)"
+        )
 
 
 def create_app(archive_url: str | None = None) -> FastAPI:
@@ -158,6 +160,13 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     @app.get("/studies/{name}", response_class=HTMLResponse)
     def study(name: str) -> HTMLResponse:
         rec = archive.get_study(name)
-        return page("study.html", v=study_view.build(rec, archive))
+        try:
+            view = study_view.build(rec, archive)
+        except NotFound:
+            raise
+        except PgrigError as e:  # e.g. the stored study file no longer parses
+            message = f"study {name!r} cannot be shown: {e}"
+            return page("error.html", 500, title="Cannot show this study", message=message)
+        return page("study.html", v=view)
 
     return app
