@@ -154,3 +154,16 @@ def test_sweep_study_page(archive: Archive, client: TestClient) -> None:
 def test_unknown_study_is_a_404(client: TestClient) -> None:
     r = client.get("/studies/nope")
     assert r.status_code == 404 and "study &#39;nope&#39; is not in archive" in r.text
+
+
+def test_short_single_runs_get_a_ratio_and_no_verdict(archive: Archive, client: TestClient) -> None:
+    rng = random.Random(12)
+    ids = [
+        sample_data.store(archive, sample_data.make_run(i, rng, tps=t, duration=10, tpcc=False))
+        for i, t in ((1, 1000.0), (2, 1200.0))
+    ]
+    row = client.get(f"/compare?ids={ids[0]},{ids[1]}").text.split("<th>TPS</th>")[1]
+    row = row.split("</tr>")[0]
+    assert "×1.200 (+20.0%)" in row
+    assert "no verdict: no repeats, and under 15 s measured" in row
+    assert "faster" not in row

@@ -23,6 +23,7 @@ from pgrig.web.svg import Chart, Line, render
 
 MAX_RUNS = 12
 MIN_SAMPLES = 3  # fewer blocks than this: no statistics, ratio only
+MIN_BLOCK_S = 5.0  # shortest stretch of a run whose mean is one sample
 BLOCKS = 10
 METHOD_NOTE = (
     "Bounds and verdicts (threshold 2%, 95%) come from the repeats of each run's study point "
@@ -174,7 +175,10 @@ def _block_samples(m: Metric, rec: RunRecord) -> list[float]:
 
 
 def block_means(
-    t: list[float | None], y: list[float | None], blocks: int = BLOCKS, min_block_s: float = 5.0
+    t: list[float | None],
+    y: list[float | None],
+    blocks: int = BLOCKS,
+    min_block_s: float = MIN_BLOCK_S,
 ) -> list[float]:
     """Means of `blocks` equal stretches of the measured window (t >= 0), each at least
     min_block_s long. Block means are far less autocorrelated than per-second values (the
@@ -215,6 +219,8 @@ def _delta(
         bs, cs = _block_samples(m, base), _block_samples(m, cand)
         basis = f"{len(bs)} vs {len(cs)} blocks, indicative"
     if not bs or not cs or min(bs + cs) <= 0:
+        if m.samples is not None:  # a figure that could have had a verdict: say why not
+            d.basis = f"no verdict: no repeats, and under {MIN_SAMPLES * MIN_BLOCK_S:g} s measured"
         return d
     result = compare_samples(bs, cs, m.higher_is_better)
     if result is not None:
