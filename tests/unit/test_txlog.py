@@ -342,8 +342,12 @@ def test_empty_window_and_bad_window() -> None:
     res = summarize(df, window_start_us=T0 + 10, window_end_us=T0 + 20, script_names=["a"])
     assert res.transactions == 0 and res.tps == 0.0 and res.latency.avg is None
     assert res.scripts[0].latency.max is None
-    with pytest.raises(PgrigError, match="empty measurement window"):
-        summarize(df, window_start_us=T0, window_end_us=T0, script_names=[])
+    with pytest.raises(PgrigError, match="measurement window ends before it starts"):
+        summarize(df, window_start_us=T0, window_end_us=T0 - 1, script_names=[])
+    # aborted during the warm-up: nothing measured, no rate invented, the series still there
+    res = summarize(df, window_start_us=T0 + 5, window_end_us=T0 + 5, script_names=["a"])
+    assert res.transactions == 0 and res.tps is None and res.scripts[0].tps is None
+    assert res.series["t"] == [-1] and res.series["tps"] == [2.0]  # 1 tx / 0.5 s floor
     empty = read_txlogs([], has_lag=False, has_retries=False)
     res = summarize(empty, window_start_us=T0, window_end_us=T0 + 1, script_names=["a"])
     assert res.transactions == 0 and res.series["t"] == []

@@ -248,10 +248,12 @@ def summarize(
     same (scripts in script_names order, plus any other script number found). The per-second
     series covers ALL the data, warm-up included, so charts can shade it.
     """
-    if window_end_us <= window_start_us:
+    if window_end_us < window_start_us:
         raise PgrigError(
-            f"empty measurement window: end {window_end_us} <= start {window_start_us} (us)"
+            f"measurement window ends before it starts: {window_end_us} < {window_start_us} (us)"
         )
+    # An empty window (a run aborted during its warm-up) still gives counts of 0 and the series;
+    # rates over it are None, not invented.
     window_s = (window_end_us - window_start_us) / 1e6
     lf = df.lazy()
     in_window = lf.filter(pl.col("end_us").is_between(window_start_us, window_end_us, "left"))
@@ -290,7 +292,7 @@ def summarize(
                 failed=sum(d[s] for s in FAILED_STATUSES),
                 retried=d["retried"],
                 skipped=d["skipped"],
-                tps=d["ok"] / window_s,
+                tps=d["ok"] / window_s if window_s > 0 else None,
                 latency=lat,
             )
         )
@@ -309,7 +311,7 @@ def summarize(
         skipped=total["skipped"],
         retried=total["retried"] if has_retries else None,
         retries=total["retries"] if has_retries else None,
-        tps=total["ok"] / window_s,
+        tps=total["ok"] / window_s if window_s > 0 else None,
         latency=_stats_from_counts(merged["latency_us"].to_numpy(), merged["len"].to_numpy()),
         lag_avg_ms=lag_avg / 1000.0 if lag_avg is not None else None,
         lag_max_ms=lag_max / 1000.0 if lag_max is not None else None,
