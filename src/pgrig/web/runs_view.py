@@ -69,7 +69,7 @@ class RunsQuery:
                 q.pop(k, None)
             else:
                 q[k] = v
-        if q.get("sort") == "-" + "id":
+        if q.get("sort") == "-id":  # the default order needs no parameter
             q.pop("sort")
         return "?" + urlencode(q) if q else "?"
 

@@ -144,12 +144,13 @@ def make_run(
     duration: int = 60,
     warmup: int = 10,
     tpcc: bool | None = None,
+    status: str | None = None,
 ) -> RunRecord:
     """One finished run. with_details=False leaves out series, settings and scripts (fast fill)."""
     tpcc = (i % 7 == 3) if tpcc is None else tpcc
     clients = clients or rng.choice((1, 8, 16, 32, 64, 100))
     major = rng.choice((15, 16, 17, 18))
-    status = "ok" if i % 23 else rng.choice(("failed", "aborted"))
+    status = status or ("ok" if i % 23 else rng.choice(("failed", "aborted")))
     tps = tps or rng.uniform(800, 9000)
     lat = 1000.0 * clients / tps
     rec = RunRecord(
@@ -346,9 +347,8 @@ def iteration_study(archive: Any, name: str = "tune-pg15", seed: int = 7) -> lis
                 tpcc=False,
                 duration=30,
                 warmup=5,
+                status="ok",
             )
-            rec.status, rec.error = "ok", None
-            rec.measured_s, rec.tps, rec.failed = 30.0, rec.tps or tps, 0
             ids.append(store(archive, rec))
     return ids
 
@@ -378,9 +378,7 @@ def sweep_study(archive: Any, name: str = "pooler-sweep", seed: int = 9) -> list
                     tpcc=False,
                     duration=20,
                     warmup=5,
+                    status="ok",
                 )
-                rec.status, rec.error = "ok", None
-                if rec.tps is None:
-                    rec.tps, rec.measured_s, rec.failed = tps, 20.0, 0
                 ids.append(store(archive, rec))
     return ids
