@@ -82,6 +82,21 @@ def _axis_unit(unit: str) -> str:
     return "" if unit.startswith("B") else unit
 
 
+POOLER_GROUPS = (
+    Group("Clients", "", _names("cl_active", "cl_waiting"), "connections"),
+    Group(
+        "Server connections",
+        "",
+        _names("sv_active", "sv_idle", "sv_used", "sv_login"),
+        "connections",
+    ),
+    Group("Transactions and queries", "1/s", _names("xact_per_s", "query_per_s"), "per second"),
+    Group("Client wait", "ms", _names("maxwait_ms", "wait_ms_per_s"), "ms"),
+    Group("Wait per transaction", "", _names("wait_us_per_xact", "avg_wait_time_us"), "µs"),
+    Group("Transaction time", "", _names("avg_xact_time_us"), "µs"),
+    Group("Network", "B/s", _names("recv_bytes_per_s", "sent_bytes_per_s")),
+    Group("Processes answering", "", _names("processes_up"), "processes"),
+)
 KIND_TITLES = {"os": "Operating system", "pg": "PostgreSQL", "pooler": "Connection pooler"}
 
 
@@ -168,7 +183,7 @@ class ChartSet:
 
 def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
     """Charts for one sampler kind ("os", "pg", "pooler"): known groups, then the rest."""
-    groups = {"os": OS_GROUPS, "pg": PG_GROUPS}.get(kind, ())
+    groups = {"os": OS_GROUPS, "pg": PG_GROUPS, "pooler": POOLER_GROUPS}.get(kind, ())
     t = _values(cols, "t")
     shade = _shade(t)
     names = [c for c in cols if c not in META_COLUMNS]
@@ -220,7 +235,9 @@ def _member_label(col: str, g: Group) -> str:
     for prefix in ("cpu_", "disk_", "mem_", "tup_", "checkpoints_", "procs_"):
         if col.startswith(prefix) and g.title not in ("Memory",):
             return _pretty(col[len(prefix) :]).replace(" iops", "").replace(" bytes", "")
-    return _pretty(col.removesuffix("_bytes"))
+    for suffix in ("_bytes_per_s", "_per_s", "_bytes", "_ms", "_us"):
+        col = col.removesuffix(suffix)
+    return _pretty(col)
 
 
 def measured_values(cols: dict[str, list], name: str) -> list[float]:
