@@ -53,6 +53,7 @@ class ProvisionBackend:
             except PgrigError as e:
                 raise StudySpecError(f"{env.path}.version: {e}") from None
             self._check_profile(env, binaries.major_of(version))
+            self._check_pooler(env)
             return
         if env.version and not _version_matches(existing.version, env.version):
             raise StudySpecError(
@@ -69,6 +70,18 @@ class ProvisionBackend:
                 f"{env.path}.name: {env.name!r} is an external server: a study changes "
                 "settings and restarts servers, so it needs a managed environment"
             )
+        self._check_pooler(env)
+
+    def _check_pooler(self, env: EnvSpec) -> None:
+        """[environment].pooler = {mode = ..., pool_size = ...}: checked before anything runs."""
+        from pgrig.provision import pooler
+
+        if env.pooler is not None:
+            try:
+                pooler.options_from_table(env.pooler)
+                pooler.binary()
+            except PgrigError as e:
+                raise StudySpecError(f"{env.path}.pooler: {e}") from None
 
     def _check_profile(self, env: EnvSpec, major: int) -> None:
         from pgrig.provision import cluster
@@ -123,13 +136,24 @@ class ProvisionBackend:
                 f"  creating environment {env.name} (PostgreSQL {env.version}, "
                 f"profile {env.profile or 'default'})",
                 highlight=False,
+                soft_wrap=True,
             )
             cluster.create_environment(
                 env.name, env.version or "", profile=env.profile or "default",
                 settings=dict(env.settings),
             )  # fmt: skip
+            self._ensure_pooler(env)
             return True
-        return cluster.ensure_running(existing)
+        started = cluster.ensure_running(existing)
+        self._ensure_pooler(env)
+        return started
+
+    def _ensure_pooler(self, env: EnvSpec) -> None:
+        """The environment's pooler as the study file describes it, running (for via sweeps)."""
+        from pgrig.provision import pooler
+
+        if env.pooler is not None:
+            pooler.ensure(env.name, pooler.options_from_table(env.pooler))
 
     def apply_settings(self, env: EnvSpec, settings: dict[str, str]) -> None:
         from pgrig.provision import cluster
@@ -153,12 +177,18 @@ class ProvisionBackend:
         """Stop the server, then put the environment's own settings back."""
         from pgrig.provision import cluster
 
-        current = _load(env.name)
-        if current is None:
+        if _load(env.name) is None:
             return
         cluster.stop_environment(env.name)
+        self.restore(env)
+
+    def restore(self, env: EnvSpec) -> None:
+        """Put back the settings the environment had before the study (reload/restart)."""
+        from pgrig.provision import cluster
+
+        current = _load(env.name)
         original = _original_file(env.name)
-        if original.exists():
+        if current is not None and original.exists():
             base = json.loads(original.read_text())
             reset = [k for k in current.settings if k not in base]
             upd = {k: v for k, v in base.items() if current.settings.get(k) != v}
@@ -176,7 +206,13 @@ class ProvisionBackend:
         if not force and _dataset_matches(datasets.get(e, db), dataset):
             return False
         size = f"scale {dataset.scale}" if dataset.scale else Path(dataset.init or "").name
-        self.console.print(f"  generating {dataset.scenario} data ({size}) in {env.name}/{db}")
+        if dataset.scenario == "tickets":
+            size = f"{int(dataset.options.get('rows', 5_000_000)):,} rows"
+        self.console.print(
+            f"  generating {dataset.scenario} data ({size}) in {env.name}/{db}",
+            highlight=False,
+            soft_wrap=True,
+        )
         if dataset.scenario == "pgbench":
             from pgrig.workloads import pgbench_data
 
@@ -194,6 +230,13 @@ class ProvisionBackend:
                 partition=bool(dataset.options.get("partition", False)),
             )
             info = {"scenario": "tpcc", **info}
+        elif dataset.scenario == "tickets":
+            from pgrig.workloads import tickets
+
+            info = tickets.generate(
+                e, db, rows=int(dataset.options.get("rows", tickets.DEFAULT_ROWS)),
+                jobs=int(dataset.options.get("jobs", 2)),
+            )  # fmt: skip
         else:
             from pgrig.workloads import custom_sql
 
@@ -208,7 +251,7 @@ class ProvisionBackend:
 
         e = _require(env.name)
         db = database or DEFAULT_DATABASE
-        self.console.print(f"  {action} ({env.name})", highlight=False)
+        self.console.print(f"  {action} ({env.name})", highlight=False, soft_wrap=True)
         if action == "restart":
             cluster.restart_environment(env.name)
         elif action == "checkpoint":
@@ -263,6 +306,10 @@ def _dataset_matches(info: dict[str, Any] | None, dataset: DatasetSpec) -> bool:
         )
     if dataset.scenario == "tpcc":
         return info.get("warehouses") == dataset.scale
+    if dataset.scenario == "tickets":
+        from pgrig.workloads.tickets import DEFAULT_ROWS
+
+        return info.get("rows") == int(dataset.options.get("rows", DEFAULT_ROWS))
     return info.get("sql") == str(Path(dataset.init or "").resolve())
 
 

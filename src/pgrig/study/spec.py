@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pgrig.errors import PgrigError
 
 StudyKind = Literal["iterations", "sweep"]
-SCENARIOS = ("pgbench", "tpcc", "custom")
+SCENARIOS = ("pgbench", "tpcc", "tickets", "custom")  # tickets: options.rows (seed 003)
 ACTIONS = ("restart", "checkpoint", "vacuum", "analyze", "prewarm", "regenerate")
 RESET_POLICIES = ("study", "point", "run")
 ORDERS = ("sequential", "interleaved")
