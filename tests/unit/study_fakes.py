@@ -110,6 +110,7 @@ class FakeBackend:
     def __init__(
         self,
         noise: float = 0.01,
+        running: set[str] | None = None,
         fail_at: set[int] | None = None,
         interrupt_at: int | None = None,
         bad_settings: dict[str, str] | None = None,
@@ -122,7 +123,7 @@ class FakeBackend:
         self.missing_env = missing_env
         self.calls: list[tuple[Any, ...]] = []
         self.settings: dict[str, dict[str, str]] = {}
-        self.running: set[str] = set()
+        self.running: set[str] = set(running or ())
         self.executed = 0
         self.rng = random.Random(42)
 
@@ -163,6 +164,9 @@ class FakeBackend:
     def stop(self, env: EnvSpec) -> None:
         self.calls.append(("stop", env.name))
         self.running.discard(env.name)
+
+    def restore(self, env: EnvSpec) -> None:
+        self.calls.append(("restore", env.name))
 
     def execute(self, spec: RunSpec, archive: Any, console: Any) -> RunRecord:
         n = self.executed

@@ -191,3 +191,10 @@ def test_dataset_reset_per_run(tmp_path: Path) -> None:
     run_study(parse(text), archive=archive_at(tmp_path), backend=backend, console=console()[0])
     forced = [c[2] for c in backend.calls if c[0] == "dataset"]
     assert forced[0] is False and forced.count(True) == 8
+
+
+def test_a_server_that_was_running_keeps_running_with_its_settings_back(tmp_path: Path) -> None:
+    backend = FakeBackend(running={"s1-pg15"})
+    run_study(parse(STUDY), archive=archive_at(tmp_path), backend=backend, console=console()[0])
+    assert backend.calls[-1] == ("restore", "s1-pg15")
+    assert ("stop", "s1-pg15") not in backend.calls

@@ -65,6 +65,8 @@ def run(
     archive: ArchiveOpt = None,
 ) -> None:
     """Validate FILE, run every point x repeat (resumable), then write the report."""
+    from rich.markup import escape
+
     from pgrig.reports import publish
     from pgrig.study import spec as study_spec
     from pgrig.study.runner import StudyInterrupted, run_study
@@ -83,14 +85,16 @@ def run(
             + (f" --name {study.name}" if name else "")
             + "`",
             highlight=False,
+            soft_wrap=True,
         )
         sys.exit(130)
     colour = "green" if result.status == "done" else "red"
     console.print(
         f"study {study.name} [{colour}]{result.status}[/{colour}]: {result.completed} of "
         f"{result.planned} runs ok ({result.ran} run now, {result.failed} not ok)"
-        + (f"; {result.error}" if result.error else ""),
+        + (f"; {escape(result.error)}" if result.error else ""),
         highlight=False,
+        soft_wrap=True,
     )
     if result.status != "done":
         console.print(
@@ -99,7 +103,7 @@ def run(
     if not no_report:
         paths = publish.study_report(store, study.name, formats, out)
         for p in paths:
-            console.print(f"report: {p}", highlight=False)
+            console.print(f"report: {p}", highlight=False, soft_wrap=True)
         _print_paths(paths)
     if result.status != "done":
         sys.exit(1)
@@ -172,6 +176,7 @@ def plan(
         f"valid{' (file only)' if offline else ''}: {len(p.runs)} runs"
         + (f", about {format_seconds(eta)}" if eta else ""),
         highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.markup import escape
 
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import NotFound, PgrigError
@@ -50,7 +51,11 @@ class Backend(Protocol):
     def action(self, env: EnvSpec, action: str, database: str | None) -> None:
         """restart, checkpoint, vacuum, analyze or prewarm."""
 
-    def stop(self, env: EnvSpec) -> None: ...
+    def stop(self, env: EnvSpec) -> None:
+        """Stop the server and put back the settings it had before the study."""
+
+    def restore(self, env: EnvSpec) -> None:
+        """Put back the settings a server had before the study (it keeps running)."""
 
     def execute(self, spec: RunSpec, archive: Any, console: Console) -> RunRecord: ...
 
@@ -189,6 +194,7 @@ def _announce(
         f"study [bold]{study.name}[/bold] ({study.kind}): {what}"
         + (f", about {format_seconds(eta)}" if eta else ""),
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -214,6 +220,7 @@ class _Walker:
         self.result = result
         self.current: Point | None = None
         self.started: dict[str, EnvSpec] = {}  # env key -> spec, servers this study started
+        self.touched: dict[str, EnvSpec] = {}  # every environment whose settings it changed
         self.data_ready: set[str] = set()
         self.t0 = clock()
 
@@ -242,8 +249,10 @@ class _Walker:
                 self.result.status = "failed"
                 self.result.error = f"run {rec.id} {rec.status}: {rec.error or ''}".strip()
                 self.console.print(
-                    f'[red]stopping the study[/red] (on_failure = "stop"): {self.result.error}',
+                    '[red]stopping the study[/red] (on_failure = "stop"): '
+                    + escape(self.result.error),
                     highlight=False,
+                    soft_wrap=True,
                 )
                 return
 
@@ -253,6 +262,7 @@ class _Walker:
         if prev is not None and prev.env_key != point.env_key and prev.env_key in self.started:
             self.backend.stop(self.study.environments[prev.env_key])  # one server at a time
             self.started.pop(prev.env_key)
+            self.touched.pop(prev.env_key, None)
         if self.backend.ensure_environment(env):
             self.started[env.key] = env
         reset = self.study.dataset.reset
@@ -261,8 +271,9 @@ class _Walker:
                 env, self.study.dataset, force=reset != "study" and self.result.ran > 0
             )
             if generated:
-                self.console.print(f"  data ready in {env.name}", highlight=False)
+                self.console.print(f"  data ready in {env.name}", highlight=False, soft_wrap=True)
             self.data_ready.add(env.key)
+        self.touched[env.key] = env
         self.backend.apply_settings(env, dict(point.settings))
         for action in point.actions:
             self._action(env, action, self.study.dataset.database)
@@ -289,6 +300,7 @@ class _Walker:
             f"  elapsed {format_seconds(elapsed)}"
             + (f"  ETA {format_seconds(eta)}" if eta is not None else ""),
             highlight=False,
+            soft_wrap=True,
             markup=True,
         )
 
@@ -296,26 +308,36 @@ class _Walker:
         if rec.status == "ok":
             tps = f"{rec.tps:,.1f} tps" if rec.tps is not None else "no tps"
             p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
-            self.console.print(f"  run {rec.id}: {tps}{p95}", highlight=False)
+            self.console.print(f"  run {rec.id}: {tps}{p95}", highlight=False, soft_wrap=True)
         else:
             self.console.print(
-                f"  [red]run {rec.id} {rec.status}[/red]: {rec.error or ''}", highlight=False
+                f"  [red]run {rec.id} {rec.status}[/red]: {escape(rec.error or '')}",
+                highlight=False,
+                soft_wrap=True,
             )
 
     def close(self, quiet: bool = False) -> None:
-        """Stop the servers this study started (never leave them running)."""
-        for env in list(self.started.values()):
+        """Stop the servers this study started (never leave them running); servers that were
+        running before keep running with their own settings back."""
+        envs = dict(self.touched) | {k: e for k, e in self.started.items()}
+        for key, env in envs.items():
             try:
-                self.backend.stop(env)
-            except Exception as e:  # stopping is best effort; the study's outcome stands
+                if key in self.started:
+                    self.backend.stop(env)
+                else:
+                    self.backend.restore(env)
+            except Exception as e:  # best effort; the study's outcome stands
                 if not quiet:
-                    self.console.print(f"  could not stop {env.name}: {e}", highlight=False)
+                    self.console.print(
+                        f"  could not stop or restore {env.name}: {escape(str(e))}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
         self.started.clear()
+        self.touched.clear()
 
 
 def _clip(text: str, width: int = 60) -> str:
-    from rich.markup import escape
-
     return escape(text if len(text) <= width else text[: width - 1] + "…")
 
 
