@@ -1,11 +1,10 @@
-"""Server-side SVG charts and the formatting helpers the pages use."""
+"""Server-side SVG charts, chart grouping and the formatting helpers the pages use."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from typer.testing import CliRunner
 
 from pgrig.web import format as fmt
 from pgrig.web import svg
@@ -110,17 +109,3 @@ def test_formats() -> None:
     assert fmt.duration(90) == "1m 30s" and fmt.duration(7200) == "2h" and fmt.duration(15) == "15s"
     assert fmt.signed_pct(1.123) == "+12.3%"
     assert fmt.ms(0.0421) == "0.042"
-
-
-def test_serve_command_rejects_bad_options() -> None:
-    import typer
-
-    from pgrig.cli import serve
-
-    app = typer.Typer()
-    app.callback()(lambda: None)  # keep `serve` a sub-command, as under `pgrig`
-    serve.register(app)
-    r = CliRunner().invoke(app, ["serve", "--port", "70000"])
-    assert r.exit_code != 0 and "--port must be between 1 and 65535" in str(r.exception)
-    r = CliRunner().invoke(app, ["serve", "--help"])
-    assert r.exit_code == 0 and "--archive" in r.output
