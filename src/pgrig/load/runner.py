@@ -668,6 +668,8 @@ def _pooler_results(
     from pgrig.provision import pooler
 
     with contextlib.suppress(Exception):
+        source.sample()  # a last look after pgbench ended, so the totals cover the whole run
+        source.close()
         rec.extra.setdefault("pooler", {})["totals"] = source.summary()
     with contextlib.suppress(Exception):
         text = pooler.log_since(env, offsets)

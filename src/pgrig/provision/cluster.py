@@ -310,10 +310,21 @@ def destroy_environment(name: str) -> Environment | None:
 def start_environment(name: str) -> tuple[Environment, bool]:
     env = _managed(name, "start")
     if postmaster.is_running(env):
+        _start_pooler(env)
         return env, False
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
     config.write_conf(env, run={})
-    return env, postmaster.start(env)
+    started = postmaster.start(env)
+    _start_pooler(env)
+    return env, started
+
+
+def _start_pooler(env: Environment) -> None:
+    """`env start` brings the environment's pooler up with its server (provision/pooler.py)."""
+    if env.pooler:
+        from pgrig.provision import pooler
+
+        pooler.start(env)
 
 
 def stop_environment(name: str) -> tuple[Environment, bool]:
