@@ -78,7 +78,7 @@ def short_run(conninfo: str, bindir: Path, clients: int, seconds: int) -> dict:
     """pgbench with the TPC-C scripts; per-script counts from pgbench's summary."""
     work = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-run-"))
     try:
-        specs, defines, max_tries = tpcc.pgbench_scripts(work, conninfo=conninfo)
+        specs, defines, max_tries = tpcc.pgbench_scripts(work, conninfo=conninfo, protocol="simple")
         params = psycopg.conninfo.conninfo_to_dict(conninfo)
         cmd = [
             str(bindir / "pgbench"), "-h", str(params["host"]), "-p", str(params["port"]),

@@ -99,12 +99,20 @@ def test_single_warehouse_has_no_remote_inputs() -> None:
 
 
 def test_rollback_script_uses_the_unused_item_on_the_last_line() -> None:
-    text = scripts.script_text("new_order_rollback", 3)
+    text = scripts.script_text("new_order_rollback", 3, protocol="simple")
     sets = _sets(text)
     for k in range(1, 16):
         assert sets[f"i{k}"].startswith(f"CASE WHEN :ol_cnt = {k} THEN 100001 ELSE ")
     assert "BEGIN \\; SELECT tpcc_new_order_rollback(" in text
     assert text.rstrip().endswith("\\; ROLLBACK;")
+
+
+def test_rollback_script_without_protocol_is_valid_in_every_mode() -> None:
+    text = scripts.script_text("new_order_rollback", 3)
+    tail = text.strip().splitlines()[-3:]
+    assert tail[0] == "BEGIN;" and tail[2] == "ROLLBACK;"
+    assert tail[1].startswith("SELECT tpcc_new_order_rollback(")
+    assert "\\;" not in text and "pipeline" not in text
 
 
 @pytest.mark.parametrize("protocol", ["extended", "prepared"])

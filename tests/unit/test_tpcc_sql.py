@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pgrig.errors import PgrigError
@@ -94,9 +96,10 @@ def test_sql_files_are_shipped() -> None:
         "stock_level",
     ):
         assert f"FUNCTION tpcc_{fn}(" in procs
-    drops = sql.drop_statements()
-    assert drops[0].startswith("DROP TABLE IF EXISTS warehouse,")
-    assert "tpcc_meta" in drops[0]
+    drop = sql.drop_tables_statement()
+    assert drop.startswith("DROP TABLE IF EXISTS warehouse,") and drop.endswith("tpcc_meta CASCADE")
+    created = set(re.findall(r"CREATE OR REPLACE FUNCTION (\w+)\(", procs + sql.text("load.sql")))
+    assert created <= set(sql.FUNCTIONS)  # a reload drops every one of them
 
 
 def test_load_tasks_items_first_then_three_per_warehouse() -> None:
@@ -138,3 +141,12 @@ def test_generate_refuses_bad_input_before_connecting(warehouses, jobs, message)
     # the conninfo points nowhere: validation must fail first
     with pytest.raises(PgrigError, match=message):
         gen.generate("host=127.0.0.1 port=1 dbname=x connect_timeout=1", warehouses, jobs)
+
+
+def test_autovacuum_is_off_during_the_load_on_every_leaf() -> None:
+    off = sql.autovacuum_statements(2, enabled=False)
+    assert "ALTER TABLE order_line_p2 SET (autovacuum_enabled = off)" in off
+    assert "ALTER TABLE item SET (autovacuum_enabled = off)" in off
+    assert not any(s.startswith("ALTER TABLE order_line SET") for s in off)
+    on = sql.autovacuum_statements(0, enabled=True)
+    assert len(on) == 9 and "ALTER TABLE stock RESET (autovacuum_enabled)" in on

@@ -107,7 +107,7 @@ def _header(name: str, clause: str) -> list[str]:
 
 
 def new_order_script(
-    warehouses: int, all_warehouses: bool, rollback: bool, protocol: str = "simple"
+    warehouses: int, all_warehouses: bool, rollback: bool, protocol: str | None = None
 ) -> str:
     lines = _header("New-Order" + (" that rolls back" if rollback else ""), "2.4")
     lines += [
@@ -138,8 +138,10 @@ def new_order_script(
         lines.append(call + ";")
     elif protocol == "simple":  # one query string: one round trip
         lines.append(f"BEGIN \\; {call} \\; ROLLBACK;")
-    else:  # extended/prepared cannot send several statements in one query: pipeline them
+    elif protocol in ("extended", "prepared"):  # one query per statement: pipeline them
         lines += ["\\startpipeline", "BEGIN;", call + ";", "ROLLBACK;", "\\endpipeline"]
+    else:  # protocol unknown: three round trips, valid in every mode
+        lines += ["BEGIN;", call + ";", "ROLLBACK;"]
     return "\n".join(lines) + "\n"
 
 
@@ -203,7 +205,7 @@ def stock_level_script(warehouses: int, all_warehouses: bool) -> str:
 
 
 def script_text(
-    name: str, warehouses: int, all_warehouses: bool = False, protocol: str = "simple"
+    name: str, warehouses: int, all_warehouses: bool = False, protocol: str | None = None
 ) -> str:
     if name == "new_order":
         return new_order_script(warehouses, all_warehouses, False)
@@ -223,10 +225,14 @@ def write_scripts(
     warehouses: int,
     mix: dict[str, int] | None = None,
     all_warehouses: bool = False,
-    protocol: str = "simple",
+    protocol: str | None = None,
 ) -> list[ScriptSpec]:
-    """Write one file per script with a positive weight; ScriptSpecs in pgbench order."""
-    if protocol not in PROTOCOLS:
+    """Write one file per script with a positive weight; ScriptSpecs in pgbench order.
+
+    protocol: pgbench's -M, which decides how the rollback script sends its three statements
+    in one round trip; None writes a form valid in every mode (three round trips).
+    """
+    if protocol is not None and protocol not in PROTOCOLS:
         raise PgrigError(f"unknown pgbench protocol {protocol!r} (choose {', '.join(PROTOCOLS)})")
     weights = script_weights(validate_mix(mix))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -247,14 +253,15 @@ def pgbench_scripts(
     mix: dict[str, int] | None = None,
     all_warehouses: bool = False,
     conninfo: str,
-    protocol: str = "simple",
+    protocol: str | None = None,
     rng: random.Random | None = None,
 ) -> tuple[list[ScriptSpec], dict[str, str], int]:
     """Scripts, -D defines and --max-tries for a TPC-C run against the database at conninfo.
 
     warehouses: how many warehouses the terminals use (default and maximum: the loaded
     count; fewer means the first N). The run-time C constants are chosen against the
-    load-time C stored in tpcc_meta (clause 2.1.6.1).
+    load-time C stored in tpcc_meta (clause 2.1.6.1). Pass protocol (pgbench -M) so that
+    every transaction is one round trip (see write_scripts).
     """
     with connect(conninfo) as conn:
         meta = read_meta(conn)
