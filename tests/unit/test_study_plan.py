@@ -147,3 +147,9 @@ def test_version_sweep_switches_environments() -> None:
 def test_display_value() -> None:
     assert planning.display_value("/a/b/read.sql@2,/c/write.sql") == "read.sql@2,write.sql"
     assert planning.display_value(2.50) == "2.5"
+
+
+def test_pinning_reaches_the_run_spec() -> None:
+    p = planning.build(parse(HEAD + '\n[sweep]\nserver_cpus = ["0", "0-1"]\nclients = [2]\n'))
+    assert [p.run_spec(r).server_cpus for r in p.runs[::2]] == ["0", "0-1"]
+    assert p.points[0].key == "server_cpus=0,clients=2"

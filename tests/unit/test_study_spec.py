@@ -222,7 +222,7 @@ def test_existing_environment_by_name() -> None:
 
 
 SWEEP = (
-    BASE
+    BASE.replace('version = "15"', 'version = "15"\npooler = { pool_size = 4 }')
     + """
 [sweep]
 via = ["direct", "pgbouncer"]
@@ -280,3 +280,22 @@ def test_sweep_errors(sweep: str, expected: str) -> None:
 def test_threads_follow_swept_clients() -> None:
     s = parse(BASE + "\n[sweep]\nclients = [1, 8]\n")  # base threads 2 > clients 1: capped
     assert s.sweep is not None
+
+
+def test_pgbouncer_needs_a_pooler() -> None:
+    text = BASE + '\n[sweep]\nvia = ["direct", "pooler"]\n'
+    assert error_of(text).startswith("environment.pooler: runs go through pgbouncer")
+    bad = SWEEP.replace("pool_size = 4", "pool_size = 0")
+    assert error_of(bad).startswith("environment.pooler: pool_size must be >= 1")
+    assert parse(SWEEP).sweep.dimensions[0].values == ("direct", "pgbouncer")
+
+
+def test_connection_and_cpu_pinning() -> None:
+    extra = 'duration = "5s"\nconnect = "socket"\nserver_cpus = "0"'
+    run = parse(ITER.replace('duration = "5s"', extra)).run
+    assert run.connect == "socket" and run.server_cpus == "0" and run.client_cpus is None
+    assert "run.client_cpus: expected a CPU list" in error_of(
+        ITER.replace('duration = "5s"', 'duration = "5s"\nclient_cpus = "all"')
+    )
+    s = parse(BASE + '\n[sweep]\nserver_cpus = ["0", "0-1"]\nclients = [2]\n')
+    assert [d.name for d in s.sweep.dimensions] == ["server_cpus", "clients"]

@@ -206,6 +206,8 @@ class ProvisionBackend:
         if not force and _dataset_matches(datasets.get(e, db), dataset):
             return False
         size = f"scale {dataset.scale}" if dataset.scale else Path(dataset.init or "").name
+        if dataset.scenario == "tpcc":
+            size = f"{dataset.scale} warehouses"
         if dataset.scenario == "tickets":
             size = f"{int(dataset.options.get('rows', 5_000_000)):,} rows"
         self.console.print(

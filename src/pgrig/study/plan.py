@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.load.spec import RunSpec
-from pgrig.study.spec import RunParams, StudySpec
+from pgrig.study.spec import RUN_DIMENSIONS, RunParams, StudySpec
 
 # Rough cost of what surrounds a run (connect, checkpoint, stats snapshots), for the ETA only.
 RUN_OVERHEAD_S = 4.0
@@ -92,6 +92,9 @@ class Plan:
             study_point=p.key,
             repeat=planned.repeat,
             via=r.via,
+            connect=r.connect,
+            server_cpus=r.server_cpus,
+            client_cpus=r.client_cpus,
             extra_pgbench_args=list(r.extra_pgbench_args),
         )
 
@@ -169,7 +172,7 @@ def _sweep_points(study: StudySpec) -> list[Point]:
         for name, value in coords.items():
             if name.startswith("settings."):
                 continue
-            if name in ("clients", "threads", "rate", "workload", "via", "protocol"):
+            if name in RUN_DIMENSIONS:
                 run = replace(run, **{name: value})
         if "clients" in coords and "threads" not in coords:
             run = replace(run, threads=min(study.run.threads, run.clients))

@@ -24,7 +24,18 @@ RESET_POLICIES = ("study", "point", "run")
 ORDERS = ("sequential", "interleaved")
 PROTOCOLS = ("simple", "extended", "prepared")
 # Sweep dimensions that map onto run parameters (settings.<name>, version, environment aside).
-RUN_DIMENSIONS = ("clients", "threads", "rate", "workload", "via", "protocol")
+RUN_DIMENSIONS = (
+    "clients",
+    "threads",
+    "rate",
+    "workload",
+    "via",
+    "protocol",
+    "connect",
+    "server_cpus",
+    "client_cpus",
+)
+VIAS = ("direct", "pooler", "pgbouncer")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
@@ -82,6 +93,9 @@ class RunParams:
     protocol: str = "simple"
     max_tries: int = 1
     via: str = "direct"
+    connect: str = "tcp"  # tcp | socket
+    server_cpus: str | None = None  # pin the server to these CPUs ("0-1")
+    client_cpus: str | None = None  # run pgbench on these CPUs
     defines: dict[str, str] = field(default_factory=dict)
     before_each: tuple[str, ...] = ()  # actions before every run (e.g. checkpoint)
     extra_pgbench_args: tuple[str, ...] = ()
@@ -253,6 +267,9 @@ _RUN_KEYS = (
     "protocol",
     "max_tries",
     "via",
+    "connect",
+    "server_cpus",
+    "client_cpus",
     "defines",
     "before_each",
     "extra_pgbench_args",
@@ -395,8 +412,11 @@ class _Parser:
             run=run,
         )
         if kind == "iterations":
-            return replace(spec, iterations=self._iterations(data["iterations"], spec))
-        return self._sweep(self._table(data, "sweep", ""), spec)
+            spec = replace(spec, iterations=self._iterations(data["iterations"], spec))
+        else:
+            spec = self._sweep(self._table(data, "sweep", ""), spec)
+        _check_poolers(spec)
+        return spec
 
     def _environments(self, data: dict[str, Any], study: str) -> tuple[dict[str, EnvSpec], str]:
         if "environment" in data and "environments" in data:
@@ -453,8 +473,15 @@ class _Parser:
         if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", name):
             raise StudySpecError(f"{path}.name: invalid environment name {name!r}")
         pooler = table.get("pooler")
-        if pooler is not None and not isinstance(pooler, dict):
-            raise StudySpecError(f"{path}.pooler: expected a table such as {{pool_size = 20}}")
+        if pooler is not None:
+            if not isinstance(pooler, dict):
+                raise StudySpecError(f"{path}.pooler: expected a table such as {{pool_size = 20}}")
+            from pgrig.provision.pooler import options_from_table
+
+            try:
+                options_from_table(pooler)
+            except PgrigError as e:
+                raise StudySpecError(f"{path}.pooler: {e}") from None
         return EnvSpec(
             key=key,
             name=name,
@@ -527,6 +554,11 @@ class _Parser:
             values["protocol"] = self._choice(table, "protocol", path, PROTOCOLS, "simple")
         if "via" in table:
             values["via"] = self._via(table["via"], f"{path}.via")
+        if "connect" in table:
+            values["connect"] = self._choice(table, "connect", path, ("tcp", "socket"), "tcp")
+        for key in ("server_cpus", "client_cpus"):
+            if key in table:
+                values[key] = _cpus(table[key], f"{path}.{key}")
         if "defines" in table:
             defines = self._table(table, "defines", path)
             values["defines"] = {
@@ -554,9 +586,9 @@ class _Parser:
         return run
 
     def _via(self, value: Any, path: str) -> str:
-        if value not in ("direct", "pgbouncer"):
-            raise StudySpecError(f"{path}: {value!r} is not one of direct, pgbouncer")
-        return value
+        if value not in VIAS:
+            raise StudySpecError(f"{path}: {value!r} is not one of {', '.join(VIAS)}")
+        return "direct" if value == "direct" else "pgbouncer"
 
     def _workload(self, value: Any, path: str) -> str:
         """Keep the runner's syntax; resolve script files relative to the study file."""
@@ -728,6 +760,12 @@ class _Parser:
                 if v not in PROTOCOLS:
                     raise StudySpecError(f"{p}: {v!r} is not one of {', '.join(PROTOCOLS)}")
                 out.append(v)
+            elif key == "connect":
+                if v not in ("tcp", "socket"):
+                    raise StudySpecError(f"{p}: {v!r} is not one of tcp, socket")
+                out.append(v)
+            elif key in ("server_cpus", "client_cpus"):
+                out.append(_cpus(v, p))
             elif key == "version":
                 s = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
                 if not re.match(r"^\d{2}(\.\d+)?$", s):
@@ -742,6 +780,31 @@ class _Parser:
         if len(set(map(str, out))) != len(out):
             raise StudySpecError(f"{path}: values must be distinct")
         return tuple(out)
+
+
+def _check_poolers(spec: StudySpec) -> None:
+    """via = pgbouncer on an environment the study creates needs its pooler described."""
+    vias = {spec.run.via} | {it.run.via for it in spec.iterations if it.run}
+    if spec.sweep is not None:
+        for d in spec.sweep.dimensions:
+            if d.name == "via":
+                vias |= set(d.values)
+    if vias == {"direct"}:
+        return
+    for env in spec.environments.values():
+        if env.pooler is None and env.create and env.name.startswith(f"{spec.name}-"):
+            raise StudySpecError(
+                f"{env.path}.pooler: runs go through pgbouncer, so describe the pooler, "
+                'e.g. pooler = {mode = "transaction", pool_size = 20}'
+            )
+
+
+def _cpus(value: Any, path: str) -> str:
+    """A CPU list such as "0-1" or "0,2" (checked against this machine by the runner)."""
+    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text.replace(" ", "")):
+        raise StudySpecError(f'{path}: expected a CPU list such as "0-1" or "0,2", got {value!r}')
+    return text.replace(" ", "")
 
 
 def _check_threads(threads: int, clients: int, path: str) -> None:
