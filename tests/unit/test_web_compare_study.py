@@ -100,8 +100,11 @@ def test_compare_bad_input(
 
 
 def test_compare_accepts_repeated_ids_parameters(archive: Archive, client: TestClient) -> None:
-    a, b = _pair(archive)  # what the runs page's checkboxes send
-    assert client.get(f"/compare?ids={a}&ids={b}").status_code == 200
+    a, b = _pair(archive)  # what the runs page's checkboxes send, newest first
+    html = client.get(f"/compare?ids={b}&ids={a}").text
+    assert f'#{a}</a> <span class="muted">baseline' in html  # the older run is the baseline
+    assert f'href="/compare?ids={b},{a}"' in html  # ... unless asked: "make this the baseline"
+    assert f'#{b}</a> <span class="muted">baseline' in client.get(f"/compare?ids={b},{a}").text
 
 
 def test_block_means() -> None:
