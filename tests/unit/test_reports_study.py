@@ -234,3 +234,11 @@ def test_sweep_report(tmp_path: Path) -> None:
     paths = publish.study_report(archive, "sw", ["md", "html"], tmp_path / "o")
     assert (tmp_path / "o" / "sw-tps.png").exists() and (tmp_path / "o" / "sw-latency.png").exists()
     assert all(p.exists() for p in paths)
+
+
+def test_one_repeat_gives_a_ratio_but_no_verdict(tmp_path: Path) -> None:
+    archive = make_study(tmp_path, FASTER.replace("repeats = 5", "repeats = 1"), "one")
+    table = results_table(iteration.build(load_study(archive, "one")))
+    cell = table.rows[1][table.columns.index("vs previous")]
+    assert cell.lines[1] == "no verdict: too few runs" and cell.style == "muted"
+    assert re.fullmatch(r"\+\d+\.\d%", cell.lines[0])

@@ -17,7 +17,15 @@ from pgrig.reports.study_common import (
     stability_cell,
     statistics_note,
 )
-from pgrig.reports.summary import Delta, PointSummary, StudyData, delta, fmt, fmt_interval
+from pgrig.reports.summary import (
+    NO_VERDICT,
+    Delta,
+    PointSummary,
+    StudyData,
+    delta,
+    fmt,
+    fmt_interval,
+)
 from pgrig.reports.summary import verdict_style as style_of
 from pgrig.study.plan import Point
 
@@ -47,7 +55,8 @@ def numeric_columns(columns: list[str]) -> set[int]:
 def delta_cell(d: Delta | None) -> Cell:
     if d is None:
         return Cell.of(None)
-    return Cell([d.pct(), d.verdict + (" *" if d.insufficient else "")], style_of(d.verdict))
+    star = " *" if d.insufficient and d.verdict != NO_VERDICT else ""
+    return Cell([d.pct(), d.verdict + star], style_of(d.verdict) or "muted")
 
 
 def build(data: StudyData) -> Document:

@@ -14,6 +14,7 @@ from typing import Any
 from pgrig.archive.records import RunRecord
 from pgrig.reports import charts
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
+from pgrig.reports.iteration import delta_cell
 from pgrig.reports.summary import (
     delta,
     fmt,
@@ -22,11 +23,8 @@ from pgrig.reports.summary import (
     latency_columns,
     run_stability,
     short_version,
-    verdict_style,
 )
 from pgrig.study.plan import display_value
-
-MIN_REPEATS_FOR_VERDICT = 2
 
 
 def _when(rec: RunRecord) -> str:
@@ -249,19 +247,8 @@ def compare_document(
         first = g[0]
         if i == 0:
             verdict = Cell(["baseline"], "muted")
-        elif min(len(vals), len(samples[0])) < MIN_REPEATS_FOR_VERDICT:
-            ratio = (
-                f"x{interval(vals, misrate).center / interval(samples[0], misrate).center:.3f}"
-                if vals and samples[0]
-                else "-"
-            )
-            verdict = Cell([ratio, "no verdict: repeat each configuration"], "muted")
         else:
-            d = delta(samples[0], vals, threshold, misrate)
-            verdict = Cell(
-                [d.pct(), d.verdict + (" *" if d.insufficient else "")] if d else ["-"],
-                verdict_style(d.verdict if d else None),
-            )
+            verdict = delta_cell(delta(samples[0], vals, threshold, misrate))
         p95 = [r.latency.p95 for r in g if r.status == "ok" and r.latency.p95 is not None]
         rows.append(
             [

@@ -19,6 +19,8 @@ from pgrig.study import spec as study_spec
 from pgrig.study.plan import Plan, Point
 from pgrig.study.spec import StudySpec
 
+MIN_RUNS_FOR_VERDICT = 2
+NO_VERDICT = "no verdict: too few runs"
 _LAT_COL = re.compile(r"^(?:lat_?)?(p\d+|avg|max)(?:_ms)?$")
 
 
@@ -99,6 +101,8 @@ class Delta:
     description: str
 
     def pct(self) -> str:
+        if self.verdict == NO_VERDICT:
+            return f"{(self.ratio - 1) * 100:+.1f}%"
         return (
             f"{(self.ratio - 1) * 100:+.1f}% "
             f"[{(self.lower - 1) * 100:+.1f}%, {(self.upper - 1) * 100:+.1f}%]"
@@ -138,6 +142,11 @@ def delta(
 
     if not baseline or not candidate:
         return None
+    if min(len(baseline), len(candidate)) < MIN_RUNS_FOR_VERDICT:
+        # One run per side has no spread at all: show the ratio, never a verdict.
+        r = stats.center(candidate) / stats.center(baseline)
+        text = f"x{r:.3f}: one run per side, no verdict (repeat the runs)"
+        return Delta(r, r, r, NO_VERDICT, True, text)
     c = stats.compare(baseline, candidate, threshold=threshold, misrate=misrate)
     return Delta(c.ratio, c.lower, c.upper, c.verdict, c.insufficient, c.describe())
 
