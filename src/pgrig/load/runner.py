@@ -342,7 +342,7 @@ def _measure(
 
     try:
         completed = rc == 0 and not interrupted
-        _fill_results(rec, spec, completed, log_prefix, stdout, progress_points, series_raw)
+        _fill_results(rec, spec, completed, log_prefix, stdout, stderr, progress_points, series_raw)
     except Exception as e:  # a broken log must not lose the run: keep what we have
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
 
@@ -371,12 +371,13 @@ def _fill_results(
     completed: bool,
     log_prefix: Path,
     stdout: str,
+    stderr: str,
     progress_points: list[Any],
     series_raw: dict[str, dict[str, list]],
 ) -> None:
     from pgrig.analysis import txlog
 
-    summary = pgbench_output.parse_summary(stdout) if stdout.strip() else None
+    summary = pgbench_output.parse_summary(stdout, stderr) if stdout.strip() else None
     logs = sorted(log_prefix.parent.glob(log_prefix.name + ".*"))
     script_names = [s.name for s in spec.scripts]
     window_start_s: float | None = None
