@@ -88,6 +88,8 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
         out["nopm"] = rec.nopm
     if rec.tpm is not None:
         out["tpm"] = rec.tpm
+    if rec.extra.get("tpcc"):
+        out["tpcc"] = rec.extra["tpcc"]  # rollbacks, mix and per-type figures
     out["latency_ms"] = rec.latency.as_dict()
     for name in _AFTER_LATENCY:
         out[name] = getattr(rec, name)

@@ -143,6 +143,6 @@ def check(
     if as_json:
         common.print_json([r.__dict__ for r in results])
     else:
-        common.out_console().print(tpcc.format_check(results), highlight=False)
+        common.out_console().print(tpcc.format_check(results), highlight=False, soft_wrap=True)
     if any(r.passed is False for r in results):
         sys.exit(1)

@@ -151,6 +151,7 @@ def _resolve_scripts(
             mix=spec.tpcc_mix,
             all_warehouses=spec.all_warehouses,
             conninfo=env.conninfo(dbname),
+            protocol=spec.protocol,
         )
         return scripts, defines, max_tries, info
     if any(s.name.startswith("tickets:") for s in spec.scripts):
