@@ -231,3 +231,32 @@ def _pgbench_running(command: str) -> bool:
     prefix = next(a for a in command.split() if a.startswith("--log-prefix="))
     out = subprocess.run(["pgrep", "-f", prefix], capture_output=True, text=True)
     return bool(out.stdout.strip())
+
+
+def test_tpcc_generate_run_and_check_through_the_cli(lab: str) -> None:
+    pgrig(
+        "db",
+        "generate",
+        lab,
+        "--scenario",
+        "tpcc",
+        "--warehouses",
+        "1",
+        "--db",
+        "tpcc",
+        timeout=300,
+    )
+    rec = run_json(
+        lab, "--db", "tpcc", "--workload", "tpcc", "-c", "2", "--duration", "4", "--warmup", "1"
+    )
+    assert rec["status"] == "ok"
+    assert rec["nopm"] > 0 and rec["tpm"] >= rec["nopm"]
+    types = {s["name"] for s in rec["scripts"]}
+    assert {"tpcc:new_order", "tpcc:payment", "tpcc:delivery"} <= types
+    assert rec["tpcc"]["nopm"] == rec["nopm"]
+    check = pgrig("db", "check", lab, "--db", "tpcc", "--json")
+    results = json.loads(check.stdout)
+    assert results and all(r["passed"] in (True, None) for r in results)
+    exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
+    share = exported["extra"]["cpu_share"]
+    assert 0 <= share["client_share_pct"] <= 100

@@ -460,12 +460,33 @@ def _attach_samples(
     figures = window_summary(series_raw, origin, origin + (rec.measured_s or 0.0) + 0.5)
     for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio"):
         setattr(rec, field, figures.get(field))
+    share = _cpu_share(series_raw.get("os", {}), origin, origin + (rec.measured_s or 0.0) + 0.5)
+    if share:
+        rec.extra["cpu_share"] = share
     for kind, cols in series_raw.items():
         cols = dict(cols)
         ts = cols.pop("ts", None)
         if ts is None:
             continue
         rec.series[kind] = {"t": [round(x - origin, 3) for x in ts], **cols}
+
+
+def _cpu_share(os_cols: dict[str, list], t0: float, t1: float) -> dict[str, float]:
+    """Mean CPU (% of one core) of pgbench, the server and the pooler over the window, and the
+    client's share of the total: the client must stay small or it is the bottleneck."""
+    ts = os_cols.get("ts") or []
+    out: dict[str, float] = {}
+    for name in ("pgbench", "server", "pooler"):
+        values = os_cols.get(f"proc_{name}_cpu")
+        if not values:
+            continue
+        picked = [v for t, v in zip(ts, values, strict=False) if t0 < t <= t1 and v is not None]
+        if picked:
+            out[f"{name}_cpu_pct_core"] = round(sum(picked) / len(picked), 2)
+    busy = sum(out.values())
+    if busy > 0 and "pgbench_cpu_pct_core" in out:
+        out["client_share_pct"] = round(100.0 * out["pgbench_cpu_pct_core"] / busy, 2)
+    return out
 
 
 def _keep_artifacts(
