@@ -650,7 +650,7 @@ def add(name: str, cfg: PoolerConfig) -> Environment:
             f"socket path {longest} is too long for a Unix socket: use a shorter environment "
             "name or PGRIG_HOME"
         )
-    if osuser.is_root() is False:
+    if not osuser.is_root():
         _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard != resource.RLIM_INFINITY and hard < cfg.nofile:
             raise PgrigError(
