@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pgrig.workloads.script import ScriptSpec
 
-@dataclass
-class ScriptSpec:
-    """One pgbench script: a builtin (`-b tpcb-like`) or a file (`-f path`), with a weight."""
-
-    name: str  # display name: "pgbench:tpcb", "tpcc:new_order", "read.sql"
-    builtin: str | None = None  # tpcb-like | simple-update | select-only
-    path: str | None = None
-    weight: int = 1
+__all__ = ["RunSpec", "ScriptSpec"]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.load.spec import ScriptSpec
+from pgrig.workloads.script import ScriptSpec
 
 BUILTINS = {
     "tpcb": "tpcb-like",

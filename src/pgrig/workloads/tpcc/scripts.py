@@ -23,7 +23,7 @@ import random
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.load.spec import ScriptSpec
+from pgrig.workloads.script import ScriptSpec
 from pgrig.workloads.tpcc.meta import connect, read_meta
 
 TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
