@@ -49,6 +49,12 @@ def _positive(value: float | None, flag: str) -> None:
 
 def validate(spec: RunSpec, total_seconds: float | None) -> None:
     """Reject what pgbench would reject (or silently misread), with the pgrig flag named."""
+    validate_load(spec, total_seconds)
+    validate_scripts(spec)
+
+
+def validate_load(spec: RunSpec, total_seconds: float | None) -> None:
+    """The load parameters alone (clients, time, rate...): checkable before scripts exist."""
     if spec.clients < 1:
         raise PgrigError(f"--clients must be >= 1 (got {spec.clients})")
     if spec.threads < 1:
@@ -77,6 +83,9 @@ def validate(spec: RunSpec, total_seconds: float | None) -> None:
         raise PgrigError(f"--max-tries must be >= 0 (got {spec.max_tries})")
     if spec.max_tries == 0 and spec.latency_limit_ms is None and total_seconds is None:
         raise PgrigError("--max-tries 0 (unlimited) needs --duration or --latency-limit")
+
+
+def validate_scripts(spec: RunSpec) -> None:
     if not spec.scripts:
         raise PgrigError("no scripts to run (give at least one --workload)")
     for s in spec.scripts:

@@ -89,26 +89,11 @@ def execute(
 
 
 def _validate(spec: RunSpec) -> None:
-    if spec.duration_s is None and spec.transactions is None:
-        raise PgrigError("give --duration S or --transactions N")
+    """Load parameters are checked before anything is touched (scripts come later)."""
     if spec.duration_s is not None and spec.transactions is not None:
-        raise PgrigError("--duration and --transactions are mutually exclusive")
-    if spec.duration_s is not None and spec.duration_s <= 0:
-        raise PgrigError(f"--duration must be > 0 (got {spec.duration_s:g})")
-    if spec.transactions is not None and spec.transactions <= 0:
-        raise PgrigError(f"--transactions must be > 0 (got {spec.transactions})")
-    if spec.warmup_s < 0:
-        raise PgrigError(f"--warmup must be >= 0 (got {spec.warmup_s:g})")
-    if spec.clients < 1:
-        raise PgrigError(f"--clients must be >= 1 (got {spec.clients})")
-    if spec.threads < 1:
-        raise PgrigError(f"--threads must be >= 1 (got {spec.threads})")
-    if spec.threads > spec.clients:
-        raise PgrigError(
-            f"--threads ({spec.threads}) cannot exceed --clients ({spec.clients}): pgbench refuses"
-        )
-    if spec.protocol not in ("simple", "extended", "prepared"):
-        raise PgrigError(f"--protocol must be simple, extended or prepared (got {spec.protocol!r})")
+        raise PgrigError("give either --duration or --transactions, not both")
+    total = None if spec.duration_s is None else spec.duration_s + max(spec.warmup_s, 0.0)
+    pgbench_command.validate_load(spec, total)
 
 
 def _workdir() -> str:
