@@ -119,11 +119,12 @@ class RunRecord:
 
     def non_default_settings(self) -> dict[str, dict[str, Any]]:
         """Settings whose value differs from PostgreSQL's built-in default (boot_val)."""
+        # "client"/"session" values (application_name, ...) belong to the sampling connection,
+        # not to the server's configuration.
+        ignored = (None, "default", "override", "client", "session")
         out = {}
         for name, s in self.settings.items():
-            if s.get("source") not in (None, "default", "override") and str(s.get("setting")) != str(
-                s.get("boot_val")
-            ):
+            if s.get("source") not in ignored and str(s.get("setting")) != str(s.get("boot_val")):
                 out[name] = s
         return out
 
