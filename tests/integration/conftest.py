@@ -28,20 +28,23 @@ def _find(major: str) -> tuple[Path, str] | None:
         return None
 
 
+def _found_or_skip(major: str, missing: str) -> tuple[Path, str]:
+    found = _find(major)
+    if found is None:
+        pytest.skip(missing)
+    return found
+
+
 @pytest.fixture
 def pg15(pgrig_home: Path) -> tuple[Path, str]:
-    found = _find("15")
-    if found is None:
-        pytest.skip("PostgreSQL 15 is not installed")
-    return found
+    return _found_or_skip("15", "PostgreSQL 15 is not installed")
 
 
 @pytest.fixture
 def pg18(pgrig_home: Path) -> tuple[Path, str]:
-    found = _find("18")
-    if found is None:
-        pytest.skip("PostgreSQL 18 is not in the build cache (run `pgrig pg install 18`)")
-    return found
+    return _found_or_skip(
+        "18", "PostgreSQL 18 is not in the build cache (run `pgrig pg install 18`)"
+    )
 
 
 @pytest.fixture

@@ -9,11 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +18,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import servers
+from servers import PG15
 
 from pgrig.errors import PgrigError
 from pgrig.metrics import pg_snapshot
@@ -30,66 +29,16 @@ from pgrig.metrics.sampler import Sampler, window_summary
 
 pytestmark = pytest.mark.integration
 
-PG15 = Path("/usr/lib/postgresql/15/bin")
 PORTS = range(56300, 56390)
 
 
-def _can_run_servers() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to run servers as OS user postgres"
-    if not (PG15 / "postgres").exists():
-        return "PostgreSQL 15 is not installed"
-    try:
-        import pwd
-
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return "no OS user postgres"
-    return None
-
-
-def _free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 56300-56389")
-
-
-class Server:
-    """A throwaway PostgreSQL server for one test module or test."""
+class Server(servers.Server):
+    """A throwaway PostgreSQL server for one test module or test, which a test may crash."""
 
     def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.base = Path(tempfile.mkdtemp(prefix="pgrig-metrics-it-", dir="/tmp"))
-        self.base.chmod(0o755)
-        shutil.chown(self.base, "postgres")
-        self.data = self.base / "data"
-        self.port = _free_port()
+        super().__init__(bindir, PORTS, "pgrig-metrics-it-")
         self.conninfo = f"host=127.0.0.1 port={self.port} user=postgres connect_timeout=5"
         self._orphans: list[int] = []
-        self._su(f"{bindir}/initdb -D {self.data} -A trust -U postgres --no-sync")
-
-    def _su(self, cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["su", "postgres", "-c", cmd], check=check, capture_output=True, text=True
-        )
-
-    @property
-    def pid_file(self) -> Path:
-        return self.data / "postmaster.pid"
-
-    def start(self) -> None:
-        opts = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 "
-            f"-c unix_socket_directories={self.base} -c fsync=off"
-        )
-        self._su(
-            f"{self.bindir}/pg_ctl -D {self.data} -l {self.base}/log -w -t 60 -o '{opts}' start"
-        )
 
     def postmaster_pid(self) -> int:
         return pids_from_file(self.pid_file)()[0]
@@ -108,13 +57,11 @@ class Server:
                 time.sleep(0.05)
 
     def cleanup(self) -> None:
-        if self.pid_file.exists():
-            self._su(f"{self.bindir}/pg_ctl -D {self.data} -m fast -w -t 30 stop", check=False)
+        super().cleanup()
         for kid in self._orphans:  # only if a crashed server's children outlived it
             if Path(f"/proc/{kid}").exists():
                 with contextlib.suppress(OSError):
                     os.kill(kid, signal.SIGKILL)
-        shutil.rmtree(self.base, ignore_errors=True)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "PGHOST": "127.0.0.1", "PGPORT": str(self.port), "PGUSER": "postgres"}
@@ -129,23 +76,10 @@ class Server:
         )
 
 
-@contextlib.contextmanager
-def _server(bindir: Path) -> Iterator[Server]:
-    reason = _can_run_servers()
-    if reason:
-        pytest.skip(reason)
-    server = Server(bindir)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.cleanup()
-
-
 @pytest.fixture(scope="module")
 def server15() -> Iterator[Server]:
     """One PostgreSQL 15, shared by the module's tests (the crash test restarts it)."""
-    with _server(PG15) as server:
+    with servers.throwaway(PG15, Server) as server:
         yield server
 
 
@@ -291,11 +225,7 @@ def _pg17_plus_bindir() -> Path | None:
     for bindir in candidates:
         if not (bindir / "postgres").exists():
             continue
-        out = subprocess.run(
-            ["su", "postgres", "-c", f"{bindir}/postgres --version"],
-            capture_output=True,
-            text=True,
-        )
+        out = servers.as_postgres(str(bindir / "postgres"), "--version", check=False)
         m = re.search(r"\) (\d+)", out.stdout)
         if m and int(m.group(1)) >= 17:
             return bindir
@@ -303,10 +233,10 @@ def _pg17_plus_bindir() -> Path | None:
 
 
 def test_checkpointer_view_on_pg17_plus():
-    bindir = _pg17_plus_bindir() if _can_run_servers() is None else None
+    bindir = _pg17_plus_bindir() if servers.cannot_run(PG15) is None else None
     if bindir is None:
         pytest.skip("no PostgreSQL 17+ build here")
-    with _server(bindir) as server:
+    with servers.throwaway(bindir, Server) as server:
         pg = PgSampler(server.conninfo, "postgres")
         assert pg.server_version_num >= 170000
         with psycopg.connect(server.conninfo, dbname="postgres", autocommit=True) as conn:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import os
 import shutil
-import signal
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+import servers
 
 from pgrig.provision import osuser, pooler
 from pgrig.provision.environment import Environment
@@ -24,42 +22,17 @@ if not (shutil.which("pgbouncer") or Path("/usr/sbin/pgbouncer").exists()):
     pytest.skip("pgbouncer is not installed", allow_module_level=True)
 
 
-def pgrig(*args: str, check: bool = True, timeout: float = 180) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"pgrig {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
-    return proc
+pgrig = functools.partial(servers.pgrig, timeout=180)
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
     """A PG15 environment created with a pooler, pgbench scale 1 and 100,000 tickets."""
-    home = Path(tempfile.mkdtemp(prefix="pgrig-pooler-test-", dir="/tmp"))
-    home.chmod(0o755)
-    saved = {k: os.environ.get(k) for k in ("PGRIG_HOME", "PGRIG_ARCHIVE")}
-    os.environ["PGRIG_HOME"] = str(home)
-    os.environ.pop("PGRIG_ARCHIVE", None)
-    try:
+    with servers.scratch_home("pgrig-pooler-test-"):
         pgrig("env", "create", "lab", "--pg", "15", "--pooler", "pgbouncer")
         pgrig("db", "generate", "lab", "--scale", "1")
         pgrig("db", "generate", "lab", "--db", "tix", "--scenario", "tickets", "--rows", "100000")
         yield "lab"
-    finally:
-        pgrig("env", "destroy", "lab", "--yes", check=False)
-        for pid_file in [
-            *home.glob("envs/*/data/postmaster.pid"),
-            *home.glob("envs/*/pooler/*.pid"),
-        ]:
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-        shutil.rmtree(home, ignore_errors=True)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def run_json(*args: str, check: bool = True) -> dict:

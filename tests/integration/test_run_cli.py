@@ -2,54 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import servers
+from servers import pgrig
 
 pytestmark = pytest.mark.integration
-
-
-def pgrig(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"pgrig {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
     """One PG15 environment with pgbench scale-1 data, shared by the tests of this module."""
-    home = Path(tempfile.mkdtemp(prefix="pgrig-run-test-", dir="/tmp"))
-    home.chmod(0o755)
-    saved = {k: os.environ.get(k) for k in ("PGRIG_HOME", "PGRIG_ARCHIVE")}
-    os.environ["PGRIG_HOME"] = str(home)
-    os.environ.pop("PGRIG_ARCHIVE", None)
-    try:
+    with servers.scratch_home("pgrig-run-test-"):
         pgrig("env", "create", "lab", "--pg", "15")
         pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
         yield "lab"
-    finally:
-        pgrig("env", "destroy", "lab", "--yes", check=False)
-        for pid_file in home.glob("envs/*/data/postmaster.pid"):
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-        shutil.rmtree(home, ignore_errors=True)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def run_json(*args: str, check: bool = True) -> dict:
@@ -153,23 +127,7 @@ def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> 
 
 
 def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
-    proc = subprocess.Popen(
-        [
-            "pgrig",
-            "run",
-            lab,
-            "--workload",
-            "pgbench:select-only",
-            "-c",
-            "2",
-            "--duration",
-            "30",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start_long_run(lab)
     _wait_for_running(lab)
     time.sleep(2)
     proc.send_signal(signal.SIGINT)
@@ -182,23 +140,7 @@ def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
 
 
 def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: str) -> None:
-    proc = subprocess.Popen(
-        [
-            "pgrig",
-            "run",
-            lab,
-            "--workload",
-            "pgbench:select-only",
-            "-c",
-            "2",
-            "--duration",
-            "30",
-            "--json",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start_long_run(lab)
     running = _wait_for_running(lab)
     assert running["status"] == "running"
     time.sleep(2)
@@ -214,6 +156,13 @@ def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: st
     assert len(exported["series"]["pgbench"]["t"]) >= 1  # the partial series is kept
     assert not _pgbench_running(rec["command"])
     pgrig("env", "start", lab)  # the environment is usable again
+
+
+def _start_long_run(lab: str) -> subprocess.Popen:
+    """A 30 s select-only run in the background, for a test to interrupt."""
+    argv = ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2"]
+    argv += ["--duration", "30", "--json"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_running(lab: str, timeout: float = 30) -> dict:

@@ -10,18 +10,15 @@ synchronous iterations waits for its own WAL flush):
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
-import os
 import re
-import shutil
-import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import servers
 
 pytestmark = pytest.mark.integration
 
@@ -66,33 +63,13 @@ settings = { synchronous_commit = "off" }
 """
 
 
-def pgrig(*args: str, cwd: Path | None = None, timeout: float = 280) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
-    )
+pgrig = functools.partial(servers.pgrig, check=False, timeout=280)
 
 
 @pytest.fixture(scope="module")
 def home() -> Iterator[Path]:
-    home = Path(tempfile.mkdtemp(prefix="pgrig-study-test-", dir="/tmp"))
-    home.chmod(0o755)
-    saved = {k: os.environ.get(k) for k in ("PGRIG_HOME", "PGRIG_ARCHIVE")}
-    os.environ["PGRIG_HOME"] = str(home)
-    os.environ.pop("PGRIG_ARCHIVE", None)
-    try:
+    with servers.scratch_home("pgrig-study-test-") as home:
         yield home
-    finally:
-        for env_json in home.glob("envs/*/env.json"):
-            pgrig("env", "destroy", env_json.parent.name, "--yes")
-        for pid_file in home.glob("envs/*/data/postmaster.pid"):
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
-        shutil.rmtree(home, ignore_errors=True)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,9 @@ The 60 s run (W=2, 16 clients) is the slow part of this module; everything else 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +17,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import servers
+from servers import PG15
 
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.errors import PgrigError
@@ -29,7 +27,6 @@ from pgrig.workloads.tpcc import loader, scripts, sql
 
 pytestmark = pytest.mark.integration
 
-PG15 = Path("/usr/lib/postgresql/15/bin")
 PORTS = range(56500, 56600)
 
 
@@ -43,67 +40,15 @@ def _pg18() -> Path | None:
     return None
 
 
-def _cannot_run(bindir: Path | None) -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to run servers as OS user postgres"
-    if bindir is None or not (bindir / "postgres").exists():
-        return f"PostgreSQL not found at {bindir}"
-    try:
-        import pwd
-
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return "no OS user postgres"
-    return None
-
-
-def _free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 56500-56599")
-
-
-class Server:
-    """A throwaway cluster owned by OS user postgres."""
+class Server(servers.Server):
+    """A throwaway cluster owned by OS user postgres, sized for W=2 and 16 clients."""
 
     def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.dir = Path(tempfile.mkdtemp(prefix="pgrig-tpcc-", dir="/tmp"))
-        self.dir.chmod(0o755)
-        self.data = self.dir / "data"
-        self.port = _free_port()
-        shutil.chown(self.dir, "postgres")
-
-    def _as_postgres(self, *cmd: str) -> None:
-        subprocess.run(["runuser", "-u", "postgres", "--", *cmd], check=True, capture_output=True)
-
-    def start(self) -> None:
-        self._as_postgres(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
-            "--auth=trust", "-E", "UTF8", "--locale=C",
+        super().__init__(
+            bindir, PORTS, "pgrig-tpcc-",
+            initdb_args=("-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"),
+            settings={"shared_buffers": "256MB", "max_wal_size": "2GB", "max_connections": 60},
         )  # fmt: skip
-        with open(self.data / "postgresql.conf", "a") as f:
-            f.write(
-                f"listen_addresses = '127.0.0.1'\nport = {self.port}\n"
-                f"unix_socket_directories = '{self.dir}'\nshared_buffers = 256MB\n"
-                "max_wal_size = 2GB\nfsync = off\nmax_connections = 60\n"
-            )
-        self._as_postgres(
-            str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.dir / "log"),
-            "-w", "start",
-        )  # fmt: skip
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self._as_postgres(
-                str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"
-            )
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def conninfo(self, db: str) -> str:
         return f"host=127.0.0.1 port={self.port} user=postgres dbname={db}"
@@ -115,23 +60,9 @@ class Server:
         return self.conninfo(db)
 
 
-@contextlib.contextmanager
-def _server(bindir: Path | None) -> Iterator[Server]:
-    reason = _cannot_run(bindir)
-    if reason:
-        pytest.skip(reason)
-    assert bindir is not None
-    srv = Server(bindir)
-    try:
-        srv.start()
-        yield srv
-    finally:
-        srv.stop()
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
-    with _server(PG15) as srv:
+    with servers.throwaway(PG15, Server) as srv:
         yield srv
 
 
@@ -559,7 +490,7 @@ def test_a_failing_task_cancels_the_others(server: Server) -> None:
 
 
 def test_unreachable_server_is_a_clean_error(tmp_path: Path) -> None:
-    port = _free_port()
+    port = servers.free_port(PORTS)
     with pytest.raises(PgrigError, match=f"cannot connect to 127.0.0.1:{port}/nowhere"):
         tpcc.generate(f"host=127.0.0.1 port={port} dbname=nowhere connect_timeout=2", 1)
 
@@ -568,7 +499,7 @@ def test_unreachable_server_is_a_clean_error(tmp_path: Path) -> None:
 
 
 def test_postgresql_18_load_run_check(tmp_path: Path) -> None:
-    with _server(_pg18()) as srv:
+    with servers.throwaway(_pg18(), Server) as srv:
         conninfo = srv.create_db("tpcc")
         info = tpcc.generate(conninfo, 1, jobs=2)
         assert info["rows_estimate"]["customer"] == pytest.approx(30_000, rel=0.05)

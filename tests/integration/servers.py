@@ -1,0 +1,176 @@
+"""Throwaway PostgreSQL servers and pgrig homes for the integration tests (one place for both).
+
+- `Server`: a cluster owned by OS user postgres under /tmp, listening on 127.0.0.1 only, on a
+  port from the calling module's own range; `running(server)` initialises, starts and always
+  removes it, `throwaway(bindir, make)` does the same after skipping when no server can run.
+- `scratch_home(prefix)`: a pgrig home for a whole module (PGRIG_HOME set, PGRIG_ARCHIVE
+  unset), with every environment in it destroyed and every server and pooler killed after.
+- `pgrig(...)`: the pgrig command line, failing the test with its stderr when asked to check.
+
+Imported by name (`import servers`): pytest puts this folder on sys.path (tests/ is no package).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+PG15 = Path("/usr/lib/postgresql/15/bin")
+
+
+def cannot_run(bindir: Path | None) -> str | None:
+    """Why no server can run here as OS user postgres (None when one can)."""
+    if os.geteuid() != 0:
+        return "needs root to run servers as OS user postgres"
+    if bindir is None or not (bindir / "postgres").exists():
+        return f"PostgreSQL not found at {bindir}"
+    try:
+        import pwd
+
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "no OS user postgres"
+    return None
+
+
+def free_port(ports: range) -> int:
+    """The first port of `ports` nothing listens on (each module keeps a range of its own)."""
+    for port in ports:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
+
+
+def as_postgres(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run argv as OS user postgres when root (PostgreSQL refuses root), else as ourselves."""
+    if os.geteuid() == 0:
+        argv = ("runuser", "-u", "postgres", "--", *argv)
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=120)
+
+
+class Server:
+    """A throwaway cluster in a fresh directory under /tmp, owned by OS user postgres."""
+
+    def __init__(
+        self,
+        bindir: Path,
+        ports: range,
+        prefix: str,
+        *,
+        initdb_args: Sequence[str] = ("-U", "postgres", "--auth=trust", "--no-sync"),
+        settings: Mapping[str, object] | None = None,
+    ) -> None:
+        self.bindir = bindir
+        self.dir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+        self.dir.chmod(0o755)
+        if os.geteuid() == 0:
+            shutil.chown(self.dir, "postgres")
+        self.data = self.dir / "data"
+        self.port = free_port(ports)
+        self.initdb_args = tuple(initdb_args)
+        self.settings = {"fsync": "off", **(settings or {})}
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data / "postmaster.pid"
+
+    def init(self) -> None:
+        """initdb, then the settings: loopback only, this port, sockets in the server's dir."""
+        as_postgres(str(self.bindir / "initdb"), "-D", str(self.data), *self.initdb_args)
+        conf = {
+            "listen_addresses": "127.0.0.1",
+            "port": self.port,
+            "unix_socket_directories": str(self.dir),
+            **self.settings,
+        }
+        lines = (
+            f"{k} = '{v}'\n" if isinstance(v, str) else f"{k} = {v}\n" for k, v in conf.items()
+        )
+        with open(self.data / "postgresql.conf", "a") as f:
+            f.writelines(lines)
+
+    def start(self) -> None:
+        log = str(self.dir / "log")
+        as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", log, "-w", "-t", "60",
+                    "start")  # fmt: skip
+
+    def cleanup(self) -> None:
+        """Stop at once (the data is thrown away) and remove the directory."""
+        with contextlib.suppress(subprocess.SubprocessError):
+            as_postgres(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                        "stop", check=False)  # fmt: skip
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+S = TypeVar("S", bound=Server)
+
+
+@contextlib.contextmanager
+def running(server: S) -> Iterator[S]:
+    """The server initialised and started; removed afterwards, even when a test failed."""
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+
+
+@contextlib.contextmanager
+def throwaway(bindir: Path | None, make: Callable[[Path], S]) -> Iterator[S]:
+    """`running(make(bindir))`, skipping the test when no server can run here."""
+    reason = cannot_run(bindir)
+    if reason:
+        pytest.skip(reason)
+    assert bindir is not None
+    with running(make(bindir)) as server:
+        yield server
+
+
+def pgrig(
+    *args: str, check: bool = True, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`pgrig args...`; with check, a non-zero exit fails the test showing pgrig's stderr."""
+    proc = subprocess.run(
+        ["pgrig", *args], capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"pgrig {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+@contextlib.contextmanager
+def scratch_home(prefix: str) -> Iterator[Path]:
+    """A pgrig home under /tmp for a whole module; nothing it started outlives it."""
+    home = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    home.chmod(0o755)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PGRIG_HOME", str(home))
+        env.delenv("PGRIG_ARCHIVE", raising=False)
+        try:
+            yield home
+        finally:
+            for env_json in home.glob("envs/*/env.json"):
+                pgrig("env", "destroy", env_json.parent.name, "--yes", check=False)
+            pid_files = [
+                *home.glob("envs/*/data/postmaster.pid"),
+                *home.glob("envs/*/pooler/*.pid"),
+            ]
+            for pid_file in pid_files:
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            shutil.rmtree(home, ignore_errors=True)
