@@ -6,6 +6,7 @@ The synthetic TPS model is deterministic given a seed: a base level changed by a
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from datetime import UTC, datetime, timedelta
@@ -198,6 +199,46 @@ class FakeBackend:
         rec.status, rec.started_at, rec.ended_at = status, started, ended
         archive.finish_run(rec)
         return rec
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return str(value)
+
+
+# The [run] table most test studies share; study_toml(..., key=value) changes or adds a key,
+# key=None leaves it out.
+RUN = {"workload": "pgbench:select-only", "clients": 4, "threads": 2, "duration": 5}
+
+
+def study_toml(
+    name: str,
+    *,
+    repeats: int | None = None,
+    study: dict[str, object] | None = None,
+    environment: dict[str, object] | None = None,
+    **run: object,
+) -> str:
+    """A study file's head (pgbench scale 1 on PostgreSQL 15); iterations or a sweep go after.
+
+    One key a line, so tests can change the text with str.replace("clients = 4", ...).
+    """
+    sections = {
+        "study": {"name": name, **({"repeats": repeats} if repeats is not None else {}),
+                  **(study or {})},
+        "environment": {"version": "15", **(environment or {})},
+        "dataset": {"scenario": "pgbench", "scale": 1},
+        "run": {k: v for k, v in {**RUN, **run}.items() if v is not None},
+    }  # fmt: skip
+    return "".join(
+        f"\n[{title}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in values.items())
+        for title, values in sections.items()
+    )
 
 
 def archive_at(tmp_path) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at, make_record
+from study_fakes import FakeBackend, archive_at, make_record, study_toml
 
 from pgrig.errors import NotFound
 from pgrig.reports import iteration, publish
@@ -17,27 +17,8 @@ from pgrig.reports.summary import load_study
 from pgrig.study.runner import run_study
 from pgrig.study.spec import parse
 
-HEAD = """
-[study]
-name = "{name}"
-description = "a <b>bold</b> study & more"
-repeats = 5
-threshold = 0.02
-
-[environment]
-version = "15"
-
-[dataset]
-scenario = "pgbench"
-scale = 1
-
-[run]
-workload = "pgbench:tpcb-like"
-clients = 4
-threads = 2
-duration = 20
-warmup = 3
-"""
+REPORTED = {"description": "a <b>bold</b> study & more", "repeats": 5, "threshold": 0.02}
+HEAD = study_toml("{name}", study=REPORTED, workload="pgbench:tpcb-like", duration=20, warmup=3)
 
 SAME = (
     HEAD

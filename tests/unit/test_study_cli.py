@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at, make_record
+from study_fakes import FakeBackend, archive_at, make_record, study_toml
 from typer.testing import CliRunner
 
 from pgrig.cli import study as study_cli
@@ -18,23 +18,9 @@ from pgrig.study.spec import StudySpecError, parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
 
-STUDY = """
-[study]
-name = "cli"
-repeats = 2
-
-[environment]
-version = "15"
-
-[dataset]
-scenario = "pgbench"
-scale = 1
-
-[run]
-workload = "pgbench:select-only"
-clients = 2
-duration = 5
-
+STUDY = (
+    study_toml("cli", repeats=2, clients=2, threads=None)
+    + """
 [[iterations]]
 name = "a"
 
@@ -42,6 +28,7 @@ name = "a"
 name = "b"
 settings = { synchronous_commit = "off" }
 """
+)
 
 
 @pytest.fixture

@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
+from study_fakes import study_toml
+
 from pgrig.study import plan as planning
 from pgrig.study.spec import parse
 
-HEAD = """
-[study]
-name = "p"
-repeats = 2
-
-[environment]
-version = "15"
-settings = { max_connections = 50 }
-
-[dataset]
-scenario = "pgbench"
-scale = 1
-
-[run]
-workload = "pgbench:select-only"
-clients = 4
-threads = 2
-duration = 5
-warmup = 1
-"""
+HEAD = study_toml("p", repeats=2, environment={"settings": {"max_connections": 50}}, warmup=1)
 
 ITERATIONS = (
     HEAD

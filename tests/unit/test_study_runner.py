@@ -8,31 +8,15 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at
+from study_fakes import FakeBackend, archive_at, study_toml
 
 from pgrig.errors import PgrigError
 from pgrig.study.runner import StudyInterrupted, completed_runs, run_study, validate
 from pgrig.study.spec import StudySpecError, parse
 
-STUDY = """
-[study]
-name = "s1"
-repeats = 3
-
-[environment]
-version = "15"
-
-[dataset]
-scenario = "pgbench"
-scale = 1
-
-[run]
-workload = "pgbench:tpcb-like"
-clients = 4
-threads = 2
-duration = 5
-warmup = 1
-
+STUDY = (
+    study_toml("s1", repeats=3, workload="pgbench:tpcb-like", warmup=1)
+    + """
 [[iterations]]
 name = "base"
 settings = { synchronous_commit = "on" }
@@ -46,6 +30,7 @@ settings = { synchronous_commit = "off" }
 name = "checkpointed"
 actions = ["checkpoint", "prewarm"]
 """
+)
 
 
 def console() -> tuple[Console, io.StringIO]:

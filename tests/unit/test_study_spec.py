@@ -5,30 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from study_fakes import study_toml
 
 from pgrig.study import spec as study_spec
 from pgrig.study.spec import StudySpecError, parse, parse_duration, setting_value
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
 
-BASE = """
-[study]
-name = "t1"
-repeats = 2
-
-[environment]
-version = "15"
-
-[dataset]
-scenario = "pgbench"
-scale = 1
-
-[run]
-workload = "pgbench:select-only"
-clients = 4
-threads = 2
-duration = "5s"
-"""
+BASE = study_toml("t1", repeats=2, duration="5s")
 
 ITER = (
     BASE
