@@ -5,31 +5,12 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
 from pgrig.web import compare_view, sample_data
-from pgrig.web.app import create_app
-
-
-@pytest.fixture
-def url(pgrig_home: Path) -> str:
-    return f"sqlite:///{pgrig_home / 'archive.sqlite'}"
-
-
-@pytest.fixture
-def archive(url: str):
-    a = Archive(url)
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def client(url: str, archive: Archive) -> TestClient:
-    return TestClient(create_app(url))
 
 
 def _pair(archive: Archive) -> tuple[int, int]:

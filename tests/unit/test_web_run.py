@@ -12,24 +12,6 @@ from fastapi.testclient import TestClient
 from pgrig.archive import artifacts
 from pgrig.archive.store import Archive
 from pgrig.web import sample_data
-from pgrig.web.app import create_app
-
-
-@pytest.fixture
-def url(pgrig_home: Path) -> str:
-    return f"sqlite:///{pgrig_home / 'archive.sqlite'}"
-
-
-@pytest.fixture
-def archive(url: str):
-    a = Archive(url)
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def client(url: str, archive: Archive) -> TestClient:
-    return TestClient(create_app(url))
 
 
 def _run_with_artifacts(

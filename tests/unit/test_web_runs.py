@@ -17,23 +17,6 @@ from pgrig.web import runs_view, sample_data
 from pgrig.web.app import create_app
 
 
-@pytest.fixture
-def url(pgrig_home: Path) -> str:
-    return f"sqlite:///{pgrig_home / 'archive.sqlite'}"
-
-
-@pytest.fixture
-def archive(url: str):
-    a = Archive(url)
-    yield a
-    a.close()
-
-
-@pytest.fixture
-def client(url: str, archive: Archive) -> TestClient:
-    return TestClient(create_app(url))
-
-
 def _ids(html: str) -> list[int]:
     return [int(x) for x in re.findall(r'name="ids" value="(\d+)"', html)]
 
