@@ -208,6 +208,8 @@ def _toml(value: object) -> str:
         return json.dumps(value)
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
     return str(value)
 
 
@@ -235,10 +237,16 @@ def study_toml(
         "dataset": {"scenario": "pgbench", "scale": 1},
         "run": {k: v for k, v in {**RUN, **run}.items() if v is not None},
     }  # fmt: skip
-    return "".join(
-        f"\n[{title}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in values.items())
-        for title, values in sections.items()
-    )
+    return "".join(_table(f"[{title}]", values) for title, values in sections.items())
+
+
+def iterations_toml(*iterations: dict[str, object]) -> str:
+    """[[iterations]] tables to go after study_toml(...), one key a line like it."""
+    return "".join(_table("[[iterations]]", values) for values in iterations)
+
+
+def _table(header: str, values: dict[str, object]) -> str:
+    return f"\n{header}\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in values.items())
 
 
 def archive_at(tmp_path) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at, make_record, study_toml
+from study_fakes import FakeBackend, archive_at, iterations_toml, make_record, study_toml
 
 from pgrig.errors import NotFound
 from pgrig.reports import iteration, publish
@@ -20,30 +20,18 @@ from pgrig.study.spec import parse
 REPORTED = {"description": "a <b>bold</b> study & more", "repeats": 5, "threshold": 0.02}
 HEAD = study_toml("{name}", study=REPORTED, workload="pgbench:tpcb-like", duration=20, warmup=3)
 
-SAME = (
-    HEAD
-    + """
-[[iterations]]
-name = "first"
-settings = { work_mem = "4MB" }
-
-[[iterations]]
-name = "same again"
-"""
+SAME = HEAD + iterations_toml(
+    {"name": "first", "settings": {"work_mem": "4MB"}},
+    {"name": "same again"},
 )
 
-FASTER = (
-    HEAD
-    + """
-[[iterations]]
-name = "sync commit"
-settings = { synchronous_commit = "on" }
-
-[[iterations]]
-name = "<script>alert(1)</script>"
-settings = { synchronous_commit = "off" }
-note = "<img src=x onerror=alert(1)> | pipe"
-"""
+FASTER = HEAD + iterations_toml(
+    {"name": "sync commit", "settings": {"synchronous_commit": "on"}},
+    {
+        "name": "<script>alert(1)</script>",
+        "settings": {"synchronous_commit": "off"},
+        "note": "<img src=x onerror=alert(1)> | pipe",
+    },
 )
 
 

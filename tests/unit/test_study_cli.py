@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at, make_record, study_toml
+from study_fakes import FakeBackend, archive_at, iterations_toml, make_record, study_toml
 from typer.testing import CliRunner
 
 from pgrig.cli import study as study_cli
@@ -18,16 +18,8 @@ from pgrig.study.spec import StudySpecError, parse
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
 
-STUDY = (
-    study_toml("cli", repeats=2, clients=2, threads=None)
-    + """
-[[iterations]]
-name = "a"
-
-[[iterations]]
-name = "b"
-settings = { synchronous_commit = "off" }
-"""
+STUDY = study_toml("cli", repeats=2, clients=2, threads=None) + iterations_toml(
+    {"name": "a"}, {"name": "b", "settings": {"synchronous_commit": "off"}}
 )
 
 

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from study_fakes import study_toml
+from study_fakes import iterations_toml, study_toml
 
 from pgrig.study import plan as planning
 from pgrig.study.spec import parse
 
 HEAD = study_toml("p", repeats=2, environment={"settings": {"max_connections": 50}}, warmup=1)
 
-ITERATIONS = (
-    HEAD
-    + """
-[[iterations]]
-name = "start"
-settings = { shared_buffers = "128MB", work_mem = "4MB" }
-actions = ["restart"]
-
-[[iterations]]
-name = "bigger"
-settings = { shared_buffers = "1GB" }
-run = { clients = 8 }
-
-[[iterations]]
-name = "work_mem back"
-reset = ["work_mem"]
-"""
+ITERATIONS = HEAD + iterations_toml(
+    {
+        "name": "start",
+        "settings": {"shared_buffers": "128MB", "work_mem": "4MB"},
+        "actions": ["restart"],
+    },
+    {"name": "bigger", "settings": {"shared_buffers": "1GB"}, "run": {"clients": 8}},
+    {"name": "work_mem back", "reset": ["work_mem"]},
 )
 
 

@@ -8,28 +8,16 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from study_fakes import FakeBackend, archive_at, study_toml
+from study_fakes import FakeBackend, archive_at, iterations_toml, study_toml
 
 from pgrig.errors import PgrigError
 from pgrig.study.runner import StudyInterrupted, completed_runs, run_study, validate
 from pgrig.study.spec import StudySpecError, parse
 
-STUDY = (
-    study_toml("s1", repeats=3, workload="pgbench:tpcb-like", warmup=1)
-    + """
-[[iterations]]
-name = "base"
-settings = { synchronous_commit = "on" }
-actions = ["restart"]
-
-[[iterations]]
-name = "async commit"
-settings = { synchronous_commit = "off" }
-
-[[iterations]]
-name = "checkpointed"
-actions = ["checkpoint", "prewarm"]
-"""
+STUDY = study_toml("s1", repeats=3, workload="pgbench:tpcb-like", warmup=1) + iterations_toml(
+    {"name": "base", "settings": {"synchronous_commit": "on"}, "actions": ["restart"]},
+    {"name": "async commit", "settings": {"synchronous_commit": "off"}},
+    {"name": "checkpointed", "actions": ["checkpoint", "prewarm"]},
 )
 
 

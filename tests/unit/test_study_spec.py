@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_fakes import study_toml
+from study_fakes import iterations_toml, study_toml
 
 from pgrig.study import spec as study_spec
 from pgrig.study.spec import StudySpecError, parse, parse_duration, setting_value
@@ -14,17 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
 
 BASE = study_toml("t1", repeats=2, duration="5s")
 
-ITER = (
-    BASE
-    + """
-[[iterations]]
-name = "a"
-settings = { shared_buffers = "128MB" }
-
-[[iterations]]
-name = "b"
-settings = { shared_buffers = "1GB" }
-"""
+ITER = BASE + iterations_toml(
+    {"name": "a", "settings": {"shared_buffers": "128MB"}},
+    {"name": "b", "settings": {"shared_buffers": "1GB"}},
 )
 
 
