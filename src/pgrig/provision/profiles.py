@@ -39,84 +39,47 @@ _TOP_KEYS = {"description", "kind", "workload", "source", "warning", "notes", "s
 KB_PER_MB = 1024
 KB_PER_GB = 1024 * 1024
 
-# Settings that do not exist in every supported major: name -> (first major, last major or None).
+# Settings that do not exist in every supported major: name -> (first major, last major or None),
+# written as (first, last) -> the names sharing that span.
 # The 15 vs 18 differences were verified against `postgres --describe-config` of Debian's 15 and
 # the 18.6 build; the split between 16 and 17 comes from the release notes. Settings not listed
 # here are assumed to exist everywhere (the server's own catalogue has the last word).
+_SETTING_SPANS: dict[tuple[int, int | None], str] = {
+    (11, None): "jit max_parallel_maintenance_workers",
+    (13, None): (
+        "autovacuum_vacuum_insert_threshold autovacuum_vacuum_insert_scale_factor "
+        "hash_mem_multiplier logical_decoding_work_mem maintenance_io_concurrency wal_keep_size"
+    ),
+    (9, 12): "wal_keep_segments",
+    (9, 13): "operator_precedence_warning",
+    (11, 13): "vacuum_cleanup_index_scale_factor",
+    (14, None): "track_wal_io_timing client_connection_check_interval idle_session_timeout",
+    (16, None): (
+        "createrole_self_grant debug_io_direct debug_parallel_query enable_presorted_aggregate "
+        "gss_accept_delegation icu_validation_level max_parallel_apply_workers_per_subscription "
+        "reserved_connections scram_iterations vacuum_buffer_usage_limit"
+    ),
+    # force_parallel_mode was renamed debug_parallel_query in 16
+    (9, 15): "force_parallel_mode promote_trigger_file vacuum_defer_cleanup_age",
+    (17, None): (
+        "allow_alter_system commit_timestamp_buffers enable_group_by_reordering event_triggers "
+        "io_combine_limit max_notify_queue_pages multixact_member_buffers "
+        "multixact_offset_buffers notify_buffers serializable_buffers subtransaction_buffers "
+        "summarize_wal sync_replication_slots synchronized_standby_slots transaction_buffers "
+        "transaction_timeout wal_summary_keep_time"
+    ),
+    (9, 16): "db_user_namespace old_snapshot_threshold trace_recovery_messages",
+    (18, None): (
+        "autovacuum_vacuum_max_threshold autovacuum_worker_slots enable_distinct_reordering "
+        "enable_self_join_elimination extension_control_path file_copy_method "
+        "idle_replication_slot_timeout io_max_combine_limit io_max_concurrency io_method "
+        "io_workers log_lock_failures max_active_replication_origins md5_password_warnings "
+        "oauth_validator_libraries ssl_groups ssl_tls13_ciphers track_cost_delay_timing "
+        "vacuum_max_eager_freeze_failure_rate vacuum_truncate"
+    ),
+}
 SETTING_MAJORS: dict[str, tuple[int, int | None]] = {
-    # 11
-    "jit": (11, None),
-    "max_parallel_maintenance_workers": (11, None),
-    # 13
-    "autovacuum_vacuum_insert_threshold": (13, None),
-    "autovacuum_vacuum_insert_scale_factor": (13, None),
-    "hash_mem_multiplier": (13, None),
-    "logical_decoding_work_mem": (13, None),
-    "maintenance_io_concurrency": (13, None),
-    "wal_keep_size": (13, None),
-    "wal_keep_segments": (9, 12),
-    "operator_precedence_warning": (9, 13),
-    "vacuum_cleanup_index_scale_factor": (11, 13),
-    # 14
-    "track_wal_io_timing": (14, None),
-    "client_connection_check_interval": (14, None),
-    "idle_session_timeout": (14, None),
-    # 16
-    "createrole_self_grant": (16, None),
-    "debug_io_direct": (16, None),
-    "debug_parallel_query": (16, None),
-    "enable_presorted_aggregate": (16, None),
-    "gss_accept_delegation": (16, None),
-    "icu_validation_level": (16, None),
-    "max_parallel_apply_workers_per_subscription": (16, None),
-    "reserved_connections": (16, None),
-    "scram_iterations": (16, None),
-    "vacuum_buffer_usage_limit": (16, None),
-    "force_parallel_mode": (9, 15),  # renamed debug_parallel_query in 16
-    "promote_trigger_file": (9, 15),
-    "vacuum_defer_cleanup_age": (9, 15),
-    # 17
-    "allow_alter_system": (17, None),
-    "commit_timestamp_buffers": (17, None),
-    "enable_group_by_reordering": (17, None),
-    "event_triggers": (17, None),
-    "io_combine_limit": (17, None),
-    "max_notify_queue_pages": (17, None),
-    "multixact_member_buffers": (17, None),
-    "multixact_offset_buffers": (17, None),
-    "notify_buffers": (17, None),
-    "serializable_buffers": (17, None),
-    "subtransaction_buffers": (17, None),
-    "summarize_wal": (17, None),
-    "sync_replication_slots": (17, None),
-    "synchronized_standby_slots": (17, None),
-    "transaction_buffers": (17, None),
-    "transaction_timeout": (17, None),
-    "wal_summary_keep_time": (17, None),
-    "db_user_namespace": (9, 16),
-    "old_snapshot_threshold": (9, 16),
-    "trace_recovery_messages": (9, 16),
-    # 18
-    "autovacuum_vacuum_max_threshold": (18, None),
-    "autovacuum_worker_slots": (18, None),
-    "enable_distinct_reordering": (18, None),
-    "enable_self_join_elimination": (18, None),
-    "extension_control_path": (18, None),
-    "file_copy_method": (18, None),
-    "idle_replication_slot_timeout": (18, None),
-    "io_max_combine_limit": (18, None),
-    "io_max_concurrency": (18, None),
-    "io_method": (18, None),
-    "io_workers": (18, None),
-    "log_lock_failures": (18, None),
-    "max_active_replication_origins": (18, None),
-    "md5_password_warnings": (18, None),
-    "oauth_validator_libraries": (18, None),
-    "ssl_groups": (18, None),
-    "ssl_tls13_ciphers": (18, None),
-    "track_cost_delay_timing": (18, None),
-    "vacuum_max_eager_freeze_failure_rate": (18, None),
-    "vacuum_truncate": (18, None),
+    name: span for span, names in _SETTING_SPANS.items() for name in names.split()
 }
 
 # Values (or list items) that only some majors accept: (setting, value) -> first major.
