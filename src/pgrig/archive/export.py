@@ -13,16 +13,39 @@ import csv
 import io
 import json
 import math
+from dataclasses import fields
 from datetime import datetime
 from typing import Any, Literal
 
-from pgrig.archive.records import RunRecord
+from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 
-__all__ = ["SERIES_KIND_ORDER", "export_run", "json_safe", "run_to_json", "series_table"]
+__all__ = [
+    "LOAD_FIELDS",
+    "SCRIPT_FIGURES",
+    "SERIES_KIND_ORDER",
+    "export_run",
+    "json_safe",
+    "run_to_json",
+    "script_figures",
+    "series_table",
+]
 
 SERIES_KIND_ORDER = ("pgbench", "os", "pg", "pooler")
+# A script's own figures, in field order: everything but its latency (kept apart everywhere).
+SCRIPT_FIGURES = tuple(f.name for f in fields(ScriptResult) if f.name != "latency")
 
+# The dataset and how it was loaded, in the order every export lists them (JSON and runs CSV).
+LOAD_FIELDS = (
+    "scale",
+    "db_size_bytes",
+    "via",
+    "clients",
+    "threads",
+    "duration_s",
+    "transactions_per_client",
+    "warmup_s",
+)
 _SUMMARY_FIELDS = (
     "id",
     "status",
@@ -42,14 +65,7 @@ _SUMMARY_FIELDS = (
     "database",
     "scenario",
     "workload",
-    "scale",
-    "db_size_bytes",
-    "via",
-    "clients",
-    "threads",
-    "duration_s",
-    "transactions_per_client",
-    "warmup_s",
+    *LOAD_FIELDS,
     "rate",
     "latency_limit_ms",
     "protocol",
@@ -93,22 +109,13 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
     out["latency_ms"] = rec.latency.as_dict()
     for name in _AFTER_LATENCY:
         out[name] = getattr(rec, name)
-    out["scripts"] = [
-        {
-            "script_no": s.script_no,
-            "name": s.name,
-            "weight": s.weight,
-            "transactions": s.transactions,
-            "failed": s.failed,
-            "retried": s.retried,
-            "skipped": s.skipped,
-            "rollbacks": s.rollbacks,
-            "tps": s.tps,
-            "latency_ms": s.latency.as_dict(),
-        }
-        for s in rec.scripts
-    ]
+    out["scripts"] = [{**script_figures(s), "latency_ms": s.latency.as_dict()} for s in rec.scripts]
     return json_safe(out)
+
+
+def script_figures(s: ScriptResult) -> dict[str, Any]:
+    """SCRIPT_FIGURES of one script, by name."""
+    return {name: getattr(s, name) for name in SCRIPT_FIGURES}
 
 
 def _kinds(series: dict[str, Any]) -> list[str]:

@@ -40,6 +40,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 
 from pgrig import paths
+from pgrig.archive.export import SCRIPT_FIGURES, script_figures
 from pgrig.archive.models import BLOB_KINDS, LATENCY_COLUMNS
 from pgrig.archive.models import blobs as blobs_t
 from pgrig.archive.models import runs as runs_t
@@ -220,18 +221,7 @@ def _record_from_row(row: Mapping[str, Any]) -> RunRecord:
 
 
 def _script_row(run_id: int, s: ScriptResult) -> dict[str, Any]:
-    row = {
-        "run_id": run_id,
-        "script_no": s.script_no,
-        "name": s.name,
-        "weight": s.weight,
-        "transactions": s.transactions,
-        "failed": s.failed,
-        "retried": s.retried,
-        "skipped": s.skipped,
-        "rollbacks": s.rollbacks,
-        "tps": s.tps,
-    }
+    row = {"run_id": run_id, **script_figures(s)}
     for col, f in zip(LATENCY_COLUMNS, LATENCY_FIELDS, strict=True):
         row[col] = getattr(s.latency, f)
     return row
@@ -239,15 +229,7 @@ def _script_row(run_id: int, s: ScriptResult) -> dict[str, Any]:
 
 def _script_from_row(row: Mapping[str, Any]) -> ScriptResult:
     return ScriptResult(
-        script_no=row["script_no"],
-        name=row["name"],
-        weight=row["weight"],
-        transactions=row["transactions"],
-        failed=row["failed"],
-        retried=row["retried"],
-        skipped=row["skipped"],
-        rollbacks=row["rollbacks"],
-        tps=row["tps"],
+        **{name: row[name] for name in SCRIPT_FIGURES},
         latency=LatencyStats(
             **{f: row[c] for c, f in zip(LATENCY_COLUMNS, LATENCY_FIELDS, strict=True)}
         ),

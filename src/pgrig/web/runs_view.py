@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from pgrig.archive.export import LOAD_FIELDS
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.errors import PgrigError
 
@@ -197,14 +198,7 @@ CSV_COLUMNS = (
     "server_version",
     "workload",
     "scenario",
-    "scale",
-    "db_size_bytes",
-    "via",
-    "clients",
-    "threads",
-    "duration_s",
-    "transactions_per_client",
-    "warmup_s",
+    *LOAD_FIELDS,
     "measured_s",
     "tps",
     "nopm",
