@@ -524,6 +524,12 @@ def start(env: Environment) -> bool:
     exe = binary()
     if not auth_file(env).exists() or not passfile(env).exists():
         _credentials(env, cfg)
+    _launch(env, cfg, exe)
+    return True
+
+
+def _launch(env: Environment, cfg: PoolerConfig, exe: str) -> None:
+    """Write the config and start every process; if one fails, none is left running."""
     _write_config(env, cfg)
     try:
         for i in range(cfg.processes):
@@ -531,7 +537,6 @@ def start(env: Environment) -> bool:
     except BaseException:
         stop(env)
         raise
-    return True
 
 
 def stop(env: Environment) -> bool:
@@ -712,13 +717,7 @@ def restart(name: str) -> Environment:
     stop(env)
     cluster.ensure_running(env)
     _credentials(env, cfg)
-    _write_config(env, cfg)
-    try:
-        for i in range(cfg.processes):
-            _start_one(env, cfg, i, exe)
-    except BaseException:
-        stop(env)
-        raise
+    _launch(env, cfg, exe)
     return env
 
 
