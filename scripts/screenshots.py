@@ -41,18 +41,21 @@ def synthetic_archive(directory: Path) -> str:
     return url
 
 
-REAL_ITERATIONS = """\
-[study]
-name = "tune-demo"
-description = "A short real iteration study"
-repeats = 2
+# Both real studies use the environment and data that real_archive() makes.
+REAL_TARGET = """\
 [environment]
 name = "shots"
 version = "15"
 [dataset]
 scenario = "pgbench"
 scale = 2
-[run]
+"""
+REAL_ITERATIONS = f"""\
+[study]
+name = "tune-demo"
+description = "A short real iteration study"
+repeats = 2
+{REAL_TARGET}[run]
 workload = "pgbench:tpcb-like"
 clients = 4
 threads = 2
@@ -62,23 +65,17 @@ warmup = "2s"
 name = "defaults"
 [[iterations]]
 name = "shared_buffers 256MB"
-settings = { shared_buffers = "256MB" }
+settings = {{ shared_buffers = "256MB" }}
 [[iterations]]
 name = "synchronous_commit off"
-settings = { synchronous_commit = "off" }
+settings = {{ synchronous_commit = "off" }}
 """
-REAL_SWEEP = """\
+REAL_SWEEP = f"""\
 [study]
 name = "clients-demo"
 description = "A short real sweep over clients and protocol"
 repeats = 1
-[environment]
-name = "shots"
-version = "15"
-[dataset]
-scenario = "pgbench"
-scale = 2
-[run]
+{REAL_TARGET}[run]
 workload = "pgbench:select-only"
 duration = "6s"
 warmup = "2s"

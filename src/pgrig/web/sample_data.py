@@ -311,11 +311,7 @@ x = "clients"
 def iteration_study(archive: Any, name: str = "tune-pg15", seed: int = 7) -> list[int]:
     """A 4-iteration study, 3 repeats each, TPS growing the way seed 000's did."""
     rng = random.Random(seed)
-    archive.create_study(
-        StudyRecord(
-            name=name, kind="iterations", spec=ITERATION_STUDY.format(name=name), status="done"
-        )
-    )
+    _create_study(archive, name, "iterations", ITERATION_STUDY)
     levels = [
         ("iter-00", {}, 1100),
         ("iter-01", {"shared_buffers": "262144"}, 1450),
@@ -333,52 +329,39 @@ def iteration_study(archive: Any, name: str = "tune-pg15", seed: int = 7) -> lis
     ]
     ids = []
     for k, (point, settings, tps) in enumerate(levels):
-        for rep in range(3):
-            rec = make_run(
-                100 + k * 3 + rep,
-                rng,
-                tps=tps * rng.uniform(0.97, 1.03),
-                settings=settings,
-                clients=20,
-                study=name,
-                study_point=point,
-                repeat=rep,
-                note="",
-                tpcc=False,
-                duration=30,
-                warmup=5,
-                status="ok",
-            )
-            ids.append(store(archive, rec))
+        ids += _repeats(archive, rng, name, point, 3, 100 + k * 3, tps, duration=30,
+                        settings=settings, clients=20)  # fmt: skip
     return ids
 
 
 def sweep_study(archive: Any, name: str = "pooler-sweep", seed: int = 9) -> list[int]:
     """clients × via, 2 repeats: pgbouncer flattens out as its single thread saturates."""
     rng = random.Random(seed)
-    archive.create_study(
-        StudyRecord(name=name, kind="sweep", spec=SWEEP_STUDY.format(name=name), status="done")
-    )
+    _create_study(archive, name, "sweep", SWEEP_STUDY)
     ids = []
     for clients in (50, 100, 200, 400):
         for via in ("direct", "pgbouncer"):
             base = 30000 * (1 - math.exp(-clients / 120))
             tps = base if via == "direct" else min(base, 14000) * 0.93
-            for rep in range(2):
-                rec = make_run(
-                    200 + clients + rep,
-                    rng,
-                    tps=tps * rng.uniform(0.97, 1.03),
-                    clients=clients,
-                    via=via,
-                    study=name,
-                    study_point=f"clients={clients},via={via}",
-                    repeat=rep,
-                    note="",
-                    tpcc=False,
-                    duration=20,
-                    warmup=5,
-                    status="ok",
-                )
-                ids.append(store(archive, rec))
+            point = f"clients={clients},via={via}"
+            ids += _repeats(archive, rng, name, point, 2, 200 + clients, tps, duration=20,
+                            clients=clients, via=via)  # fmt: skip
     return ids
+
+
+def _create_study(archive: Any, name: str, kind: str, spec_template: str) -> None:
+    spec = spec_template.format(name=name)
+    archive.create_study(StudyRecord(name=name, kind=kind, spec=spec, status="done"))
+
+
+def _repeats(
+    archive: Any, rng: random.Random, study: str, point: str, repeats: int, first_id: int,
+    tps: float, duration: int, **kwargs: Any,
+) -> list[int]:  # fmt: skip
+    """`repeats` ok runs of one study point, ids from first_id, TPS within 3% of `tps`."""
+    return [
+        store(archive, make_run(first_id + rep, rng, tps=tps * rng.uniform(0.97, 1.03),
+                                study=study, study_point=point, repeat=rep, note="", tpcc=False,
+                                duration=duration, warmup=5, status="ok", **kwargs))
+        for rep in range(repeats)
+    ]  # fmt: skip
