@@ -124,6 +124,7 @@ def start(env: Environment, timeout: int = 60) -> bool:
     _require_managed(env, "start")
     if is_running(env):
         return False
+    _clear_stale_lock(env)
     _prepare_dirs(env)
     mark = _log_size(env)
     proc = pg_ctl(env, "-l", str(env.logfile), "-w", "-t", str(timeout), "-s", "start",
@@ -133,6 +134,59 @@ def start(env: Environment, timeout: int = 60) -> bool:
         raise StartError(env, why or f"pg_ctl exited {proc.returncode}")
     wait_ready(env, timeout)
     return True
+
+
+def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
+    """Remove postmaster.pid left by a postmaster that died (kill -9, crash).
+
+    PostgreSQL itself refuses to start while the PID in the lock file answers kill(pid, 0),
+    which an unreaped zombie still does. The file is removed only once the dead postmaster's
+    shared memory has no process attached (its orphaned backends exit when they notice the
+    postmaster's death), which is the same condition PostgreSQL checks.
+    """
+    lock = env.datadir / "postmaster.pid"
+    try:
+        lines = lock.read_text().splitlines()
+        old_pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return
+    if _alive_postgres(old_pid):
+        return  # a real postmaster: let pg_ctl report it
+    shmid = None
+    if len(lines) >= 7 and len(lines[6].split()) == 2:
+        shmid = lines[6].split()[1]
+    deadline = time.monotonic() + timeout
+    while shmid is not None and _shm_attached(shmid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if shmid is not None and _shm_attached(shmid):
+        raise PgrigError(
+            f"server of {env.name!r} crashed and its old backends are still running; "
+            "try again in a few seconds"
+        )
+    lock.unlink(missing_ok=True)
+
+
+def _alive_postgres(p: int) -> bool:
+    try:
+        stat = Path(f"/proc/{p}/stat").read_text()
+        cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state != "Z" and (b"postgres" in cmd or b"postmaster" in cmd)
+
+
+def _shm_attached(shmid: str) -> bool:
+    """nattch of a System V segment from /proc/sysvipc/shm (False when it is gone)."""
+    try:
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for row in rows:
+        cols = row.split()
+        if len(cols) > 6 and cols[1] == shmid:
+            return int(cols[6]) > 0
+    return False
 
 
 def wait_ready(env: Environment, timeout: float = 30) -> None:
