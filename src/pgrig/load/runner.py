@@ -282,7 +282,8 @@ def _measure(
     proc: PgbenchProcess | None = None
     try:
         view = LiveView(console, total_s, spec.warmup_s if timed else 0.0, env.name)
-        tail = _live_tail(log_prefix)
+        # Live p95 needs the log read as it grows: only worth its CPU when someone watches.
+        tail = _live_tail(log_prefix) if live else None
 
         def on_line(line: str) -> None:
             point = pgbench_output.parse_progress_line(line)
