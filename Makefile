@@ -11,11 +11,11 @@ demo: setup
 
 test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
-	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m ruff check src tests bench scripts
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 lint:
-	$(PYTHON) -m ruff check src tests bench
+	$(PYTHON) -m ruff check src tests bench scripts
 	$(PYTHON) -m ruff format --check src tests bench
 
 format:
