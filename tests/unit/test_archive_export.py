@@ -26,7 +26,9 @@ def record() -> RunRecord:
         failed=0,
         latency=LatencyStats(avg=1.5, p95=float("nan")),
         scripts=[ScriptResult(0, "tpcb", tps=100.5, latency=LatencyStats(p99=3.0))],
-        settings={"work_mem": {"setting": "8192", "boot_val": "4096", "source": "session"}},
+        settings={
+            "work_mem": {"setting": "8192", "boot_val": "4096", "source": "configuration file"}
+        },
         series={
             "os": {"t": [-0.98, 0.02, 1.01, 2.0], "cpu_user": [1.0, 2.0, 3.0, 4.0]},
             "pgbench": {"t": [-1, 0, 1], "tps": [90.0, 100.0, None], "p95": [1, 2, 3]},
@@ -85,3 +87,16 @@ def test_csv_of_a_run_without_series_is_just_a_header() -> None:
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(PgrigError, match="unknown export format 'xml'"):
         export_run(record(), "xml")  # type: ignore[arg-type]
+
+
+def test_session_level_values_are_not_server_settings() -> None:
+    from pgrig.archive.records import RunRecord
+
+    rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
+    rec.settings = {
+        "work_mem": {"setting": "8192", "boot_val": "4096", "source": "configuration file"},
+        "application_name": {"setting": "pgrig", "boot_val": "", "source": "client"},
+        "search_path": {"setting": "x", "boot_val": "y", "source": "session"},
+        "shared_buffers": {"setting": "16384", "boot_val": "16384", "source": "configuration file"},
+    }
+    assert set(rec.non_default_settings()) == {"work_mem"}
