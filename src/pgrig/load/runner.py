@@ -72,7 +72,11 @@ def execute(
         scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
         spec.scripts = scripts
         spec.defines = {**defines, **spec.defines}
-        if max_tries > spec.max_tries:
+        # Retries need pgbench 15+ (--max-tries); older pgbench runs without them.
+        if (
+            max_tries > spec.max_tries
+            and (pgbench_command.pgbench_major(env.binary("pgbench")) or 0) >= 15
+        ):
             spec.max_tries = max_tries
         check_scripts(env, spec)
         run_settings = {**_profile_settings(spec.profile, server["major"]), **spec.settings}
