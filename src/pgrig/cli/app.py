@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each group module exposes `app` (a Typer) or `register(app)` for top-level commands.
-    from pgrig.cli import db, env, pg, profile, run, runs
+    from pgrig.cli import db, env, pg, profile, run, runs, serve, study
 
     app.add_typer(pg.app, name="pg", help="PostgreSQL versions: list and install.")
     app.add_typer(env.app, name="env", help="Environments (clusters pgrig manages).")
@@ -27,12 +27,8 @@ def _register() -> None:
     app.add_typer(db.app, name="db", help="Generate and check data.")
     app.add_typer(runs.app, name="runs", help="The archive of runs.")
     run.register(app)
-    for optional in ("study", "serve"):
-        try:
-            module = __import__(f"pgrig.cli.{optional}", fromlist=["register"])
-        except ModuleNotFoundError:
-            continue
-        module.register(app)
+    study.register(app)
+    serve.register(app)
 
 
 def main() -> None:
