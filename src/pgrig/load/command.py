@@ -17,22 +17,27 @@ from pgrig.errors import PgrigError
 from pgrig.load.pgbench_output import parse_version, version_major
 from pgrig.load.spec import RunSpec
 from pgrig.provision.environment import DEFAULT_DATABASE
+from pgrig.workloads.script import PGBENCH_BUILTINS as BUILTINS
 
 PROTOCOLS = ("simple", "extended", "prepared")
-BUILTINS = ("tpcb-like", "simple-update", "select-only")
 MIN_MAJOR_RETRIES = 15  # --max-tries, --failures-detailed and the failure lines appeared in 15
 
 
 @functools.lru_cache(maxsize=16)
-def pgbench_major(pgbench: str) -> int | None:
-    """Major version of a pgbench binary (`pgbench --version`), None if it cannot be run."""
+def pgbench_version(pgbench: str) -> str | None:
+    """Version of a pgbench binary (`pgbench --version`, e.g. "15.18"), None if it cannot run."""
     try:
         out = subprocess.run(
             [pgbench, "--version"], capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return version_major(parse_version(out.stdout))
+    return parse_version(out.stdout)
+
+
+def pgbench_major(pgbench: str) -> int | None:
+    """Major version of a pgbench binary, None if it cannot be run."""
+    return version_major(pgbench_version(pgbench))
 
 
 def _fmt(x: float) -> str:

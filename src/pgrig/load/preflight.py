@@ -7,7 +7,6 @@ with pgbench's own message. The cost is one transaction per script file.
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 from pgrig.errors import PgrigError
@@ -20,7 +19,6 @@ def check_scripts(env: Environment, spec: RunSpec) -> None:
     if not files or spec.workload == "tpcc":
         return
     dbname = spec.database or DEFAULT_DATABASE
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     for script in files:
         argv = [env.binary("pgbench"), "-n", "-t", "1", "-c", "1", "-M", spec.protocol]
         for key, value in spec.defines.items():
@@ -28,7 +26,7 @@ def check_scripts(env: Environment, spec: RunSpec) -> None:
         argv += ["-f", script.path or "", dbname]
         proc = subprocess.run(
             argv,
-            env={**base, **env.libpq_env(dbname)},
+            env=env.client_process_env(dbname),
             capture_output=True,
             text=True,
             check=False,

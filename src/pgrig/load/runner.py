@@ -33,7 +33,7 @@ from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
 from pgrig.load.spec import RunSpec
-from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
 
 
 class RunInterrupted(Exception):
@@ -79,7 +79,7 @@ def execute(
         ):
             spec.max_tries = max_tries
         check_scripts(env, spec)
-        run_settings = {**_profile_settings(spec.profile, server["major"]), **spec.settings}
+        run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
         try:
             return _run(
@@ -166,12 +166,13 @@ def _resolve_scripts(
     return list(spec.scripts), {}, spec.max_tries, info
 
 
-def _profile_settings(profile: str | None, major: int) -> dict[str, str]:
+def _profile_settings(profile: str | None, env: Environment, major: int) -> dict[str, str]:
+    """A per-run profile resolves exactly as `env create --profile` does (same io_uring rule)."""
     if not profile:
         return {}
-    from pgrig.provision.profiles import resolve_profile
+    from pgrig.provision import cluster
 
-    settings, _notes = resolve_profile(profile, major)
+    settings, _notes = cluster.resolve_profile(profile, major, env.bindir)
     return settings
 
 
@@ -315,7 +316,7 @@ def _measure(
         )  # -T counts from here (see results.fill_results)
         proc = PgbenchProcess(
             argv,
-            env={**_clean_env(), **_client_env(env, spec, dbname)},
+            env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
             cwd=work,
             stdout_path=work / "pgbench.stdout",
             on_stderr_line=on_line,
@@ -445,27 +446,23 @@ def _separate_warmup(
 
     warm = copy.copy(spec)
     warm.transactions, warm.duration_s = None, spec.warmup_s
-    argv = pgbench_command.build_pgbench_command(
+    argv = pgbench_command.build_pgbench_command(  # empty log prefix: no per-transaction log
         pgbench, warm, log_prefix="", total_seconds=spec.warmup_s, progress=False
     )
-    argv = [a for a in argv if a not in ("-l",) and not a.startswith("--log-prefix")]
     console.print(f"warm-up: {spec.warmup_s:g}s (not measured)")
     subprocess.run(
         _client_prefix(spec) + argv,
-        env={**_clean_env(), **_client_env(env, spec, dbname)},
+        env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
         capture_output=True,
         check=False,
     )
 
 
-def _pgbench_version(pgbench: str) -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run([pgbench, "--version"], capture_output=True, text=True, check=False)
-    except OSError as e:
-        raise PgrigError(f"cannot run pgbench ({pgbench}): {e}") from None
-    return pgbench_output.parse_version(out.stdout) or out.stdout.strip() or None
+def _pgbench_version(pgbench: str) -> str:
+    version = pgbench_command.pgbench_version(pgbench)  # cached: the command builder asks too
+    if version is None:
+        raise PgrigError(f"cannot run pgbench ({pgbench})")
+    return version
 
 
 def _layers(env: Environment, spec: RunSpec) -> dict[str, dict[str, str]]:
@@ -480,11 +477,6 @@ def _owner() -> str:
     with contextlib.suppress(Exception):
         return os.environ.get("PGRIG_OWNER") or getpass.getuser()
     return "unknown"
-
-
-def _clean_env() -> dict[str, str]:
-    """The caller's environment without PG* variables, so only the target's settings apply."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
 
 
 # --- connection target, pooler and CPU pinning (see provision/pooler.py, load/pinning.py) -------

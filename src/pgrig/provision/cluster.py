@@ -116,24 +116,14 @@ def _envs_quietly() -> list[Environment]:
 def resolve_profile(
     name: str, major: int, bindir: str | Path | None = None
 ) -> tuple[dict[str, str], list[str]]:
-    """Settings and notes of a profile for this machine (profiles module is optional).
+    """Settings and notes of a profile for this host (its RAM and CPUs).
 
     With `bindir`, PGTune's io_method=io_uring is kept only if that build has liburing.
     """
-    try:
-        from pgrig.provision.profiles import resolve_profile as resolve
-    except ImportError:
-        if name == "default":
-            return {}, []
-        raise NotFound(f"profile {name!r} does not exist (profiles are not available)") from None
-    import psutil
+    from pgrig.provision import profiles
 
-    kwargs: dict[str, Any] = {"ram_bytes": psutil.virtual_memory().total, "cpus": os.cpu_count()}
-    if bindir is not None:
-        from pgrig.provision.profiles import io_uring_supported
-
-        kwargs["io_uring"] = io_uring_supported(bindir, major)
-    settings, notes = resolve(name, major, **kwargs)
+    io_uring = bindir is not None and profiles.io_uring_supported(bindir, major)
+    settings, notes = profiles.resolve_profile(name, major, io_uring=io_uring)
     return dict(settings), list(notes)
 
 

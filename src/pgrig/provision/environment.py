@@ -102,6 +102,10 @@ class Environment:
                 env[var] = str(params[key])
         return env
 
+    def client_process_env(self, dbname: str | None = None) -> dict[str, str]:
+        """The environment for a client program (pgbench, psql) aimed at this server."""
+        return {**without_libpq_vars(), **self.libpq_env(dbname)}
+
     def masked_target(self) -> str:
         """What may be shown or archived: a DSN with any password masked."""
         if self.kind == "external" and self.dsn:
@@ -128,6 +132,11 @@ class Environment:
         if not root.exists():
             return []
         return [cls.load(p.parent.name) for p in sorted(root.glob("*/env.json"))]
+
+
+def without_libpq_vars() -> dict[str, str]:
+    """The caller's environment without PG* variables, so only the target's settings apply."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}
 
 
 def check_name(name: str) -> None:

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from pgrig.errors import PgrigError
+from pgrig.provision.environment import without_libpq_vars
 
 SERVER_USER = "pgrig"
 
@@ -81,7 +82,7 @@ def _ensure_system_user(name: str) -> ServerUser:
 
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A clean environment for server programs: C messages (parsed by pgrig), no PG* leaks."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG") and k != "LANG"}
+    env = without_libpq_vars()
     env.update({"LC_ALL": "C", "LC_MESSAGES": "C", "LANG": "C"})
     if is_root():
         env["HOME"] = "/"

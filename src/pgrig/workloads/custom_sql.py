@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -18,9 +17,8 @@ def generate(env: Environment, dbname: str, sql_file: Path) -> dict[str, object]
     database.ensure_database(env, dbname)
     argv = [env.binary("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(sql_file), dbname]
     start = time.monotonic()
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     proc = subprocess.run(
-        argv, env={**base, **env.libpq_env(dbname)}, capture_output=True, text=True, check=False
+        argv, env=env.client_process_env(dbname), capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
         msg = proc.stderr.strip().splitlines()

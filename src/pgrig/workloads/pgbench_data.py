@@ -41,7 +41,7 @@ def generate(
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,
-        env={**_base_env(), **env.libpq_env(dbname)},
+        env=env.client_process_env(dbname),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -83,9 +83,3 @@ def _watch_size(
                 progress(min(size, expected * 0.99), expected, "generating")
     except Exception:  # progress is cosmetic; the load itself reports real errors
         return
-
-
-def _base_env() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if not k.startswith("PG")}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+PGBENCH_BUILTINS = ("tpcb-like", "simple-update", "select-only")
+
 
 @dataclass
 class ScriptSpec:

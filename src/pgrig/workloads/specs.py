@@ -13,14 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.workloads.script import ScriptSpec
+from pgrig.workloads.script import PGBENCH_BUILTINS, ScriptSpec
 
-BUILTINS = {
-    "tpcb": "tpcb-like",
-    "tpcb-like": "tpcb-like",
-    "simple-update": "simple-update",
-    "select-only": "select-only",
-}
+# pgbench:NAME for each builtin, plus the short pgbench:tpcb
+BUILTINS = {"tpcb": "tpcb-like", **{name: name for name in PGBENCH_BUILTINS}}
 # Workloads whose scripts come from a scenario module rather than from the command line.
 SCENARIO_WORKLOADS = {"tpcc"}
 
