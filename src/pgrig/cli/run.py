@@ -140,7 +140,10 @@ def register(app: typer.Typer) -> None:
                 rec = execute(spec, archive=store, console=console, live=console.is_terminal)
             except RunInterrupted as stop:
                 records.append(stop.record)
-                _report(records, as_json)
+                if as_json:
+                    common.print_json([run_to_json(r) for r in records])
+                else:  # earlier repeats were printed as they finished
+                    _print_human(stop.record)
                 sys.exit(130)
             records.append(rec)
             if not as_json:
@@ -151,15 +154,6 @@ def register(app: typer.Typer) -> None:
             )
         if any(r.status != "ok" for r in records):
             sys.exit(1)
-
-    def _report(records: list, as_json: bool) -> None:
-        from pgrig.archive.export import run_to_json
-
-        if as_json:
-            common.print_json([run_to_json(r) for r in records])
-        else:
-            for r in records:
-                _print_human(r)
 
 
 def _parse_mix(mix: str | None) -> dict[str, int] | None:
