@@ -242,7 +242,13 @@ def test_checkpointer_view_on_pg17_plus():
         with psycopg.connect(server.conninfo, dbname="postgres", autocommit=True) as conn:
             pg.sample()
             pg_snapshot.checkpoint(conn)
+            # The checkpointer publishes its statistics just after CHECKPOINT returns: the
+            # checkpoint shows up in the next samples' deltas, not always the first one.
+            deadline = time.monotonic() + 5
             row = pg.sample()
+            while not row.get("checkpoints_req") and time.monotonic() < deadline:
+                time.sleep(0.2)
+                row = pg.sample()
             counters = pg_snapshot.counters(conn, "postgres")
         pg.close()
         assert row["checkpoints_req"] is not None and row["checkpoints_req"] >= 1
