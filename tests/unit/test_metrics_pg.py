@@ -150,6 +150,13 @@ def test_versions_and_ratio():
     assert hit_ratio(0, 0) is None and hit_ratio(None, 5) is None
 
 
+def test_hit_ratio_never_exceeds_100_when_nothing_was_read() -> None:
+    # Per-second rates are arbitrary floats: (100 * h) / h rounds above 100 for about 6% of them.
+    rates = [417564.75290540245, 746857.1773513015, *(i / 7.3 for i in range(1, 5000))]
+    assert all(hit_ratio(h, 0.0) == 100.0 for h in rates)
+    assert all(0.0 <= hit_ratio(h, r) <= 100.0 for h in rates for r in (1e-9, 0.5, 3.0))
+
+
 def snap(ts: float, reset: str | None = "2026-01-01", **values: float) -> dict:
     base: dict = dict.fromkeys((*DB_COUNTERS, *SERVER_COUNTERS), 0.0)
     base.update(autovacuum_count=None, autoanalyze_count=None)

@@ -154,7 +154,8 @@ def hit_ratio(blks_hit: float | None, blks_read: float | None) -> float | None:
     """100 * hit / (hit + read), as seed 000 computes it; None when nothing was read."""
     if blks_hit is None or blks_read is None or blks_hit + blks_read <= 0:
         return None
-    return 100.0 * blks_hit / (blks_hit + blks_read)
+    # Divide first: hit/(hit+read) <= 1 exactly, whereas (100*hit)/hit can round to 100.00...01.
+    return 100.0 * (blks_hit / (blks_hit + blks_read))
 
 
 def counters_delta(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
