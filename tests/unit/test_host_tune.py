@@ -200,3 +200,25 @@ def test_an_unreadable_state_is_a_clear_error(tmp_path) -> None:
     saved.write_text("{not json")
     with pytest.raises(PgrigError, match="unreadable"):
         state.load(saved)
+
+
+def test_one_tune_or_restore_at_a_time(tmp_path) -> None:
+    import threading
+    import time
+
+    order: list[str] = []
+
+    def first() -> None:
+        with state.locked(tmp_path / "s.json"):
+            order.append("first in")
+            time.sleep(0.2)
+            order.append("first out")
+
+    t = threading.Thread(target=first)
+    t.start()
+    time.sleep(0.05)
+    with state.locked(tmp_path / "s.json"):
+        order.append("second in")
+    t.join()
+    assert order == ["first in", "first out", "second in"]
+    assert list(tmp_path.iterdir()) == []  # no lock file left behind

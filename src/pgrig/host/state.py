@@ -97,9 +97,9 @@ def locked(path: Path | None = None) -> Iterator[None]:
     """One `host tune`/`host restore` at a time (a second one waits for the first)."""
     path = path or state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    fd = os.open(path.parent, os.O_RDONLY)  # the directory: no lock file left behind
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
