@@ -168,7 +168,7 @@ def _print_tune(profile: str, apply: bool, changes: list, skipped: list, saved: 
 @app.command("restore")
 def restore_cmd(as_json: JsonOpt = False) -> None:
     """Put back every value `host tune --apply` changed, then remove the saved state."""
-    from pgrig.host import tune
+    from pgrig.host import state, tune
 
     done, note = tune.restore()
     if as_json:
@@ -187,5 +187,12 @@ def restore_cmd(as_json: JsonOpt = False) -> None:
             files = ", ".join(f"{f} = {v}" for f, v in r.files.items())
             line = f"restored {r.name}: {files}" if r.ok else f"NOT restored {r.name}: {r.error}"
             say.print(line, highlight=False, markup=False)
+        if not all(r.ok for r in done):
+            say.print(
+                f"what was not restored stays saved in {state.state_path()}: "
+                "`pgrig host restore` tries again",
+                highlight=False,
+                markup=False,
+            )
     if not all(r.ok for r in done):
         sys.exit(1)

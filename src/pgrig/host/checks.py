@@ -25,17 +25,18 @@ from typing import Any
 from pgrig.host import cpus as cpu_topology
 from pgrig.host.knobs import BY_NAME, CSTATE_LATENCY_US, KNOBS, PROFILES, Knob, recommended
 from pgrig.host.sysfs import REAL, HostFs, read_int, read_text
+from pgrig.provision import osuser
 
 STATUSES = ("ok", "warn", "unavailable")
+GiB = 1024**3
 FD_MARGIN = 64  # descriptors beyond one per client: logs, the script files, stdio, libpq
-MIN_FREE_DISK = 2 * 1024**3
+MIN_FREE_DISK = 2 * GiB
 MIN_FREE_DISK_PCT = 5.0
-MIN_TMPFS = 2 * 1024**3  # the runner writes pgbench's per-transaction logs to /dev/shm
+MIN_TMPFS = 2 * GiB  # below this, the runner writes pgbench's logs to disk, not /dev/shm
 MAX_STEAL_PCT = 2.0
 MAX_BUSY_PCT = 25.0
 MIN_UPTIME_S = 600
 NO_LATENCY_REQUEST = 2_000_000_000  # PM QoS default: nobody asked for a CPU latency limit
-GiB = 1024**3
 
 Check = dict[str, Any]
 
@@ -59,7 +60,7 @@ class Context:
     pinned: dict[str, list[int]] = field(default_factory=dict)  # side -> CPUs
     disks: list[tuple[str, Path]] = field(default_factory=list)  # (what, path)
     sample_s: float = 0.5  # CPU steal and busy share are measured over this window
-    is_root: bool = field(default_factory=lambda: os.geteuid() == 0)
+    is_root: bool = field(default_factory=osuser.is_root)
 
 
 def run_checks(ctx: Context) -> list[Check]:
@@ -88,8 +89,9 @@ def _safe(name: str, fn: Callable[[], Check]) -> Check:
         return check(name, None, None, "unavailable", f"check failed: {type(e).__name__}: {e}")
 
 
-def knob_check(knob: Knob, fs: HostFs, profile: str = "pgrig") -> Check:
-    target = PROFILES[profile].get(knob.name) or PROFILES["pgrig"][knob.name]
+def knob_check(knob: Knob, fs: HostFs) -> Check:
+    """A kernel setting against what `host tune` (profile pgrig) would make it."""
+    target = PROFILES["pgrig"][knob.name]
     reading = knob.read(fs)
     rec = recommended(knob, target)
     if reading.raw is None:

@@ -27,6 +27,7 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.host.checks import MIN_TMPFS
 from pgrig.load import command as pgbench_command
 from pgrig.load import pgbench_output, results
 from pgrig.load.live import LiveView
@@ -114,7 +115,7 @@ def _workdir() -> str:
     return tempfile.mkdtemp(prefix="pgrig-run-", dir=base)
 
 
-def _tmpfs_ok(path: str, min_free: int = 2 << 30) -> bool:
+def _tmpfs_ok(path: str, min_free: int = MIN_TMPFS) -> bool:
     try:
         st = os.statvfs(path)
     except OSError:
