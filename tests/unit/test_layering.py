@@ -1,7 +1,7 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
-The order (docs/architecture.md): cli > web > reports > study > load > workloads, metrics >
-provision > analysis > archive > the shared modules (paths, errors, __init__).
+The order (docs/architecture.md): cli > web > reports > study > load > workloads, metrics,
+host > provision > analysis > archive > the shared modules (paths, errors, __init__).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ RANK = {
     "load": 6,
     "workloads": 5,
     "metrics": 5,
+    "host": 5,
     "provision": 4,
     "analysis": 3,
     "archive": 2,

@@ -13,30 +13,64 @@ from pgrig.errors import PgrigError
 from pgrig.load import pinning
 
 
-def test_parse_and_format_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pinning, "available_cpus", lambda: set(range(8)))
-    assert pinning.parse_cpus("0-3,6") == [0, 1, 2, 3, 6]
-    assert pinning.parse_cpus(" 5 , 1-2 ") == [1, 2, 5]
-    assert pinning.parse_cpus(None) is None and pinning.parse_cpus("") is None
+    assert pinning.placement("0-3,6", None) == pinning.Placement([0, 1, 2, 3, 6], None)
+    assert pinning.placement(" 5 , 1-2 ", "7-7") == pinning.Placement([1, 2, 5], [7])
+    assert pinning.placement(None, "") == pinning.Placement(None, None)
     assert pinning.format_cpus([6, 0, 1, 2, 3]) == "0-3,6"
     assert pinning.format_cpus([4]) == "4"
     assert pinning.client_prefix([0, 1]) == ["taskset", "-c", "0-1"]
     assert pinning.client_prefix(None) == []
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("9", r"--server-cpus: CPU 9 not available on this machine \(usable: 0-7\)"),
-        ("a", r"--server-cpus: 'a' is not a CPU number or range"),
-        ("3-1", r"--server-cpus: bad CPU range '3-1'"),
-        ("-1", r"--server-cpus: '-1' is not a CPU number or range"),
-    ],
-)
-def test_bad_cpu_lists(monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
+def test_counts_pick_one_cpu_per_physical_core(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """4 cores with SMT: CPUs 0-3 and their siblings 4-7 (as `lscpu` numbers them)."""
+    from pgrig.host import cpus as topology
+    from pgrig.host.sysfs import HostFs
+
+    fs = HostFs.under(tmp_path)
+    for cpu in range(8):
+        d = tmp_path / f"sys/devices/system/cpu/cpu{cpu}/topology"
+        d.mkdir(parents=True)
+        (d / "thread_siblings_list").write_text(f"{cpu % 4},{cpu % 4 + 4}\n")
+    real_spread = topology.spread
     monkeypatch.setattr(pinning, "available_cpus", lambda: set(range(8)))
+    monkeypatch.setattr(
+        topology, "spread", lambda n, usable, taken=(): real_spread(n, usable, taken, fs)
+    )
+    assert pinning.placement("2", None) == pinning.Placement([0, 1], None)
+    assert pinning.placement(2, 2) == pinning.Placement([0, 1], [2, 3])
+    assert pinning.placement("0-1", "2") == pinning.Placement([0, 1], [2, 3])
+    # the client avoids the server's cores, siblings included, as long as cores are left
+    assert pinning.placement("0,4", "3") == pinning.Placement([0, 4], [1, 2, 3])
+    assert pinning.placement("5", None).server == [0, 1, 2, 3, 4]  # 4 cores, then a sibling
+    assert pinning.placement("3", "0-4").server == [5, 6, 7]
+    assert pinning.placement(None, None).sides("pgbouncer") == {}
+    both = pinning.placement("1", "1")
+    assert both.sides("direct") == {"server": [0], "client": [1]}
+    assert both.sides("pgbouncer") == {"server": [0], "client": [1], "pooler": [0]}
+
+
+@pytest.mark.parametrize(
+    ("server", "client", "message"),
+    [
+        ("9-9", None, r"--server-cpus: CPU 9 not available on this machine \(usable: 0-7\)"),
+        ("a", None, r"--server-cpus: 'a' is not a CPU number or range"),
+        ("3-1", None, r"--server-cpus: '3-1' is not a CPU number or range"),
+        ("-1", None, r"--server-cpus: '-1' is not a CPU number or range"),
+        ("0", None, r"--server-cpus 0: a count must be >= 1 \(a single CPU is written as a range"),
+        ("9", None, r"--server-cpus 9: 9 CPUs asked, 8 usable on this machine \(usable: 0-7\)"),
+        (None, "3", r"--client-cpus 3: 3 CPUs asked, 2 usable .*\(usable: 0-7, 0-5 taken by the"),
+    ],
+)  # fmt: skip
+def test_bad_cpu_lists_and_counts(
+    monkeypatch: pytest.MonkeyPatch, server: str | None, client: str | None, message: str
+) -> None:
+    monkeypatch.setattr(pinning, "available_cpus", lambda: set(range(8)))
+    server = server if client is None else "0-5"
     with pytest.raises(PgrigError, match=message):
-        pinning.parse_cpus(text, "--server-cpus")
+        pinning.placement(server, client)
 
 
 def test_pin_tree_and_restore() -> None:
@@ -55,8 +89,9 @@ def test_pin_tree_and_restore() -> None:
         assert all(os.sched_getaffinity(p) == {usable[0]} for p in tree)
         pinning.restore(previous)
         assert all(os.sched_getaffinity(p) == set(usable) for p in tree)
-        with pinning.server_pinned(parent.pid, usable[-1:]):
-            assert os.sched_getaffinity(tree[1]) == {usable[-1]}
+        previous = pinning.pin_trees([parent.pid, tree[1]], usable[-1:])
+        assert os.sched_getaffinity(tree[1]) == {usable[-1]}
+        pinning.restore(previous)
         assert os.sched_getaffinity(tree[1]) == set(usable)
     finally:
         for p in pinning.process_tree(parent.pid)[::-1]:

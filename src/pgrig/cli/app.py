@@ -19,13 +19,14 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each group module exposes `app` (a Typer) or `register(app)` for top-level commands.
-    from pgrig.cli import db, env, pg, profile, run, runs, serve, study
+    from pgrig.cli import db, env, host, pg, profile, run, runs, serve, study
 
     app.add_typer(pg.app, name="pg", help="PostgreSQL versions: list and install.")
     app.add_typer(env.app, name="env", help="Environments (clusters pgrig manages).")
     app.add_typer(profile.app, name="profile", help="Configuration profiles.")
     app.add_typer(db.app, name="db", help="Generate and check data.")
     app.add_typer(runs.app, name="runs", help="The archive of runs.")
+    app.add_typer(host.app, name="host", help="Check, tune and restore the host.")
     run.register(app)
     study.register(app)
     serve.register(app)

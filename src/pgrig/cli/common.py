@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from pgrig.errors import PgrigError
 
-__all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json"]
+__all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
 
 
 @cache
@@ -37,3 +37,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
+
+
+def print_wide(renderable: Any) -> None:
+    """Tables to a pipe or file get room to be whole (a terminal keeps its own width)."""
+    con = out_console()
+    if con.is_terminal:
+        con.print(renderable)
+    else:
+        Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrig.cli.common import PgrigError, err_console, out_console, print_json
+from pgrig.cli.common import PgrigError, err_console, out_console, print_json, print_wide
 
 if TYPE_CHECKING:
     from pgrig.archive.records import RunRecord
@@ -129,20 +129,9 @@ def list_cmd(
         err_console().print("no runs" + (" match" if total or _any(flt) else " archived yet"))
         return
     con = out_console()
-    _print_wide(_list_table(runs, con.width if con.is_terminal else 250))
+    print_wide(_list_table(runs, con.width if con.is_terminal else 250))
     shown = f"{offset + 1}-{offset + len(runs)} of {total}" if total > len(runs) else str(total)
     err_console().print(f"{shown} runs in {arch.url}", highlight=False, emoji=False, markup=False)
-
-
-def _print_wide(renderable: Any) -> None:
-    """Tables to a pipe or file get room to be whole (a terminal keeps its own width)."""
-    con = out_console()
-    if con.is_terminal:
-        con.print(renderable)
-    else:
-        from rich.console import Console
-
-        Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)
 
 
 def _any(flt: Any) -> bool:
@@ -372,6 +361,10 @@ def _print_run(rec: RunRecord) -> None:
     if rec.host:
         facts = [(k, v) for k, v in rec.host.items() if not isinstance(v, dict | list)]
         con.print(_kv_table("host", [(k, escape(str(v))) for k, v in facts]))
+        checks = [c for c in rec.host.get("checks") or [] if isinstance(c, dict)]
+        if checks:
+            rows = [(str(c.get("name")), _check_cell(c)) for c in checks]
+            con.print(_kv_table("host checks", rows))
     if rec.command:
         con.print(_kv_table("command", [("", escape(rec.command))]))
     if rec.artifacts:
@@ -386,6 +379,16 @@ def _print_run(rec: RunRecord) -> None:
         con.print(_kv_table("artifacts", [(k, escape(v)) for k, v in rows]))
     if rec.series:
         con.print(f"[dim]series: {', '.join(sorted(rec.series))}[/dim]")
+
+
+def _check_cell(check: dict[str, Any]) -> str:
+    from rich.markup import escape
+
+    status = str(check.get("status"))
+    style = {"ok": "green", "warn": "yellow"}.get(status, "dim")
+    value = "-" if check.get("value") is None else escape(str(check["value"]))
+    recommended = escape(str(check.get("recommended")))
+    return f"[{style}]{status}[/]  {value}  [dim](recommended {recommended})[/]"
 
 
 # --- compare -----------------------------------------------------------------------------------
@@ -513,6 +516,7 @@ def compare_cmd(
     context = [(n, getattr(ra, n), getattr(rb, n)) for n in _CONTEXT]
     settings = _settings_diff(ra, rb)
     verdict = _verdict(ra, rb, threshold, misrate)
+    host_diffs = _host_differences(ra, rb)
     if as_json:
         from pgrig.archive.export import json_safe
 
@@ -529,11 +533,31 @@ def compare_cmd(
                     "context": {n: {"a": x, "b": y} for n, x, y in context},
                     "settings_diff": {n: {"a": x, "b": y} for n, (x, y) in settings.items()},
                     "verdict": verdict,
+                    "host_differences": host_diffs,
                 }
             )
         )
         return
     _print_compare(ra, rb, metrics, context, settings, verdict)
+    _print_host_differences(host_diffs)
+
+
+def _host_differences(ra: RunRecord, rb: RunRecord) -> list[str]:
+    from pgrig.analysis.host_diff import host_differences
+
+    return host_differences(ra.host, rb.host, ra.extra, rb.extra)
+
+
+def _print_host_differences(lines: list[str]) -> None:
+    """Runs on differently prepared hosts may differ for that reason alone (seed 004)."""
+    if not lines:
+        return
+    from rich.text import Text
+
+    con = out_console()
+    con.print(Text("host differences", style="bold"))
+    for line in lines:
+        con.print(Text(f"  {line}", style="yellow"))
 
 
 def _print_compare(

@@ -1,13 +1,17 @@
-"""CPU pinning of the server and the client, and the open-files limit for many clients.
+"""CPU pinning of the server, the pooler and the client, and the open-files limit.
 
-Seed 003 compared 6 and 12 cores and found pgbouncer saturating one core: where each side runs
-decides the result, so a run can pin them and records where they ran.
+Seed 003 compared 6 and 12 cores and found pgbouncer saturating one core; seed 004 pins the
+server and the client avoiding SMT siblings: where each side runs decides the result, so a
+run can pin them and records where they ran.
 
+- CPUs: --server-cpus / --client-cpus take a list ("0-1,4") or a count ("2"): a count picks
+  one CPU per physical core first (host.cpus.spread), away from the other side's cores.
 - Client (pgbench): the argv is prefixed with `taskset -c CPUS`, which sets the affinity and
   execs pgbench in the same process (the pid the runner tracks stays pgbench's).
-- Server: the postmaster and all its current processes (every thread) are pinned with
-  sched_setaffinity just before the run; backends forked later inherit the postmaster's mask.
-  The previous masks are put back afterwards, so the environment is not left pinned.
+- Server and pooler: the postmaster, pgbouncer and all their current processes (every thread)
+  are pinned with sched_setaffinity just before the run; backends forked later inherit the
+  postmaster's mask. pgbouncer runs on the server's CPUs, as on a database machine. The
+  previous masks are put back afterwards, so the environment is not left pinned.
 - Open files: pgbench needs one descriptor per client (seed 003 failed above 900 clients
   with the default limit of 1,024). raise_nofile() lifts pgrig's own RLIMIT_NOFILE, which
   pgbench inherits; as root the hard limit is raised too.
@@ -17,13 +21,29 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from pgrig.errors import PgrigError
+from pgrig.host import cpus as topology
+from pgrig.host.checks import nofile_for_clients as nofile_for_clients
+from pgrig.host.cpus import format_cpus
 from pgrig.provision import pooler
 
-FD_MARGIN = 64  # descriptors beyond one per client: logs, the script files, stdio, libpq
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's processes go: CPU lists per side (None: not pinned)."""
+
+    server: list[int] | None = None
+    client: list[int] | None = None
+
+    def sides(self, via: str = "direct") -> dict[str, list[int]]:
+        """Pinned CPUs per side; a pooler runs on the server's CPUs (the database machine)."""
+        out = {"server": self.server, "client": self.client}
+        if via != "direct":
+            out["pooler"] = self.server
+        return {side: cpus for side, cpus in out.items() if cpus}
 
 
 def available_cpus() -> set[int]:
@@ -31,52 +51,62 @@ def available_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
 
 
-def parse_cpus(text: str | None, flag: str = "--cpus") -> list[int] | None:
-    """ "0-3,6" -> [0, 1, 2, 3, 6]; None or "" -> None. Every CPU must be usable here."""
-    if text is None or not str(text).strip():
-        return None
-    cpus: set[int] = set()
-    for part in str(text).split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
-            raise PgrigError(
-                f"{flag}: {part!r} is not a CPU number or range (e.g. 0-3,6)"
-            ) from None
-        if first < 0 or last < first:
-            raise PgrigError(f"{flag}: bad CPU range {part!r} (e.g. 0-3,6)")
-        cpus.update(range(first, last + 1))
+def placement(server: str | int | None, client: str | int | None) -> Placement:
+    """--server-cpus / --client-cpus: a CPU list ("0-1,4"; one CPU as "3-3") or a count ("2").
+
+    A count picks that many CPUs one per physical core first (SMT siblings last), away from
+    the other side's CPUs and their siblings; with two counts the server chooses first.
+    Deterministic: the same inputs on the same machine give the same CPUs.
+    """
     usable = available_cpus()
-    missing = sorted(cpus - usable)
+    lists = {"server": _cpu_list(server, "--server-cpus", usable)}
+    lists["client"] = _cpu_list(client, "--client-cpus", usable)
+    counts = {"server": _count(server), "client": _count(client)}
+    for side in ("server", "client"):
+        n = counts[side]
+        if n is None:
+            continue
+        other = lists["client" if side == "server" else "server"] or []
+        try:
+            lists[side] = topology.spread(n, usable, other)
+        except ValueError as e:
+            taken = f", {format_cpus(other)} taken by the other side" if other else ""
+            raise PgrigError(
+                f"--{side}-cpus {n}: {e} on this machine (usable: {format_cpus(usable)}{taken})"
+            ) from None
+    return Placement(lists["server"], lists["client"])
+
+
+def _count(text: str | int | None) -> int | None:
+    value = str(text).strip() if text is not None else ""
+    return int(value) if value.isdigit() else None
+
+
+def _cpu_list(text: str | int | None, flag: str, usable: set[int]) -> list[int] | None:
+    """A CPU list, checked against this machine; None for nothing or for a count."""
+    value = str(text).strip() if text is not None else ""
+    if not value:
+        return None
+    if value.isdigit():
+        if int(value) < 1:
+            raise PgrigError(
+                f"{flag} {value}: a count must be >= 1 (a single CPU is written as a range, "
+                f"e.g. {value}-{value})"
+            )
+        return None
+    try:
+        chosen = topology.parse_cpu_list(value)
+    except ValueError as e:
+        raise PgrigError(
+            f"{flag}: {str(e)!r} is not a CPU number or range (a list such as 0-3,6, or a count)"
+        ) from None
+    missing = sorted(set(chosen) - usable)
     if missing:
         raise PgrigError(
             f"{flag}: CPU {format_cpus(missing)} not available on this machine "
             f"(usable: {format_cpus(sorted(usable))})"
         )
-    return sorted(cpus)
-
-
-def format_cpus(cpus: Iterable[int]) -> str:
-    """[0, 1, 2, 3, 6] -> "0-3,6" (the form taskset and people read)."""
-    out: list[str] = []
-    run: list[int] = []
-    for c in sorted(set(cpus)):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(_span(run))
-        run = [c]
-    if run:
-        out.append(_span(run))
-    return ",".join(out)
-
-
-def _span(run: list[int]) -> str:
-    return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+    return chosen
 
 
 def client_prefix(cpus: list[int] | None) -> list[str]:
@@ -137,28 +167,20 @@ def restore(previous: dict[int, set[int]]) -> None:
             os.sched_setaffinity(tid, mask)
 
 
-@contextlib.contextmanager
-def server_pinned(postmaster_pid: int | None, cpus: list[int] | None) -> Iterator[None]:
-    """Pin the server for the duration of a run, then restore the old masks.
-
-    Backends started during the run inherit the postmaster's mask; restoring the postmaster
-    afterwards gives new backends the old mask again.
-    """
-    if not cpus or postmaster_pid is None:
-        yield
-        return
-    previous = pin_tree(postmaster_pid, cpus)
+def pin_trees(roots: list[int], cpus: list[int]) -> dict[int, set[int]]:
+    """pin_tree for several roots (the postmaster and pgbouncer): all pinned, or none."""
+    previous: dict[int, set[int]] = {}
     try:
-        yield
-    finally:
+        for root in roots:
+            for tid, mask in pin_tree(root, cpus).items():
+                previous.setdefault(tid, mask)  # a thread seen twice keeps its first mask
+    except BaseException:
         restore(previous)
+        raise
+    return previous
 
 
 # --- open files ---------------------------------------------------------------------------------
-
-
-def nofile_for_clients(clients: int) -> int:
-    return clients + FD_MARGIN
 
 
 def raise_nofile(needed: int) -> int:

@@ -27,6 +27,7 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.host.checks import MIN_TMPFS
 from pgrig.load import command as pgbench_command
 from pgrig.load import pgbench_output, results
 from pgrig.load.live import LiveView
@@ -114,7 +115,7 @@ def _workdir() -> str:
     return tempfile.mkdtemp(prefix="pgrig-run-", dir=base)
 
 
-def _tmpfs_ok(path: str, min_free: int = 2 << 30) -> bool:
+def _tmpfs_ok(path: str, min_free: int = MIN_TMPFS) -> bool:
     try:
         st = os.statvfs(path)
     except OSError:
@@ -201,8 +202,8 @@ def _run(
     console: Console,
     live: bool,
 ) -> RunRecord:
+    from pgrig.host.facts import host_facts
     from pgrig.metrics import pg_snapshot
-    from pgrig.metrics.host import host_facts
     from pgrig.workloads import database
 
     pgbench = env.binary("pgbench")
@@ -243,7 +244,11 @@ def _run(
         tags=dict(spec.tags),
         settings=settings,
         settings_layers=_layers(env, spec),
-        host=host_facts(env.datadir if env.managed else None),
+        host=host_facts(
+            env.datadir if env.managed else None,
+            clients=spec.clients,
+            cpus=_placement(spec).sides(spec.via),
+        ),
         extra={"pgrig_version": __version__, "dataset": scenario_info, "defines": spec.defines},
     )
     rec.extra.update(_connection_extra(env, spec))
@@ -489,8 +494,7 @@ def _check_connection(spec: RunSpec, env: Environment) -> str:
     from pgrig.load import pinning
     from pgrig.provision import pooler
 
-    pinning.parse_cpus(spec.server_cpus, "--server-cpus")
-    pinning.parse_cpus(spec.client_cpus, "--client-cpus")
+    _placement(spec)  # CPU lists and counts checked against this machine
     if spec.server_cpus and not env.managed:
         raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
     via = pooler.check_run(
@@ -513,22 +517,31 @@ def _client_env(env: Environment, spec: RunSpec, dbname: str) -> dict[str, str]:
     return pooler.client_env(env, dbname, spec.via, spec.connect)
 
 
+def _placement(spec: RunSpec):
+    """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
+    from pgrig.load import pinning
+
+    return pinning.placement(spec.server_cpus, spec.client_cpus)
+
+
 def _client_prefix(spec: RunSpec) -> list[str]:
     from pgrig.load import pinning
 
-    return pinning.client_prefix(pinning.parse_cpus(spec.client_cpus, "--client-cpus"))
+    return pinning.client_prefix(_placement(spec).client)
 
 
 def _pin_server(env: Environment, spec: RunSpec):
-    """Pin the server's processes for the run; returns the function that unpins them."""
+    """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
+    the function that unpins them."""
     from pgrig.load import pinning
-    from pgrig.provision import postmaster
+    from pgrig.provision import pooler, postmaster
 
-    cpus = pinning.parse_cpus(spec.server_cpus, "--server-cpus")
+    cpus = _placement(spec).server
     root = postmaster.pid(env) if cpus and env.managed else None
     if not cpus or root is None:
         return lambda: None
-    previous = pinning.pin_tree(root, cpus)
+    roots = [root] + (pooler.pids(env) if spec.via != "direct" else [])
+    previous = pinning.pin_trees(roots, cpus)
     return lambda: pinning.restore(previous)
 
 
@@ -539,9 +552,8 @@ def _connection_extra(env: Environment, spec: RunSpec) -> dict[str, Any]:
 
     out: dict[str, Any] = {"connection": {"via": spec.via, "connect": spec.connect}}
     cpus = {
-        side: pinning.format_cpus(pinning.parse_cpus(value) or [])
-        for side, value in (("server", spec.server_cpus), ("client", spec.client_cpus))
-        if value
+        side: pinning.format_cpus(chosen)
+        for side, chosen in _placement(spec).sides(spec.via).items()
     }
     if cpus:
         out["cpus"] = cpus
