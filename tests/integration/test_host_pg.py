@@ -149,7 +149,7 @@ def test_compare_names_the_host_difference(lab: str, home: Path) -> None:
     a = run_json(lab, *load)
     with restored_afterwards(before):
         pgrig("host", "tune", "--apply", "--only", "swappiness")
-        b = run_json(lab, *load, "--server-cpus", "1", "--client-cpus", "1")
+        b = run_json(lab, *load, "--server-cpus", "1cores", "--client-cpus", "1cores")
         pgrig("host", "restore")
     assert a["status"] == b["status"] == "ok"
     shown = json.loads(pgrig("runs", "show", str(b["id"]), "--json").stdout)
@@ -175,7 +175,7 @@ def test_a_cpu_count_pins_server_and_pgbouncer(lab: str) -> None:
     everywhere = os.sched_getaffinity(bouncer)
     proc = subprocess.Popen(
         ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "4", "-j", "1", "-T", "3",
-         "--via", "pooler", "--server-cpus", "1", "--client-cpus", "1", "--json"],
+         "--via", "pooler", "--server-cpus", "1cores", "--client-cpus", "1cores", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     seen: set[frozenset[int]] = set()

@@ -37,11 +37,11 @@ def test_check_json_and_human(pgrig_home: Path) -> None:
 
 
 def test_check_with_planned_pinning(pgrig_home: Path) -> None:
-    doc = json.loads(invoke(host_cli.app, "check", "--json", "--server-cpus", "1"))
+    doc = json.loads(invoke(host_cli.app, "check", "--json", "--server-cpus", "1cores"))
     smt = next(c for c in doc["checks"] if c["name"] == "smt_siblings")
     assert smt["value"].startswith("server 0")
-    bad = runner.invoke(host_cli.app, ["check", "--server-cpus", "0"])
-    assert isinstance(bad.exception, PgrigError) and "a count must be >= 1" in str(bad.exception)
+    bad = runner.invoke(host_cli.app, ["check", "--server-cpus", "0cores"])
+    assert isinstance(bad.exception, PgrigError) and "a count of cores" in str(bad.exception)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pinning, "available_cpus", lambda: set(range(8)))
     assert pinning.placement("0-3,6", None) == pinning.Placement([0, 1, 2, 3, 6], None)
     assert pinning.placement(" 5 , 1-2 ", "7-7") == pinning.Placement([1, 2, 5], [7])
+    assert pinning.placement("0", "7") == pinning.Placement([0], [7])  # a bare number is a CPU
     assert pinning.placement(None, "") == pinning.Placement(None, None)
     assert pinning.format_cpus([6, 0, 1, 2, 3]) == "0-3,6"
     assert pinning.format_cpus([4]) == "4"
@@ -39,15 +40,15 @@ def test_counts_pick_one_cpu_per_physical_core(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(
         topology, "spread", lambda n, usable, taken=(): real_spread(n, usable, taken, fs)
     )
-    assert pinning.placement("2", None) == pinning.Placement([0, 1], None)
-    assert pinning.placement(2, 2) == pinning.Placement([0, 1], [2, 3])
-    assert pinning.placement("0-1", "2") == pinning.Placement([0, 1], [2, 3])
+    assert pinning.placement("2cores", None) == pinning.Placement([0, 1], None)
+    assert pinning.placement("2cores", "2Cores") == pinning.Placement([0, 1], [2, 3])
+    assert pinning.placement("0-1", "2cores") == pinning.Placement([0, 1], [2, 3])
     # the client avoids the server's cores, siblings included, as long as cores are left
-    assert pinning.placement("0,4", "3") == pinning.Placement([0, 4], [1, 2, 3])
-    assert pinning.placement("5", None).server == [0, 1, 2, 3, 4]  # 4 cores, then a sibling
-    assert pinning.placement("3", "0-4").server == [5, 6, 7]
+    assert pinning.placement("0,4", "3cores") == pinning.Placement([0, 4], [1, 2, 3])
+    assert pinning.placement("5cores", None).server == [0, 1, 2, 3, 4]  # 4 cores, then a sibling
+    assert pinning.placement("3cores", "0-4").server == [5, 6, 7]
     assert pinning.placement(None, None).sides("pgbouncer") == {}
-    both = pinning.placement("1", "1")
+    both = pinning.placement("1cores", "1cores")
     assert both.sides("direct") == {"server": [0], "client": [1]}
     assert both.sides("pgbouncer") == {"server": [0], "client": [1], "pooler": [0]}
 
@@ -59,9 +60,11 @@ def test_counts_pick_one_cpu_per_physical_core(monkeypatch: pytest.MonkeyPatch, 
         ("a", None, r"--server-cpus: 'a' is not a CPU number or range"),
         ("3-1", None, r"--server-cpus: '3-1' is not a CPU number or range"),
         ("-1", None, r"--server-cpus: '-1' is not a CPU number or range"),
-        ("0", None, r"--server-cpus 0: a count must be >= 1 \(a single CPU is written as a range"),
-        ("9", None, r"--server-cpus 9: 9 CPUs asked, 8 usable on this machine \(usable: 0-7\)"),
-        (None, "3", r"--client-cpus 3: 3 CPUs asked, 2 usable .*\(usable: 0-7, 0-5 taken by the"),
+        ("0cores", None, r"--server-cpus 0cores: a count of cores is a whole number >= 1"),
+        ("xcores", None, r"--server-cpus xcores: a count of cores is a whole number >= 1"),
+        ("9", None, r"--server-cpus: CPU 9 not available on this machine \(usable: 0-7\)"),
+        ("9cores", None, r"--server-cpus 9cores: 9 CPUs asked, 8 usable on this machine"),
+        (None, "3cores", r"--client-cpus 3cores: 3 CPUs asked, 2 usable .*0-5 taken by the"),
     ],
 )  # fmt: skip
 def test_bad_cpu_lists_and_counts(

@@ -28,10 +28,16 @@ def check_cmd(
         typer.Option("--clients", "-c", min=1, help="Planned clients (checked against ulimit -n)."),
     ] = None,
     server_cpus: Annotated[
-        str | None, typer.Option("--server-cpus", help="Planned server CPUs: a list or a count.")
+        str | None,
+        typer.Option(
+            "--server-cpus", help="Planned server CPUs: a list (0-1) or a count (2cores)."
+        ),
     ] = None,
     client_cpus: Annotated[
-        str | None, typer.Option("--client-cpus", help="Planned pgbench CPUs: a list or a count.")
+        str | None,
+        typer.Option(
+            "--client-cpus", help="Planned pgbench CPUs: a list (0-1) or a count (2cores)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:

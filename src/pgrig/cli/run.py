@@ -81,10 +81,14 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--connect", help="tcp | socket (how pgbench connects).")
         ] = "tcp",
         server_cpus: Annotated[
-            str | None, typer.Option("--server-cpus", help="Pin the server, e.g. 0-1.")
+            str | None,
+            typer.Option(
+                "--server-cpus", help="Pin the server (and pgbouncer): CPUs 0-1, or 2cores."
+            ),
         ] = None,
         client_cpus: Annotated[
-            str | None, typer.Option("--client-cpus", help="Pin pgbench (taskset), e.g. 2-3.")
+            str | None,
+            typer.Option("--client-cpus", help="Pin pgbench (taskset): CPUs 2-3, or 2cores."),
         ] = None,
         archive: Annotated[
             str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")

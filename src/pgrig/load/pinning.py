@@ -4,8 +4,9 @@ Seed 003 compared 6 and 12 cores and found pgbouncer saturating one core; seed 0
 server and the client avoiding SMT siblings: where each side runs decides the result, so a
 run can pin them and records where they ran.
 
-- CPUs: --server-cpus / --client-cpus take a list ("0-1,4") or a count ("2"): a count picks
-  one CPU per physical core first (host.cpus.spread), away from the other side's cores.
+- CPUs: --server-cpus / --client-cpus take a list ("0", "0-1,4", as taskset does) or a count
+  of cores ("2cores"): a count picks one CPU per physical core first (host.cpus.spread), away
+  from the other side's cores. A bare number is a CPU, never a count, so "0" means CPU 0.
 - Client (pgbench): the argv is prefixed with `taskset -c CPUS`, which sets the affinity and
   execs pgbench in the same process (the pid the runner tracks stays pgbench's).
 - Server and pooler: the postmaster, pgbouncer and all their current processes (every thread)
@@ -52,7 +53,7 @@ def available_cpus() -> set[int]:
 
 
 def placement(server: str | int | None, client: str | int | None) -> Placement:
-    """--server-cpus / --client-cpus: a CPU list ("0-1,4"; one CPU as "3-3") or a count ("2").
+    """--server-cpus / --client-cpus: a CPU list ("3", "0-1,4") or a count of cores ("2cores").
 
     A count picks that many CPUs one per physical core first (SMT siblings last), away from
     the other side's CPUs and their siblings; with two counts the server chooses first.
@@ -72,14 +73,19 @@ def placement(server: str | int | None, client: str | int | None) -> Placement:
         except ValueError as e:
             taken = f", {format_cpus(other)} taken by the other side" if other else ""
             raise PgrigError(
-                f"--{side}-cpus {n}: {e} on this machine (usable: {format_cpus(usable)}{taken})"
+                f"--{side}-cpus {n}{COUNT_SUFFIX}: {e} on this machine "
+                f"(usable: {format_cpus(usable)}{taken})"
             ) from None
     return Placement(lists["server"], lists["client"])
 
 
+COUNT_SUFFIX = "cores"
+
+
 def _count(text: str | int | None) -> int | None:
-    value = str(text).strip() if text is not None else ""
-    return int(value) if value.isdigit() else None
+    value = str(text).strip().lower() if text is not None else ""
+    number = value.removesuffix(COUNT_SUFFIX)
+    return int(number) if number != value and number.isdigit() else None
 
 
 def _cpu_list(text: str | int | None, flag: str, usable: set[int]) -> list[int] | None:
@@ -87,18 +93,19 @@ def _cpu_list(text: str | int | None, flag: str, usable: set[int]) -> list[int] 
     value = str(text).strip() if text is not None else ""
     if not value:
         return None
-    if value.isdigit():
-        if int(value) < 1:
+    if value.lower().endswith(COUNT_SUFFIX):
+        if (_count(value) or 0) < 1:
             raise PgrigError(
-                f"{flag} {value}: a count must be >= 1 (a single CPU is written as a range, "
-                f"e.g. {value}-{value})"
+                f"{flag} {value}: a count of cores is a whole number >= 1 followed by "
+                f"'{COUNT_SUFFIX}', e.g. 2{COUNT_SUFFIX}"
             )
         return None
     try:
         chosen = topology.parse_cpu_list(value)
     except ValueError as e:
         raise PgrigError(
-            f"{flag}: {str(e)!r} is not a CPU number or range (a list such as 0-3,6, or a count)"
+            f"{flag}: {str(e)!r} is not a CPU number or range "
+            "(a list such as 0-3,6, or a count such as 2cores)"
         ) from None
     missing = sorted(set(chosen) - usable)
     if missing:
