@@ -264,9 +264,8 @@ class _Drawing:
         count = max(2, self.pw // 80)
         if c.x_log:
             return _log_ticks(self.x0, self.x1)
-        if c.x_unit == "s":
-            return _time_ticks(self.x0, self.x1, count)
-        return _nice_ticks(self.x0, self.x1, count, snap=False)[0]
+        ticks = _time_ticks(self.x0, self.x1, count) if c.x_unit == "s" else []
+        return ticks if len(ticks) >= 2 else _nice_ticks(self.x0, self.x1, count, snap=False)[0]
 
     # -- scales --
     def sx(self, x: np.ndarray | float) -> np.ndarray | float:
@@ -550,12 +549,13 @@ def decimate(
     if xa.size <= 2:
         return xa, ya
     cols = column_of(xa)
-    if np.unique(cols).size * 2 >= xa.size:
-        return xa, ya
+    if xa.size <= 2 * (int(cols.max()) - int(cols.min()) + 1):
+        return xa, ya  # no more than two points per column anyway
     order = np.lexsort((ya, cols))  # by column, then by value within the column
     starts = np.flatnonzero(np.r_[True, np.diff(cols[order]) != 0])
     ends = np.r_[starts[1:], order.size] - 1
-    keep = np.unique(np.concatenate([order[starts], order[ends]]))  # index order = x order
+    keep = np.zeros(xa.size, dtype=bool)
+    keep[order[starts]] = keep[order[ends]] = True  # lowest and highest; index order = x order
     return xa[keep], ya[keep]
 
 
@@ -583,10 +583,9 @@ def _runs(mask: np.ndarray) -> list[np.ndarray]:
 
 
 def _points(px: np.ndarray | float, py: np.ndarray | float) -> str:
-    return " ".join(
-        f"{a:.1f},{b:.1f}"
-        for a, b in zip(np.atleast_1d(px).tolist(), np.atleast_1d(py).tolist(), strict=True)
-    )
+    """"x,y x,y ..." with one decimal (a tenth of a pixel is finer than any screen)."""
+    xy = np.column_stack([np.atleast_1d(px), np.atleast_1d(py)]).ravel().tolist()
+    return " ".join(["%.1f,%.1f"] * (len(xy) // 2)) % tuple(xy)
 
 
 def _text(s: object) -> str:
