@@ -583,7 +583,7 @@ def _runs(mask: np.ndarray) -> list[np.ndarray]:
 
 
 def _points(px: np.ndarray | float, py: np.ndarray | float) -> str:
-    """"x,y x,y ..." with one decimal (a tenth of a pixel is finer than any screen)."""
+    """Points as `x,y x,y ...` with one decimal (a tenth of a pixel is finer than a screen)."""
     xy = np.column_stack([np.atleast_1d(px), np.atleast_1d(py)]).ravel().tolist()
     return " ".join(["%.1f,%.1f"] * (len(xy) // 2)) % tuple(xy)
 
