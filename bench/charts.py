@@ -25,27 +25,30 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from pgrig.archive.records import RunRecord
 from pgrig.archive.store import Archive
 from pgrig.reports import publish, svg
 from pgrig.web import background, run_view, sample_data
 from pgrig.web.app import create_app
 
 PORTS = (56900, 56909)
+T = TypeVar("T")
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """Median seconds of `repeat` calls, and the last result."""
-    times, result = [], None
-    for _ in range(repeat):
+def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
+    """Median seconds of `repeat` calls (at least one), and the last result."""
+    times = []
+    for _ in range(max(1, repeat)):
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), result
 
 
-def draw_page(rec: object) -> str:
-    page = run_view.build(rec)  # type: ignore[arg-type]
+def draw_page(rec: RunRecord) -> str:
+    page = run_view.build(rec)
     charts = [*page.load_charts, *(c for m in page.metrics for c in m.charts)]
     return "".join(str(c) for c in charts)
 
@@ -84,10 +87,10 @@ def main() -> int:
     )
 
     engine_s, markup = timed(lambda: draw_page(rec), args.repeat)
-    drawn = points_drawn(str(markup))
+    drawn = points_drawn(markup)
     print(
         f"chart engine, all charts of the run page: {engine_s * 1000:.0f} ms (median), "
-        f"{drawn:,} points drawn, {len(str(markup)) / 1024:.0f} KB of SVG"
+        f"{drawn:,} points drawn, {len(markup) / 1024:.0f} KB of SVG"
     )
 
     keep_all = svg.decimate
@@ -97,8 +100,8 @@ def main() -> int:
     finally:
         svg.decimate = keep_all
     print(
-        f"  without decimation: {full_s * 1000:.0f} ms, {points_drawn(str(full)):,} points, "
-        f"{len(str(full)) / 1024:.0f} KB"
+        f"  without decimation: {full_s * 1000:.0f} ms, {points_drawn(full):,} points, "
+        f"{len(full) / 1024:.0f} KB"
     )
 
     with tempfile.TemporaryDirectory(prefix="pgrig-bench-charts-") as tmp:
@@ -119,7 +122,7 @@ def main() -> int:
         app.state.archive.close()
         print(
             f"run page over HTTP (read, draw, send): {page_s * 1000:.0f} ms (median), "
-            f"{int(size) / 1024:.0f} KB"
+            f"{size / 1024:.0f} KB"
         )
         if browser_s is not None:
             print(f"Chromium, run page until the load event: {browser_s * 1000:.0f} ms (median)")

@@ -10,7 +10,7 @@ sampler records is hidden.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pgrig.reports.svg import Chart, Trace
@@ -102,7 +102,7 @@ POOLER_GROUPS = (
 KIND_TITLES = {"os": "Operating system", "pg": "PostgreSQL", "pooler": "Connection pooler"}
 
 
-def _values(cols: dict[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
+def _values(cols: Mapping[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
     return cols.get(name) or []
 
 

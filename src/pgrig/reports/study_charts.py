@@ -13,9 +13,9 @@ from typing import Any
 
 from pgrig.reports.document import Figure
 from pgrig.reports.summary import PointSummary, StudyData
-from pgrig.reports.svg import INK, PALETTE, Chart, LegendKey, Reference, Trace
+from pgrig.reports.svg import INK, PALETTE, Chart, Dash, LegendKey, Reference, Trace
 
-PERCENTILE_DASH = {"p50": "dotted", "p95": "solid", "p99": "dashed"}
+PERCENTILE_DASH: dict[str, Dash] = {"p50": "dotted", "p95": "solid", "p99": "dashed"}
 JITTER = 0.07  # horizontal spread of the repeat dots around their iteration
 
 
@@ -148,7 +148,7 @@ def _latency_sweep(groups: dict[str, list[PointSummary]], xpos: Any, axis: dict)
                 traces.append(Trace(f"{label} {q}", x, y, color=color, dash=dash, markers=True))
         if len(groups) > 1:
             keys.append(LegendKey(label, color))
-    keys += [LegendKey(q, INK, dash) for q, dash in PERCENTILE_DASH.items()]  # type: ignore[arg-type]
+    keys += [LegendKey(q, INK, dash) for q, dash in PERCENTILE_DASH.items()]
     return Chart(
         f"Latency by {axis['x_label']}",
         traces,

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 from markupsafe import Markup, escape
@@ -268,12 +268,20 @@ class _Drawing:
         return ticks if len(ticks) >= 2 else _nice_ticks(self.x0, self.x1, count, snap=False)[0]
 
     # -- scales --
+    @overload
+    def sx(self, x: float) -> float: ...
+    @overload
+    def sx(self, x: np.ndarray) -> np.ndarray: ...
     def sx(self, x: np.ndarray | float) -> np.ndarray | float:
         if self.c.x_log:
             lo, hi = math.log10(self.x0), math.log10(self.x1)
             return self.left + (np.log10(x) - lo) / (hi - lo) * self.pw
         return self.left + (x - self.x0) / (self.x1 - self.x0) * self.pw
 
+    @overload
+    def sy(self, y: float) -> float: ...
+    @overload
+    def sy(self, y: np.ndarray) -> np.ndarray: ...
     def sy(self, y: np.ndarray | float) -> np.ndarray | float:
         return self.top + self.ph - (y - self.y0) / (self.y1 - self.y0) * self.ph
 
@@ -665,18 +673,19 @@ _SI = (("G", 1e9), ("M", 1e6), ("k", 1e3))
 def tick_formatter(unit: str, ticks: Sequence[float]) -> Callable[[float], str]:
     """A formatter for axis ticks: binary prefixes for bytes, % for shares, SI for big counts."""
     top = max((abs(t) for t in ticks), default=0.0)
+    factor, text = 1.0, ""
     if unit.startswith("B"):
-        suffix = unit[1:]
-        for name, factor in _BIN:
-            if top >= factor:
-                return lambda v, f=factor, n=name: f"{_num(v / f)} {n}{suffix}" if v else "0"
-        return lambda v: f"{_num(v)} B{suffix}" if v else "0"
-    if unit == "%":
-        return lambda v: f"{_num(v)}%" if v else "0"
-    for name, factor in _SI:
-        if top >= factor * 10:
-            return lambda v, f=factor, n=name: f"{_num(v / f)}{n}" if v else "0"
-    return _num
+        factor, name = next(((float(f), n) for n, f in _BIN if top >= f), (1.0, "B"))
+        text = f" {name}{unit[1:]}"
+    elif unit == "%":
+        text = "%"
+    else:
+        factor, text = next(((f, n) for n, f in _SI if top >= f * 10), (1.0, ""))
+
+    def fmt(v: float) -> str:
+        return f"{_num(v / factor)}{text}" if v else "0"
+
+    return fmt
 
 
 def format_value(v: float, unit: str) -> str:
