@@ -131,6 +131,13 @@ def test_run_page_charts(page: object, site: tuple) -> None:
     assert page.locator(".note-block").inner_text() == f"note {XSS}"
     _charts_drawn(page, 10)
     assert page.locator("svg.chart rect.shade").count() >= 10  # warm-up shaded everywhere
+    # the charts style themselves (presentation attributes, allowed by the CSP): lines are
+    # strokes, not black filled shapes, and text uses the chart's font size
+    line = page.locator("svg.chart polyline.line").first
+    assert line.evaluate("e => getComputedStyle(e).fill") == "none"
+    assert line.evaluate("e => getComputedStyle(e).stroke") != "none"
+    title = page.locator("svg.chart text.ct").first
+    assert title.evaluate("e => getComputedStyle(e).fontSize") == "13px"
     types = page.locator("section", has=page.locator("h2", has_text="Per transaction type"))
     assert "tpcb-like" in types.locator("table").inner_text()
     assert "pgbench -c" in page.locator("pre.command").inner_text()
@@ -152,6 +159,7 @@ def test_study_pages(page: object, site: tuple) -> None:
     page.click("a:has-text('tune')")
     assert page.locator("h1").inner_text().startswith("Study tune")
     _charts_drawn(page, 2)
+    assert page.locator("svg.chart rect.bar").count() == 4  # TPS per iteration, as the report
     assert page.locator("table.study").first.locator("tbody tr").count() == 4
     page.goto(base + "/studies/pool")
     _charts_drawn(page, 2)

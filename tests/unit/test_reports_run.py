@@ -29,11 +29,18 @@ def test_run_document() -> None:
     doc = run_document(rec)
     assert doc.title == "Run 7: pgbench:tpcb-like on e1"
     titles = [s.title for s in doc.sections]
-    assert titles[:4] == ["Summary", "Over time", "Per transaction type", "Settings"]
+    # the run page's charts: pgbench's over time, then each sampler's (here the OS)
+    assert titles[:5] == [
+        "Summary",
+        "Over time",
+        "Per transaction type",
+        "Operating system",
+        "Settings",
+    ]
     summary = dict(doc.sections[0].blocks[0].items)
     assert summary["stability"].startswith("CV ")
     assert summary["warm-up"].startswith("3s at ")
-    assert doc.figures()[0].name == "timeline"
+    assert [f.name for f in doc.figures()] == ["throughput", "latency-percentiles", "os-cpu"]
 
 
 def test_run_report_files(tmp_path: Path) -> None:
@@ -41,7 +48,9 @@ def test_run_report_files(tmp_path: Path) -> None:
     rec = store(archive, tps=1200, seed=3)
     paths = publish.run_report(archive, rec.id, ["md", "html"], tmp_path / "r")
     assert [p.name for p in paths] == [f"run-{rec.id}.md", f"run-{rec.id}.html"]
-    assert (tmp_path / "r" / f"run-{rec.id}-timeline.png").exists()
+    md = paths[0].read_text()
+    assert f"(run-{rec.id}-throughput.svg)" in md
+    assert (tmp_path / "r" / f"run-{rec.id}-throughput.svg").exists()
 
 
 def test_failed_run_without_series() -> None:
@@ -66,7 +75,12 @@ def test_compare_groups_with_verdicts(tmp_path: Path) -> None:
     assert verdicts[2] == ["+0.8%", "no verdict: too few runs"]  # 1010 vs 1002
     diff = doc.sections[1].blocks[0]
     assert diff.rows[0].__len__() == 4 and diff.rows[0][0].lines == ["fsync"]
-    assert doc.figures()[0].name == "overlay"
+    assert doc.figures()[0].name == "overlay-tps"
+    assert [t.label for t in doc.figures()[0].chart.traces] == [
+        f"runs {','.join(str(r.id) for r in base)} (run {base[0].id})",
+        f"runs {','.join(str(r.id) for r in fast)} (run {fast[0].id})",
+        f"run {single[0].id} (run {single[0].id})",
+    ]
     paths = publish.compare_report(
         archive, [[r.id for r in base], [r.id for r in fast]], ["html"], tmp_path / "c"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -99,9 +100,13 @@ def test_markdown_report_with_charts(tmp_path: Path) -> None:
     [md] = publish.study_report(archive, "md", ["md"], out)
     assert md == out / "md.md"
     text = md.read_text()
-    png = out / "md-tps.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "![" in text and "(md-tps.png)" in text
+    # every chart the Markdown shows is an SVG file next to it, and every file is shown
+    linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert linked == ["md-tps.svg", "md-latency.svg"]
+    assert sorted(p.name for p in out.glob("*.svg")) == sorted(linked)
+    for name in linked:
+        root = ET.fromstring((out / name).read_bytes())
+        assert root.tag == "{http://www.w3.org/2000/svg}svg" and root.find(".//{*}rect") is not None
     assert (
         "faster" in text
         and "no detectable change" not in text.split("## Runs")[0].split("| 1 |")[1].split("\n")[0]
@@ -121,7 +126,12 @@ def test_html_report_is_self_contained_and_escaped(tmp_path: Path) -> None:
     assert not re.search(r'(src|href)="(https?:)?//', text)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
-    assert 'src="data:image/svg+xml;base64,' in text
+    # charts inline, as the web shows them; nothing refers outside the file
+    assert text.count('<svg class="chart"') == 2 and "<img" not in text
+    urls = set(re.findall(r"[a-z]+://[^\s\"'<>)]*", text))
+    assert urls == {"http://www.w3.org/2000/svg"}  # the SVG namespace name, never fetched
+    assert "url(" not in text and "@import" not in text
+    assert not re.search(r"<[^>]+\s(src|href)=", text)  # no tag loads or links anything
     assert 'class="num good"' in text  # the verdict cell is styled
 
 
@@ -201,7 +211,7 @@ def test_sweep_report(tmp_path: Path) -> None:
     assert table.rows[3][col].lines[1] in ("faster", "faster *")
     assert {f.name for f in doc.figures()} == {"tps", "latency"}
     paths = publish.study_report(archive, "sw", ["md", "html"], tmp_path / "o")
-    assert (tmp_path / "o" / "sw-tps.png").exists() and (tmp_path / "o" / "sw-latency.png").exists()
+    assert (tmp_path / "o" / "sw-tps.svg").exists() and (tmp_path / "o" / "sw-latency.svg").exists()
     assert all(p.exists() for p in paths)
 
 

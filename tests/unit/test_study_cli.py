@@ -99,7 +99,7 @@ def test_list_show_report(app: typer.Typer, archive_url: str, tmp_path: Path) ->
 
     out = tmp_path / "o"
     res = invoke(app, "study", "report", "cli", "-f", "md", "--out", str(out))
-    assert res.exit_code == 0 and (out / "cli.md").exists() and (out / "cli-tps.png").exists()
+    assert res.exit_code == 0 and (out / "cli.md").exists() and (out / "cli-tps.svg").exists()
 
 
 def test_report_run_and_compare(app: typer.Typer, archive_url: str, tmp_path: Path) -> None:

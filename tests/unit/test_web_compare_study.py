@@ -117,7 +117,9 @@ def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
     runs = html.split("<h2>Runs</h2>")[1]
     assert runs.count('<a href="/runs/') == 12
     chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
-    assert chart.count("<circle") >= 12 + 4  # every repeat and every centre
+    assert chart.count('<circle class="dot"') == 12  # every repeat
+    assert chart.count('<rect class="bar"') == 4  # every centre, with its bounds
+    assert chart.count('<path class="whiskers"') == 1 and 'class="ref-band"' in chart
     assert "0: defaults" in chart
     listing = client.get("/studies").text
     assert 'href="/studies/tune"' in listing and ">12<" in listing
@@ -126,7 +128,7 @@ def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
 def test_sweep_study_page(archive: Archive, client: TestClient) -> None:
     sample_data.sweep_study(archive, name="pool")
     html = client.get("/studies/pool").text
-    assert "TPS by clients" in html and "Latency p95 by clients" in html
+    assert "TPS by clients" in html and "Latency by clients" in html
     chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
     assert chart.count("<polyline") == 2  # one line per target
     assert "via=direct" in chart and "via=pgbouncer" in chart

@@ -49,7 +49,7 @@ def test_run_page_content(archive: Archive, client: TestClient, tmp_path: Path) 
     html = r.text
     assert f"Run {run_id}" in html and "bigger buffers" in html
     # throughput over time with the warm-up shaded, latency percentiles over time
-    assert '<text class="ct" x="58" y="16">Throughput</text>' in html
+    assert re.search(r'<text class="ct"[^>]*>Throughput</text>', html)
     assert 'class="shade"' in html and "warm-up" in html
     assert "Latency percentiles" in html and ">p95<" in html and ">p99<" in html
     # every chart drew lines

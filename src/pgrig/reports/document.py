@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgrig.reports.svg import Chart
+
 Block = Any  # Paragraph | KeyValues | Table | Figure
 
 
@@ -64,11 +66,11 @@ class Table:
 
 @dataclass
 class Figure:
-    """A matplotlib figure; `name` becomes the PNG file name (letters, digits, '-')."""
+    """A chart; `name` becomes its file name next to a Markdown report (letters, digits, '-')."""
 
     name: str
-    caption: str
-    figure: Any  # matplotlib.figure.Figure
+    caption: str  # "" when the chart's own title says it all
+    chart: Chart
 
 
 @dataclass

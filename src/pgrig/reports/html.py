@@ -1,20 +1,19 @@
-"""Render a Document as ONE self-contained HTML file: inline CSS, charts as embedded SVG images.
+"""Render a Document as ONE self-contained HTML file: inline CSS, charts as inline SVG.
 
 Nothing is fetched when the file is opened (no CDN, no fonts, no scripts), so it can be mailed
-or attached to a ticket. All text goes through Jinja2 with autoescaping; charts are embedded as
-base64 `data:` URIs inside <img>, where an SVG cannot run scripts.
+or attached to a ticket. All text goes through Jinja2 with autoescaping; the charts are the
+chart engine's SVG (pgrig.reports.svg), whose text is escaped the same way.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from pgrig.reports import svg
 from pgrig.reports.document import Document, Figure, KeyValues, Paragraph, Table
 
 _TEMPLATES = Path(__file__).parent / "templates"
@@ -28,12 +27,6 @@ def _jinja() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-
-
-def figure_data_uri(fig: Figure) -> str:
-    buf = io.BytesIO()
-    fig.figure.savefig(buf, format="svg", metadata={"Date": None})
-    return "data:image/svg+xml;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -56,8 +49,22 @@ def _block(block: Any) -> dict[str, Any]:
         ]
         return {"kind": "table", "columns": block.columns, "rows": rows, "caption": block.caption}
     if isinstance(block, Figure):
-        return {"kind": "figure", "caption": block.caption, "src": figure_data_uri(block)}
+        return {"kind": "figure", "caption": block.caption, "svg": svg.render(block.chart)}
     raise TypeError(f"unknown block {type(block).__name__}")
+
+
+def _blocks(blocks: list[Any]) -> list[dict[str, Any]]:
+    """Blocks for the template; figures in a row share one grid, side by side when they fit."""
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        view = _block(block)
+        if view["kind"] == "figure":
+            if not out or out[-1]["kind"] != "figures":
+                out.append({"kind": "figures", "figures": []})
+            out[-1]["figures"].append(view)
+        else:
+            out.append(view)
+    return out
 
 
 def render(doc: Document) -> str:
@@ -65,9 +72,7 @@ def render(doc: Document) -> str:
         "title": doc.title,
         "subtitle": doc.subtitle,
         "generated_by": doc.generated_by,
-        "sections": [
-            {"title": s.title, "blocks": [_block(b) for b in s.blocks]} for s in doc.sections
-        ],
+        "sections": [{"title": s.title, "blocks": _blocks(s.blocks)} for s in doc.sections],
     }
     return _jinja().get_template("report.html").render(doc=view)
 

@@ -8,8 +8,8 @@ per iteration with bounds and every repeat.
 
 from __future__ import annotations
 
-from pgrig.reports import charts
-from pgrig.reports.document import Cell, Document, Figure, Paragraph, Section, Table
+from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
+from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
     cpu_cell,
     runs_section,
@@ -109,27 +109,7 @@ def build(data: StudyData) -> Document:
         columns.append("note")
     table = Table.build(columns, rows, numeric=numeric_columns(columns))
 
-    fig = charts.iteration_chart(
-        [ps.point.label for ps in points],
-        [ps.tps.center if ps.tps else None for ps in points],
-        [ps.tps.lower if ps.tps else None for ps in points],
-        [ps.tps.upper if ps.tps else None for ps in points],
-        [ps.samples for ps in points],
-        spec.threshold,
-    )
-    results = Section(
-        "Results",
-        [
-            Figure(
-                "tps",
-                f"TPS per iteration: bar at the centre, whiskers at the bounds, a dot per "
-                f"repeat; the band is iteration 0 +/- {spec.threshold * 100:g}%",
-                fig,
-            ),
-            table,
-            statistics_note(data),
-        ],
-    )
+    results = Section("Results", [*iteration_figures(data), table, statistics_note(data)])
     if any(c.lines[-1].endswith(" *") for row in table.rows for c in row if c.lines):
         results.blocks.append(
             Paragraph(

@@ -1,10 +1,12 @@
-"""Render a Document as Markdown with PNG charts next to it (for write-ups and repositories)."""
+"""Render a Document as Markdown with its charts as SVG files next to it (for write-ups and
+repositories: GitHub and most Markdown viewers show them as images)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from pgrig.reports import svg
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Table
 
 _SPECIAL = re.compile(r"([\\`*|<>]|\](?=[(\[:]))")
@@ -43,11 +45,11 @@ def _table(t: Table) -> list[str]:
 
 
 def figure_filename(stem: str, fig: Figure) -> str:
-    return f"{stem}-{fig.name}.png"
+    return f"{stem}-{fig.name}.svg"
 
 
 def render(doc: Document, stem: str) -> str:
-    """The Markdown text; figures are referenced as `<stem>-<name>.png`."""
+    """The Markdown text; figures are referenced as `<stem>-<name>.svg`."""
     lines = [f"# {escape(doc.title)}", ""]
     if doc.subtitle:
         lines += [escape(doc.subtitle, line_start=True), ""]
@@ -62,17 +64,18 @@ def render(doc: Document, stem: str) -> str:
             elif isinstance(block, Table):
                 lines += [*_table(block), ""]
             elif isinstance(block, Figure):
-                lines += [f"![{escape(block.caption)}]({figure_filename(stem, block)})", ""]
-                lines += [f"*{escape(block.caption)}*", ""]
+                alt = escape(block.caption or block.chart.title)
+                lines += [f"![{alt}]({figure_filename(stem, block)})", ""]
+                lines += [f"*{escape(block.caption)}*", ""] if block.caption else []
     lines += [f"<sub>{escape(doc.generated_by)}</sub>", ""]
     return "\n".join(lines)
 
 
 def write(doc: Document, out_dir: Path, stem: str) -> Path:
-    """Write `<stem>.md` and its PNG charts into out_dir; returns the Markdown path."""
+    """Write `<stem>.md` and its SVG charts into out_dir; returns the Markdown path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for fig in doc.figures():
-        fig.figure.savefig(out_dir / figure_filename(stem, fig), format="png", dpi=110)
+        (out_dir / figure_filename(stem, fig)).write_text(svg.document(fig.chart), encoding="utf-8")
     path = out_dir / f"{stem}.md"
     path.write_text(render(doc, stem), encoding="utf-8")
     return path

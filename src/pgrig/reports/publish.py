@@ -1,6 +1,6 @@
 """Write reports to files: the entry points the CLI (and the web) call.
 
-Markdown goes to `<out>/<stem>.md` with `<out>/<stem>-<chart>.png` next to it; HTML is one
+Markdown goes to `<out>/<stem>.md` with `<out>/<stem>-<chart>.svg` next to it; HTML is one
 self-contained `<out>/<stem>.html`. The default output directory is <home>/reports/<stem>/.
 """
 
@@ -44,9 +44,6 @@ def write(doc: Document, stem: str, formats: Iterable[str], out_dir: Path | None
             written.append((markdown if f == "md" else html).write(doc, target, stem))
     except OSError as e:
         raise PgrigError(f"cannot write the report to {target}: {e.strerror or e}") from None
-    finally:
-        for fig in doc.figures():  # free the figures' memory (large studies make many)
-            fig.figure.clear()
     return written
 
 

@@ -1,18 +1,20 @@
 """Reports on runs outside a study: one run, or a comparison of groups of runs.
 
-A single run: its figures, TPS over time with the warm-up shaded, latency percentiles and CPU
-over time, the stability line, per-script figures and the settings that differ from the
-defaults. A comparison: groups of repeated runs side by side, each against the first group
-(ratio, bounds, verdict; a verdict needs at least two runs per group), the settings that
-differ, and the per-second TPS of each group's first run overlaid.
+A single run: its figures, the stability line, the charts of its run page (TPS, latency and
+failures over time with the warm-up shaded, then the OS, PostgreSQL and pooler metrics),
+per-script figures and the settings that differ from the defaults. A comparison: groups of
+repeated runs side by side, each against the first group (ratio, bounds, verdict; a verdict
+needs at least two runs per group), the settings that differ, and the compare page's overlays
+of each group's first run.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pgrig.archive.records import RunRecord
-from pgrig.reports import charts
+from pgrig.reports import run_charts
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
 from pgrig.reports.iteration import delta_cell
 from pgrig.reports.summary import (
@@ -20,10 +22,10 @@ from pgrig.reports.summary import (
     fmt,
     fmt_interval,
     interval,
-    latency_columns,
     run_stability,
     short_version,
 )
+from pgrig.reports.svg import Chart
 from pgrig.study.plan import display_value
 
 
@@ -87,31 +89,38 @@ def summary_items(rec: RunRecord) -> list[tuple[str, str]]:
     return items
 
 
-def _series_figure(rec: RunRecord, title: str | None = None) -> Figure | None:
-    pg = rec.series.get("pgbench") or {}
-    if not pg.get("t") or not pg.get("tps"):
+def _figures(prefix: str, charts: list[Chart]) -> list[Figure]:
+    """Charts as report figures, each with a file name of its own (prefix + title)."""
+    out: list[Figure] = []
+    used: set[str] = set()
+    for chart in charts:
+        name = prefix + (re.sub(r"[^a-z0-9]+", "-", chart.title.lower()).strip("-") or "chart")
+        while name in used:
+            name += "-2"
+        used.add(name)
+        out.append(Figure(name, "", chart))
+    return out
+
+
+def _load_section(rec: RunRecord) -> Section | None:
+    """The run page's first charts: throughput, latency and failures over time."""
+    load = run_charts.load_charts(rec.series.get("pgbench") or {})
+    if not load:
         return None
-    lat = {k: pg[k] for k in latency_columns(pg) if not k.endswith("max")}
-    os_cols = rec.series.get("os") or {}
-    cpu = {
-        k.removeprefix("cpu_"): os_cols[k]
-        for k in ("cpu_user", "cpu_system", "cpu_iowait")
-        if k in os_cols and os_cols.get("t")
-    }
-    fig = charts.run_chart(
-        pg["t"],
-        pg["tps"],
-        rec.warmup_s or 0.0,
-        lat or None,
-        cpu or None,
-        os_cols.get("t"),
-        title=title,
-    )
-    return Figure(
-        "timeline",
-        "Per-second TPS (warm-up shaded, not measured), latency percentiles and host CPU",
-        fig,
-    )
+    note = "Per second; the shaded start is the warm-up, not part of the results."
+    return Section("Over time", [*_figures("", load), Paragraph(note, "note")])
+
+
+def _metric_sections(rec: RunRecord) -> list[Section]:
+    """The run page's metric charts: one section per sampler (OS, PostgreSQL, pooler)."""
+    sections = []
+    for cs in run_charts.metric_chart_sets(rec.series):
+        blocks: list[Any] = _figures(f"{cs.kind}-", cs.charts)
+        blocks += [Paragraph(n, "warn") for n in cs.notes]
+        if cs.quiet:
+            blocks.append(Paragraph(f"Zero throughout: {', '.join(cs.quiet)}.", "note"))
+        sections.append(Section(cs.title, blocks))
+    return sections
 
 
 def run_document(rec: RunRecord) -> Document:
@@ -141,9 +150,9 @@ def run_document(rec: RunRecord) -> Document:
             )
         )
     doc.sections.append(Section("Summary", blocks))
-    fig = _series_figure(rec, f"measured window: {stab.describe()}")
-    if fig is not None:
-        doc.sections.append(Section("Over time", [fig]))
+    load = _load_section(rec)
+    if load is not None:
+        doc.sections.append(load)
     if rec.scripts:
         rows = [
             [
@@ -179,6 +188,7 @@ def run_document(rec: RunRecord) -> Document:
                 ],
             )
         )
+    doc.sections += _metric_sections(rec)
     doc.sections.append(_settings_section(rec))
     if rec.host:
         doc.sections.append(
@@ -276,28 +286,12 @@ def compare_document(
     diff = _settings_diff([g[0] for g in groups], labels)
     if diff is not None:
         doc.sections.append(Section("Settings that differ", [diff]))
-    overlay = {
-        f"{label} (run {g[0].id})": (
-            g[0].series.get("pgbench", {}).get("t", []),
-            g[0].series.get("pgbench", {}).get("tps", []),
-        )
-        for g, label in zip(groups, labels, strict=True)
-        if g[0].series.get("pgbench", {}).get("t")
-    }
-    if overlay:
-        warm = max((g[0].warmup_s or 0.0) for g in groups)
-        doc.sections.append(
-            Section(
-                "Over time",
-                [
-                    Figure(
-                        "overlay",
-                        "Per-second TPS of the first run of each group",
-                        charts.overlay_chart(overlay, warm),
-                    )
-                ],
-            )
-        )
+    overlays = run_charts.overlay_charts(
+        [(f"{label} (run {g[0].id})", g[0].series) for g, label in zip(groups, labels, strict=True)]
+    )
+    if overlays:
+        note = Paragraph("The first run of each group, per second; warm-up shaded.", "note")
+        doc.sections.append(Section("Over time", [*_figures("overlay-", overlays), note]))
     return doc
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgrig.reports import charts
-from pgrig.reports.document import Cell, Document, Figure, Section, Table
+from pgrig.reports.document import Cell, Document, Section, Table
 from pgrig.reports.iteration import delta_cell, numeric_columns
+from pgrig.reports.study_charts import sweep_figures
 from pgrig.reports.study_common import (
     cpu_cell,
     runs_section,
@@ -30,22 +30,13 @@ def build(data: StudyData) -> Document:
     sweep = spec.sweep
     assert sweep is not None
     x_name = sweep.x.removeprefix("settings.")
-    values = sweep.dimension(sweep.x).values
     categorical = sweep.x not in NUMERIC_X
-    numeric_vals = [float(v) for v in values] if not categorical else []
-    log_x = (
-        bool(numeric_vals) and min(numeric_vals) > 0 and max(numeric_vals) / min(numeric_vals) >= 16
-    )
 
     groups: dict[str, list[PointSummary]] = {}
     for ps in data.points:
         groups.setdefault(ps.point.series_label(sweep.series), []).append(ps)
     labels = list(groups)
     baseline = labels[0]
-
-    def xval(ps: PointSummary) -> Any:
-        v = ps.point.coords[sweep.x]
-        return display_value(v) if categorical else v
 
     doc = Document(
         title=f"Study {spec.name}: sweep over {', '.join(d.name for d in sweep.dimensions)}",
@@ -54,40 +45,7 @@ def build(data: StudyData) -> Document:
     )
     doc.sections.append(setup_section(data))
 
-    tps_series = {
-        label: [
-            (
-                xval(ps),
-                ps.tps.center if ps.tps else None,
-                ps.tps.lower if ps.tps else None,
-                ps.tps.upper if ps.tps else None,
-            )
-            for ps in pts
-        ]
-        for label, pts in groups.items()
-    }
-    lat_series = {label: [(xval(ps), ps.latency) for ps in pts] for label, pts in groups.items()}
-    figures = [
-        Figure(
-            "tps",
-            f"TPS against {x_name}"
-            + (
-                ", one line per " + ", ".join(s.removeprefix("settings.") for s in sweep.series)
-                if sweep.series
-                else ""
-            )
-            + "; whiskers at the bounds of the centre",
-            charts.sweep_chart(x_name, tps_series, categorical=categorical, log_x=log_x),
-        )
-    ]
-    if any(v is not None for ps in data.points for v in ps.latency.values()):
-        figures.append(
-            Figure(
-                "latency",
-                f"Latency percentiles against {x_name} (p50 dotted, p95 solid, p99 dashed)",
-                charts.latency_sweep_chart(x_name, lat_series, categorical, log_x),
-            )
-        )
+    figures = sweep_figures(data)
 
     base_at = {ps.point.coords[sweep.x]: ps for ps in groups[baseline]}
     multi = len(labels) > 1

@@ -15,11 +15,11 @@ from markupsafe import Markup
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.reports.run_charts import overlay_charts
+from pgrig.reports.svg import render
 from pgrig.web import format as fmt
 from pgrig.web.run_view import _layer_of
 from pgrig.web.runs_view import cpus_of, duration_of
-from pgrig.web.series_view import _shade, latency_columns
-from pgrig.web.svg import Chart, Line, render
 
 MAX_RUNS = 12
 MIN_SAMPLES = 3  # fewer blocks than this: no statistics, ratio only
@@ -145,7 +145,8 @@ def build(runs: list[RunRecord], repeats: dict[int, list[RunRecord]] | None = No
         others = [_delta(m, base, r, repeats) for r in runs[1:]]
         rows.append(MetricRow(m.label, m.show(values[0]), others))
     settings, same = settings_diff(runs)
-    return ComparePage(runs, rows, setup_rows(runs), settings, same, overlay_charts(runs))
+    charts = [render(c) for c in overlay_charts([(run_label(r), r.series) for r in runs])]
+    return ComparePage(runs, rows, setup_rows(runs), settings, same, charts)
 
 
 def study_repeats(archive: Any, runs: list[RunRecord]) -> dict[int, list[RunRecord]]:
@@ -306,69 +307,3 @@ def settings_diff(runs: list[RunRecord]) -> tuple[list[SetupRow], int]:
 def run_label(rec: RunRecord) -> str:
     note = (rec.note or rec.study_point or rec.workload or "").strip()
     return f"#{rec.id} {note[:30]}".strip()
-
-
-OVERLAYS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("TPS", "pgbench", ("tps",), ""),
-    ("CPU user + system", "os", ("cpu_user", "cpu_system"), "%"),
-    ("Disk writes", "os", ("disk_write_bytes",), "B/s"),
-    ("WAL", "pg", ("wal_bytes",), "B/s"),
-    ("Commits", "pg", ("commits",), "1/s"),
-)
-
-
-def overlay_charts(runs: list[RunRecord]) -> list[Markup]:
-    """One chart per figure with one line per run; latency uses the highest common percentile."""
-    out: list[Markup] = []
-    specs = list(OVERLAYS)
-    lat = _common_latency_column(runs)
-    if lat:
-        specs.insert(1, (f"Latency {lat}", "pgbench", (lat,), "ms"))
-    for title, kind, cols, unit in specs:
-        lines = []
-        shade = None
-        for r in runs:
-            data = r.series.get(kind) or {}
-            if not all(c in data for c in cols):
-                continue
-            t = data.get("t") or []
-            y = _sum_columns([data[c] for c in cols])
-            lines.append(Line(run_label(r), t, y))
-            shade = 0.0 if _shade(t) is not None else shade
-        if lines:
-            out.append(
-                render(
-                    Chart(
-                        title,
-                        lines,
-                        x_label="seconds",
-                        y_label=_axis_label(unit),
-                        y_unit=unit,
-                        shade_until=shade,
-                    )
-                )
-            )
-    return out
-
-
-def _axis_label(unit: str) -> str:
-    """Byte units are on the ticks already."""
-    return {"1/s": "per second", "%": "%", "ms": "ms"}.get(unit, "")
-
-
-def _sum_columns(columns: list[list[float | None]]) -> list[float | None]:
-    if len(columns) == 1:
-        return columns[0]
-    return [
-        None if any(v is None for v in vs) else sum(vs)  # type: ignore[misc]
-        for vs in zip(*columns, strict=False)
-    ]
-
-
-def _common_latency_column(runs: list[RunRecord]) -> str | None:
-    present = [set(latency_columns(r.series.get("pgbench") or {})) for r in runs]
-    common = set.intersection(*present) if present else set()
-    for pick in ("p95", "p99", "p90", "p50", "lat_avg", "avg", "latency_avg"):
-        if pick in common:
-            return pick
-    return None

@@ -12,9 +12,9 @@ from markupsafe import Markup
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
+from pgrig.reports import run_charts
+from pgrig.reports.svg import render
 from pgrig.web import format as fmt
-from pgrig.web import series_view
-from pgrig.web.svg import render
 
 LAYER_ORDER = ("profile", "environment", "study", "run")
 
@@ -46,9 +46,7 @@ class MetricSection:
 @dataclass
 class RunPage:
     rec: RunRecord
-    throughput: Markup | None
-    latency: Markup | None
-    failures: Markup | None
+    load_charts: list[Markup]  # throughput, latency, failures over time
     metrics: list[MetricSection]
     settings: list[SettingRow]
     host: list[tuple[str, str]]
@@ -58,26 +56,13 @@ class RunPage:
 
 def build(rec: RunRecord) -> RunPage:
     pgbench = rec.series.get("pgbench") or {}
-    throughput = render(series_view.throughput_chart(pgbench)) if pgbench else None
-    lat = series_view.latency_chart(pgbench) if pgbench else None
-    fail = series_view.failures_chart(pgbench) if pgbench else None
-    metrics = []
-    for kind in (
-        "os",
-        "pg",
-        "pooler",
-        *sorted(set(rec.series) - {"pgbench", "os", "pg", "pooler"}),
-    ):
-        cols = rec.series.get(kind)
-        if not cols:
-            continue
-        cs = series_view.metric_charts(kind, cols)
-        metrics.append(MetricSection(cs.title, [render(c) for c in cs.charts], cs.quiet, cs.notes))
+    metrics = [
+        MetricSection(cs.title, [render(c) for c in cs.charts], cs.quiet, cs.notes)
+        for cs in run_charts.metric_chart_sets(rec.series)
+    ]
     return RunPage(
         rec=rec,
-        throughput=throughput,
-        latency=render(lat) if lat else None,
-        failures=render(fail) if fail else None,
+        load_charts=[render(c) for c in run_charts.load_charts(pgbench)],
         metrics=metrics,
         settings=settings_rows(rec),
         host=host_rows(rec.host),

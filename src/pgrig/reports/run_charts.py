@@ -1,17 +1,19 @@
-"""Which columns of a run's series go on which chart, with titles and units.
+"""The charts of runs: which columns of a run's series go on which chart, with titles and units.
 
-Series are columnar ({"t": [...], col: [...]}, t in seconds from the start of the measured
-window, negative during the warm-up). Known columns are grouped by meaning; any column this
-module does not know still gets a chart of its own, so nothing a sampler records is hidden.
+The web run page and the run report draw these same charts; the compare page and the compare
+report draw the same overlays. Series are columnar ({"t": [...], col: [...]}, t in seconds
+from the start of the measured window, negative during the warm-up). Known columns are grouped
+by meaning; any column this module does not know still gets a chart of its own, so nothing a
+sampler records is hidden.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pgrig.web.svg import Chart, Line
+from pgrig.reports.svg import Chart, Trace
 
 LATENCY_RE = re.compile(r"^(lat(ency)?_)?(avg|mean|min|max|stddev|p\d+)(_ms)?$")
 META_COLUMNS = ("t", "up")  # time, and whether the sampler reached its source
@@ -77,9 +79,9 @@ PG_GROUPS = (
 SMALL_W, SMALL_H = 480, 230  # metric charts sit three to a row
 
 
-def _axis_unit(unit: str) -> str:
+def _axis_label(unit: str) -> str:
     """Byte units are on the tick labels already; others name the axis."""
-    return "" if unit.startswith("B") else unit
+    return "per second" if unit == "1/s" else "" if unit.startswith("B") else unit
 
 
 POOLER_GROUPS = (
@@ -100,7 +102,7 @@ POOLER_GROUPS = (
 KIND_TITLES = {"os": "Operating system", "pg": "PostgreSQL", "pooler": "Connection pooler"}
 
 
-def _values(cols: dict[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
+def _values(cols: Mapping[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
     return cols.get(name) or []
 
 
@@ -108,7 +110,7 @@ def _all_zero(values: Sequence[float | None]) -> bool:
     return all(v is None or v == 0 for v in values)
 
 
-def _shade(t: Sequence[float | None]) -> float | None:
+def warmup_shade(t: Sequence[float | None]) -> float | None:
     """Shade the warm-up (t < 0) when the series has any."""
     return 0.0 if any(x is not None and x < 0 for x in t) else None
 
@@ -117,10 +119,35 @@ def _pretty(col: str) -> str:
     return col.replace("_", " ")
 
 
+TIME_LABEL = "time (0 = start of the measured window)"
+
+
+def time_chart(
+    title: str,
+    traces: list[Trace],
+    t: Sequence[float | None],
+    y_label: str = "",
+    y_unit: str = "",
+    small: bool = False,
+) -> Chart:
+    """A chart over a run's time axis, the warm-up shaded."""
+    chart = Chart(
+        title,
+        traces,
+        x_label=TIME_LABEL,
+        x_unit="s",
+        y_label=y_label,
+        y_unit=y_unit,
+        shade_until=warmup_shade(t),
+    )
+    if small:
+        chart.width, chart.height = SMALL_W, SMALL_H
+    return chart
+
+
 def throughput_chart(pgbench: dict[str, list], title: str = "Throughput") -> Chart:
     t = _values(pgbench, "t")
-    lines = [Line("TPS", t, _values(pgbench, "tps"))]
-    return Chart(title, lines, x_label="seconds", y_label="transactions/s", shade_until=_shade(t))
+    return time_chart(title, [Trace("TPS", t, _values(pgbench, "tps"))], t, "transactions/s", "1/s")
 
 
 def latency_columns(cols: dict[str, list]) -> list[str]:
@@ -145,15 +172,8 @@ def latency_chart(pgbench: dict[str, list]) -> Chart | None:
     if not cols:
         return None
     t = _values(pgbench, "t")
-    lines = [Line(_latency_label(c), t, _values(pgbench, c)) for c in cols]
-    return Chart(
-        "Latency percentiles",
-        lines,
-        x_label="seconds",
-        y_label="ms",
-        y_unit="ms",
-        shade_until=_shade(t),
-    )
+    lines = [Trace(_latency_label(c), t, _values(pgbench, c)) for c in cols]
+    return time_chart("Latency percentiles", lines, t, "ms", "ms")
 
 
 def _latency_label(col: str) -> str:
@@ -169,8 +189,15 @@ def failures_chart(pgbench: dict[str, list]) -> Chart | None:
     if not cols:
         return None
     t = _values(pgbench, "t")
-    lines = [Line(c, t, pgbench[c]) for c in cols]
-    return Chart("Failures", lines, x_label="seconds", y_label="per second", shade_until=_shade(t))
+    return time_chart("Failures", [Trace(c, t, pgbench[c]) for c in cols], t, "per second", "1/s")
+
+
+def load_charts(pgbench: dict[str, list]) -> list[Chart]:
+    """What pgbench saw over time: throughput, latency percentiles, failures (when any)."""
+    if not pgbench.get("t"):
+        return []
+    charts = [throughput_chart(pgbench), latency_chart(pgbench), failures_chart(pgbench)]
+    return [c for c in charts if c is not None]
 
 
 @dataclass
@@ -179,13 +206,13 @@ class ChartSet:
     charts: list[Chart]
     quiet: list[str]  # columns left out because they stayed at zero
     notes: list[str] = field(default_factory=list)  # e.g. samples where the source was down
+    kind: str = ""  # the sampler: "os", "pg", "pooler", ...
 
 
 def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
     """Charts for one sampler kind ("os", "pg", "pooler"): known groups, then the rest."""
     groups = {"os": OS_GROUPS, "pg": PG_GROUPS, "pooler": POOLER_GROUPS}.get(kind, ())
     t = _values(cols, "t")
-    shade = _shade(t)
     names = [c for c in cols if c not in META_COLUMNS]
     quiet = sorted(c for c in names if _all_zero(cols[c]))
     used: set[str] = set(quiet)
@@ -195,36 +222,22 @@ def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
         if not members:
             continue
         used.update(members)
-        lines = [Line(_member_label(c, g), t, cols[c]) for c in members]
-        charts.append(
-            Chart(
-                g.title,
-                lines,
-                x_label="seconds",
-                y_label=g.y_label or _axis_unit(g.unit),
-                y_unit=g.unit,
-                shade_until=shade,
-                width=SMALL_W,
-                height=SMALL_H,
-            )
-        )
+        lines = [Trace(_member_label(c, g), t, cols[c]) for c in members]
+        y_label = g.y_label or _axis_label(g.unit)
+        charts.append(time_chart(g.title, lines, t, y_label, g.unit, small=True))
     for c in names:
-        if c in used:
-            continue
-        charts.append(
-            Chart(
-                _pretty(c),
-                [Line(c, t, cols[c])],
-                x_label="seconds",
-                shade_until=shade,
-                width=SMALL_W,
-                height=SMALL_H,
-            )
-        )
+        if c not in used:
+            charts.append(time_chart(_pretty(c), [Trace(c, t, cols[c])], t, small=True))
     title = KIND_TITLES.get(kind, kind)
     down = sum(1 for v in cols.get("up") or [] if v == 0)
     notes = [f"{title}: no data in {down} of {len(t)} samples (source unreachable)"] if down else []
-    return ChartSet(title, charts, quiet, notes)
+    return ChartSet(title, charts, quiet, notes, kind)
+
+
+def metric_chart_sets(series: dict[str, dict[str, list]]) -> list[ChartSet]:
+    """The metric charts of a run: OS, PostgreSQL, pooler, then any other sampler's."""
+    extra = sorted(set(series) - {"pgbench", "os", "pg", "pooler"})
+    return [metric_charts(k, series[k]) for k in ("os", "pg", "pooler", *extra) if series.get(k)]
 
 
 def _member_label(col: str, g: Group) -> str:
@@ -240,10 +253,51 @@ def _member_label(col: str, g: Group) -> str:
     return _pretty(col)
 
 
-def measured_values(cols: dict[str, list], name: str) -> list[float]:
-    """Values of a column inside the measured window (t >= 0), for statistics."""
-    t = cols.get("t") or []
-    ys = cols.get(name) or []
+# --- several runs on one chart ---------------------------------------------------------------
+OVERLAYS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("TPS", "pgbench", ("tps",), "1/s"),
+    ("CPU user + system", "os", ("cpu_user", "cpu_system"), "%"),
+    ("Disk writes", "os", ("disk_write_bytes",), "B/s"),
+    ("WAL", "pg", ("wal_bytes",), "B/s"),
+    ("Commits", "pg", ("commits",), "1/s"),
+)
+
+
+def overlay_charts(runs: Sequence[tuple[str, dict[str, dict[str, list]]]]) -> list[Chart]:
+    """One chart per figure with one line per run (label, series); a run keeps its colour on
+    every chart. Latency uses the highest percentile all runs recorded."""
+    specs = list(OVERLAYS)
+    lat = _common_latency_column([series for _, series in runs])
+    if lat:
+        specs.insert(1, (f"Latency {_latency_label(lat)}", "pgbench", (lat,), "ms"))
+    out: list[Chart] = []
+    for title, kind, cols, unit in specs:
+        traces, times = [], []
+        for label, series in runs:
+            data = series.get(kind) or {}
+            t = data.get("t") or []
+            drawn = all(c in data for c in cols)
+            traces.append(Trace(label, t, _sum_columns([data[c] for c in cols]) if drawn else []))
+            if drawn:
+                times += t
+        if any(tr.y for tr in traces):
+            out.append(time_chart(title, traces, times, _axis_label(unit), unit))
+    return out
+
+
+def _sum_columns(columns: list[list[float | None]]) -> list[float | None]:
+    if len(columns) == 1:
+        return columns[0]
     return [
-        float(y) for x, y in zip(t, ys, strict=False) if x is not None and x >= 0 and y is not None
+        None if any(v is None for v in vs) else sum(vs)  # type: ignore[misc]
+        for vs in zip(*columns, strict=False)
     ]
+
+
+def _common_latency_column(runs: list[dict[str, dict[str, list]]]) -> str | None:
+    present = [set(latency_columns(s["pgbench"])) for s in runs if s.get("pgbench")]
+    common = set.intersection(*present) if present else set()
+    for pick in ("p95", "p99", "p90", "p50", "lat_avg", "avg", "latency_avg"):
+        if pick in common:
+            return pick
+    return None
