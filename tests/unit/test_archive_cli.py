@@ -238,3 +238,18 @@ def test_cli_errors_are_one_line(url: str) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip() == f"error: run 99 is not in archive {url}"
+
+
+def test_compare_points_to_the_repeats_of_study_points(url: str) -> None:
+    with Archive(url) as a:
+        a.create_study(StudyRecord(name="s", kind="iterations", spec=""))
+        for point, tps in (("iter-00", 1000.0), ("iter-01", 1100.0)):
+            for repeat in range(3):
+                a.finish_run(_rec(tps=tps + repeat, study="s", study_point=point, repeat=repeat))
+    doc = json.loads(_run("compare", "4", "7", "--archive", url, "--json"))
+    assert doc["study_repeats"] == [[4, 5, 6], [7, 8, 9]]
+    result = runner.invoke(app, ["compare", "4", "7", "--archive", url])
+    assert "`pgrig runs compare 4,5,6 7,8,9` compares all of them" in result.output
+    assert (
+        json.loads(_run("compare", "1", "2", "--archive", url, "--json"))["study_repeats"] is None
+    )

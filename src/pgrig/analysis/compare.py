@@ -285,6 +285,30 @@ def group_value(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) ->
     return int(c) if all(isinstance(v, int) for v in vals) and c.is_integer() else c
 
 
+def study_point_groups(
+    archive: Any, groups: Sequence[Sequence[RunRecord]]
+) -> list[list[int]] | None:
+    """When every group is a single study run whose point has two or more ok runs: the ids of
+    those runs per group (what a firm verdict needs); else None. `archive`: an Archive."""
+    if any(len(g) != 1 or not g[0].study or not g[0].study_point for g in groups):
+        return None
+    by_study: dict[str, list[RunRecord]] = {}
+    out: list[list[int]] = []
+    for (r,) in groups:
+        assert r.study is not None
+        if r.study not in by_study:
+            by_study[r.study] = archive.study_runs(r.study)
+        point = [
+            s.id
+            for s in by_study[r.study]
+            if s.study_point == r.study_point and s.status == "ok" and s.id is not None
+        ]
+        if len(point) < 2 or any(set(point) & set(g) for g in out):
+            return None
+        out.append(point)
+    return out
+
+
 def _not_ok(runs: Sequence[RunRecord]) -> str:
     listed = ", ".join(f"run {r.id} is {r.status}" for r in runs[:3])
     return listed + (f" (and {len(runs) - 3} more)" if len(runs) > 3 else "")

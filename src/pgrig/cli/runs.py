@@ -489,13 +489,19 @@ def compare_cmd(
     archive: ArchiveOpt = None,
 ) -> None:
     """Two runs, or two groups of repeats, side by side: figures, ratios B/A and verdicts."""
-    from pgrig.analysis.compare import check_parameters, compare_all, group_value
+    from pgrig.analysis.compare import (
+        check_parameters,
+        compare_all,
+        group_value,
+        study_point_groups,
+    )
     from pgrig.reports.publish import parse_groups
 
     check_parameters(threshold, misrate)
     ids_a, ids_b = parse_groups([a, b])
     with _open(archive) as arch:
         ga, gb = [arch.get_run(i) for i in ids_a], [arch.get_run(i) for i in ids_b]
+        repeats = study_point_groups(arch, [ga, gb])
     comparisons = compare_all(ga, gb, threshold, misrate)
     metrics = []
     for label, path, lower_better in _COMPARE_METRICS:
@@ -524,12 +530,22 @@ def compare_cmd(
                     "verdict": comparisons["tps"].as_dict() if "tps" in comparisons else None,
                     "comparisons": {k: c.as_dict() for k, c in comparisons.items()},
                     "host_differences": host_diffs,
+                    "study_repeats": repeats,
                 }
             )
         )
         return
     _print_compare(ga, gb, metrics, context, settings, comparisons)
     _print_host_differences(host_diffs)
+    if repeats:
+        a_ids, b_ids = (",".join(map(str, g)) for g in repeats)
+        err_console().print(
+            f"these runs are repeats of study points: `pgrig runs compare {a_ids} {b_ids}` "
+            "compares all of them",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def _host_differences(ra: RunRecord, rb: RunRecord) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pgrig.analysis.compare import compare_runs, format_ratio, group_value
+from pgrig.analysis.compare import compare_runs, format_ratio, group_value, study_point_groups
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.reports.run_charts import overlay_charts
@@ -195,25 +195,9 @@ def build(groups: list[list[RunRecord]], repeats_url: str | None = None) -> Comp
 
 
 def study_repeats_url(archive: Any, groups: list[list[RunRecord]]) -> str | None:
-    """When every column is one study run whose point has two or more ok runs: the page that
-    compares the points' repeats instead (a firm verdict rather than an indicative one)."""
-    if any(len(g) != 1 or not g[0].study or not g[0].study_point for g in groups):
-        return None
-    by_study: dict[str, list[RunRecord]] = {}
-    out: list[list[int]] = []
-    for (r,) in groups:
-        assert r.study is not None
-        if r.study not in by_study:
-            by_study[r.study] = archive.study_runs(r.study)
-        point = [
-            s.id
-            for s in by_study[r.study]
-            if s.study_point == r.study_point and s.status == "ok" and s.id is not None
-        ]
-        if len(point) < 2 or any(set(point) & set(g) for g in out):
-            return None
-        out.append(point)
-    return compare_url(out)
+    """The page comparing the repeats of these single runs' study points, if they have any."""
+    points = study_point_groups(archive, groups)
+    return compare_url(points) if points else None
 
 
 def _delta(
