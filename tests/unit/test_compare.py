@@ -263,7 +263,8 @@ def test_min_repeats() -> None:
 def test_repeats_needed_decides_about_eighty_percent_of_the_time() -> None:
     """Simulated runs, log-normal with sd 3%, a true +6% effect, threshold 2%: the estimate
     from 5 repeats per side is close to the n computed from the true parameters, and with that
-    n the comparison decides ("faster") about 80% of the time."""
+    n the comparison decides ("faster") most of the time: 80% is the target of the normal
+    approximation; the distribution-free bounds are a little wider, so about 70%."""
     rng = np.random.default_rng(7)
     sigma, effect = 0.03, 1.06
     m = math.log(effect) - math.log(1.02)
@@ -280,7 +281,7 @@ def test_repeats_needed_decides_about_eighty_percent_of_the_time() -> None:
         b = 1000 * np.exp(rng.normal(0, sigma, true_n))
         c = 1000 * np.exp(rng.normal(math.log(effect), sigma, true_n))
         decided += compare_runs(group(list(b)), group(list(c), 100)).verdict == "faster"
-    assert 0.65 <= decided / 300 <= 0.95, (true_n, decided)
+    assert 0.6 <= decided / 300 <= 0.9, (true_n, decided)
 
 
 # --- the property: a detected change is never called equivalent -------------------------------
