@@ -397,7 +397,8 @@ def _decide(out: Comparison, base: np.ndarray, cand: np.ndarray, method: Method)
 
 def decide(lower: float, upper: float, threshold: float, higher_is_better: bool = True) -> Verdict:
     """The four verdicts on bounds of candidate / baseline (see the module's docstring)."""
-    up, down = ("faster", "slower") if higher_is_better else ("slower", "faster")
+    up: Verdict = "faster" if higher_is_better else "slower"
+    down: Verdict = "slower" if higher_is_better else "faster"
     if lower > 1 + threshold:
         return up
     if upper < 1 - threshold:

@@ -252,7 +252,7 @@ def compare_document(
         title="Comparison: " + " vs ".join(labels),
         generated_by="pgrig report compare",
     )
-    rows = []
+    rows: list[list[Any]] = []
     comparisons: list[Comparison | None] = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         first = g[0]
