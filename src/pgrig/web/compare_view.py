@@ -14,7 +14,15 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pgrig.analysis.compare import compare_runs, format_ratio, group_value, study_point_groups
+from pgrig.analysis.compare import (
+    BLOCK_S,
+    DEFAULT_MISRATE,
+    DEFAULT_THRESHOLD,
+    compare_runs,
+    format_ratio,
+    group_value,
+    study_point_groups,
+)
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.reports.run_charts import overlay_charts
@@ -28,11 +36,12 @@ from pgrig.web.study_view import CELL_STYLES
 MAX_GROUPS = 12
 MAX_RUNS = 60  # in all groups together
 METHOD_NOTE = (
-    "Ratios are candidate / baseline, x1.234 [lower, upper], with a verdict at a 2% threshold "
-    "and 95% bounds from the comparison engine that `pgrig runs compare` and `pgrig report "
-    "compare` use: with two or more runs per column, over the runs (repeats); with single runs, "
-    "over block means of at least 10 s of their per-second values, which is indicative only "
-    "(one run cannot show run-to-run variation)."
+    f"Ratios are candidate / baseline, x1.234 [lower, upper], with a verdict at a "
+    f"{DEFAULT_THRESHOLD:.0%} threshold and {1 - DEFAULT_MISRATE:.0%} bounds from the comparison "
+    "engine that `pgrig runs compare` and `pgrig report compare` use: with two or more runs per "
+    f"column, over the runs (repeats); with single runs, over block means of at least "
+    f"{BLOCK_S:g} s of their per-second values, which is indicative only (one run cannot show "
+    "run-to-run variation)."
 )
 
 
