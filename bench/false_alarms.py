@@ -1,10 +1,12 @@
-"""How often does a study call the same configuration "no detectable change"?
+"""What does a study say when both configurations are the same? Anything but "faster" or
+"slower" is right ("equivalent" at best; "inconclusive" says more repeats are needed), so
+faster/slower are false alarms: at most about the misrate (5%) of tries should raise one.
 
     python bench/false_alarms.py [--tries 10] [--repeats 5] [--duration 4]
 
 Each try is one `pgrig study run` of two iterations with identical settings (pgbench TPC-B,
 scale 1, interleaved repeats) in a scratch home; the verdict of iteration 1 against iteration
-0 is read from the study's Markdown report. Prints each verdict and the tally.
+0 is read from the study's Markdown report. Prints each verdict and the tally per verdict.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 STUDY = """
@@ -74,13 +77,15 @@ def main() -> None:
             line = next(ln for ln in report.splitlines() if ln.startswith("| 1 | "))
             cell = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]][5]
             verdicts.append(cell)
-            print(f"try {k + 1}: {cell.replace('<br>', ' ')}", flush=True)
+            print(f"try {k + 1}: {cell.replace('<br>', ' ').replace(chr(92), '')}", flush=True)
             subprocess.run(["pgrig", "env", "destroy", f"{name}-pg15", "--yes"], env=env,
                            capture_output=True, check=False)  # fmt: skip
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    held = sum(v.endswith("no detectable change") for v in verdicts)
-    print(f"'no detectable change' held in {held} of {len(verdicts)} tries")
+    words = Counter(v.split("<br>")[-1].split(" (")[0].removesuffix(" *") for v in verdicts)
+    alarms = words["faster"] + words["slower"]
+    tally = ", ".join(f"{word} {count}" for word, count in words.most_common())
+    print(f"{len(verdicts)} tries: {tally}; false alarms (faster or slower): {alarms}")
 
 
 if __name__ == "__main__":

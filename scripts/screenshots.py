@@ -136,10 +136,14 @@ def pages(archive: Archive) -> dict[str, str]:
         same = [r for r in ok[1:] if r.workload == ok[0].workload] or ok[1:]
         out["compare"] = f"/compare?ids={same[0].id},{ok[0].id}"
     iterations = [s for s in archive.list_studies() if s.kind == "iterations"]
-    if iterations:  # first vs last iteration: a verdict from the repeats shows
+    if iterations:  # first vs last iteration, all their repeats: a verdict from the repeats
         runs = [r for r in archive.study_runs(iterations[0].name) if r.status == "ok"]
         if runs and runs[0].study_point != runs[-1].study_point:
-            out["compare"] = f"/compare?ids={runs[0].id},{runs[-1].id}"
+            first, last = (
+                ",".join(str(r.id) for r in runs if r.study_point == p.study_point)
+                for p in (runs[0], runs[-1])
+            )
+            out["compare"] = f"/compare?group={first}&group={last}"
     for s in archive.list_studies():
         key = "study-sweep" if s.kind == "sweep" else "study-iterations"
         if key not in out and archive.count_runs(RunFilter(study=s.name)):

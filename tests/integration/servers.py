@@ -6,6 +6,8 @@
 - `scratch_home(prefix)`: a pgrig home for a whole module (PGRIG_HOME set, PGRIG_ARCHIVE
   unset), with every environment in it destroyed and every server and pooler killed after.
 - `pgrig(...)`: the pgrig command line, failing the test with its stderr when asked to check.
+- `start_long_run(env)`, `wait_for_running()`: a run in the background to interrupt, and the
+  moment `pgrig runs list` shows it running.
 
 Imported by name (`import servers`): pytest puts this folder on sys.path (tests/ is no package).
 """
@@ -13,12 +15,14 @@ Imported by name (`import servers`): pytest puts this folder on sys.path (tests/
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -151,6 +155,24 @@ def pgrig(
     if check and proc.returncode != 0:
         raise AssertionError(f"pgrig {' '.join(args)} -> {proc.returncode}\n{proc.stderr}")
     return proc
+
+
+def start_long_run(env: str) -> subprocess.Popen[str]:
+    """A 30 s select-only `pgrig run --json` in the background, for a test to interrupt."""
+    argv = ["pgrig", "run", env, "--workload", "pgbench:select-only", "-c", "2"]
+    argv += ["--duration", "30", "--json"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_running(timeout: float = 30) -> dict:
+    """The run `pgrig runs list` shows as running, once there is one."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        runs = json.loads(pgrig("runs", "list", "--json", "--status", "running").stdout)
+        if runs:
+            return runs[0]
+        time.sleep(0.3)
+    raise AssertionError("no running run appeared in `pgrig runs list`")
 
 
 @contextlib.contextmanager

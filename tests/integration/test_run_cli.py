@@ -127,8 +127,8 @@ def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> 
 
 
 def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
-    proc = _start_long_run(lab)
-    _wait_for_running(lab)
+    proc = servers.start_long_run(lab)
+    servers.wait_for_running()
     time.sleep(2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -140,8 +140,8 @@ def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
 
 
 def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: str) -> None:
-    proc = _start_long_run(lab)
-    running = _wait_for_running(lab)
+    proc = servers.start_long_run(lab)
+    running = servers.wait_for_running()
     assert running["status"] == "running"
     time.sleep(2)
     home = Path(os.environ["PGRIG_HOME"])
@@ -156,23 +156,6 @@ def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: st
     assert len(exported["series"]["pgbench"]["t"]) >= 1  # the partial series is kept
     assert not _pgbench_running(rec["command"])
     pgrig("env", "start", lab)  # the environment is usable again
-
-
-def _start_long_run(lab: str) -> subprocess.Popen:
-    """A 30 s select-only run in the background, for a test to interrupt."""
-    argv = ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2"]
-    argv += ["--duration", "30", "--json"]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_running(lab: str, timeout: float = 30) -> dict:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        runs = json.loads(pgrig("runs", "list", "--json", "--status", "running").stdout)
-        if runs:
-            return runs[0]
-        time.sleep(0.3)
-    raise AssertionError("no running run appeared in `pgrig runs list`")
 
 
 def _pgbench_running(command: str) -> bool:

@@ -4,7 +4,7 @@ One study, run once for the module through `pgrig study run` (interleaved repeat
 changes of the shared host spread over every point; one client, so every commit of the
 synchronous iterations waits for its own WAL flush):
   iteration 0  synchronous_commit=on
-  iteration 1  the same configuration again         -> "no detectable change" vs previous
+  iteration 1  the same configuration again         -> "equivalent" or "inconclusive" vs previous
   iteration 2  synchronous_commit=off (pgbench TPC-B) -> "faster" vs previous, with its interval
 """
 
@@ -103,21 +103,28 @@ def test_study_run_writes_reports_and_leaves_no_server(home: Path, verdicts) -> 
     assert "| 15 |" in text or text.count("| ok |") == 15
 
 
-def test_same_configuration_is_no_detectable_change(verdicts) -> None:
+def test_same_configuration_is_equivalent_or_inconclusive(verdicts) -> None:
     _, text = verdicts
     cells = row(text, 1)
     assert cells[4] == "5/5"
-    assert cells[5].endswith("no detectable change"), cells[5]
+    m = re.match(
+        r"x(\d\.\d{3}) \[(\d\.\d{3}), (\d\.\d{3})\]<br>(equivalent|inconclusive)", cells[5]
+    )
+    assert m, cells[5]  # never faster or slower by more than the 2% threshold
+    ratio, low, high = (float(g) for g in m.groups()[:3])
+    assert low <= ratio <= high
+    if m.group(4) == "equivalent":
+        assert 0.98 <= low <= 1 <= high <= 1.02
 
 
 def test_synchronous_commit_off_is_faster_with_interval(verdicts) -> None:
     _, text = verdicts
     cells = row(text, 2)
     vs_previous = cells[5]
-    m = re.match(r"\+(\d+\.\d)% \[\+(\d+\.\d)%, \+(\d+\.\d)%\]<br>faster$", vs_previous)
+    m = re.match(r"x(\d+\.\d{3}) \[(\d+\.\d{3}), (\d+\.\d{3})\]<br>faster$", vs_previous)
     assert m, vs_previous
     ratio, low, high = (float(g) for g in m.groups())
-    assert low > 2.0 and low <= ratio <= high
+    assert low > 1.02 and low <= ratio <= high
 
 
 def test_list_and_show(home: Path, verdicts) -> None:

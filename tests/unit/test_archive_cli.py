@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -142,13 +143,80 @@ def test_show(url: str) -> None:
 
 def test_compare(url: str) -> None:
     out = _run("compare", "1", "2", "--archive", url)
-    assert "1.500" in out and "0.700" in out and "shared_buffers" in out
+    assert "x1.500" in out and "x0.700" in out and "shared_buffers" in out
     doc = json.loads(_run("compare", "1", "2", "--archive", url, "--json"))
+    assert doc["a"] == {"runs": [{"id": 1, "status": "ok"}]}
     assert doc["metrics"]["tps"] == {"a": 1000.0, "b": 1500.0, "ratio": 1.5}
     assert doc["metrics"]["latency_ms.avg"]["ratio"] == pytest.approx(0.7)
     assert doc["settings_diff"] == {"shared_buffers": {"a": "16384", "b": "65536"}}
-    if doc["verdict"] is not None:  # only when analysis.stats is there
-        assert doc["verdict"]["result"] == "faster" and "autocorrelated" in doc["verdict"]["caveat"]
+    # single 10 s runs: too short for even an indicative verdict, and it says why
+    v = doc["verdict"]
+    assert v["verdict"] is None and v["ratio"] == 1.5 and v["text"] == "x1.500"
+    assert v["reason"] == "single runs under 30 s (run 1: 10 s)"
+    assert "verdict on TPS: x1.500 no verdict: single runs under 30 s (run 1: 10 s)" in out
+    assert doc["comparisons"]["latency.p95"]["verdict"] is None
+
+
+def test_compare_refuses_a_verdict_for_a_failed_run(url: str) -> None:
+    doc = json.loads(_run("compare", "1", "3", "--archive", url, "--json"))
+    assert doc["b"] == {"runs": [{"id": 3, "status": "failed"}]}
+    assert doc["verdict"]["verdict"] is None and doc["verdict"]["reason"] == "run 3 is failed"
+    out = _run("compare", "1", "3", "--archive", url)
+    assert "no verdict: run 3 is failed; only ok runs are compared" in out
+
+
+def test_compare_groups_of_repeats(url: str) -> None:
+    base, cand = [1000.0, 1010.0, 990.0, 1005.0], [1100.0, 1120.0, 1095.0, 1110.0]
+    with Archive(url) as a:
+        for v in base + cand:
+            a.finish_run(_rec(tps=v))
+    doc = json.loads(_run("compare", "4-7", "8,9,10,11", "--archive", url, "--json"))
+    assert [r["id"] for r in doc["b"]["runs"]] == [8, 9, 10, 11]
+    v = doc["verdict"]
+    assert v["method"] == "repeats" and (v["n_baseline"], v["n_candidate"]) == (4, 4)
+    ratios = sorted(c / b for c in cand for b in base)  # independently: the 16 pairwise ratios
+    assert v["ratio"] == pytest.approx(statistics.median(ratios))
+    # 4 vs 4 at 95%: U's lower tail P(U <= 0) = 1/70 <= 0.025 < P(U <= 1) = 2/70: k = 1
+    assert (v["lower"], v["upper"]) == (pytest.approx(ratios[0]), pytest.approx(ratios[-1]))
+    assert v["verdict"] == "faster" and v["text"] == v["description"].split(" faster")[0]
+    walsh = [(x + y) / 2 for i, x in enumerate(base) for y in base[i:]]
+    assert doc["metrics"]["tps"]["a"] == pytest.approx(statistics.median(walsh))  # 1001.25
+    out = _run("compare", "4-7", "8,9,10,11", "--archive", url)
+    assert f"verdict on TPS: {v['description']}" in " ".join(out.split())
+    assert "A: runs 4,5,6,7 (4/4 ok)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["1,2", "2,3"], "run 2 is listed twice"),
+        (["1", "x"], "bad run list 'x'"),
+        (["1", "2", "--threshold", "2"], "--threshold 2 must be in [0, 1)"),
+        (["1", "2", "--misrate", "0"], "--misrate 0 must be between 0 and 1"),
+    ],
+)
+def test_compare_bad_input(url: str, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["compare", *args, "--archive", url])
+    assert isinstance(result.exception, PgrigError) and message in str(result.exception)
+
+
+def test_list_shows_nopm_in_its_own_column(url: str) -> None:
+    with Archive(url) as a:
+        a.finish_run(_rec(workload="tpcc", scenario="tpcc", tps=812.5, nopm=21_000.0))
+    out = _run("list", "--archive", url)
+    header, row = out.splitlines()[0].split(), out.splitlines()[1]
+    assert header[:4] == ["id", "status", "tps", "nopm"]
+    assert "812.5" in row and "21,000" in row
+
+
+def test_cli_defaults_are_the_engines() -> None:
+    from pgrig.analysis import compare
+    from pgrig.cli import common
+
+    assert (common.THRESHOLD, common.MISRATE) == (
+        compare.DEFAULT_THRESHOLD,
+        compare.DEFAULT_MISRATE,
+    )
 
 
 def test_export(url: str, tmp_path: Path) -> None:
@@ -170,3 +238,18 @@ def test_cli_errors_are_one_line(url: str) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.strip() == f"error: run 99 is not in archive {url}"
+
+
+def test_compare_points_to_the_repeats_of_study_points(url: str) -> None:
+    with Archive(url) as a:
+        a.create_study(StudyRecord(name="s", kind="iterations", spec=""))
+        for point, tps in (("iter-00", 1000.0), ("iter-01", 1100.0)):
+            for repeat in range(3):
+                a.finish_run(_rec(tps=tps + repeat, study="s", study_point=point, repeat=repeat))
+    doc = json.loads(_run("compare", "4", "7", "--archive", url, "--json"))
+    assert doc["study_repeats"] == [[4, 5, 6], [7, 8, 9]]
+    result = runner.invoke(app, ["compare", "4", "7", "--archive", url])
+    assert "`pgrig runs compare 4,5,6 7,8,9` compares all of them" in result.output
+    assert (
+        json.loads(_run("compare", "1", "2", "--archive", url, "--json"))["study_repeats"] is None
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,11 @@ def test_compare_groups_with_verdicts(tmp_path: Path) -> None:
     table = doc.sections[0].blocks[0]
     verdicts = [row[5].lines for row in table.rows]
     assert verdicts[0] == ["baseline"]
-    assert verdicts[1][1] == "faster" and verdicts[1][0].startswith(("+49.", "+50."))
-    assert verdicts[2] == ["+0.8%", "no verdict: too few runs"]  # 1010 vs 1002
+    assert verdicts[1][1] == "faster"
+    # independently: the median of the 25 pairwise ratios, bounds from the sorted ratios
+    ratios = sorted(f / b for f in range(1500, 1505) for b in range(1000, 1005))
+    assert verdicts[1][0] == f"x{statistics.median(ratios):.3f} [{ratios[2]:.3f}, {ratios[-3]:.3f}]"
+    assert verdicts[2] == ["x1.008", "no verdict: single runs under 30 s (run 11: 20 s)"]
     diff = doc.sections[1].blocks[0]
     assert diff.rows[0].__len__() == 4 and diff.rows[0][0].lines == ["fsync"]
     assert doc.figures()[0].name == "overlay-tps"
@@ -164,3 +168,15 @@ def test_stability_of_short_runs() -> None:
     rec = make_record(tps=500, seconds=2, warmup=0)
     s = run_stability(rec)
     assert s.cv is None and s.describe() == "no per-second data"
+
+
+def test_compare_gives_no_verdict_for_a_failed_run(tmp_path: Path) -> None:
+    archive = archive_at(tmp_path)
+    base = [store(archive, tps=1000 + i, seed=i) for i in range(3)]
+    cand = [store(archive, tps=1500, seed=10), store(archive, tps=0, seed=11, status="failed")]
+    doc = compare_document([[archive.get_run(r.id) for r in g] for g in (base, cand)])
+    cell = doc.sections[0].blocks[0].rows[1][5]
+    assert cell.lines == ["-", f"no verdict: run {cand[1].id} is failed"]
+    assert cell.style == "muted"
+    notes = [b.text for b in doc.sections[0].blocks if isinstance(b, Paragraph)]
+    assert "No verdict: only ok runs are compared." in notes

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import math
 import re
+import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from study_fakes import FakeBackend, archive_at, iterations_toml, make_record, s
 
 from pgrig.errors import NotFound
 from pgrig.reports import iteration, publish
-from pgrig.reports.document import Table
+from pgrig.reports.document import Paragraph, Table
 from pgrig.reports.summary import load_study
 from pgrig.study.runner import run_study
 from pgrig.study.spec import parse
@@ -56,15 +58,21 @@ def results_table(doc) -> Table:
     return next(b for b in section.blocks if isinstance(b, Table))
 
 
-def test_same_configuration_is_no_detectable_change(tmp_path: Path) -> None:
+def test_same_configuration_is_equivalent(tmp_path: Path) -> None:
     archive = make_study(tmp_path, SAME, "same")
     data = load_study(archive, "same")
     assert [len(p.samples) for p in data.points] == [5, 5]
     table = results_table(iteration.build(data))
     col = table.columns.index("vs previous")
     assert table.rows[0][col].lines == ["-"]
-    assert table.rows[1][col].lines[1] == "no detectable change"
+    assert table.rows[1][col].lines[1] == "equivalent"
     assert table.rows[1][col].style == "neutral"
+    ratio, lo, hi = _ratio_cell(table.rows[1][col].lines[0])
+    assert 0.98 <= lo <= 1 <= hi <= 1.02
+    # independently: the median of all pairwise ratios of the repeats' TPS
+    base, cand = data.points[0].samples, data.points[1].samples
+    expected = math.exp(statistics.median(math.log(c / b) for c in cand for b in base))
+    assert ratio == pytest.approx(expected, abs=0.0005)
 
 
 def test_real_change_is_faster_with_its_interval(tmp_path: Path) -> None:
@@ -73,11 +81,9 @@ def test_real_change_is_faster_with_its_interval(tmp_path: Path) -> None:
     table = results_table(iteration.build(data))
     cell = table.rows[1][table.columns.index("vs iteration 0")]
     assert cell.lines[1] == "faster" and cell.style == "good"
-    # "+60.3% [+57.1%, +63.5%]": the ratio and its bounds, as percentages
-    m = re.fullmatch(r"\+(\d+\.\d)% \[\+(\d+\.\d)%, \+(\d+\.\d)%\]", cell.lines[0])
-    assert m, cell.lines[0]
-    ratio, lo, hi = (float(g) for g in m.groups())
-    assert lo <= ratio <= hi and 50 < ratio < 70
+    # "x1.598 [1.578, 1.607]": the ratio candidate / baseline and its bounds
+    ratio, lo, hi = _ratio_cell(cell.lines[0])
+    assert 1.02 < lo <= ratio <= hi and 1.5 < ratio < 1.7
     tps = table.rows[1][table.columns.index("TPS [bounds]")].lines
     assert len(tps) == 2 and tps[1].startswith("[")
 
@@ -215,9 +221,106 @@ def test_sweep_report(tmp_path: Path) -> None:
     assert all(p.exists() for p in paths)
 
 
-def test_one_repeat_gives_a_ratio_but_no_verdict(tmp_path: Path) -> None:
+def test_one_short_repeat_gives_a_ratio_but_no_verdict(tmp_path: Path) -> None:
     archive = make_study(tmp_path, FASTER.replace("repeats = 5", "repeats = 1"), "one")
-    table = results_table(iteration.build(load_study(archive, "one")))
+    doc = iteration.build(load_study(archive, "one"))
+    table = results_table(doc)
     cell = table.rows[1][table.columns.index("vs previous")]
-    assert cell.lines[1] == "no verdict: too few runs" and cell.style == "muted"
-    assert re.fullmatch(r"\+\d+\.\d%", cell.lines[0])
+    assert cell.lines[1] == "no verdict: single runs under 30 s (run 1: 20 s)"
+    assert cell.style == "muted"
+    assert re.fullmatch(r"x1\.\d{3}", cell.lines[0])
+    notes = [b.text for b in doc.sections[1].blocks if isinstance(b, Paragraph)]
+    assert any(
+        n.startswith("No verdict: an indicative verdict on single runs needs 30 s") for n in notes
+    )
+
+
+def test_one_long_repeat_gives_an_indicative_verdict(tmp_path: Path) -> None:
+    text = FASTER.replace("repeats = 5", "repeats = 1").replace("duration = 20", "duration = 40")
+    archive = make_study(tmp_path, text, "long")
+    doc = iteration.build(load_study(archive, "long"))
+    table = results_table(doc)
+    cell = table.rows[1][table.columns.index("vs previous")]
+    assert cell.lines[1] in ("faster (indicative)", "faster (indicative) *"), cell.lines
+    notes = [b.text for b in doc.sections[1].blocks if isinstance(b, Paragraph)]
+    assert any(
+        n.startswith("Indicative: single runs compared by the means of blocks") for n in notes
+    )
+
+
+def _ratio_cell(text: str) -> tuple[float, float, float]:
+    m = re.fullmatch(r"x(\d+\.\d{3}) \[(\d+\.\d{3}), (\d+\.\d{3})\]", text)
+    assert m, text
+    ratio, lo, hi = (float(g) for g in m.groups())
+    return ratio, lo, hi
+
+
+POOLER = (
+    HEAD.replace("repeats = 5", "repeats = 3").replace(
+        'version = "15"', 'version = "15"\npooler = { pool_size = 4 }'
+    )
+    + """
+[sweep]
+via = ["direct", "pgbouncer"]
+workload = ["pgbench:select-only", "pgbench:tpcb-like"]
+clients = [1, 8]
+"""
+)
+
+
+@pytest.mark.parametrize("compare", ['compare = "via"\n', ""])
+def test_sweep_compares_along_the_named_axis(tmp_path: Path, compare: str) -> None:
+    """Issue 9: pgbouncer against direct at the same workload and clients, never one workload
+    against another; every ratio checked against the pairwise ratios of the two points."""
+    from pgrig.reports import sweep
+
+    archive = make_study(tmp_path, POOLER + compare, "pool", noise=0.05)
+    data = load_study(archive, "pool")
+    doc = sweep.build(data)
+    table = results_table(doc)
+    col = table.columns.index("vs via=direct")
+    by_coords = {
+        (ps.point.coords["via"], ps.point.coords["workload"], ps.point.coords["clients"]): ps
+        for ps in data.points
+    }
+    compared = 0
+    for row in table.rows:  # grouped by series: matched to points by their labels
+        series, clients = row[0].lines[0], int(row[1].lines[0])
+        via = "pgbouncer" if "via=pgbouncer" in series else "direct"
+        workload = series.split("workload=")[1]
+        cell = row[col]
+        if via == "direct":
+            assert cell.lines == ["baseline"]
+            continue
+        ref = by_coords[("direct", workload, clients)]
+        cand = by_coords[("pgbouncer", workload, clients)]
+        expected = math.exp(
+            statistics.median(math.log(c / b) for c in cand.samples for b in ref.samples)
+        )
+        ratio, lo, hi = _ratio_cell(cell.lines[0])
+        assert ratio == pytest.approx(expected, abs=0.0005) and lo <= ratio <= hi
+        assert cell.lines[1].split(" (")[0].removesuffix(" *") in (
+            "faster",
+            "slower",
+            "equivalent",
+            "inconclusive",
+        )
+        compared += 1
+    assert compared == 4
+    note = next(b.text for b in doc.sections[1].blocks if isinstance(b, Paragraph))
+    assert note.startswith("Each point is compared with via=direct at the same workload, clients")
+    if compare:
+        assert note.endswith('(compare = "via" in [sweep]).')
+    else:
+        assert 'compare = "via" by default' in note
+
+
+def test_sweep_of_one_dimension_says_there_is_no_comparison(tmp_path: Path) -> None:
+    from pgrig.reports import sweep
+
+    text = HEAD.replace("repeats = 5", "repeats = 2") + "\n[sweep]\nclients = [1, 8]\n"
+    doc = sweep.build(load_study(make_study(tmp_path, text, "c"), "c"))
+    table = results_table(doc)
+    assert not any(c.startswith("vs ") for c in table.columns)
+    note = next(b.text for b in doc.sections[1].blocks if isinstance(b, Paragraph))
+    assert note.startswith("No comparison column: only clients is swept")

@@ -1,4 +1,5 @@
-"""Robust estimators, distribution-free bounds and verdicts, with hand-computed answers."""
+"""Robust estimators and distribution-free bounds, with hand-computed answers (verdicts:
+test_compare.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pgrig.analysis import stats
 from pgrig.analysis.stats import (
     center,
     center_bounds,
-    compare,
     ratio,
     ratio_bounds,
     shift,
@@ -61,8 +61,6 @@ def test_bad_input_is_a_clear_error() -> None:
             center(bad)  # type: ignore[arg-type]
     with pytest.raises(PgrigError, match="misrate"):
         shift_bounds([1, 2], [3, 4], misrate=0)
-    with pytest.raises(PgrigError, match="threshold"):
-        compare([1, 2], [3, 4], threshold=-0.1)
 
 
 # --- rank distributions ------------------------------------------------------------------
@@ -178,63 +176,3 @@ def test_large_samples_use_normal_approximation() -> None:
     assert b.method == "normal" and not b.insufficient
     assert b.lower < shift(x, y) < b.upper
     assert center_bounds(rng.normal(0, 1, 300)).method == "normal"
-
-
-# --- verdicts ----------------------------------------------------------------------------
-def test_compare_ten_percent_faster_with_five_repeats() -> None:
-    rng = np.random.default_rng(42)
-    base = 1000 * (1 + 0.01 * rng.standard_normal(5))
-    cand = 1100 * (1 + 0.01 * rng.standard_normal(5))
-    c = compare(base, cand)
-    assert c.verdict == "faster"
-    assert c.lower > 1.02 and c.lower <= c.ratio <= c.upper
-    assert c.ratio == pytest.approx(1.1, abs=0.03)
-    assert (c.n_baseline, c.n_candidate) == (5, 5)
-    assert c.describe().startswith("faster: x1.")
-    assert "(95% bounds, threshold 2%)" in c.describe()
-    # the same numbers as latency: higher is worse
-    assert compare(base, cand, higher_is_better=False).verdict == "slower"
-    assert compare(cand, base).verdict == "slower"
-    assert compare(cand, base, higher_is_better=False).verdict == "faster"
-
-
-def test_compare_no_change() -> None:
-    rng = np.random.default_rng(5)
-    base = 1000 * (1 + 0.01 * rng.standard_normal(6))
-    cand = 1000 * (1 + 0.01 * rng.standard_normal(6))
-    c = compare(base, cand)
-    assert c.verdict == "no detectable change"
-    assert c.describe().startswith("no detectable change: x")
-
-
-def test_compare_small_real_change_below_threshold() -> None:
-    # a clear but 1% change is not "faster" with a 2% threshold
-    base = [1000, 1001, 999, 1000, 1002, 998, 1000, 1001]
-    cand = [v * 1.01 for v in base]
-    c = compare(base, cand)
-    assert c.lower > 1.0 and c.verdict == "no detectable change"
-    assert compare(base, cand, threshold=0.005).verdict == "faster"
-
-
-def test_compare_describe_format_and_insufficient() -> None:
-    c = stats.Comparison(
-        ratio=1.0873,
-        lower=1.0612,
-        upper=1.1118,
-        verdict="faster",
-        threshold=0.02,
-        misrate=0.05,
-        n_baseline=10,
-        n_candidate=10,
-    )
-    assert c.describe() == "faster: x1.087 [1.061, 1.112] (95% bounds, threshold 2%)"
-    few = compare([100, 101, 102], [120, 121, 122])
-    assert few.insufficient
-    assert "too few values" in few.describe() and "90% at best" in few.describe()
-    assert few.as_dict()["description"] == few.describe()
-
-
-def test_compare_thousands_of_points() -> None:
-    rng = np.random.default_rng(9)
-    c = compare(rng.normal(1000, 30, 2000), rng.normal(1100, 30, 2000))
-    assert c.method == "normal" and c.verdict == "faster"

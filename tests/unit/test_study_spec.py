@@ -212,6 +212,29 @@ def test_sweep_parse() -> None:
     assert s.kind == "sweep" and s.sweep is not None
     assert [d.name for d in s.sweep.dimensions] == ["via", "clients"]
     assert s.sweep.x == "clients" and s.sweep.series == ("via",)
+    assert s.sweep.compare is None and s.sweep.compare_axis() == "via"  # the default
+
+
+def test_sweep_compare_axis() -> None:
+    s = parse(SWEEP + 'workload = ["pgbench:select-only", "pgbench:tpcb-like"]\ncompare = "via"\n')
+    assert s.sweep is not None and s.sweep.compare == "via" and s.sweep.compare_axis() == "via"
+    # without compare: via before workload; clients (the x axis) only when nothing else is swept
+    assert (
+        parse(
+            SWEEP.replace("via = ", 'workload = ["pgbench:select-only"]\nvia = ')
+        ).sweep.compare_axis()
+        == "via"
+    )
+    two = (
+        BASE
+        + '\n[sweep]\nworkload = ["pgbench:select-only", "pgbench:tpcb-like"]\nclients = [1, 2]\n'
+    )
+    assert parse(two).sweep.compare_axis() == "workload"
+    assert parse(BASE + "\n[sweep]\nclients = [1, 2]\n").sweep.compare_axis() is None
+    one = parse(BASE + '\n[sweep]\nclients = [1, 2]\ncompare = "clients"\n')
+    assert one.sweep.compare_axis() == "clients"
+    knobs = BASE + '\n[sweep]\nclients = [1, 2]\nsettings.work_mem = ["4MB", "64MB"]\n'
+    assert parse(knobs).sweep.compare_axis() == "settings.work_mem"
 
 
 def test_sweep_settings_and_versions() -> None:
@@ -241,6 +264,12 @@ settings.work_mem = ["4MB", "64MB"]
         ("clients = [2]\nthreads = [4]", "sweep.threads: 4 threads for 2 clients"),
         ('via = ["direct", "carrier-pigeon"]', "sweep.via[1]: 'carrier-pigeon' is not one of"),
         ('clients = [2]\nx = "rate"', "sweep.x: 'rate' is not a swept dimension"),
+        (
+            'clients = [2]\nvia = ["direct"]\ncompare = "vias"',
+            "sweep.compare: 'vias' is not a swept dimension (did you mean 'via'?); "
+            "swept: clients, via",
+        ),
+        ("clients = [2]\ncompare = 3", "sweep.compare: expected a string, got"),
         ('environment = ["nope"]', "sweep.environment[0]: 'nope' is not defined"),
         ("colour = [1]", "sweep.colour: unknown key"),
         (

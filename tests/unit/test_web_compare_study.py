@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
-from pgrig.web import compare_view, sample_data
+from pgrig.web import sample_data
 
 
 def _pair(archive: Archive) -> tuple[int, int]:
@@ -34,15 +34,16 @@ def test_compare_two_runs(archive: Archive, client: TestClient) -> None:
     assert r.status_code == 200
     html = r.text
     assert f'href="/runs/{a}">#{a}</a> <span class="muted">baseline' in html
-    # TPS side by side, the ratio and a verdict computed by analysis.stats
+    # TPS side by side, the ratio and a verdict from the comparison engine
     row = html.split("<th>TPS</th>")[1].split("</tr>")[0]
     assert "1,000" in row and "1,500" in row
-    ratio = float(re.search(r"×([0-9.]+)", row).group(1))
-    assert 1.4 < ratio < 1.6
-    assert "faster" in row and 'class="n good"' in row
-    assert "blocks, indicative" in row  # single runs: block means, said so
+    m = re.search(r'<div class="ratio">x([0-9.]+) \[([0-9.]+), ([0-9.]+)\]</div>', row)
+    ratio, lo, hi = (float(g) for g in m.groups())
+    assert 1.4 < lo <= ratio <= hi < 1.6
+    assert "faster (indicative)" in row and 'class="n good"' in row
+    assert "single runs, 6 vs 6 blocks of &gt;= 10 s" in row  # single 60 s runs: block means
     lat = html.split("<th>Latency p95, ms</th>")[1].split("</tr>")[0]
-    assert "faster" in lat  # lower latency is better: the verdict flips
+    assert "faster (indicative)" in lat  # lower latency is better: the verdict flips
     # overlaid series: one line per run on each chart
     tps_chart = re.search(r'<svg class="chart".*?</svg>', html, re.S).group(0)
     assert tps_chart.count("<polyline") == 2
@@ -54,11 +55,20 @@ def test_compare_two_runs(archive: Archive, client: TestClient) -> None:
     assert "max_connections" not in diff
 
 
-def test_compare_uses_repeats_of_study_points(archive: Archive, client: TestClient) -> None:
+def test_compare_links_to_the_repeats_of_study_points(archive: Archive, client: TestClient) -> None:
     ids = sample_data.iteration_study(archive)
-    r = client.get(f"/compare?ids={ids[0]},{ids[-1]}")  # iteration 0 vs the unsafe one
-    row = r.text.split("<th>TPS</th>")[1].split("</tr>")[0]
+    html = client.get(f"/compare?ids={ids[0]},{ids[-1]}").text  # iteration 0 vs the unsafe one
+    row = html.split("<th>TPS</th>")[1].split("</tr>")[0]
+    assert "3 vs 3 repeats" not in row  # the runs asked for, nothing else: as `runs compare`
+    url = re.search(r'<a href="(/compare\?group=[^"]+)">compare all the repeats', html).group(1)
+    assert url == "/compare?group=1,2,3&amp;group=10,11,12"
+    grouped = client.get(url.replace("&amp;", "&")).text
+    row = grouped.split("<th>TPS</th>")[1].split("</tr>")[0]
     assert "3 vs 3 repeats" in row and "faster" in row
+    assert '<a href="/runs/1">#1</a>, <a href="/runs/2">#2</a>, <a href="/runs/3">#3</a>' in grouped
+    assert 'href="/compare?group=10,11,12&amp;group=1,2,3"' in grouped  # make this the baseline
+    setup = grouped.split("<h2>Set-up</h2>")[1]
+    assert "<th>#1, #2, #3</th>" in setup
 
 
 @pytest.mark.parametrize(
@@ -66,6 +76,9 @@ def test_compare_uses_repeats_of_study_points(archive: Archive, client: TestClie
     [
         ("ids=1", 400, "at least two runs"),
         ("", 400, "at least two runs"),
+        ("ids=1,2&group=1,2", 400, "not both"),
+        ("group=1,2&group=2,3", 400, "run 2 is listed twice"),
+        ("group=1-3&group=x", 400, "bad run list"),
         ("ids=1,x", 400, "whole numbers"),
         ("ids=" + ",".join(str(i) for i in range(1, 20)), 400, "at most 12"),
         ("ids=1,999", 404, "run 999 is not in archive"),
@@ -88,15 +101,6 @@ def test_compare_accepts_repeated_ids_parameters(archive: Archive, client: TestC
     assert f'#{b}</a> <span class="muted">baseline' in client.get(f"/compare?ids={b},{a}").text
 
 
-def test_block_means() -> None:
-    t = [float(x) for x in range(-5, 60)]
-    y = [100.0 if x < 30 else 200.0 for x in t]
-    blocks = compare_view.block_means(t, y)
-    assert len(blocks) == 10  # the warm-up is left out, 6 s per block
-    assert blocks[0] == 100.0 and blocks[-1] == 200.0
-    assert compare_view.block_means(t[:12], y[:12]) == []  # under 3 blocks of 5 s
-
-
 def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
     sample_data.iteration_study(archive, name="tune")
     r = client.get("/studies/tune")
@@ -111,7 +115,7 @@ def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
     assert "shared_buffers=2GB" in rows[1]  # what changed in the iteration
     # vs previous, from the repeats
     assert "faster" in rows[1] and re.search(r'class="[^"]*\bgood\b', rows[1])
-    assert "no detectable change" in rows[2]
+    assert "inconclusive (about" in rows[2] and "repeats per side likely needed" in rows[2]
     assert "3/3" in rows[0]  # repeats done
     # the runs table links every run
     runs = html.split("<h2>Runs</h2>")[1]
@@ -150,6 +154,6 @@ def test_short_single_runs_get_a_ratio_and_no_verdict(archive: Archive, client: 
     ]
     row = client.get(f"/compare?ids={ids[0]},{ids[1]}").text.split("<th>TPS</th>")[1]
     row = row.split("</tr>")[0]
-    assert "×1.200 (+20.0%)" in row
-    assert "no verdict: no repeats, and under 15 s measured" in row
+    assert '<div class="ratio">x1.200</div>' in row
+    assert "no verdict: single runs under 30 s (run 1: 10 s)" in row
     assert "faster" not in row

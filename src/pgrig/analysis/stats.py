@@ -20,14 +20,15 @@ Ties are handled as if broken at random (the usual practice; bounds then become 
 conservative rather than wrong).
 
 Per-second values inside one run are autocorrelated, so these bounds are honest for repeats
-(one value per run), not for the seconds of a single run.
+(one value per run), not for the seconds of a single run. Verdicts (faster, slower, equivalent,
+inconclusive) are made from these bounds by the comparison engine, analysis/compare.py.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Literal
@@ -40,7 +41,6 @@ EXACT_MAX_PAIRS = 10_000  # n*m up to this: exact Mann-Whitney distribution (~50
 EXACT_MAX_SIGNED_RANK = 100  # n up to this: exact signed-rank distribution
 MAX_PAIRS = 50_000_000  # memory guard: 50M float64 pairwise values are 400 MB
 
-Verdict = Literal["faster", "slower", "no detectable change"]
 Method = Literal["exact", "normal"]
 Values = Sequence[float] | np.ndarray
 
@@ -104,86 +104,6 @@ def center_bounds(x: Values, misrate: float = 0.05) -> Bounds:
     k, achieved, method, insufficient = _signed_rank_cutoff(a.size, misrate)
     lo, hi = _order_stats(_walsh(a), k)
     return Bounds(lo, hi, misrate, achieved, method, insufficient)
-
-
-# --- comparison ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Comparison:
-    """Candidate vs baseline: the ratio candidate/baseline, its bounds and a three-way verdict."""
-
-    ratio: float
-    lower: float
-    upper: float
-    verdict: Verdict
-    threshold: float
-    misrate: float
-    n_baseline: int
-    n_candidate: int
-    higher_is_better: bool = True
-    achieved_misrate: float = 0.0
-    insufficient: bool = False
-    method: Method = "exact"
-    baseline_center: float = math.nan
-    candidate_center: float = math.nan
-
-    def describe(self) -> str:
-        """E.g. 'faster: x1.087 [1.061, 1.112] (95% bounds, threshold 2%)'."""
-        text = (
-            f"{self.verdict}: x{self.ratio:.3f} [{self.lower:.3f}, {self.upper:.3f}] "
-            f"({_pct(1 - self.misrate)} bounds, threshold {_pct(self.threshold)})"
-        )
-        if self.insufficient:
-            text += (
-                f"; too few values for {_pct(1 - self.misrate)} bounds "
-                f"({self.n_baseline} vs {self.n_candidate}): widest bounds shown, "
-                f"{_pct(1 - self.achieved_misrate)} at best"
-            )
-        return text
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self) | {"description": self.describe()}
-
-
-def compare(
-    baseline: Values,
-    candidate: Values,
-    threshold: float = 0.02,
-    misrate: float = 0.05,
-    higher_is_better: bool = True,
-) -> Comparison:
-    """Compare two samples (e.g. TPS of repeated runs) with a practical effect-size threshold.
-
-    ratio = ratio(candidate, baseline). "faster" only if the lower bound exceeds 1 + threshold,
-    "slower" only if the upper bound is below 1 - threshold, else "no detectable change".
-    For metrics where lower is better (latency), pass higher_is_better=False: the verdict flips.
-    """
-    if not 0 <= threshold < 1:
-        raise PgrigError(f"threshold {threshold!r} must be in [0, 1), e.g. 0.02 for 2%")
-    base, cand = _logs(baseline, "baseline"), _logs(candidate, "candidate")
-    log_shift, log_bounds = _shift_with_bounds(cand, base, misrate)
-    r = math.exp(log_shift)
-    b = _exp_bounds(log_bounds)
-    verdict: Verdict = "no detectable change"
-    if b.lower > 1 + threshold:
-        verdict = "faster" if higher_is_better else "slower"
-    elif b.upper < 1 - threshold:
-        verdict = "slower" if higher_is_better else "faster"
-    return Comparison(
-        ratio=r,
-        lower=b.lower,
-        upper=b.upper,
-        verdict=verdict,
-        threshold=threshold,
-        misrate=misrate,
-        n_baseline=base.size,
-        n_candidate=cand.size,
-        higher_is_better=higher_is_better,
-        achieved_misrate=b.achieved_misrate,
-        insufficient=b.insufficient,
-        method=b.method,
-        baseline_center=center(np.exp(base)),
-        candidate_center=center(np.exp(cand)),
-    )
 
 
 def _shift_with_bounds(a: np.ndarray, b: np.ndarray, misrate: float) -> tuple[float, Bounds]:
@@ -334,7 +254,3 @@ def _order_stats(z: np.ndarray, k: int) -> tuple[float, float]:
 def _check_misrate(misrate: float) -> None:
     if not 0 < misrate < 1:
         raise PgrigError(f"misrate {misrate!r} must be between 0 and 1, e.g. 0.05 for 95% bounds")
-
-
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:.3g}%"

@@ -5,14 +5,31 @@ from __future__ import annotations
 import json
 import sys
 from functools import cache
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 
 from pgrig.errors import PgrigError
 
 __all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
+
+# Options of every command that compares runs. The defaults are analysis.compare's
+# DEFAULT_THRESHOLD and DEFAULT_MISRATE (a test checks): not imported, since numpy would then
+# load with every command.
+THRESHOLD = 0.02
+MISRATE = 0.05
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        "--threshold", help="Practical effect size for the verdict: 0.02 is 2%.", show_default=True
+    ),
+]
+MisrateOpt = Annotated[
+    float,
+    typer.Option("--misrate", help="1 - confidence of the bounds: 0.05 is 95%.", show_default=True),
+]
 
 
 @cache

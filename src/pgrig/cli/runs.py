@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrig.cli.common import PgrigError, err_console, out_console, print_json, print_wide
+from pgrig.cli.common import (
+    MISRATE,
+    THRESHOLD,
+    MisrateOpt,
+    PgrigError,
+    ThresholdOpt,
+    err_console,
+    out_console,
+    print_json,
+    print_wide,
+)
 
 if TYPE_CHECKING:
     from pgrig.archive.records import RunRecord
@@ -144,6 +155,7 @@ _LIST_COLUMNS = (
     ("id", "right"),
     ("status", "left"),
     ("tps", "right"),
+    ("nopm", "right"),  # TPC-C only: New-Order transactions per minute
     ("started", "left"),
     ("env", "left"),
     ("workload", "left"),
@@ -165,7 +177,8 @@ def _list_rows(runs: list[RunRecord]) -> list[dict[str, str]]:
             {
                 "id": str(r.id),
                 "status": r.status,
-                "tps": _fmt(r.nopm if r.nopm is not None else r.tps, 1),
+                "tps": _fmt(r.tps, 1),
+                "nopm": _fmt(r.nopm, 0) if r.nopm is not None else "",
                 "started": _when(r),
                 "env": r.env_name,
                 "workload": r.workload,
@@ -189,9 +202,8 @@ def _list_table(runs: list[RunRecord], width: int) -> Any:
 
     rows = _list_rows(runs)
     widths = {n: max([len(n)] + [len(row[n]) for row in rows]) + 2 for n, _ in _LIST_COLUMNS}
-    columns = [
-        c for c in _LIST_COLUMNS if c[0] not in ("study", "note") or any(r[c[0]] for r in rows)
-    ]
+    optional = ("nopm", "study", "note")  # shown only when a run has one
+    columns = [c for c in _LIST_COLUMNS if c[0] not in optional or any(r[c[0]] for r in rows)]
     while len(columns) > 3 and sum(widths[n] for n, _ in columns) > width:
         columns.pop()
     t = Table(box=None, pad_edge=False, header_style="bold")
@@ -432,13 +444,6 @@ def _get(rec: RunRecord, path: str) -> Any:
     return obj
 
 
-def _ratio(a: Any, b: Any) -> float | None:
-    if a is None or b is None or not a:
-        return None
-    r = b / a
-    return r if math.isfinite(r) else None
-
-
 def _settings_diff(a: RunRecord, b: RunRecord) -> dict[str, tuple[Any, Any]]:
     """Settings whose value differs between the two runs (full snapshots if both have one)."""
     if a.settings and b.settings:
@@ -453,93 +458,94 @@ def _settings_diff(a: RunRecord, b: RunRecord) -> dict[str, tuple[Any, Any]]:
     return {n: (sa[n], sb[n]) for n in sorted(names) if str(sa[n]) != str(sb[n])}
 
 
-def _per_second_tps(rec: RunRecord) -> list[float]:
-    s = rec.series.get("pgbench") or {}
-    return [
-        float(v)
-        for t, v in zip(s.get("t", []), s.get("tps", []), strict=False)
-        if t is not None and v is not None and t >= 0 and math.isfinite(v)
-    ]
+def _group_context(group: list[RunRecord], name: str) -> Any:
+    values = list(dict.fromkeys(getattr(r, name) for r in group))
+    return values[0] if len(values) == 1 else " / ".join(_fmt(v) for v in values)
 
 
-def _verdict(a: RunRecord, b: RunRecord, threshold: float, misrate: float) -> dict | None:
-    """A verdict from analysis.stats.compare on per-second TPS, when that module exists."""
-    try:
-        from pgrig.analysis.stats import compare  # type: ignore[attr-defined]
-    except ImportError:
+def _plain_ratio(a: Any, b: Any) -> float | None:
+    if a is None or b is None or not a:
         return None
-    xa, xb = _per_second_tps(a), _per_second_tps(b)
-    caveat = (
-        "per-second samples inside one run are autocorrelated, so this interval is optimistic; "
-        "repeated runs (a study) are the honest unit of comparison"
-    )
-    if len(xa) < 2 or len(xb) < 2:
-        return {"result": None, "reason": "no per-second TPS series in both runs"}
-    try:
-        result = compare(xa, xb, threshold=threshold, misrate=misrate)
-    except PgrigError as e:
-        return {"result": None, "reason": str(e)}
-    verdict = getattr(result, "verdict", result)
-    describe = getattr(result, "describe", None)
-    return {
-        "result": str(verdict),
-        "description": describe() if callable(describe) else str(result),
-        "threshold": threshold,
-        "misrate": misrate,
-        "samples": [len(xa), len(xb)],
-        "caveat": caveat,
-    }
+    r = b / a
+    return r if math.isfinite(r) else None
+
+
+def _group_title(side: str, group: list[RunRecord]) -> str:
+    if len(group) == 1:
+        return f"{side}: run {group[0].id} ({group[0].status})"
+    ok = sum(r.status == "ok" for r in group)
+    return f"{side}: runs {','.join(str(r.id) for r in group)} ({ok}/{len(group)} ok)"
 
 
 @app.command("compare")
 def compare_cmd(
-    a: Annotated[int, typer.Argument(help="Baseline run id.")],
-    b: Annotated[int, typer.Argument(help="Candidate run id.")],
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="Practical effect size for the verdict (0.02=2%).")
-    ] = 0.02,
-    misrate: Annotated[
-        float, typer.Option("--misrate", help="Accepted probability of a wrong interval.")
-    ] = 0.05,
+    a: Annotated[
+        str, typer.Argument(help="Baseline: a run id or a group of repeats (1,2,3 or 1-3).")
+    ],
+    b: Annotated[str, typer.Argument(help="Candidate: a run id or a group (4,5,6 or 4-6).")],
+    threshold: ThresholdOpt = THRESHOLD,
+    misrate: MisrateOpt = MISRATE,
     as_json: JsonOpt = False,
     archive: ArchiveOpt = None,
 ) -> None:
-    """Two runs side by side with ratios B/A (and a verdict when the statistics are there)."""
+    """Two runs, or two groups of repeats, side by side: figures, ratios B/A and verdicts."""
+    from pgrig.analysis.compare import (
+        check_parameters,
+        compare_all,
+        group_value,
+        study_point_groups,
+    )
+    from pgrig.reports.publish import parse_groups
+
+    check_parameters(threshold, misrate)
+    ids_a, ids_b = parse_groups([a, b])
     with _open(archive) as arch:
-        ra, rb = arch.get_run(a), arch.get_run(b)
+        ga, gb = [arch.get_run(i) for i in ids_a], [arch.get_run(i) for i in ids_b]
+        repeats = study_point_groups(arch, [ga, gb])
+    comparisons = compare_all(ga, gb, threshold, misrate)
     metrics = []
     for label, path, lower_better in _COMPARE_METRICS:
-        va, vb = _get(ra, path), _get(rb, path)
+        get = partial(_get, path=path)
+        va, vb = group_value(ga, get), group_value(gb, get)
         if va is None and vb is None:
             continue
-        metrics.append((label, path, va, vb, _ratio(va, vb), lower_better))
-    context = [(n, getattr(ra, n), getattr(rb, n)) for n in _CONTEXT]
-    settings = _settings_diff(ra, rb)
-    verdict = _verdict(ra, rb, threshold, misrate)
-    host_diffs = _host_differences(ra, rb)
+        metrics.append((label, path, va, vb, _plain_ratio(va, vb), lower_better))
+    context = [(n, _group_context(ga, n), _group_context(gb, n)) for n in _CONTEXT]
+    settings = _settings_diff(ga[0], gb[0])
+    host_diffs = _host_differences(ga[0], gb[0])
     if as_json:
         from pgrig.archive.export import json_safe
 
         print_json(
             json_safe(
                 {
-                    "a": ra.id,
-                    "b": rb.id,
-                    "status": {"a": ra.status, "b": rb.status},
+                    "a": {"runs": [{"id": r.id, "status": r.status} for r in ga]},
+                    "b": {"runs": [{"id": r.id, "status": r.status} for r in gb]},
                     "metrics": {
                         path.replace("latency.", "latency_ms."): {"a": va, "b": vb, "ratio": r}
                         for _, path, va, vb, r, _ in metrics
                     },
                     "context": {n: {"a": x, "b": y} for n, x, y in context},
                     "settings_diff": {n: {"a": x, "b": y} for n, (x, y) in settings.items()},
-                    "verdict": verdict,
+                    "verdict": comparisons["tps"].as_dict() if "tps" in comparisons else None,
+                    "comparisons": {k: c.as_dict() for k, c in comparisons.items()},
                     "host_differences": host_diffs,
+                    "study_repeats": repeats,
                 }
             )
         )
         return
-    _print_compare(ra, rb, metrics, context, settings, verdict)
+    _print_compare(ga, gb, metrics, context, settings, comparisons)
     _print_host_differences(host_diffs)
+    if repeats:
+        a_ids, b_ids = (",".join(map(str, g)) for g in repeats)
+        err_console().print(
+            f"these runs are repeats of study points: `pgrig runs compare {a_ids} {b_ids}` "
+            "compares all of them",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def _host_differences(ra: RunRecord, rb: RunRecord) -> list[str]:
@@ -560,37 +566,47 @@ def _print_host_differences(lines: list[str]) -> None:
         con.print(Text(f"  {line}", style="yellow"))
 
 
+_VERDICT_COLOUR = {"faster": "green", "slower": "red", "equivalent": "cyan"}
+
+
 def _print_compare(
-    ra: RunRecord,
-    rb: RunRecord,
+    ga: list[RunRecord],
+    gb: list[RunRecord],
     metrics: list[tuple],
     context: list[tuple],
     settings: dict[str, tuple[Any, Any]],
-    verdict: dict | None,
+    comparisons: dict[str, Any],
 ) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from pgrig.analysis.compare import format_ratio
+
     con = out_console()
     t = Table(box=None, header_style="bold")
     t.add_column("")
-    t.add_column(f"A: run {ra.id} ({ra.status})", justify="right")
-    t.add_column(f"B: run {rb.id} ({rb.status})", justify="right")
+    t.add_column(escape(_group_title("A", ga)), justify="right")
+    t.add_column(escape(_group_title("B", gb)), justify="right")
     t.add_column("B/A", justify="right")
+    t.add_column("verdict")
     for name, x, y in context:
         cx, cy = escape(_fmt(x)), escape(_fmt(y))
         if x != y:
             cx, cy = f"[yellow]{cx}[/yellow]", f"[yellow]{cy}[/yellow]"
-        t.add_row(f"[dim]{name}[/dim]", cx, cy, "")
-    for label, _, va, vb, r, lower_better in metrics:
-        cell = "-"
-        if r is not None:
-            cell = f"{r:.3f}"
-            if lower_better is not None and abs(r - 1) >= 0.005:
-                better = (r < 1) if lower_better else (r > 1)
-                cell = f"[{'green' if better else 'red'}]{cell}[/]"
-        t.add_row(label, _fmt(va), _fmt(vb), cell)
-    con.print(t)
+        t.add_row(f"[dim]{name}[/dim]", cx, cy, "", "")
+    for label, path, va, vb, r, lower_better in metrics:
+        c = comparisons.get(path)
+        if c is not None:
+            colour = _VERDICT_COLOUR.get(c.verdict or "", "dim")
+            verdict = f"[{colour}]{escape(c.verdict_text())}[/]"
+            t.add_row(label, _fmt(va), _fmt(vb), escape(c.ratio_text()), verdict)
+            continue
+        cell = format_ratio(r)
+        if r is not None and lower_better is not None and abs(r - 1) >= 0.005:
+            better = (r < 1) if lower_better else (r > 1)
+            cell = f"[{'green' if better else 'red'}]{cell}[/]"
+        t.add_row(label, _fmt(va), _fmt(vb), cell, "")
+    print_wide(t)
     if settings:
         st = Table(title="settings that differ", title_justify="left", title_style="bold", box=None)
         st.add_column("name")
@@ -599,12 +615,15 @@ def _print_compare(
         for n, (x, y) in settings.items():
             st.add_row(n, escape(_fmt(x)), escape(_fmt(y)))
         con.print(st)
-    if verdict is not None:
-        if verdict.get("result") is None:
-            con.print(f"verdict: n/a ({escape(verdict.get('reason', ''))})")
-        else:
-            con.print(f"verdict on per-second TPS: [bold]{escape(verdict['description'])}[/bold]")
-            con.print(f"[dim]caveat: {verdict['caveat']}[/dim]")
+    tps = comparisons.get("tps")
+    if tps is not None:
+        con.print(f"verdict on TPS: [bold]{escape(tps.describe())}[/bold]", soft_wrap=True)
+        if tps.indicative:
+            con.print(
+                "[dim]indicative: single runs compared by block means of their per-second "
+                "values; one run cannot show run-to-run variation, repeats can[/dim]",
+                soft_wrap=True,
+            )
 
 
 # --- export ------------------------------------------------------------------------------------

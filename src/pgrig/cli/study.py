@@ -13,7 +13,6 @@ from typing import Annotated, Any
 import typer
 
 from pgrig.cli import common
-from pgrig.errors import PgrigError
 
 study_app = typer.Typer(no_args_is_help=True)
 report_app = typer.Typer(no_args_is_help=True)
@@ -312,18 +311,14 @@ def report_compare(
     ],
     fmt: FormatOpt = None,
     out: OutOpt = None,
-    threshold: Annotated[float, typer.Option("--threshold", help="Practical effect size.")] = 0.02,
-    misrate: Annotated[float, typer.Option("--misrate", help="1 - confidence of bounds.")] = 0.05,
+    threshold: common.ThresholdOpt = common.THRESHOLD,
+    misrate: common.MisrateOpt = common.MISRATE,
     archive: ArchiveOpt = None,
 ) -> None:
     """Compare runs (or groups of repeated runs) against the first: ratio, bounds, verdict."""
     from pgrig.reports import publish
 
-    if not 0 < threshold < 1:
-        raise PgrigError(f"--threshold must be between 0 and 1 (got {threshold:g})")
-    if not 0 < misrate < 1:
-        raise PgrigError(f"--misrate must be between 0 and 1 (got {misrate:g})")
-    parsed = [publish.parse_group(g) for g in groups]
+    parsed = publish.parse_groups(groups)
     _print_paths(
         publish.compare_report(_archive(archive), parsed, fmt or ["md"], out, threshold, misrate)
     )

@@ -8,6 +8,7 @@ per iteration with bounds and every repeat.
 
 from __future__ import annotations
 
+from pgrig.analysis.compare import BLOCK_S, Comparison
 from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
@@ -18,15 +19,13 @@ from pgrig.reports.study_common import (
     statistics_note,
 )
 from pgrig.reports.summary import (
-    NO_VERDICT,
-    Delta,
     PointSummary,
     StudyData,
-    delta,
+    compare_points,
     fmt,
     fmt_interval,
+    verdict_style,
 )
-from pgrig.reports.summary import verdict_style as style_of
 from pgrig.study.plan import Point
 
 
@@ -52,11 +51,32 @@ def numeric_columns(columns: list[str]) -> set[int]:
     return {i for i, c in enumerate(columns) if c in NUMERIC_HEADERS or c.startswith("vs ")}
 
 
-def delta_cell(d: Delta | None) -> Cell:
-    if d is None:
+def delta_cell(c: Comparison | None) -> Cell:
+    """'x1.087 [1.061, 1.112]' over the verdict; ' *' when the bounds are the widest possible."""
+    if c is None:
         return Cell.of(None)
-    star = " *" if d.insufficient and d.verdict != NO_VERDICT else ""
-    return Cell([d.pct(), d.verdict + star], style_of(d.verdict) or "muted")
+    star = " *" if c.insufficient else ""
+    return Cell([c.ratio_text(), c.verdict_text() + star], verdict_style(c.verdict))
+
+
+def comparison_notes(comparisons: list[Comparison | None]) -> list[Paragraph]:
+    """What the table's comparison cells need said once: the widest bounds ('*'), indicative
+    comparisons of single runs, and how to get a verdict where there is none."""
+    done = [c for c in comparisons if c is not None]
+    notes = []
+    if any(c.insufficient for c in done):
+        notes.append(
+            "* too few values for the requested bounds: the widest bounds are shown (they hold "
+            "less often than asked) and the verdict is weaker than stated; add repeats."
+        )
+    if any(c.indicative for c in done):
+        notes.append(
+            f"Indicative: single runs compared by the means of blocks of at least "
+            f"{BLOCK_S:g} s of their per-second TPS; one run cannot show how much a repeat "
+            "would differ, so repeat the runs for a firm verdict."
+        )
+    notes += sorted({f"No verdict: {c.advice}." for c in done if c.verdict is None and c.advice})
+    return [Paragraph(text, "note") for text in notes]
 
 
 def build(data: StudyData) -> Document:
@@ -69,17 +89,20 @@ def build(data: StudyData) -> Document:
     )
     doc.sections.append(setup_section(data))
 
-    base = points[0].samples if points else []
     rows = []
+    comparisons: list[Comparison | None] = []
     prev: PointSummary | None = None
     any_notes = any(ps.point.note for ps in points)
     any_nopm = any(ps.nopm is not None for ps in points)
     for ps in points:
         it = spec.iterations[ps.point.index]
-        d_prev = delta(prev.samples, ps.samples, spec.threshold, spec.misrate) if prev else None
+        d_prev = compare_points(prev, ps, spec.threshold, spec.misrate) if prev else None
         d_base = (
-            delta(base, ps.samples, spec.threshold, spec.misrate) if ps.point.index > 0 else None
+            compare_points(points[0], ps, spec.threshold, spec.misrate)
+            if ps.point.index > 0
+            else None
         )
+        comparisons += [d_prev, d_base]
         row = [
             str(ps.point.index),
             ps.point.label,
@@ -109,15 +132,10 @@ def build(data: StudyData) -> Document:
         columns.append("note")
     table = Table.build(columns, rows, numeric=numeric_columns(columns))
 
-    results = Section("Results", [*iteration_figures(data), table, statistics_note(data)])
-    if any(c.lines[-1].endswith(" *") for row in table.rows for c in row if c.lines):
-        results.blocks.append(
-            Paragraph(
-                "* too few repeats for the requested bounds: the widest bounds are shown and "
-                "the verdict is weaker than stated; add repeats for a firm answer.",
-                "note",
-            )
-        )
+    results = Section(
+        "Results",
+        [*iteration_figures(data), table, statistics_note(data), *comparison_notes(comparisons)],
+    )
     doc.sections.append(results)
     doc.sections.append(runs_section(data, "iteration"))
     return doc

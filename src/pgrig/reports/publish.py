@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import paths
+from pgrig.analysis.compare import DEFAULT_MISRATE, DEFAULT_THRESHOLD, check_parameters
 from pgrig.errors import PgrigError
 from pgrig.reports.document import Document
 
@@ -76,12 +77,13 @@ def compare_report(
     groups: list[list[int]],
     formats: Iterable[str] = ("md",),
     out_dir: Path | None = None,
-    threshold: float = 0.02,
-    misrate: float = 0.05,
+    threshold: float = DEFAULT_THRESHOLD,
+    misrate: float = DEFAULT_MISRATE,
 ) -> list[Path]:
     from pgrig.reports.run_report import compare_document
 
     check_formats(formats)
+    check_parameters(threshold, misrate)
     if len(groups) < 2:
         raise PgrigError("compare needs at least two runs or groups of runs (e.g. 1,2,3 4,5,6)")
     recs = [[archive.get_run(i) for i in g] for g in groups]
@@ -105,3 +107,15 @@ def parse_group(text: str) -> list[int]:
         except ValueError:
             raise PgrigError(f"bad run list {text!r}: use ids like 7, 1,2,3 or 4-6") from None
     return ids
+
+
+def parse_groups(texts: Iterable[str]) -> list[list[int]]:
+    """Groups of run ids (see parse_group); a run may appear only once in all of them."""
+    groups = [parse_group(t) for t in texts]
+    seen: set[int] = set()
+    for g in groups:
+        for i in g:
+            if i in seen:
+                raise PgrigError(f"run {i} is listed twice: each run belongs to one group")
+            seen.add(i)
+    return groups

@@ -3,9 +3,9 @@
 A single run: its figures, the stability line, the charts of its run page (TPS, latency and
 failures over time with the warm-up shaded, then the OS, PostgreSQL and pooler metrics),
 per-script figures and the settings that differ from the defaults. A comparison: groups of
-repeated runs side by side, each against the first group (ratio, bounds, verdict; a verdict
-needs at least two runs per group), the settings that differ, and the compare page's overlays
-of each group's first run.
+repeated runs side by side, each against the first group (the comparison engine's ratio,
+bounds and verdict: analysis/compare.py), the settings that differ, and the compare page's
+overlays of each group's first run.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pgrig.analysis.compare import METRICS, Comparison, compare_runs, group_value
 from pgrig.archive.records import RunRecord
 from pgrig.reports import run_charts
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
-from pgrig.reports.iteration import delta_cell
+from pgrig.reports.iteration import comparison_notes, delta_cell
+from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import (
-    delta,
     fmt,
     fmt_interval,
     interval,
@@ -251,15 +252,17 @@ def compare_document(
         title="Comparison: " + " vs ".join(labels),
         generated_by="pgrig report compare",
     )
-    samples = [[r.tps for r in g if r.status == "ok" and r.tps] for g in groups]
-    rows = []
-    for i, (g, label, vals) in enumerate(zip(groups, labels, samples, strict=True)):
+    rows: list[list[Any]] = []
+    comparisons: list[Comparison | None] = []
+    for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         first = g[0]
+        vals = [r.tps for r in g if r.status == "ok" and r.tps]
         if i == 0:
             verdict = Cell(["baseline"], "muted")
         else:
-            verdict = delta_cell(delta(samples[0], vals, threshold, misrate))
-        p95 = [r.latency.p95 for r in g if r.status == "ok" and r.latency.p95 is not None]
+            c = compare_runs(groups[0], g, "tps", threshold, misrate)
+            comparisons.append(c)
+            verdict = delta_cell(c)
         rows.append(
             [
                 label,
@@ -268,7 +271,7 @@ def compare_document(
                 f"{len(vals)}/{len(g)}",
                 Cell(fmt_interval(interval(vals, misrate))),
                 verdict,
-                fmt(interval(p95, misrate).center if p95 else None, 2),
+                fmt(group_value(g, METRICS["latency.p95"].value), 2),
             ]
         )
     table = Table.build(
@@ -277,12 +280,11 @@ def compare_document(
         numeric={3, 4, 5, 6},
     )
     note = Paragraph(
-        f"TPS is the Hodges-Lehmann centre of each group's runs with {(1 - misrate) * 100:g}% "
-        f"bounds; faster/slower only when the ratio's bounds clear {threshold * 100:g}%. "
-        "* too few runs for those bounds: the full range is used.",
+        f"TPS is the Hodges-Lehmann centre of each group's ok runs with {(1 - misrate) * 100:g}% "
+        f"bounds. {verdict_rules(threshold)}",
         "note",
     )
-    doc.sections.append(Section("Results", [table, note]))
+    doc.sections.append(Section("Results", [table, note, *comparison_notes(comparisons)]))
     diff = _settings_diff([g[0] for g in groups], labels)
     if diff is not None:
         doc.sections.append(Section("Settings that differ", [diff]))

@@ -71,10 +71,7 @@ def statistics_note(data: StudyData) -> Paragraph:
     conf = f"{(1 - spec.misrate) * 100:g}%"
     text = (
         f"TPS is the Hodges-Lehmann centre of the repeats (one value per run, warm-up "
-        f"excluded), with distribution-free {conf} bounds. A change is called faster only if "
-        f"the lower bound of the TPS ratio exceeds 1 + {spec.threshold * 100:g}%, slower only if "
-        f"the upper bound is below 1 - {spec.threshold * 100:g}%; otherwise there is no "
-        "detectable change at that threshold."
+        f"excluded), with distribution-free {conf} bounds. {verdict_rules(spec.threshold)}"
     )
     if any(p.tps is not None and p.tps.insufficient for p in data.points):
         text += (
@@ -82,6 +79,18 @@ def statistics_note(data: StudyData) -> Paragraph:
             "full range of the values (marked 'range'), which holds less often."
         )
     return Paragraph(text, "note")
+
+
+def verdict_rules(threshold: float) -> str:
+    """How comparisons read, for the notes under every table of comparisons."""
+    t = f"{threshold * 100:g}%"
+    return (
+        f"A comparison is the ratio candidate / baseline with its bounds, x1.234 [lower, upper], "
+        f"and a verdict at the {t} threshold: faster if the lower bound exceeds 1 + {t}, slower "
+        f"if the upper bound is below 1 - {t} (for latency, the other way round), equivalent if "
+        f"both bounds lie within 1 +/- {t} and include 1, otherwise inconclusive (with the "
+        "repeats per side likely needed to decide)."
+    )
 
 
 def cpu_cell(ps: PointSummary) -> str:

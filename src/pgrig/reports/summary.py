@@ -2,8 +2,8 @@
 
 Per point: the robust centre (Hodges-Lehmann) of the repeats' TPS with its distribution-free
 bounds, latency and host figures as centres over repeats, and the per-run stability (CV of
-per-second TPS, drift). Between points: the ratio of centres with bounds and a verdict at the
-study's threshold. Repeats are the unit of comparison; per-second values only describe a run.
+per-second TPS, drift). Between points: the comparison engine's ratio, bounds and verdict at
+the study's threshold (analysis/compare.py: repeats, or indicative block means of single runs).
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgrig.analysis.compare import Comparison, compare_runs
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.study import plan as planning
 from pgrig.study import spec as study_spec
 from pgrig.study.plan import Plan, Point
 from pgrig.study.spec import StudySpec
 
-MIN_RUNS_FOR_VERDICT = 2
-NO_VERDICT = "no verdict: too few runs"
 _LAT_COL = re.compile(r"^(?:lat_?)?(p\d+|avg|max)(?:_ms)?$")
 
 
@@ -90,26 +89,6 @@ class PointSummary:
 
 
 @dataclass
-class Delta:
-    """Candidate vs baseline TPS: ratio with bounds and a verdict (see analysis.stats)."""
-
-    ratio: float
-    lower: float
-    upper: float
-    verdict: str
-    insufficient: bool
-    description: str
-
-    def pct(self) -> str:
-        if self.verdict == NO_VERDICT:
-            return f"{(self.ratio - 1) * 100:+.1f}%"
-        return (
-            f"{(self.ratio - 1) * 100:+.1f}% "
-            f"[{(self.lower - 1) * 100:+.1f}%, {(self.upper - 1) * 100:+.1f}%]"
-        )
-
-
-@dataclass
 class StudyData:
     record: StudyRecord
     spec: StudySpec
@@ -135,20 +114,13 @@ def interval(values: list[float], misrate: float) -> Interval | None:
     return Interval(stats.center(vals), b.lower, b.upper, len(vals), b.insufficient)
 
 
-def delta(
-    baseline: list[float], candidate: list[float], threshold: float, misrate: float
-) -> Delta | None:
-    from pgrig.analysis import stats
-
-    if not baseline or not candidate:
+def compare_points(
+    baseline: PointSummary, candidate: PointSummary, threshold: float, misrate: float
+) -> Comparison | None:
+    """TPS of one point's ok runs against another's (the engine picks the method)."""
+    if not baseline.ok or not candidate.ok:
         return None
-    if min(len(baseline), len(candidate)) < MIN_RUNS_FOR_VERDICT:
-        # One run per side has no spread at all: show the ratio, never a verdict.
-        r = stats.center(candidate) / stats.center(baseline)
-        text = f"x{r:.3f}: one run per side, no verdict (repeat the runs)"
-        return Delta(r, r, r, NO_VERDICT, True, text)
-    c = stats.compare(baseline, candidate, threshold=threshold, misrate=misrate)
-    return Delta(c.ratio, c.lower, c.upper, c.verdict, c.insufficient, c.describe())
+    return compare_runs(baseline.ok, candidate.ok, "tps", threshold, misrate)
 
 
 def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunStability:
@@ -234,7 +206,7 @@ def load_study(archive: Any, name: str, with_series: bool = True) -> StudyData:
     if with_series:
         for r in runs:
             if r.status == "ok" and r.id is not None:
-                series[r.id] = archive.run_series(r.id, ["pgbench"])
+                series[r.id] = r.series = archive.run_series(r.id, ["pgbench"])
     points = [summarize_point(p, by_point[p.key], spec.misrate, series) for p in plan.points]
     return StudyData(record, spec, plan, points, orphans)
 
@@ -271,5 +243,9 @@ def fmt_interval(iv: Interval | None, digits: int = 1) -> list[str]:
     return lines
 
 
-def verdict_style(verdict: str | None) -> str | None:
-    return {"faster": "good", "slower": "bad", "no detectable change": "neutral"}.get(verdict or "")
+VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
+
+
+def verdict_style(verdict: str | None) -> str:
+    """The cell style of a verdict (inconclusive and no verdict: muted)."""
+    return VERDICT_STYLES.get(verdict or "", "muted")

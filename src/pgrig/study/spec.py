@@ -131,14 +131,45 @@ class Dimension:
         return self.name.startswith("settings.")
 
 
+# Without [sweep].compare, the report compares along the first swept dimension in this order
+# (what a sweep usually asks: this server/target/setting against that one, all else equal).
+COMPARE_PREFERENCE = (
+    "environment",
+    "version",
+    "via",
+    "settings.",
+    "protocol",
+    "connect",
+    "server_cpus",
+    "client_cpus",
+    "workload",
+    "rate",
+    "threads",
+    "clients",
+)
+
+
 @dataclass(frozen=True)
 class Sweep:
     dimensions: tuple[Dimension, ...]
     x: str  # the dimension on the x axis of the charts
     series: tuple[str, ...]  # the other dimensions: one line per combination
+    compare: str | None = None  # [sweep].compare as written: the axis the report compares along
 
     def dimension(self, name: str) -> Dimension:
         return next(d for d in self.dimensions if d.name == name)
+
+    def compare_axis(self) -> str | None:
+        """The dimension whose values the report compares with its first value, all other
+        coordinates equal: `compare`, else the first of the series in COMPARE_PREFERENCE
+        order (None when only the x dimension is swept)."""
+        if self.compare is not None:
+            return self.compare
+        for prefix in COMPARE_PREFERENCE:
+            for name in self.series:
+                if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):
+                    return name
+        return None
 
 
 @dataclass(frozen=True)
@@ -275,7 +306,7 @@ _RUN_KEYS = (
     "extra_pgbench_args",
 )
 _ITER_KEYS = ("name", "note", "settings", "reset", "actions", "environment", "run")
-_SWEEP_KEYS = (*RUN_DIMENSIONS, "settings", "version", "environment", "x", "series")
+_SWEEP_KEYS = (*RUN_DIMENSIONS, "settings", "version", "environment", "compare", "x", "series")
 
 
 def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
@@ -666,7 +697,7 @@ class _Parser:
         _check_keys(table, _SWEEP_KEYS, path)
         dims: list[Dimension] = []
         for key, value in table.items():
-            if key in ("x", "series"):
+            if key in ("compare", "x", "series"):
                 continue
             if key == "settings":
                 settings = self._table(table, "settings", path)
@@ -685,7 +716,7 @@ class _Parser:
             dims.append(Dimension(key, self._dimension_values(key, vals, spec, f"{path}.{key}")))
         if not dims:
             raise StudySpecError(
-                f"{path}: sweep over at least one of {', '.join(_SWEEP_KEYS[:-2])}"
+                f"{path}: sweep over at least one of {', '.join(_SWEEP_KEYS[:-3])}"
             )
         names = [d.name for d in dims]
         if "version" in names and "environment" in names:
@@ -724,6 +755,14 @@ class _Parser:
             raise StudySpecError(
                 f"{path}.series: must list the other swept dimensions ({', '.join(series_default)})"
             )
+        compare = self._str(table, "compare", path)
+        if compare is not None and compare not in names:
+            close = difflib.get_close_matches(compare, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise StudySpecError(
+                f"{path}.compare: {compare!r} is not a swept dimension{hint}; "
+                f"swept: {', '.join(names)}"
+            )
         # Check every combination of run parameters once, before anything runs.
         run_dims = [d for d in dims if d.name in RUN_DIMENSIONS]
         combos: list[dict[str, Any]] = [{}]
@@ -739,7 +778,7 @@ class _Parser:
             spec,
             environments=envs,
             default_env=default_env,
-            sweep=Sweep(tuple(dims), x, tuple(series)),
+            sweep=Sweep(tuple(dims), x, tuple(series), compare),
         )
 
     def _dimension_values(

@@ -146,11 +146,12 @@ def create_app(archive_url: str | None = None) -> FastAPI:
         )
 
     @app.get("/compare", response_class=HTMLResponse)
-    def compare(ids: list[str] = Query(default=[])) -> HTMLResponse:
-        run_ids = compare_view.parse_ids(ids)
-        recs = [archive.get_run(i) for i in run_ids]
-        repeats = compare_view.study_repeats(archive, recs)
-        return page("compare.html", v=compare_view.build(recs, repeats))
+    def compare(
+        ids: list[str] = Query(default=[]), group: list[str] = Query(default=[])
+    ) -> HTMLResponse:
+        groups = [[archive.get_run(i) for i in g] for g in compare_view.parse_groups(ids, group)]
+        repeats_url = compare_view.study_repeats_url(archive, groups)
+        return page("compare.html", v=compare_view.build(groups, repeats_url))
 
     @app.get("/studies", response_class=HTMLResponse)
     def studies() -> HTMLResponse:
