@@ -20,7 +20,14 @@ from pgrig.request import (
     tpcc_mix_weights,
     validate_field,
 )
-from pgrig.request.values import cpu_list, number_text, parse_duration, setting_text
+from pgrig.request.values import (
+    check_cpus,
+    cpu_count,
+    number_text,
+    parse_cpu_list,
+    parse_duration,
+    setting_text,
+)
 from pgrig.request.vocabulary import NAME_MAX, valid_name
 
 
@@ -67,7 +74,8 @@ def flags_error(**kw: Any) -> str:
         ({"via": "carrier-pigeon"}, "--via must be one of direct, pooler, pgbouncer"),
         ({"connect": "udp"}, "--connect must be one of tcp, socket (got 'udp')"),
         ({"server_cpus": "a"}, "--server-cpus 'a' is not a CPU number or range"),
-        ({"client_cpus": "0-99999999"}, "--client-cpus bad CPU range '0-99999999'"),
+        ({"client_cpus": "0-99999999"}, "--client-cpus '0-99999999' is not a CPU number"),
+        ({"client_cpus": "0cores"}, "--client-cpus must be a whole number of cores >= 1"),
         ({"defines": {"a b": "1"}}, "--define has an invalid variable name 'a b'"),
         ({"defines": {"a": ["x"]}}, "--define value of a: expected a string, number or boolean"),
         ({"tpcc_mix": "45,43,4,4,4"}, "--mix applies only to --workload tpcc"),
@@ -257,7 +265,12 @@ def test_values() -> None:
     for bad in (True, "soon", None):
         with pytest.raises(ValueError, match="expected a duration"):
             parse_duration(bad)
-    assert cpu_list("0-3,6") == [0, 1, 2, 3, 6] and cpu_list(2) == [2]
+    assert parse_cpu_list("0-3,6") == [0, 1, 2, 3, 6] and parse_cpu_list("2") == [2]
+    assert check_cpus(" 5 , 1-2 ") == "5,1-2" and check_cpus(3) == "3"
+    assert check_cpus("2Cores") == "2Cores" and cpu_count("2Cores") == 2 and cpu_count("2") is None
+    for bad in ("0cores", "a", "3-1", "-1", "0-99999", True, ""):
+        with pytest.raises(ValueError):
+            check_cpus(bad)
     assert setting_text(True) == "on" and setting_text(1e300) == "1e+300"
     assert number_text(3.0) == "3" and number_text(2.5) == "2.5"
 

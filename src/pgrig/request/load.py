@@ -28,7 +28,7 @@ from pydantic import (
 
 from pgrig.request.fields import INT_MAX, STRICT, flag_field
 from pgrig.request.problems import Refusal
-from pgrig.request.values import cpu_list, number_text, parse_duration, setting_text
+from pgrig.request.values import check_cpus, number_text, parse_duration, setting_text
 from pgrig.request.vocabulary import (
     TPCC_TYPES,
     TPCC_WORKLOAD,
@@ -105,14 +105,13 @@ def _via(value: Any) -> Any:
 
 
 def _cpus(value: Any) -> Any:
-    """A CPU list such as "0-1" or "0,2" (whether this machine has them: the runner's check)."""
+    """CPUs to pin a side to: a list or a count of cores (this machine's: the runner's check)."""
     if value is None:
         return None
     try:
-        cpu_list(value)
+        return check_cpus(value)
     except ValueError as e:
         raise Refusal(str(e)) from None
-    return str(value).replace(" ", "")
 
 
 def _defines(value: Any) -> Any:

@@ -13,6 +13,7 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\
 _UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
 _UNIT_S |= {"mins": 60.0, "h": 3600.0}
 MAX_CPU = 8191  # Linux's largest CPU number (NR_CPUS 8192): bounds a range like 0-99999999
+CPU_COUNT_SUFFIX = "cores"  # --server-cpus 2cores: a count of cores, not CPU 2
 
 
 def number_text(x: Any) -> str:
@@ -48,18 +49,46 @@ def setting_text(value: Any) -> str:
     raise ValueError(f"expected a string, number or boolean, got {type(value).__name__}")
 
 
-def cpu_list(text: Any) -> list[int]:
-    """ "0-3,6" -> [0, 1, 2, 3, 6] (syntax only: whether they exist is the runner's check)."""
-    if isinstance(text, bool) or not isinstance(text, int | str) or not str(text).strip():
-        raise ValueError(f'expected a CPU list such as "0-1" or "0,2" (got {text!r})')
+def parse_cpu_list(text: str) -> list[int]:
+    """ "0-3,6" -> [0, 1, 2, 3, 6]. Raises ValueError whose message is the bad part."""
     cpus: set[int] = set()
     for part in str(text).split(","):
-        lo, sep, hi = part.strip().partition("-")
-        if not lo.strip().isdigit() or (sep and not hi.strip().isdigit()):
-            raise ValueError(f"{part.strip()!r} is not a CPU number or range (e.g. 0-3,6)")
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(part)
         first = int(lo)
         last = int(hi) if sep else first
         if last < first or last > MAX_CPU:
-            raise ValueError(f"bad CPU range {part.strip()!r} (e.g. 0-3,6; CPUs 0-{MAX_CPU})")
+            raise ValueError(part)
         cpus.update(range(first, last + 1))
     return sorted(cpus)
+
+
+def cpu_count(text: Any) -> int | None:
+    """ "2cores" -> 2; None when the text is not a count of cores (a CPU list, nothing)."""
+    value = str(text).strip().lower() if text is not None else ""
+    number = value.removesuffix(CPU_COUNT_SUFFIX)
+    return int(number) if number != value and number.isdigit() else None
+
+
+def check_cpus(value: Any) -> str:
+    """--server-cpus / --client-cpus: a CPU list ("0", "0-1,4", as taskset reads it) or a count
+    of cores ("2cores"); whether this machine has them is the runner's check."""
+    text = str(value).replace(" ", "") if isinstance(value, int | str) else ""
+    if isinstance(value, bool) or not text:
+        raise ValueError(f'expected CPUs such as "0-1", "0,2" or "2cores" (got {value!r})')
+    if text.lower().endswith(CPU_COUNT_SUFFIX):
+        if (cpu_count(text) or 0) < 1:
+            raise ValueError(
+                f"must be a whole number of cores >= 1, e.g. 2{CPU_COUNT_SUFFIX} (got {text!r})"
+            )
+        return text
+    try:
+        parse_cpu_list(text)
+    except ValueError as e:
+        raise ValueError(
+            f"{str(e)!r} is not a CPU number or range "
+            f"(a list such as 0-3,6, or a count such as 2{CPU_COUNT_SUFFIX})"
+        ) from None
+    return text
