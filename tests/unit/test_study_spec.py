@@ -113,6 +113,79 @@ def test_name_override_and_default_name() -> None:
             '"Bad Name!" = "1GB"',
             "iterations[1].settings.Bad Name!: 'Bad Name!' is not a valid setting name",
         ),
+        # the run request's rules, as study files see them
+        (
+            'duration = "5s"',
+            'duration = "500ms"',
+            "run.duration: must be at least 1 s (got 0.5 s)",
+        ),
+        ('duration = "5s"', 'duration = "5s"\nwarmup = -1', "run.warmup: must be >= 0 (got -1)"),
+        (
+            'duration = "5s"',
+            "transactions = 10\nmax_tries = 0",
+            "run.max_tries: 0 (unlimited retries) needs duration or latency_limit",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\ntpcc_mix = "45,43,4,4,4"',
+            "run.tpcc_mix: applies only to workload tpcc (got 'pgbench:select-only')",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\nall_warehouses = true',
+            "run.all_warehouses: applies only to workload tpcc",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\ndefines = { aid = 3 }',
+            "run.defines.aid: no script of workload 'pgbench:select-only' reads :aid",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\nextra_pgbench_args = ["-c", "8"]',
+            "run.extra_pgbench_args: must not contain '-c': pgrig sets that option",
+        ),
+        (
+            'name = "b"',
+            'name = "b"\nrun = { duration = "0.2s" }',
+            "iterations[1].run.duration: must be at least 1 s (got 0.2 s)",
+        ),
+        (
+            'name = "b"',
+            'name = "b"\nrun = { workload = "tpcc", defines = { x = 1 } }',
+            "iterations[1].run.defines: does not apply to workload tpcc",
+        ),
+        ("scale = 1", "scale = 0", "dataset.scale: must be >= 1 (got 0)"),
+        (
+            "scale = 1",
+            'scale = 1\ndatabase = "template1"',
+            "dataset.database: must not be template1: it is a template database",
+        ),
+        (
+            "scale = 1",
+            "scale = 1\noptions = { rowz = 5 }",
+            "dataset.options.rowz: unknown key (did you mean 'rows'?)",
+        ),
+        (
+            "scale = 1",
+            "scale = 1\noptions = { rows = 5 }",
+            "dataset.options.rows: applies only to scenario tickets (got 'pgbench')",
+        ),
+        (
+            "scale = 1",
+            "warehouses = 2",
+            "dataset.warehouses: applies only to scenario tpcc (got 'pgbench')",
+        ),
+        (
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "tpcc"\nscale = 0',
+            "dataset.scale: must be >= 1 (got 0)",
+        ),
+        (
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "tpcc"\nscale = 1\noptions = { partitions = 2 }',
+            "dataset.options.partitions: applies only to scenario pgbench (got 'tpcc')",
+        ),
     ],
 )
 def test_errors_name_the_key_path(needle: str, replacement: str, expected: str) -> None:
@@ -302,90 +375,6 @@ def test_connection_and_cpu_pinning() -> None:
     )
     s = parse(BASE + '\n[sweep]\nserver_cpus = ["0", "0-1"]\nclients = [2]\n')
     assert [d.name for d in s.sweep.dimensions] == ["server_cpus", "clients"]
-
-
-@pytest.mark.parametrize(
-    ("needle", "replacement", "expected"),
-    [
-        (
-            'duration = "5s"',
-            'duration = "500ms"',
-            "run.duration: must be at least 1 s (got 0.5 s)",
-        ),
-        ('duration = "5s"', 'duration = "5s"\nwarmup = -1', "run.warmup: must be >= 0 (got -1)"),
-        (
-            'duration = "5s"',
-            "transactions = 10\nmax_tries = 0",
-            "run.max_tries: 0 (unlimited retries) needs duration or latency_limit",
-        ),
-        (
-            'duration = "5s"',
-            'duration = "5s"\ntpcc_mix = "45,43,4,4,4"',
-            "run.tpcc_mix: applies only to workload tpcc (got 'pgbench:select-only')",
-        ),
-        (
-            'duration = "5s"',
-            'duration = "5s"\nall_warehouses = true',
-            "run.all_warehouses: applies only to workload tpcc",
-        ),
-        (
-            'duration = "5s"',
-            'duration = "5s"\ndefines = { aid = 3 }',
-            "run.defines.aid: no script of workload 'pgbench:select-only' reads :aid",
-        ),
-        (
-            'duration = "5s"',
-            'duration = "5s"\nextra_pgbench_args = ["-c", "8"]',
-            "run.extra_pgbench_args: must not contain '-c': pgrig sets that option",
-        ),
-        (
-            'name = "b"',
-            'name = "b"\nrun = { duration = "0.2s" }',
-            "iterations[1].run.duration: must be at least 1 s (got 0.2 s)",
-        ),
-        (
-            'name = "b"',
-            'name = "b"\nrun = { workload = "tpcc", defines = { x = 1 } }',
-            "iterations[1].run.defines: does not apply to workload tpcc",
-        ),
-        ("scale = 1", "scale = 0", "dataset.scale: must be >= 1 (got 0)"),
-        (
-            "scale = 1",
-            'scale = 1\ndatabase = "template1"',
-            "dataset.database: must not be template1: it is a template database",
-        ),
-        (
-            "scale = 1",
-            "scale = 1\noptions = { rowz = 5 }",
-            "dataset.options.rowz: unknown key (did you mean 'rows'?)",
-        ),
-        (
-            "scale = 1",
-            "scale = 1\noptions = { rows = 5 }",
-            "dataset.options.rows: applies only to scenario tickets (got 'pgbench')",
-        ),
-        (
-            "scale = 1",
-            "warehouses = 2",
-            "dataset.warehouses: applies only to scenario tpcc (got 'pgbench')",
-        ),
-        (
-            'scenario = "pgbench"\nscale = 1',
-            'scenario = "tpcc"\nscale = 0',
-            "dataset.scale: must be >= 1 (got 0)",
-        ),
-        (
-            'scenario = "pgbench"\nscale = 1',
-            'scenario = "tpcc"\nscale = 1\noptions = { partitions = 2 }',
-            "dataset.options.partitions: applies only to scenario pgbench (got 'tpcc')",
-        ),
-    ],
-)
-def test_the_run_request_rules_hold_in_study_files(
-    needle: str, replacement: str, expected: str
-) -> None:
-    assert needle in ITER
-    assert error_of(ITER.replace(needle, replacement, 1)).startswith(expected)
 
 
 def test_run_request_keys_in_study_files(tmp_path: Path) -> None:
