@@ -5,10 +5,8 @@ scenario's defaults are filled in (scale 1, 2 loader jobs, the tickets seed's 5,
 so the request says exactly what gets generated.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, model_validator
 
@@ -64,7 +62,7 @@ class DatasetRequest(BaseModel):
         return data | {k: v for k, v in defaults.items() if data.get(k) is None}
 
     @model_validator(mode="after")
-    def _rules(self) -> DatasetRequest:
+    def _rules(self) -> Self:
         if self.database in RESERVED_DATABASES:
             raise Refusal(
                 f"must not be {self.database}: it is {_WHY_RESERVED[self.database]}; "

@@ -15,6 +15,9 @@ STRICT = ConfigDict(
     validate_by_name=True,  # field names (the CLI, the archive) ...
     validate_by_alias=True,  # ... and study-file keys (`duration` for duration_s)
     allow_inf_nan=False,
+    # Validators are built on first use: the archive (every `pgrig runs list`) reads only the
+    # fields' names and types, and should not pay for building them.
+    defer_build=True,
 )
 
 

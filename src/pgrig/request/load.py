@@ -10,11 +10,9 @@ Field names are the archive's: every LoadParams field is a column of `runs` and 
 RunRecord under the same name (archive/models.py derives the columns from this class).
 """
 
-from __future__ import annotations
-
 import functools
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import (
     AfterValidator,
@@ -198,7 +196,7 @@ class ScriptSpec(BaseModel):
     weight: int = Field(1, ge=0, le=INT_MAX)
 
     @model_validator(mode="after")
-    def _one_source(self) -> ScriptSpec:
+    def _one_source(self) -> Self:
         if (self.builtin is None) == (self.path is None):
             raise Refusal(f"script {self.name!r} must be either a builtin or a file")
         if self.path is not None and "@" in self.path:
@@ -250,7 +248,7 @@ class LoadParams(BaseModel):
     keep_txlog: bool = flag_field("--keep-txlog", default=False)
 
     @model_validator(mode="after")
-    def _rules(self) -> LoadParams:
+    def _rules(self) -> Self:
         _check_time(self)
         _check_throttle(self)
         _check_workload_options(self)
@@ -355,7 +353,7 @@ class RunRequest(LoadParams):
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _weights(self) -> RunRequest:
+    def _weights(self) -> Self:
         if self.scripts and sum(s.weight for s in self.scripts) == 0:
             raise Refusal("all script weights are 0", field="workload")
         return self
