@@ -423,3 +423,12 @@ def test_a_sweep_checks_every_combination_of_its_run() -> None:
     assert error_of(bad + '\n[sweep]\nvia = ["direct"]\n').startswith(
         "run.threads: cannot exceed clients (8 > 4)"
     )
+
+
+def test_workloads_resolve_before_anything_runs() -> None:
+    bad = ITER.replace('"pgbench:select-only"', '"pgbench:select-everything"')
+    assert error_of(bad).startswith("run.workload: unknown pgbench builtin 'select-everything'")
+    swept = BASE + '\n[sweep]\nworkload = ["pgbench:select-only", "pgbench:nope"]\n'
+    assert error_of(swept).startswith("sweep.workload: unknown pgbench builtin 'nope'")
+    it = ITER.replace('name = "b"', 'name = "b"\nrun = { workload = "pgbench:nope" }')
+    assert error_of(it).startswith("iterations[1].run.workload: unknown pgbench builtin")

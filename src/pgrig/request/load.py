@@ -18,7 +18,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     TypeAdapter,
     model_validator,
@@ -358,10 +357,6 @@ class RunRequest(LoadParams):
             raise Refusal("all script weights are 0", field="workload")
         return self
 
-    def load(self) -> LoadParams:
-        """The load parameters alone (what the archive stores as columns)."""
-        return LoadParams.model_construct(**load_values(self))
-
 
 LOAD_FIELDS = tuple(LoadParams.model_fields)
 
@@ -375,8 +370,7 @@ def load_values(params: LoadParams) -> dict[str, Any]:
 def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
     info = model.model_fields[name]
     tp: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
-    config = ConfigDict(strict=True, allow_inf_nan=False)
-    return TypeAdapter(tp, config=config)
+    return TypeAdapter(tp, config=STRICT)
 
 
 def validate_field(model: type[BaseModel], name: str, value: Any) -> Any:

@@ -514,7 +514,8 @@ class _Parser:
             # A rule broken by combining an override with the [run] table is the override's.
             own = base is None or bool(problem.fields & set(changes))
             raise StudySpecError(problem.at(path if own else "run", StudyRun)) from None
-        self._check_defines(run, path if "defines" in table or base is None else "run")
+        own = base is None or bool({"workload", "defines"} & set(table))
+        self._check_scripts(run, path if own else "run")
         return run
 
     def _template(self, changes: dict[str, Any], path: str) -> StudyRun:
@@ -527,13 +528,18 @@ class _Parser:
                 raise StudySpecError(problem_of(e, StudyRun).at(where, StudyRun)) from None
         return StudyRun.model_construct(**fields)
 
-    def _check_defines(self, run: StudyRun, path: str) -> None:
-        """-D variables no script reads would be ignored by pgbench: refuse them."""
-        if not run.defines or not self.check_files or run.is_tpcc:
+    def _check_scripts(self, run: StudyRun, path: str) -> None:
+        """The workload's scripts resolve, and every -D variable is read by one of them
+        (pgbench would ignore the others): checked here, not when the run comes."""
+        if not self.check_files:
             return
         from pgrig.workloads import specs
 
-        unused = specs.unused_defines(specs.parse_workloads([run.workload]), run.defines)
+        try:
+            scripts = specs.parse_workloads([run.workload])
+        except PgrigError as e:
+            raise StudySpecError(f"{path}.workload: {e}") from None
+        unused = [] if run.is_tpcc else specs.unused_defines(scripts, run.defines)
         if unused:
             raise StudySpecError(
                 f"{path}.defines.{unused[0]}: no script of workload {run.workload!r} "
@@ -692,7 +698,7 @@ class _Parser:
                 problem = problem_of(e, StudyRun)
                 swept = {key_of(StudyRun, f) for f in problem.fields} & set(combo)
                 raise StudySpecError(problem.at(path if swept else "run", StudyRun)) from None
-            self._check_defines(run, "run")
+            self._check_scripts(run, path if "workload" in combo else "run")
         return replace(
             spec,
             environments=envs,
