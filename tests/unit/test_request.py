@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+import pgrig.request as request_package
 from pgrig.errors import PgrigError
 from pgrig.request import (
     LOAD_FIELDS,
@@ -279,3 +282,14 @@ def test_names() -> None:
     assert not valid_name("a" * (NAME_MAX + 1))
     assert not valid_name("-x") and not valid_name("a b") and not valid_name(3)
     assert valid_name("a" * 48, 48) and not valid_name("a" * 49, 48)
+
+
+def test_the_vocabulary_does_not_load_pydantic() -> None:
+    """`pgrig --help` and the provisioning commands need names, not models."""
+    code = (
+        "import sys; import pgrig.request.vocabulary, pgrig.request.values; "
+        "print('pydantic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert set(request_package.__all__) == set(request_package._EXPORTS)
