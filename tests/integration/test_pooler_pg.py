@@ -130,7 +130,7 @@ def test_bad_requests_are_refused_before_anything_starts(lab: str) -> None:
         (["-c", "2", "--via", "pooler", "-M", "prepared"], "--protocol prepared does not work"),
         (["-c", "2", "--server-cpus", "99-99"], "--server-cpus: CPU 99 not available"),
         (["-c", "2", "--server-cpus", "99cores"], "--server-cpus 99cores: 99 CPUs asked"),
-        (["-c", "2", "--client-cpus", "0cores"], "--client-cpus 0cores: a count of cores"),
+        (["-c", "2", "--client-cpus", "0cores"], "--client-cpus must be a whole number of cores"),
     ]
     for extra, message in cases:
         proc = pgrig("run", lab, "-w", "pgbench:select-only", "-j", "1", "-T", "1", *extra,

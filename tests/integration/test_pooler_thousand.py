@@ -14,9 +14,9 @@ import pytest
 from pgrig.archive.artifacts import artifact_path
 from pgrig.archive.store import Archive
 from pgrig.load.runner import execute
-from pgrig.load.spec import RunSpec
 from pgrig.provision import pooler
 from pgrig.provision.environment import Environment
+from pgrig.request import RunRequest
 from pgrig.workloads import datasets, specs, tickets
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def test_thousand_clients_both_paths(make_env, pgrig_home: Path, low_nofile: Non
     env = pooler.add(env.name, pooler.options(pool_size=20, max_client_conn=1100))
     archive = Archive(None)
     for via, warmup, duration in (("pooler", 4.0, 6.0), ("direct", 5.0, 5.0)):
-        spec = RunSpec(
+        spec = RunRequest(
             env_name=env.name,
             workload="tickets:read",
             scripts=specs.parse_workloads(["tickets:read"]),

@@ -48,6 +48,14 @@ def test_run_reports_measured_window_and_series(lab: str) -> None:
     assert rec["status"] == "ok"
     assert rec["tps"] > 0
     assert rec["transactions"] > 0
+    # every load parameter of the request is archived (here mostly their defaults)
+    assert (rec["clients"], rec["threads"], rec["duration_s"], rec["warmup_s"]) == (2, 2, 3, 1)
+    assert (rec["max_tries"], rec["connect"], rec["defines"], rec["keep_txlog"]) == (
+        1,
+        "tcp",
+        {},
+        False,
+    )
     assert rec["latency_ms"]["p50"] <= rec["latency_ms"]["p95"] <= rec["latency_ms"]["max"]
     shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
     assert shown["id"] == rec["id"]
@@ -84,7 +92,21 @@ def test_multiple_scripts_get_per_script_figures(lab: str, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--workload", "pgbench:select-only", "--duration", "0"], "--duration must be > 0"),
+        (
+            ["--workload", "pgbench:select-only", "--duration", "0"],
+            "--duration must be at least 1 s (got 0 s)",
+        ),
+        (
+            ["--workload", "pgbench:select-only", "--duration", "0.001"],
+            "--duration must be at least 1 s (got 0.001 s)",
+        ),
+        (["--workload", "pgbench:select-only", "-T", "2", "-L", "5"], "--latency-limit needs"),
+        (["--workload", "pgbench:select-only", "-T", "2", "--mix", "1,1,1,1,1"], "--mix applies"),
+        (["--workload", "pgbench:select-only", "-T", "2", "-c", "1", "-j", "2"], "--threads"),
+        (
+            ["--workload", "pgbench:select-only", "-T", "2", "-D", "aid=5"],
+            "--define aid: no script of workload 'pgbench:select-only' reads :aid",
+        ),
         (["--workload", "/nonexistent/x.sql", "--duration", "1"], "script file not found"),
         (
             [
@@ -111,6 +133,26 @@ def test_bad_input_is_refused_before_anything_runs(lab: str, args: list[str], ne
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     after = json.loads(pgrig("runs", "list", "--json").stdout)
     assert len(after) == len(before)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--scale", "0"], "--scale must be >= 1 (got 0)"),
+        (["--scenario", "tpcc", "--warehouses", "0"], "--warehouses must be >= 1 (got 0)"),
+        (["--db", "template1"], "--db must not be template1"),
+        (["--db", "postgres"], "--db must not be postgres"),
+        (["--rows", "5"], "--rows applies only to --scenario tickets"),
+    ],
+)
+def test_db_generate_refuses_nonsense(lab: str, args: list[str], needle: str) -> None:
+    datasets = Path(os.environ["PGRIG_HOME"]) / "envs" / lab / "datasets.json"
+    before = datasets.read_text()
+    proc = pgrig("db", "generate", lab, *args, check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert datasets.read_text() == before  # nothing generated, nothing recorded
 
 
 def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> None:
@@ -183,6 +225,8 @@ def test_tpcc_generate_run_and_check_through_the_cli(lab: str) -> None:
     )
     assert rec["status"] == "ok"
     assert rec["nopm"] > 0 and rec["tpm"] >= rec["nopm"]
+    # the record says what ran: TPC-C's retries and -D constants
+    assert rec["max_tries"] == 10 and rec["defines"]["tpcc_w"] == "1"
     types = {s["name"] for s in rec["scripts"]}
     assert {"tpcc:new_order", "tpcc:payment", "tpcc:delivery"} <= types
     assert rec["tpcc"]["nopm"] == rec["nopm"]

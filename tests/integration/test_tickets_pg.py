@@ -10,8 +10,8 @@ import pytest
 from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
 from pgrig.load.runner import execute
-from pgrig.load.spec import RunSpec
 from pgrig.provision.environment import Environment
+from pgrig.request import RunRequest
 from pgrig.workloads import datasets, specs, tickets
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ def test_generate_and_run_tickets(managed_env: Environment, pgrig_home: Path) ->
 
     archive = Archive(None)
     for workload in ("tickets:read", "tickets:write"):
-        spec = RunSpec(
+        spec = RunRequest(
             env_name=env.name,
             workload=workload,
             scripts=specs.parse_workloads([workload]),
@@ -51,7 +51,7 @@ def test_generate_and_run_tickets(managed_env: Environment, pgrig_home: Path) ->
         )
         rec = execute(spec, archive=archive, live=False)
         assert rec.status == "ok" and rec.transactions and rec.failed == 0
-        assert rec.extra["defines"]["rows"] == "100000"
+        assert rec.defines is not None and rec.defines["rows"] == "100000"
     with psycopg.connect(env.conninfo("pgrig")) as conn:
         new = conn.execute(
             "SELECT count(*), min(id) FROM book.tickets WHERE id > 100000"
@@ -65,7 +65,7 @@ def test_generate_and_run_tickets(managed_env: Environment, pgrig_home: Path) ->
 
 
 def test_tickets_workload_needs_tickets_data(managed_env: Environment, pgrig_home: Path) -> None:
-    spec = RunSpec(
+    spec = RunRequest(
         env_name=managed_env.name,
         workload="tickets:read",
         scripts=specs.parse_workloads(["tickets:read"]),

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pgrig.archive.records import LatencyStats, RunRecord
-from pgrig.load.spec import RunSpec
+from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec
 
 EFFECTS = {("synchronous_commit", "off"): 1.6, ("shared_buffers", "1GB"): 1.2}
@@ -169,7 +169,7 @@ class FakeBackend:
     def restore(self, env: EnvSpec) -> None:
         self.calls.append(("restore", env.name))
 
-    def execute(self, spec: RunSpec, archive: Any, console: Any) -> RunRecord:
+    def execute(self, spec: RunRequest, archive: Any, console: Any) -> RunRecord:
         n = self.executed
         self.executed += 1
         self.calls.append(("execute", spec.study_point, spec.repeat))

@@ -91,3 +91,51 @@ def test_declarative_models_map_the_same_tables(url: str) -> None:
         assert run is not None and run.status == "ok" and run.env_name == "e"
         assert session.query(models.RunTag).filter_by(run_id=rec.id).one().value == "v"
     engine.dispose()
+
+
+def test_revision_0002_adds_the_run_request_columns_and_keeps_old_runs(url: str) -> None:
+    from alembic import command
+
+    from pgrig.archive.records import RunRecord, ScriptResult
+    from pgrig.request import LOAD_FIELDS
+
+    command.upgrade(alembic_config(url=url), "0001")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, started_at, status, env_name, managed, engine, workload,"
+                " via, clients, threads, warmup_s, protocol, repeat) VALUES (1, "
+                "'2026-01-01 00:00:00', 'ok', 'old', 1, 'postgresql', 'pgbench:tpcb-like', "
+                "'direct', 4, 2, 0, 'simple', 0)"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO run_scripts (run_id, script_no, name, weight, transactions, failed,"
+                " retried, skipped, rollbacks) VALUES (1, 0, 'pgbench:tpcb', 1, 10, 0, 0, 0, 0)"
+            )
+        )
+    engine.dispose()
+    with Archive(url) as a:
+        assert a.schema_revision() == "0002"
+        old = a.get_run(1)
+        assert (old.clients, old.threads, old.via) == (4, 2, "direct")
+        added = set(LOAD_FIELDS) - {"workload", "via", "clients", "threads", "duration_s"}
+        added -= {"transactions_per_client", "warmup_s", "rate", "latency_limit_ms", "protocol"}
+        assert added and all(getattr(old, name) is None for name in added)  # not recorded
+        assert [s.transactions for s in old.scripts] == [10]
+        new = RunRecord(env_name="e", workload="w", clients=1, threads=1, status="ok")
+        new.max_tries, new.defines, new.all_warehouses = 3, {"a": "1"}, False
+        new.scripts = [ScriptResult(script_no=0, name="w", transactions=5)]
+        a.finish_run(new)
+        got = a.get_run(new.id)
+        assert (got.max_tries, got.defines, got.all_warehouses) == (3, {"a": "1"}, False)
+    command.downgrade(alembic_config(url=url), "0001")
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+        kept = conn.execute(text("SELECT count(*) FROM run_scripts")).scalar()
+    engine.dispose()
+    assert "max_tries" not in columns and "clients" in columns
+    assert kept == 2  # the downgrade dropped columns, not the runs' scripts

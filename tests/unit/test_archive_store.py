@@ -20,8 +20,41 @@ from pgrig.archive.records import (
 )
 from pgrig.archive.store import SCHEMA_HEAD, Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
+from pgrig.request import LOAD_FIELDS, LoadParams, load_values
 
 CHILD_TABLES = ("run_scripts", "run_tags", "run_blobs", "run_series")
+
+# A value for every load parameter of the run request, none of them its default: a field added
+# to the model fails test_every_load_parameter_is_stored_and_read_back until it is added here,
+# and then until the archive stores it.
+LOAD_SAMPLE = {
+    "workload": "tpcc",
+    "via": "pgbouncer",
+    "clients": 16,
+    "threads": 4,
+    "duration_s": 30.5,
+    "transactions_per_client": 1000,
+    "warmup_s": 5.0,
+    "rate": 1500.5,
+    "latency_limit_ms": 25.0,
+    "protocol": "prepared",
+    "max_tries": 10,
+    "connect": "socket",
+    "server_cpus": "0-1",
+    "client_cpus": "2,3",
+    "defines": {"tpcc_w": "1", "c_last": "157"},
+    "extra_pgbench_args": ["--random-seed=7"],
+    "tpcc_mix": {
+        "new_order": 45,
+        "payment": 43,
+        "order_status": 4,
+        "delivery": 4,
+        "stock_level": 4,
+    },
+    "all_warehouses": True,
+    "tpcc_stock_level": "hammerdb",
+    "keep_txlog": True,
+}
 
 
 def full_record(**overrides: object) -> RunRecord:
@@ -154,6 +187,17 @@ class ArchiveSuite:
         assert got.non_default_settings() == {"shared_buffers": rec.settings["shared_buffers"]}
         assert archive.run_series(run_id) == rec.series
         assert archive.run_series(run_id, ["os"]) == {"os": rec.series["os"]}
+
+    def test_every_load_parameter_is_stored_and_read_back(self, archive: Archive) -> None:
+        assert set(LOAD_SAMPLE) == set(LOAD_FIELDS)
+        defaults = LoadParams.model_construct(workload="w")
+        assert all(LOAD_SAMPLE[k] != getattr(defaults, k) for k in LOAD_FIELDS)
+        # Storage is not validation: a record holds what ran (duration and transactions here).
+        params = LoadParams.model_construct(**LOAD_SAMPLE)
+        rec = RunRecord(**load_values(params), env_name="e", status="ok")
+        archive.finish_run(rec)
+        for got in (archive.get_run(rec.id), archive.list_runs()[0]):
+            assert {k: getattr(got, k) for k in LOAD_FIELDS} == LOAD_SAMPLE
 
     def test_list_is_light(self, archive: Archive) -> None:
         rec = full_record(status="ok")

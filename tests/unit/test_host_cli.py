@@ -41,7 +41,7 @@ def test_check_with_planned_pinning(pgrig_home: Path) -> None:
     smt = next(c for c in doc["checks"] if c["name"] == "smt_siblings")
     assert smt["value"].startswith("server 0")
     bad = runner.invoke(host_cli.app, ["check", "--server-cpus", "0cores"])
-    assert isinstance(bad.exception, PgrigError) and "a count of cores" in str(bad.exception)
+    assert isinstance(bad.exception, PgrigError) and "whole number of cores" in str(bad.exception)
 
 
 @pytest.fixture

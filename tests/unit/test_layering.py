@@ -1,7 +1,7 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
 The order (docs/architecture.md): cli > web > reports > study > load > workloads, metrics,
-host > provision > analysis > archive > the shared modules (paths, errors, __init__).
+host > provision > analysis > archive > request > the shared modules (paths, errors, __init__).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ RANK = {
     "provision": 4,
     "analysis": 3,
     "archive": 2,
+    "request": 1,
 }
 SHARED = 0  # paths.py, errors.py, the package root
 

@@ -74,7 +74,7 @@ def test_invalid_file_is_one_clear_error(app: typer.Typer, tmp_path: Path) -> No
     f.write_text(STUDY.replace("clients = 2", "clients = -1"))
     res = invoke(app, "study", "run", str(f))
     assert isinstance(res.exception, StudySpecError)
-    assert str(res.exception) == "run.clients: must be at least 1, got -1"
+    assert str(res.exception) == "run.clients: must be >= 1 (got -1)"
 
 
 def test_list_show_report(app: typer.Typer, archive_url: str, tmp_path: Path) -> None:

@@ -64,9 +64,9 @@ def test_sequential_and_interleaved_order() -> None:
     ]
 
 
-def test_run_spec() -> None:
+def test_run_request() -> None:
     p = planning.build(parse(ITERATIONS))
-    spec = p.run_spec(p.runs[3])
+    spec = p.run_request(p.runs[3])
     assert spec.env_name == "p-pg15"
     assert spec.study == "p" and spec.study_point == "iter-01" and spec.repeat == 1
     assert spec.clients == 8 and spec.duration_s == 5 and spec.warmup_s == 1
@@ -115,7 +115,7 @@ def test_sweep_points() -> None:
 def test_version_sweep_switches_environments() -> None:
     p = planning.build(parse(HEAD + "\n[sweep]\nversion = [15, 18]\nclients = [1, 2]\n"))
     assert [pt.env_key for pt in p.points] == ["pg15", "pg15", "pg18", "pg18"]
-    assert p.run_spec(p.runs[-1]).env_name == "p-pg18"
+    assert p.run_request(p.runs[-1]).env_name == "p-pg18"
 
 
 def test_display_value() -> None:
@@ -123,7 +123,7 @@ def test_display_value() -> None:
     assert planning.display_value(2.50) == "2.5"
 
 
-def test_pinning_reaches_the_run_spec() -> None:
+def test_pinning_reaches_the_run_request() -> None:
     p = planning.build(parse(HEAD + '\n[sweep]\nserver_cpus = ["0", "0-1"]\nclients = [2]\n'))
-    assert [p.run_spec(r).server_cpus for r in p.runs[::2]] == ["0", "0-1"]
+    assert [p.run_request(r).server_cpus for r in p.runs[::2]] == ["0", "0-1"]
     assert p.points[0].key == "server_cpus=0,clients=2"

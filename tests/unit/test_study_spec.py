@@ -8,7 +8,7 @@ import pytest
 from study_fakes import iterations_toml, study_toml
 
 from pgrig.study import spec as study_spec
-from pgrig.study.spec import StudySpecError, parse, parse_duration, setting_value
+from pgrig.study.spec import StudySpecError, parse, setting_value
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "studies"
 
@@ -65,15 +65,19 @@ def test_name_override_and_default_name() -> None:
             "iterations[1].settings.shared_buffers: expected a string, number or boolean",
         ),
         ('duration = "5s"', 'duration = "5 parsecs"', "run.duration: expected a duration"),
-        ("clients = 4", "clients = 0", "run.clients: must be at least 1"),
-        ("clients = 4", "clients = 1", "run.threads: 2 threads for 1 clients"),
+        ("clients = 4", "clients = 0", "run.clients: must be >= 1 (got 0)"),
+        ("clients = 4", "clients = 1", "run.threads: cannot exceed clients (2 > 1)"),
         ("repeats = 2", 'repeats = "2"', "study.repeats: expected an integer"),
         (
             'version = "15"',
             'version = "fifteen"',
             "environment.version: 'fifteen' is not a PostgreSQL version",
         ),
-        ('scenario = "pgbench"', 'scenario = "tpcd"', "dataset.scenario: 'tpcd' is not one of"),
+        (
+            'scenario = "pgbench"',
+            'scenario = "tpcd"',
+            "dataset.scenario: must be one of pgbench, tpcc, tickets, custom (got 'tpcd')",
+        ),
         ("scale = 1", "", "dataset.scale: required for scenario = 'pgbench'"),
         ('workload = "pgbench:select-only"', 'workload = "nothere.sql"', "run.workload: file"),
         (
@@ -92,12 +96,12 @@ def test_name_override_and_default_name() -> None:
         (
             'duration = "5s"',
             'duration = "5s"\ntransactions = 10',
-            "run.transactions: give duration or transactions, not both",
+            "run.transactions: cannot be combined with duration: give one of them",
         ),
         (
             'duration = "5s"',
             'duration = "5s"\nlatency_limit = 10',
-            "run.latency_limit: only with a rate",
+            "run.latency_limit: needs rate",
         ),
         (
             'name = "b"',
@@ -108,6 +112,79 @@ def test_name_override_and_default_name() -> None:
             'shared_buffers = "1GB"',
             '"Bad Name!" = "1GB"',
             "iterations[1].settings.Bad Name!: 'Bad Name!' is not a valid setting name",
+        ),
+        # the run request's rules, as study files see them
+        (
+            'duration = "5s"',
+            'duration = "500ms"',
+            "run.duration: must be at least 1 s (got 0.5 s)",
+        ),
+        ('duration = "5s"', 'duration = "5s"\nwarmup = -1', "run.warmup: must be >= 0 (got -1)"),
+        (
+            'duration = "5s"',
+            "transactions = 10\nmax_tries = 0",
+            "run.max_tries: 0 (unlimited retries) needs duration or latency_limit",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\ntpcc_mix = "45,43,4,4,4"',
+            "run.tpcc_mix: applies only to workload tpcc (got 'pgbench:select-only')",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\nall_warehouses = true',
+            "run.all_warehouses: applies only to workload tpcc",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\ndefines = { aid = 3 }',
+            "run.defines.aid: no script of workload 'pgbench:select-only' reads :aid",
+        ),
+        (
+            'duration = "5s"',
+            'duration = "5s"\nextra_pgbench_args = ["-c", "8"]',
+            "run.extra_pgbench_args: must not contain '-c': pgrig sets that option",
+        ),
+        (
+            'name = "b"',
+            'name = "b"\nrun = { duration = "0.2s" }',
+            "iterations[1].run.duration: must be at least 1 s (got 0.2 s)",
+        ),
+        (
+            'name = "b"',
+            'name = "b"\nrun = { workload = "tpcc", defines = { x = 1 } }',
+            "iterations[1].run.defines: does not apply to workload tpcc",
+        ),
+        ("scale = 1", "scale = 0", "dataset.scale: must be >= 1 (got 0)"),
+        (
+            "scale = 1",
+            'scale = 1\ndatabase = "template1"',
+            "dataset.database: must not be template1: it is a template database",
+        ),
+        (
+            "scale = 1",
+            "scale = 1\noptions = { rowz = 5 }",
+            "dataset.options.rowz: unknown key (did you mean 'rows'?)",
+        ),
+        (
+            "scale = 1",
+            "scale = 1\noptions = { rows = 5 }",
+            "dataset.options.rows: applies only to scenario tickets (got 'pgbench')",
+        ),
+        (
+            "scale = 1",
+            "warehouses = 2",
+            "dataset.warehouses: applies only to scenario tpcc (got 'pgbench')",
+        ),
+        (
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "tpcc"\nscale = 0',
+            "dataset.scale: must be >= 1 (got 0)",
+        ),
+        (
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "tpcc"\nscale = 1\noptions = { partitions = 2 }',
+            "dataset.options.partitions: applies only to scenario pgbench (got 'tpcc')",
         ),
     ],
 )
@@ -140,15 +217,6 @@ def test_setting_values_become_postgres_text() -> None:
     assert setting_value(16, "x") == "16"
     with pytest.raises(StudySpecError, match="one line"):
         setting_value("a\nb", "x")
-
-
-def test_durations() -> None:
-    assert parse_duration(15, "d") == 15
-    assert parse_duration("2min", "d") == 120
-    assert parse_duration("500ms", "d") == 0.5
-    assert parse_duration("1h", "d") == 3600
-    with pytest.raises(StudySpecError, match=r"^d: "):
-        parse_duration(True, "d")
 
 
 def test_latency_limit_units() -> None:
@@ -260,9 +328,12 @@ settings.work_mem = ["4MB", "64MB"]
     [
         ("clients = []", "sweep.clients: expected a non-empty list"),
         ("clients = [1, 1]", "sweep.clients: values must be distinct"),
-        ("clients = [1, 0]", "sweep.clients[1]: must be at least 1"),
-        ("clients = [2]\nthreads = [4]", "sweep.threads: 4 threads for 2 clients"),
-        ('via = ["direct", "carrier-pigeon"]', "sweep.via[1]: 'carrier-pigeon' is not one of"),
+        ("clients = [1, 0]", "sweep.clients[1]: must be >= 1 (got 0)"),
+        ("clients = [2]\nthreads = [4]", "sweep.threads: cannot exceed clients (4 > 2)"),
+        (
+            'via = ["direct", "carrier-pigeon"]',
+            "sweep.via[1]: must be one of direct, pooler, pgbouncer (got 'carrier-pigeon')",
+        ),
         ('clients = [2]\nx = "rate"', "sweep.x: 'rate' is not a swept dimension"),
         (
             'clients = [2]\nvia = ["direct"]\ncompare = "vias"',
@@ -299,8 +370,65 @@ def test_connection_and_cpu_pinning() -> None:
     extra = 'duration = "5s"\nconnect = "socket"\nserver_cpus = "0"'
     run = parse(ITER.replace('duration = "5s"', extra)).run
     assert run.connect == "socket" and run.server_cpus == "0" and run.client_cpus is None
-    assert "run.client_cpus: expected a CPU list" in error_of(
+    assert "run.client_cpus: 'all' is not a CPU number or range" in error_of(
         ITER.replace('duration = "5s"', 'duration = "5s"\nclient_cpus = "all"')
     )
     s = parse(BASE + '\n[sweep]\nserver_cpus = ["0", "0-1"]\nclients = [2]\n')
     assert [d.name for d in s.sweep.dimensions] == ["server_cpus", "clients"]
+
+
+def test_run_request_keys_in_study_files(tmp_path: Path) -> None:
+    text = ITER.replace('duration = "5s"', 'duration = "5s"\nmax_tries = 0\nkeep_txlog = true')
+    run = parse(text).run
+    assert run.max_tries == 0 and run.keep_txlog
+    tpcc = ITER.replace('"pgbench:select-only"', '"tpcc"').replace(
+        'duration = "5s"',
+        'duration = "5s"\ntpcc_mix = { payment = 1 }\ntpcc_stock_level = "hammerdb"',
+    )
+    assert parse(tpcc).run.tpcc_mix == {
+        "new_order": 0,
+        "payment": 1,
+        "order_status": 0,
+        "delivery": 0,
+        "stock_level": 0,
+    }
+    script = tmp_path / "read.sql"
+    script.write_text("\\set aid random(1, :naccounts)\nSELECT :aid;\n")
+    f = tmp_path / "s.toml"
+    f.write_text(
+        ITER.replace('"pgbench:select-only"', '"read.sql"').replace(
+            'duration = "5s"', 'duration = "5s"\ndefines = { naccounts = 100000 }'
+        )
+    )
+    assert study_spec.load(f).run.defines == {"naccounts": "100000"}
+
+
+def test_dataset_of_each_scenario() -> None:
+    tpcc = parse(ITER.replace('scenario = "pgbench"\nscale = 1', 'scenario = "tpcc"\nscale = 2'))
+    assert tpcc.dataset.warehouses == 2 and tpcc.dataset.jobs == 2 and tpcc.dataset.scale is None
+    tickets = parse(
+        ITER.replace(
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "tickets"\noptions = { rows = 1000, jobs = 1 }',
+        )
+    )
+    assert (tickets.dataset.rows, tickets.dataset.jobs) == (1000, 1)
+    assert parse(ITER).dataset.scale == 1 and parse(ITER).dataset.reset == "study"
+
+
+def test_a_sweep_checks_every_combination_of_its_run() -> None:
+    text = BASE.replace('duration = "5s"', 'duration = "5s"\nrate = 100\nlatency_limit = 5')
+    assert parse(text + "\n[sweep]\nrate = [50, 100]\n").sweep is not None
+    bad = BASE.replace("threads = 2", "threads = 8")
+    assert error_of(bad + '\n[sweep]\nvia = ["direct"]\n').startswith(
+        "run.threads: cannot exceed clients (8 > 4)"
+    )
+
+
+def test_workloads_resolve_before_anything_runs() -> None:
+    bad = ITER.replace('"pgbench:select-only"', '"pgbench:select-everything"')
+    assert error_of(bad).startswith("run.workload: unknown pgbench builtin 'select-everything'")
+    swept = BASE + '\n[sweep]\nworkload = ["pgbench:select-only", "pgbench:nope"]\n'
+    assert error_of(swept).startswith("sweep.workload: unknown pgbench builtin 'nope'")
+    it = ITER.replace('name = "b"', 'name = "b"\nrun = { workload = "pgbench:nope" }')
+    assert error_of(it).startswith("iterations[1].run.workload: unknown pgbench builtin")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.errors import PgrigError
+from pgrig.request import LOAD_FIELDS as LOAD_PARAMETERS
 
 __all__ = [
     "LOAD_FIELDS",
@@ -35,16 +36,12 @@ SERIES_KIND_ORDER = ("pgbench", "os", "pg", "pooler")
 # A script's own figures, in field order: everything but its latency (kept apart everywhere).
 SCRIPT_FIGURES = tuple(f.name for f in fields(ScriptResult) if f.name != "latency")
 
-# The dataset and how it was loaded, in the order every export lists them (JSON and runs CSV).
+# The dataset and how it was loaded, in the order every export lists them (JSON and runs CSV):
+# every load parameter of the run request but the workload (listed with the identity).
 LOAD_FIELDS = (
     "scale",
     "db_size_bytes",
-    "via",
-    "clients",
-    "threads",
-    "duration_s",
-    "transactions_per_client",
-    "warmup_s",
+    *(name for name in LOAD_PARAMETERS if name != "workload"),
 )
 _SUMMARY_FIELDS = (
     "id",
@@ -66,9 +63,6 @@ _SUMMARY_FIELDS = (
     "scenario",
     "workload",
     *LOAD_FIELDS,
-    "rate",
-    "latency_limit_ms",
-    "protocol",
     "note",
     "owner",
     "tags",

@@ -13,9 +13,12 @@ them on first access. The store itself only needs Core: not importing the ORM ke
 
 from __future__ import annotations
 
+import types
+import typing
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     Column,
@@ -30,6 +33,9 @@ from sqlalchemy import (
     Table,
     Text,
 )
+from sqlalchemy.types import TypeEngine
+
+from pgrig.request import LOAD_FIELDS, LoadParams
 
 # The declarative models are deliberately not in __all__: a star import must not map them.
 __all__ = [
@@ -75,6 +81,56 @@ def _latency() -> list[Column]:
     return [_opt(c, Float) for c in LATENCY_COLUMNS]
 
 
+# Load parameters: one column per field of the run request, under the field's name. Types
+# follow the field's Python type; the columns revision 0001 created keep their exact types and
+# NOT NULL, the later ones are nullable (runs archived before them did not record the value).
+_REVISION_0001_TYPES: dict[str, TypeEngine[Any]] = {
+    "workload": Text(),
+    "via": String(32),
+    "clients": Integer(),
+    "threads": Integer(),
+    "duration_s": Float(),
+    "transactions_per_client": BigInteger(),
+    "warmup_s": Float(),
+    "rate": Float(),
+    "latency_limit_ms": Float(),
+    "protocol": String(16),
+}
+_SQL_TYPES: dict[type, type[TypeEngine[Any]]] = {
+    bool: Boolean,
+    int: Integer,
+    float: Float,
+    str: Text,
+    dict: JSON,
+    list: JSON,
+}
+
+
+def _python_type(annotation: Any) -> tuple[type, bool]:
+    """(the base Python type, whether None is allowed) of a field annotation."""
+    args = typing.get_args(annotation)
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _python_type(inner[0])[0], len(inner) < len(args)
+    if origin is typing.Annotated:
+        return _python_type(args[0])
+    if origin is typing.Literal:
+        return type(args[0]), False
+    return (origin or annotation), False
+
+
+def _load_columns() -> list[Column]:
+    out = []
+    for name in LOAD_FIELDS:
+        base, optional = _python_type(LoadParams.model_fields[name].annotation)
+        if name in _REVISION_0001_TYPES:
+            out.append(Column(name, _REVISION_0001_TYPES[name], nullable=optional))
+        else:
+            out.append(_opt(name, _SQL_TYPES[base]))
+    return out
+
+
 def _run_fk() -> Column:
     return Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
 
@@ -109,19 +165,10 @@ runs = Table(
     _opt("pgbench_version", String(64)),
     _opt("database", String(100)),
     _opt("scenario", String(32)),
-    _req("workload", Text),
     _opt("scale", Integer),
     _opt("db_size_bytes", BigInteger),
-    _req("via", String(32)),
-    # load parameters
-    _req("clients", Integer),
-    _req("threads", Integer),
-    _opt("duration_s", Float),
-    _opt("transactions_per_client", BigInteger),
-    _req("warmup_s", Float),
-    _opt("rate", Float),
-    _opt("latency_limit_ms", Float),
-    _req("protocol", String(16)),
+    # load parameters: the run request's fields
+    *_load_columns(),
     _opt("note", Text),
     _opt("owner", String(100)),
     # study membership

@@ -2,6 +2,15 @@
 
 Everything above the archive (the runner, studies, reports, web) speaks in these types, so the
 storage back end (SQLite or PostgreSQL via SQLAlchemy) stays an implementation detail.
+
+A run's load parameters are flat fields of RunRecord, named as in the run request
+(pgrig.request.LoadParams), rather than an embedded request: the archive keeps them as plain
+columns of `runs` (listable, filterable, no JSON to open for "clients = 8"), every reader
+keeps writing `rec.clients`, and records of runs archived before a parameter existed read it
+as None ("not recorded") instead of failing today's validation rules. The request stays the
+one definition: the runner fills these fields with one call (`load_values(request)`), the
+archive derives their columns from the model, and a unit test fails when a field of the model
+has no field here.
 """
 
 from __future__ import annotations
@@ -81,13 +90,24 @@ class RunRecord:
     scale: int | None = None  # pgbench scale or TPC-C warehouses
     db_size_bytes: int | None = None
     via: str = "direct"
-    # load parameters
+    # load parameters (request.LoadParams; workload, clients, threads and via are above)
     duration_s: float | None = None
     transactions_per_client: int | None = None
     warmup_s: float = 0.0
     rate: float | None = None
     latency_limit_ms: float | None = None
     protocol: str = "simple"
+    # None: not recorded (archived before schema revision 0002)
+    max_tries: int | None = None
+    connect: str | None = None
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    defines: dict[str, str] | None = None  # -D as pgbench got them (the workload's own too)
+    extra_pgbench_args: list[str] | None = None
+    tpcc_mix: dict[str, int] | None = None
+    all_warehouses: bool | None = None
+    tpcc_stock_level: str | None = None
+    keep_txlog: bool | None = None
     command: str | None = None  # the exact pgbench command line
     note: str | None = None
     owner: str | None = None

@@ -78,7 +78,7 @@ __all__ = [
 VERSION_TABLE = "pgrig_schema_version"
 # The newest revision in migrations/versions/ (a unit test keeps the two in step). Knowing it
 # without Alembic lets an up-to-date archive open with a single SELECT.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 RUN_STATUSES = ("running", "ok", "failed", "aborted")

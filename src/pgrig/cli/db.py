@@ -31,8 +31,9 @@ def generate(
         int | None, typer.Option("--rows", help="tickets: rows in book.tickets (5,000,000).")
     ] = None,
     jobs: Annotated[
-        int, typer.Option("--jobs", help="Parallel loader connections (TPC-C, tickets).")
-    ] = 2,
+        int | None,
+        typer.Option("--jobs", help="Parallel loader connections (TPC-C, tickets; default 2)."),
+    ] = None,
     partition: Annotated[
         bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")
     ] = False,
@@ -47,15 +48,23 @@ def generate(
 
     from pgrig.provision import cluster
     from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+    from pgrig.request import DatasetRequest, from_flags
     from pgrig.workloads import datasets
 
+    request = from_flags(
+        DatasetRequest,
+        scenario=scenario or ("custom" if sql is not None else "pgbench"),
+        database=db,
+        scale=scale,
+        partitions=partitions,
+        warehouses=warehouses,
+        partition=partition,
+        rows=rows,
+        jobs=jobs,
+        sql=str(sql) if sql is not None else None,
+    )
     environment = Environment.load(env)
-    dbname = db or DEFAULT_DATABASE
-    if sql is not None and scenario not in (None, "custom"):
-        raise PgrigError("--sql cannot be combined with --scenario")
-    scenario = "custom" if sql is not None else (scenario or "pgbench")
-    if rows is not None and scenario != "tickets":
-        raise PgrigError("--rows is only for --scenario tickets (pgbench uses --scale)")
+    dbname = request.database or DEFAULT_DATABASE
     if environment.managed:
         cluster.ensure_running(environment)
 
@@ -68,54 +77,22 @@ def generate(
         transient=True,
     )
     with progress:
-        task = progress.add_task(f"{scenario} -> {env}/{dbname}", total=1.0)
+        task = progress.add_task(f"{request.scenario} -> {env}/{dbname}", total=1.0)
 
         def report(done: float, total: float, phase: str) -> None:
             progress.update(
-                task, completed=done / total if total else 0, description=f"{scenario}: {phase}"
+                task,
+                completed=done / total if total else 0,
+                description=f"{request.scenario}: {phase}",
             )
 
-        if scenario == "pgbench":
-            from pgrig.workloads import pgbench_data
-
-            info = pgbench_data.generate(environment, dbname, scale or 1, partitions, report)
-        elif scenario == "tpcc":
-            from pgrig.workloads import database, tpcc
-
-            if warehouses is None:
-                raise PgrigError("--scenario tpcc needs --warehouses W")
-            database.ensure_database(environment, dbname)
-            info = tpcc.generate(
-                environment.conninfo(dbname),
-                warehouses=warehouses,
-                jobs=jobs,
-                partition=partition,
-                progress=lambda done, total, phase: report(done, total, phase),
-            )
-            info = {"scenario": "tpcc", **info}
-        elif scenario == "tickets":
-            from pgrig.workloads import tickets
-
-            info = tickets.generate(
-                environment, dbname, rows=tickets.DEFAULT_ROWS if rows is None else rows,
-                jobs=jobs, progress=report,
-            )  # fmt: skip
-        elif scenario == "custom":
-            from pgrig.workloads import custom_sql
-
-            assert sql is not None
-            info = custom_sql.generate(environment, dbname, sql)
-        else:
-            raise PgrigError(
-                f"unknown scenario {scenario!r} (choose pgbench, tpcc, tickets or --sql FILE)"
-            )
-    datasets.record(environment, dbname, info)
+        info = datasets.generate(environment, request, report)
     if as_json:
         common.print_json({"env": env, "database": dbname, **info})
     else:
         size = int(info.get("size_bytes") or info.get("database_size_bytes") or 0)
         common.err_console().print(
-            f"{scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
+            f"{request.scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
             f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",
             highlight=False,
         )

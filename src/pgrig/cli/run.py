@@ -101,22 +101,20 @@ def register(app: typer.Typer) -> None:
         from pgrig.archive.export import run_to_json
         from pgrig.archive.store import Archive
         from pgrig.load.runner import RunInterrupted, execute
-        from pgrig.load.spec import RunSpec
+        from pgrig.request import RunRequest, from_flags
         from pgrig.workloads import specs
 
         if repeat < 1:
             raise PgrigError(f"--repeat must be >= 1 (got {repeat})")
-        scripts = specs.parse_workloads(workload)
-        label = specs.workload_label(workload)
-        spec_kwargs = dict(
+        request = from_flags(
+            RunRequest,
             env_name=env,
-            workload=label,
-            scripts=scripts,
+            workload=specs.workload_label(workload),
             database=db,
             clients=clients,
             threads=threads,
             duration_s=duration,
-            transactions=transactions,
+            transactions_per_client=transactions,
             warmup_s=warmup,
             rate=rate,
             latency_limit_ms=latency_limit,
@@ -125,10 +123,9 @@ def register(app: typer.Typer) -> None:
             defines=parse_pairs(define, "--define"),
             settings=parse_pairs(set_, "--set"),
             profile=profile,
-            scenario=specs.scenario_of(scripts, workload),
             note=note,
             tags=parse_pairs(tag, "--tag"),
-            tpcc_mix=_parse_mix(mix),
+            tpcc_mix=mix,
             all_warehouses=all_warehouses,
             via=via,
             connect=connect,
@@ -139,9 +136,13 @@ def register(app: typer.Typer) -> None:
         console = common.err_console()
         records = []
         for k in range(repeat):
-            spec = RunSpec(**spec_kwargs, repeat=k)  # type: ignore[arg-type]
             try:
-                rec = execute(spec, archive=store, console=console, live=console.is_terminal)
+                rec = execute(
+                    request.model_copy(update={"repeat": k}),
+                    archive=store,
+                    console=console,
+                    live=console.is_terminal,
+                )
             except RunInterrupted as stop:
                 records.append(stop.record)
                 if as_json:
@@ -158,22 +159,6 @@ def register(app: typer.Typer) -> None:
             )
         if any(r.status != "ok" for r in records):
             sys.exit(1)
-
-
-def _parse_mix(mix: str | None) -> dict[str, int] | None:
-    if not mix:
-        return None
-    names = ["new_order", "payment", "order_status", "delivery", "stock_level"]
-    parts = [p.strip() for p in mix.split(",")]
-    if len(parts) != 5:
-        raise PgrigError(f"--mix needs 5 weights ({','.join(names)}), got {mix!r}")
-    try:
-        weights = [int(p) for p in parts]
-    except ValueError:
-        raise PgrigError(f"--mix weights must be integers (got {mix!r})") from None
-    if any(w < 0 for w in weights) or sum(weights) == 0:
-        raise PgrigError(f"--mix weights must be >= 0 and not all 0 (got {mix!r})")
-    return dict(zip(names, weights, strict=True))
 
 
 def _print_human(rec) -> None:

@@ -11,23 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pgrig.host.sysfs import REAL, HostFs, read_text
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """ "0-3,6" -> [0, 1, 2, 3, 6]. Raises ValueError naming the bad part."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        lo, sep, hi = part.partition("-")
-        try:
-            first = int(lo)
-            last = int(hi) if sep else first
-        except ValueError:
-            raise ValueError(part) from None
-        if first < 0 or last < first:
-            raise ValueError(part)
-        cpus.update(range(first, last + 1))
-    return sorted(cpus)
+from pgrig.request.values import parse_cpu_list
 
 
 def format_cpus(cpus: Iterable[int]) -> str:

@@ -30,6 +30,7 @@ from pgrig.host import cpus as topology
 from pgrig.host.checks import nofile_for_clients as nofile_for_clients
 from pgrig.host.cpus import format_cpus
 from pgrig.provision import pooler
+from pgrig.request.values import CPU_COUNT_SUFFIX, check_cpus, cpu_count, parse_cpu_list
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def placement(server: str | int | None, client: str | int | None) -> Placement:
     usable = available_cpus()
     lists = {"server": _cpu_list(server, "--server-cpus", usable)}
     lists["client"] = _cpu_list(client, "--client-cpus", usable)
-    counts = {"server": _count(server), "client": _count(client)}
+    counts = {"server": cpu_count(server), "client": cpu_count(client)}
     for side in ("server", "client"):
         n = counts[side]
         if n is None:
@@ -73,19 +74,10 @@ def placement(server: str | int | None, client: str | int | None) -> Placement:
         except ValueError as e:
             taken = f", {format_cpus(other)} taken by the other side" if other else ""
             raise PgrigError(
-                f"--{side}-cpus {n}{COUNT_SUFFIX}: {e} on this machine "
+                f"--{side}-cpus {n}{CPU_COUNT_SUFFIX}: {e} on this machine "
                 f"(usable: {format_cpus(usable)}{taken})"
             ) from None
     return Placement(lists["server"], lists["client"])
-
-
-COUNT_SUFFIX = "cores"
-
-
-def _count(text: str | int | None) -> int | None:
-    value = str(text).strip().lower() if text is not None else ""
-    number = value.removesuffix(COUNT_SUFFIX)
-    return int(number) if number != value and number.isdigit() else None
 
 
 def _cpu_list(text: str | int | None, flag: str, usable: set[int]) -> list[int] | None:
@@ -93,20 +85,13 @@ def _cpu_list(text: str | int | None, flag: str, usable: set[int]) -> list[int] 
     value = str(text).strip() if text is not None else ""
     if not value:
         return None
-    if value.lower().endswith(COUNT_SUFFIX):
-        if (_count(value) or 0) < 1:
-            raise PgrigError(
-                f"{flag} {value}: a count of cores is a whole number >= 1 followed by "
-                f"'{COUNT_SUFFIX}', e.g. 2{COUNT_SUFFIX}"
-            )
-        return None
     try:
-        chosen = topology.parse_cpu_list(value)
+        value = check_cpus(value)
     except ValueError as e:
-        raise PgrigError(
-            f"{flag}: {str(e)!r} is not a CPU number or range "
-            "(a list such as 0-3,6, or a count such as 2cores)"
-        ) from None
+        raise PgrigError(f"{flag}: {e}") from None
+    if cpu_count(value) is not None:
+        return None
+    chosen = parse_cpu_list(value)
     missing = sorted(set(chosen) - usable)
     if missing:
         raise PgrigError(

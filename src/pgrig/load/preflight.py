@@ -10,13 +10,13 @@ from __future__ import annotations
 import subprocess
 
 from pgrig.errors import PgrigError
-from pgrig.load.spec import RunSpec
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+from pgrig.request import RunRequest
 
 
-def check_scripts(env: Environment, spec: RunSpec) -> None:
+def check_scripts(env: Environment, spec: RunRequest) -> None:
     files = [s for s in spec.scripts if s.path]
-    if not files or spec.workload == "tpcc":
+    if not files or spec.is_tpcc:
         return
     dbname = spec.database or DEFAULT_DATABASE
     for script in files:

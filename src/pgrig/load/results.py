@@ -13,12 +13,12 @@ from typing import Any
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.load import pgbench_output
-from pgrig.load.spec import RunSpec
+from pgrig.request import RunRequest
 
 
 def fill_results(
     rec: RunRecord,
-    spec: RunSpec,
+    spec: RunRequest,
     completed: bool,
     log_prefix: Path,
     stdout: str,
@@ -87,7 +87,7 @@ def fill_results(
         rec.extra["tpcc"] = figures
 
 
-def script_results(scripts: list[ScriptResult], spec: RunSpec, measured_s: float) -> list:
+def script_results(scripts: list[ScriptResult], spec: RunRequest, measured_s: float) -> list:
     for i, s in enumerate(scripts):
         if i < len(spec.scripts):
             s.weight = spec.scripts[i].weight

@@ -33,8 +33,8 @@ from pgrig.load import pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
-from pgrig.load.spec import RunSpec
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
+from pgrig.request import RunRequest, load_values
 
 
 class RunInterrupted(Exception):
@@ -46,7 +46,7 @@ class RunInterrupted(Exception):
 
 
 def execute(
-    spec: RunSpec,
+    spec: RunRequest,
     *,
     archive: Any,
     console: Console | None = None,
@@ -60,25 +60,24 @@ def execute(
     from pgrig.provision import cluster
 
     console = console or Console(stderr=True)
+    spec = _with_scripts(spec)
     env = Environment.load(spec.env_name)
-    _validate(spec)
     dbname = spec.database or DEFAULT_DATABASE
     if env.managed:
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)
     server = _server_facts(env, dbname)
-    spec.via = _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
+    _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
     work = Path(_workdir())
     try:
         scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
-        spec.scripts = scripts
-        spec.defines = {**defines, **spec.defines}
-        # Retries need pgbench 15+ (--max-tries); older pgbench runs without them.
-        if (
-            max_tries > spec.max_tries
-            and (pgbench_command.pgbench_major(env.binary("pgbench")) or 0) >= 15
-        ):
-            spec.max_tries = max_tries
+        spec = spec.model_copy(
+            update={
+                "scripts": scripts,
+                "defines": {**defines, **spec.defines},
+                "max_tries": _max_tries(spec, max_tries, env),
+            }
+        )
         check_scripts(env, spec)
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
@@ -92,12 +91,29 @@ def execute(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _validate(spec: RunSpec) -> None:
-    """Load parameters are checked before anything is touched (scripts come later)."""
-    if spec.duration_s is not None and spec.transactions is not None:
-        raise PgrigError("give either --duration or --transactions, not both")
-    total = None if spec.duration_s is None else spec.duration_s + max(spec.warmup_s, 0.0)
-    pgbench_command.validate_load(spec, total)
+def _with_scripts(spec: RunRequest) -> RunRequest:
+    """The request with its workload's scripts (TPC-C writes its own later, per run) and its
+    scenario, after checking that every -D variable is read by a script (pgbench would
+    silently ignore the others)."""
+    from pgrig.workloads import specs
+
+    scripts = spec.scripts or specs.parse_workloads([spec.workload])
+    unused = specs.unused_defines(scripts, spec.defines)
+    if unused:
+        raise PgrigError(
+            f"--define {unused[0]}: no script of workload {spec.workload!r} reads :{unused[0]}"
+        )
+    scenario = spec.scenario or specs.scenario_of(scripts, [spec.workload])
+    return spec.model_copy(update={"scripts": scripts, "scenario": scenario})
+
+
+def _max_tries(spec: RunRequest, recommended: int, env: Environment) -> int:
+    """A workload's recommended retries (TPC-C's serialization failures) where the request
+    asks for fewer and pgbench can retry (15+); unlimited (0) stays unlimited."""
+    if spec.max_tries == 0 or recommended <= spec.max_tries:
+        return spec.max_tries
+    major = pgbench_command.pgbench_major(env.binary("pgbench")) or 0
+    return recommended if major >= 15 else spec.max_tries
 
 
 def _workdir() -> str:
@@ -138,7 +154,7 @@ def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
 
 
 def _resolve_scripts(
-    spec: RunSpec, env: Environment, dbname: str, work: Path
+    spec: RunRequest, env: Environment, dbname: str, work: Path
 ) -> tuple[list, dict[str, str], int, dict[str, Any]]:
     from pgrig.workloads import datasets
 
@@ -191,7 +207,7 @@ def _apply_run_settings(env: Environment, settings: dict[str, str]):
 
 
 def _run(
-    spec: RunSpec,
+    spec: RunRequest,
     env: Environment,
     dbname: str,
     conninfo: str,
@@ -215,10 +231,8 @@ def _run(
         db_size = pg_snapshot.database_size(conn, dbname)
 
     rec = RunRecord(
+        **load_values(spec),
         env_name=env.name,
-        workload=spec.workload,
-        clients=spec.clients,
-        threads=spec.threads,
         started_at=datetime.now(UTC),
         study=spec.study,
         study_point=spec.study_point,
@@ -232,13 +246,6 @@ def _run(
         scenario=spec.scenario or scenario_info.get("scenario"),
         scale=scenario_info.get("scale") or scenario_info.get("warehouses"),
         db_size_bytes=db_size,
-        via=spec.via,
-        duration_s=spec.duration_s,
-        transactions_per_client=spec.transactions,
-        warmup_s=spec.warmup_s,
-        rate=spec.rate,
-        latency_limit_ms=spec.latency_limit_ms,
-        protocol=spec.protocol,
         note=spec.note,
         owner=_owner(),
         tags=dict(spec.tags),
@@ -249,7 +256,7 @@ def _run(
             clients=spec.clients,
             cpus=_placement(spec).sides(spec.via),
         ),
-        extra={"pgrig_version": __version__, "dataset": scenario_info, "defines": spec.defines},
+        extra={"pgrig_version": __version__, "dataset": scenario_info},
     )
     rec.extra.update(_connection_extra(env, spec))
     rec.id = archive.begin_run(rec)
@@ -269,7 +276,7 @@ def _run(
 
 def _measure(
     rec: RunRecord,
-    spec: RunSpec,
+    spec: RunRequest,
     env: Environment,
     dbname: str,
     conninfo: str,
@@ -443,14 +450,12 @@ def _live_tail(log_prefix: Path):
 
 
 def _separate_warmup(
-    spec: RunSpec, env: Environment, dbname: str, pgbench: str, console: Console
+    spec: RunRequest, env: Environment, dbname: str, pgbench: str, console: Console
 ) -> None:
     """With --transactions, the warm-up is its own timed pgbench run, never measured."""
-    import copy
     import subprocess
 
-    warm = copy.copy(spec)
-    warm.transactions, warm.duration_s = None, spec.warmup_s
+    warm = spec.model_copy(update={"transactions_per_client": None, "duration_s": spec.warmup_s})
     argv = pgbench_command.build_pgbench_command(  # empty log prefix: no per-transaction log
         pgbench, warm, log_prefix="", total_seconds=spec.warmup_s, progress=False
     )
@@ -470,7 +475,7 @@ def _pgbench_version(pgbench: str) -> str:
     return version
 
 
-def _layers(env: Environment, spec: RunSpec) -> dict[str, dict[str, str]]:
+def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:
     return {
         "profile": {"__name__": env.profile, **env.profile_settings},
         "environment": dict(env.settings),
@@ -487,7 +492,7 @@ def _owner() -> str:
 # --- connection target, pooler and CPU pinning (see provision/pooler.py, load/pinning.py) -------
 
 
-def _check_connection(spec: RunSpec, env: Environment) -> str:
+def _check_connection(spec: RunRequest, env: Environment) -> str:
     """Everything about where pgbench connects that can fail, checked before anything starts:
     via/connect, max_connections (direct) or the pooler's limits, CPU lists, open files.
     Starts the pooler when it is down. Returns the normalized via ("direct", "pgbouncer")."""
@@ -511,26 +516,26 @@ def _check_connection(spec: RunSpec, env: Environment) -> str:
     return via
 
 
-def _client_env(env: Environment, spec: RunSpec, dbname: str) -> dict[str, str]:
+def _client_env(env: Environment, spec: RunRequest, dbname: str) -> dict[str, str]:
     from pgrig.provision import pooler
 
     return pooler.client_env(env, dbname, spec.via, spec.connect)
 
 
-def _placement(spec: RunSpec):
+def _placement(spec: RunRequest):
     """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
     from pgrig.load import pinning
 
     return pinning.placement(spec.server_cpus, spec.client_cpus)
 
 
-def _client_prefix(spec: RunSpec) -> list[str]:
+def _client_prefix(spec: RunRequest) -> list[str]:
     from pgrig.load import pinning
 
     return pinning.client_prefix(_placement(spec).client)
 
 
-def _pin_server(env: Environment, spec: RunSpec):
+def _pin_server(env: Environment, spec: RunRequest):
     """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
     the function that unpins them."""
     from pgrig.load import pinning
@@ -545,7 +550,7 @@ def _pin_server(env: Environment, spec: RunSpec):
     return lambda: pinning.restore(previous)
 
 
-def _connection_extra(env: Environment, spec: RunSpec) -> dict[str, Any]:
+def _connection_extra(env: Environment, spec: RunRequest) -> dict[str, Any]:
     """What the archive keeps about the connection path and CPU placement of a run."""
     from pgrig.load import pinning
     from pgrig.provision import pooler
@@ -567,7 +572,7 @@ def _connection_extra(env: Environment, spec: RunSpec) -> dict[str, Any]:
     return out
 
 
-def _pooler_log_offsets(env: Environment, spec: RunSpec) -> list[int]:
+def _pooler_log_offsets(env: Environment, spec: RunRequest) -> list[int]:
     from pgrig.provision import pooler
 
     return pooler.log_offsets(env) if spec.via != "direct" else []

@@ -16,8 +16,8 @@ from typing import Literal
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
+from pgrig.request.vocabulary import NAME_MAX, valid_name
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 DEFAULT_DATABASE = "pgrig"
 
 
@@ -140,9 +140,10 @@ def without_libpq_vars() -> dict[str, str]:
 
 
 def check_name(name: str) -> None:
-    if not NAME_RE.match(name):
+    if not valid_name(name):
         raise PgrigError(
-            f"invalid environment name {name!r}: use letters, digits, '_', '.', '-' (max 63)"
+            f"invalid environment name {name!r}: use letters, digits, '_', '.', '-' "
+            f"(max {NAME_MAX})"
         )
 
 

@@ -41,11 +41,10 @@ from typing import Any
 from pgrig.errors import PgrigError
 from pgrig.provision import osuser
 from pgrig.provision.environment import Environment
+from pgrig.request.vocabulary import CONNECTS, VIAS
 
 KINDS = ("pgbouncer",)
 MODES = ("session", "transaction", "statement")
-VIAS = ("direct", "pooler", *KINDS)
-CONNECTS = ("tcp", "socket")
 POOL_ROLE = "pgrig_pool"
 STATS_USER = "pgrig_stats"
 DEFAULT_MODE = "transaction"

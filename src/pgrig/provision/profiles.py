@@ -28,12 +28,11 @@ from typing import Any
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
+from pgrig.request.vocabulary import SETTING_RE, valid_name
 
 KINDS = ("fixed", "pgtune", "pgconfig")
 WORKLOADS = ("web", "oltp", "dw", "desktop", "mixed")
 STORAGE_KINDS = ("ssd", "hdd", "san", "nvme")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 _TOP_KEYS = {"description", "kind", "workload", "source", "warning", "notes", "settings", "rules"}
 
 KB_PER_MB = 1024
@@ -576,7 +575,7 @@ def _pg_value(key: str, value: Any, where: str) -> str:
 def _load(path: Path, source: str) -> _Profile:
     """Parse and check one profile file; any problem is one clear error naming the file."""
     where = str(path)
-    if not NAME_RE.match(path.stem):
+    if not valid_name(path.stem):
         raise PgrigError(f"profile {where}: bad name {path.stem!r} (letters, digits, _ . -)")
     try:
         data = tomllib.loads(path.read_text())

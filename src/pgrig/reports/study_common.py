@@ -31,10 +31,7 @@ def setup_section(data: StudyData) -> Section:
             what += "; settings " + ", ".join(f"{k}={v}" for k, v in env.settings.items())
         items.append((f"environment {env.key}", what))
     ds = spec.dataset
-    size = {"pgbench": f"scale {ds.scale}", "tpcc": f"{ds.scale} warehouses"}.get(
-        ds.scenario, display_value(ds.init or "")
-    )
-    items.append(("data", f"{ds.scenario}, {size}, regenerated per {ds.reset}"))
+    items.append(("data", f"{ds.scenario}, {ds.size_label()}, regenerated per {ds.reset}"))
     items.append(("load", describe_run(spec.run)))
     items.append(
         (
@@ -54,8 +51,8 @@ def describe_run(run) -> str:
     parts.append(f"{run.threads} threads")
     if run.duration_s is not None:
         parts.append(f"{format_seconds(run.duration_s)} measured")
-    if run.transactions is not None:
-        parts.append(f"{run.transactions} transactions per client")
+    if run.transactions_per_client is not None:
+        parts.append(f"{run.transactions_per_client} transactions per client")
     parts.append(f"{format_seconds(run.warmup_s)} warm-up" if run.warmup_s else "no warm-up")
     if run.rate:
         parts.append(f"rate {run.rate:g} tps")

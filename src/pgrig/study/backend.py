@@ -22,7 +22,7 @@ from rich.console import Console
 from pgrig import paths
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
-from pgrig.load.spec import RunSpec
+from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 
 PREWARM_SQL = """
@@ -203,47 +203,14 @@ class ProvisionBackend:
 
         e = _require(env.name)
         db = dataset.database or DEFAULT_DATABASE
-        if not force and _dataset_matches(datasets.get(e, db), dataset):
+        if not force and datasets.matches(datasets.get(e, db), dataset):
             return False
-        size = f"scale {dataset.scale}" if dataset.scale else Path(dataset.init or "").name
-        if dataset.scenario == "tpcc":
-            size = f"{dataset.scale} warehouses"
-        if dataset.scenario == "tickets":
-            size = f"{int(dataset.options.get('rows', 5_000_000)):,} rows"
         self.console.print(
-            f"  generating {dataset.scenario} data ({size}) in {env.name}/{db}",
+            f"  generating {dataset.scenario} data ({dataset.size_label()}) in {env.name}/{db}",
             highlight=False,
             soft_wrap=True,
         )
-        if dataset.scenario == "pgbench":
-            from pgrig.workloads import pgbench_data
-
-            info = pgbench_data.generate(
-                e, db, dataset.scale or 1, dataset.options.get("partitions")
-            )
-        elif dataset.scenario == "tpcc":
-            from pgrig.workloads import database, tpcc
-
-            database.ensure_database(e, db)
-            info = tpcc.generate(
-                e.conninfo(db),
-                warehouses=dataset.scale or 1,
-                jobs=int(dataset.options.get("jobs", 2)),
-                partition=bool(dataset.options.get("partition", False)),
-            )
-            info = {"scenario": "tpcc", **info}
-        elif dataset.scenario == "tickets":
-            from pgrig.workloads import tickets
-
-            info = tickets.generate(
-                e, db, rows=int(dataset.options.get("rows", tickets.DEFAULT_ROWS)),
-                jobs=int(dataset.options.get("jobs", 2)),
-            )  # fmt: skip
-        else:
-            from pgrig.workloads import custom_sql
-
-            info = custom_sql.generate(e, db, Path(dataset.init or ""))
-        datasets.record(e, db, info)
+        datasets.generate(e, dataset)
         return True
 
     def action(self, env: EnvSpec, action: str, database: str | None) -> None:
@@ -269,12 +236,10 @@ class ProvisionBackend:
             raise PgrigError(f"unknown action {action!r}")
 
     # --- runs ------------------------------------------------------------------------------------
-    def execute(self, spec: RunSpec, archive: Any, console: Console) -> RunRecord:
+    def execute(self, request: RunRequest, archive: Any, console: Console) -> RunRecord:
         from pgrig.load.runner import execute
-        from pgrig.workloads import specs
 
-        spec.scripts = specs.parse_workloads([spec.workload])
-        return execute(spec, archive=archive, console=console, live=console.is_terminal)
+        return execute(request, archive=archive, console=console, live=console.is_terminal)
 
 
 def _load(name: str) -> Any:
@@ -297,22 +262,6 @@ def _version_matches(actual: str | None, wanted: str) -> bool:
     if not actual:
         return False
     return actual == wanted or actual.split(".")[0] == wanted
-
-
-def _dataset_matches(info: dict[str, Any] | None, dataset: DatasetSpec) -> bool:
-    if not info or info.get("scenario") != dataset.scenario:
-        return False
-    if dataset.scenario == "pgbench":
-        return info.get("scale") == dataset.scale and info.get("partitions") == (
-            dataset.options.get("partitions")
-        )
-    if dataset.scenario == "tpcc":
-        return info.get("warehouses") == dataset.scale
-    if dataset.scenario == "tickets":
-        from pgrig.workloads.tickets import DEFAULT_ROWS
-
-        return info.get("rows") == int(dataset.options.get("rows", DEFAULT_ROWS))
-    return info.get("sql") == str(Path(dataset.init or "").resolve())
 
 
 def _original_file(env_name: str) -> Path:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pgrig.load.spec import RunSpec
-from pgrig.study.spec import RUN_DIMENSIONS, RunParams, StudySpec
+from pgrig.request import RunRequest, load_values
+from pgrig.study.spec import StudyRun, StudySpec, point_run
 
 # Rough cost of what surrounds a run (connect, checkpoint, stats snapshots), for the ETA only.
 RUN_OVERHEAD_S = 4.0
@@ -29,7 +29,7 @@ class Point:
     settings: dict[str, str]  # the full study layer on this environment at this point
     changes: dict[str, str | None]  # vs the previous point (None: reset to the profile value)
     actions: tuple[str, ...]
-    run: RunParams
+    run: StudyRun
     coords: dict[str, Any] = field(default_factory=dict)  # sweep coordinates
     note: str | None = None
     origins: dict[str, str] = field(default_factory=dict)  # setting -> key path that set it
@@ -65,37 +65,21 @@ class Plan:
             total += planned + RUN_OVERHEAD_S
         return total + POINT_OVERHEAD_S * len(self.points)
 
-    def run_spec(self, planned: PlannedRun) -> RunSpec:
-        """The RunSpec for one planned run (the environment name is the study's own)."""
+    def run_request(self, planned: PlannedRun) -> RunRequest:
+        """The request for one planned run (the environment name is the study's own)."""
         p = planned.point
-        r = p.run
         env = self.study.environments[p.env_key]
         tags = dict(self.study.tags) | {"study": self.study.name, "point": p.label[:200]}
-        return RunSpec(
+        return RunRequest(
+            **load_values(p.run),
             env_name=env.name,
-            workload=r.workload,
             database=self.study.dataset.database,
-            clients=r.clients,
-            threads=r.threads,
-            duration_s=r.duration_s,
-            transactions=r.transactions,
-            warmup_s=r.warmup_s,
-            rate=r.rate,
-            latency_limit_ms=r.latency_limit_ms,
-            protocol=r.protocol,
-            max_tries=r.max_tries,
-            defines=dict(r.defines),
             scenario=self.study.dataset.scenario,
             note=p.note or p.label,
             tags=tags,
             study=self.study.name,
             study_point=p.key,
             repeat=planned.repeat,
-            via=r.via,
-            connect=r.connect,
-            server_cpus=r.server_cpus,
-            client_cpus=r.client_cpus,
-            extra_pgbench_args=list(r.extra_pgbench_args),
         )
 
 
@@ -163,19 +147,12 @@ def _sweep_points(study: StudySpec) -> list[Point]:
         env = study.environments[env_key]
         settings = dict(env.settings)
         origins = {k: f"{env.path}.settings.{k}" for k in env.settings}
-        run = study.run
         for dim, value in zip(dims, values, strict=True):
             if dim.is_setting:
                 setting = dim.name.removeprefix("settings.")
                 settings[setting] = value
                 origins[setting] = f"sweep.{dim.name}[{dim.values.index(value)}]"
-        for name, value in coords.items():
-            if name.startswith("settings."):
-                continue
-            if name in RUN_DIMENSIONS:
-                run = replace(run, **{name: value})
-        if "clients" in coords and "threads" not in coords:
-            run = replace(run, threads=min(study.run.threads, run.clients))
+        run = point_run(study.run, coords)
         changes: dict[str, str | None] = {k: v for k, v in settings.items() if prev.get(k) != v} | {
             k: None for k in prev if k not in settings
         }

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import NotFound, PgrigError
-from pgrig.load.spec import RunSpec
+from pgrig.request import RunRequest
 from pgrig.study import plan as planning
 from pgrig.study.plan import Plan, PlannedRun, Point
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpec, format_seconds
@@ -57,7 +57,7 @@ class Backend(Protocol):
     def restore(self, env: EnvSpec) -> None:
         """Put back the settings a server had before the study (it keeps running)."""
 
-    def execute(self, spec: RunSpec, archive: Any, console: Console) -> RunRecord: ...
+    def execute(self, request: RunRequest, archive: Any, console: Console) -> RunRecord: ...
 
 
 @dataclass
@@ -236,8 +236,8 @@ class _Walker:
                 self.backend.prepare_dataset(env, self.study.dataset, force=True)
             for action in point.run.before_each:
                 self._action(env, action, db)
-            spec = self.plan.run_spec(planned)
-            rec = self.backend.execute(spec, self.archive, self.console)
+            request = self.plan.run_request(planned)
+            rec = self.backend.execute(request, self.archive, self.console)
             self.result.records.append(rec)
             self.result.ran += 1
             if rec.status == "ok":

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from pgrig.errors import PgrigError
+from pgrig.request import DatasetRequest, LoadParams, problem_of, validate_field
+from pgrig.request.problems import key_of
+from pgrig.request.values import setting_text
+from pgrig.request.vocabulary import SCENARIOS, SETTING_RE, valid_name
 
 StudyKind = Literal["iterations", "sweep"]
-SCENARIOS = ("pgbench", "tpcc", "tickets", "custom")  # tickets: options.rows (seed 003)
 ACTIONS = ("restart", "checkpoint", "vacuum", "analyze", "prewarm", "regenerate")
-RESET_POLICIES = ("study", "point", "run")
 ORDERS = ("sequential", "interleaved")
-PROTOCOLS = ("simple", "extended", "prepared")
 # Sweep dimensions that map onto run parameters (settings.<name>, version, environment aside).
 RUN_DIMENSIONS = (
     "clients",
@@ -35,12 +38,8 @@ RUN_DIMENSIONS = (
     "server_cpus",
     "client_cpus",
 )
-VIAS = ("direct", "pooler", "pgbouncer")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
-SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
-_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
-_UNIT_S |= {"mins": 60.0, "h": 3600.0}
+STUDY_NAME_MAX = 48  # leaves room for "-<environment key>" in the environment names it creates
+ENV_KEY_MAX = 31
 
 
 class StudySpecError(PgrigError):
@@ -68,43 +67,21 @@ class EnvSpec:
         return f"{self.key} (PostgreSQL {self.version})" if self.version else self.key
 
 
-@dataclass(frozen=True)
-class DatasetSpec:
-    scenario: str  # pgbench | tpcc | custom
-    scale: int | None = None  # pgbench scale or TPC-C warehouses
-    database: str | None = None
-    init: str | None = None  # custom: an SQL file creating and filling the data
-    reset: str = "study"  # regenerate once per study (if missing), per point, or per run
-    options: dict[str, Any] = field(default_factory=dict)  # generator-specific extras
+class DatasetSpec(DatasetRequest):
+    """A study's [dataset]: the dataset request, and when to generate it again."""
+
+    reset: Literal["study", "point", "run"] = "study"  # once per study (if missing), point, run
 
 
-@dataclass(frozen=True)
-class RunParams:
-    """The load of one run; a study's [run] table, changed per iteration or per sweep point."""
+class StudyRun(LoadParams):
+    """A study's [run] table: the load of every run (changed per iteration or sweep point),
+    and the actions before each run."""
 
-    workload: str
-    clients: int = 1
-    threads: int = 1
-    duration_s: float | None = None
-    transactions: int | None = None
-    warmup_s: float = 0.0
-    rate: float | None = None
-    latency_limit_ms: float | None = None
-    protocol: str = "simple"
-    max_tries: int = 1
-    via: str = "direct"
-    connect: str = "tcp"  # tcp | socket
-    server_cpus: str | None = None  # pin the server to these CPUs ("0-1")
-    client_cpus: str | None = None  # run pgbench on these CPUs
-    defines: dict[str, str] = field(default_factory=dict)
-    before_each: tuple[str, ...] = ()  # actions before every run (e.g. checkpoint)
-    extra_pgbench_args: tuple[str, ...] = ()
+    before_each: tuple[str, ...] = ()  # e.g. ("checkpoint",)
 
-    def planned_seconds(self) -> float | None:
-        """Wall time one run should take (None: bounded by transactions, unknown)."""
-        if self.duration_s is None:
-            return None
-        return self.duration_s + self.warmup_s
+    def with_changes(self, changes: dict[str, Any]) -> StudyRun:
+        """This run with `changes` (field names) applied, validated as a whole."""
+        return StudyRun.model_validate(self.model_dump() | changes)
 
 
 @dataclass(frozen=True)
@@ -117,7 +94,7 @@ class Iteration:
     actions: tuple[str, ...] = ()  # once, when the iteration starts
     environment: str | None = None  # switch to another environment key (sticky)
     run_changes: dict[str, Any] = field(default_factory=dict)  # [iterations.run], as written
-    run: RunParams | None = None  # the effective run parameters (overrides are sticky)
+    run: StudyRun | None = None  # the effective run parameters (overrides are sticky)
 
 
 @dataclass(frozen=True)
@@ -187,8 +164,10 @@ class StudySpec:
     tags: dict[str, str] = field(default_factory=dict)
     environments: dict[str, EnvSpec] = field(default_factory=dict)
     default_env: str = "main"
-    dataset: DatasetSpec = field(default_factory=lambda: DatasetSpec("pgbench"))
-    run: RunParams = field(default_factory=lambda: RunParams("pgbench:tpcb-like"))
+    dataset: DatasetSpec = field(default_factory=DatasetSpec)
+    run: StudyRun = field(
+        default_factory=lambda: StudyRun(workload="pgbench:tpcb-like", duration_s=60)
+    )
     iterations: tuple[Iteration, ...] = ()
     sweep: Sweep | None = None
 
@@ -229,36 +208,12 @@ def parse(
 # ---------------------------------------------------------------------------------------------
 # Value helpers
 # ---------------------------------------------------------------------------------------------
-def parse_duration(value: Any, path: str) -> float:
-    """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h"."""
-    if isinstance(value, bool):
-        raise StudySpecError(f"{path}: expected a duration like 15, '15s' or '2min', got {value}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION_RE.match(value)):
-        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
-    else:
-        raise StudySpecError(f"{path}: expected a duration like 15, '15s' or '2min', got {value!r}")
-    if seconds < 0:
-        raise StudySpecError(f"{path}: must not be negative")
-    return seconds
-
-
 def setting_value(value: Any, path: str) -> str:
     """A PostgreSQL setting value as text: booleans become on/off, numbers stay exact."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value).replace("inf", "Infinity")
-    if isinstance(value, str):
-        if "\n" in value or "\x00" in value:
-            raise StudySpecError(f"{path}: a setting value must be on one line")
-        return value
-    raise StudySpecError(
-        f"{path}: expected a string, number or boolean, got {type(value).__name__}"
-    )
+    try:
+        return setting_text(value)
+    except ValueError as e:
+        raise StudySpecError(f"{path}: {e}") from None
 
 
 def format_seconds(s: float | None) -> str:
@@ -286,25 +241,10 @@ _STUDY_KEYS = (
 )
 _ENV_KEYS = ("name", "version", "profile", "settings", "create", "pooler")
 _DATASET_KEYS = ("scenario", "scale", "warehouses", "database", "init", "reset", "options")
-_RUN_KEYS = (
-    "workload",
-    "clients",
-    "threads",
-    "duration",
-    "transactions",
-    "warmup",
-    "rate",
-    "latency_limit",
-    "protocol",
-    "max_tries",
-    "via",
-    "connect",
-    "server_cpus",
-    "client_cpus",
-    "defines",
-    "before_each",
-    "extra_pgbench_args",
-)
+# [run] keys: the run request's load parameters by their study-file names, and before_each.
+_RUN_FIELDS = {key_of(StudyRun, name): name for name in StudyRun.model_fields}
+_RUN_KEYS = tuple(_RUN_FIELDS)
+_DATASET_OPTIONS = ("partitions", "partition", "rows", "jobs")  # [dataset].options
 _ITER_KEYS = ("name", "note", "settings", "reset", "actions", "environment", "run")
 _SWEEP_KEYS = (*RUN_DIMENSIONS, "settings", "version", "environment", "compare", "x", "series")
 
@@ -351,12 +291,6 @@ class _Parser:
         value = data.get(key, default)
         return None if value is None else _as_int(value, _join(path, key), minimum)
 
-    def _number(self, data: dict[str, Any], key: str, path: str) -> float | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        return _as_positive(value, _join(path, key))
-
     def _choice(
         self, data: dict[str, Any], key: str, path: str, choices: tuple[str, ...], default: str
     ) -> str:
@@ -399,7 +333,7 @@ class _Parser:
         _check_keys(study, _STUDY_KEYS, "study")
         name = self.name_override or self._str(study, "name", "study") or self.default_name
         where = "--name" if self.name_override else "study.name"
-        if not NAME_RE.match(name):
+        if not valid_name(name, STUDY_NAME_MAX):
             raise StudySpecError(
                 f"{where}: invalid study name {name!r}: use letters, digits, '_', '.', '-' "
                 "(max 48, starting with a letter or digit)"
@@ -424,7 +358,7 @@ class _Parser:
 
         envs, default_env = self._environments(data, name)
         dataset = self._dataset(self._table(data, "dataset", ""))
-        run = self._run(self._table(data, "run", ""), "run", base=None)
+        run = self._run(self._table(data, "run", ""), "run", base=None, template=kind == "sweep")
         spec = StudySpec(
             name=name,
             kind=kind,
@@ -463,7 +397,7 @@ class _Parser:
                 path = f"environments.{key}"
                 if not isinstance(table, dict):
                     raise StudySpecError(f"{path}: expected a table, got {_tname(table)}")
-                if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$", key):
+                if not valid_name(key, ENV_KEY_MAX):
                     raise StudySpecError(f"{path}: invalid key (letters, digits, '_', '.', '-')")
                 envs[key] = self._environment(table, path, key, study)
             return envs, next(iter(envs))
@@ -501,7 +435,7 @@ class _Parser:
             raise StudySpecError(f"{path}.name: required when create = false")
         key = key or (f"pg{version.split('.')[0]}" if version else explicit) or "main"
         name = explicit or f"{study}-{key}"
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", name):
+        if not valid_name(name):
             raise StudySpecError(f"{path}.name: invalid environment name {name!r}")
         pooler = table.get("pooler")
         if pooler is not None:
@@ -531,95 +465,86 @@ class _Parser:
             raise StudySpecError(
                 f"{path}.scenario: required, one of {', '.join(SCENARIOS)} (add a [dataset] table)"
             )
-        scenario = self._choice(table, "scenario", path, SCENARIOS, "pgbench")
+        scenario = table["scenario"]
         if "scale" in table and "warehouses" in table:
             raise StudySpecError(f"{path}.warehouses: give scale or warehouses, not both")
-        if "warehouses" in table and scenario != "tpcc":
-            raise StudySpecError(f'{path}.warehouses: only for scenario = "tpcc" (use scale)')
-        scale_key = "warehouses" if "warehouses" in table else "scale"
-        scale = self._int(table, scale_key, path, None)
-        if scale is None and scenario in ("pgbench", "tpcc"):
-            what = "warehouses" if scenario == "tpcc" else "scale"
-            raise StudySpecError(f"{path}.{what}: required for scenario = {scenario!r}")
-        init = self._str(table, "init", path)
-        if scenario == "custom":
-            if init is None:
-                raise StudySpecError(f'{path}.init: required for scenario = "custom" (SQL file)')
-            init = self._file(init, f"{path}.init")
-        elif init is not None:
-            raise StudySpecError(f'{path}.init: only for scenario = "custom"')
+        values = {k: v for k, v in table.items() if k != "options"}
+        size_key = "warehouses" if scenario == "tpcc" else "scale"
+        if scenario == "tpcc" and "scale" in values:  # a TPC-C study may call its size scale
+            values["warehouses"] = values.pop("scale")
+        if scenario in ("pgbench", "tpcc") and not {"scale", "warehouses"} & set(table):
+            raise StudySpecError(f"{path}.{size_key}: required for scenario = {scenario!r}")
+        if scenario == "custom" and isinstance(values.get("init"), str):
+            values["init"] = self._file(values["init"], f"{path}.init")
         options = self._table(table, "options", path)
-        return DatasetSpec(
-            scenario=scenario,
-            scale=scale,
-            database=self._str(table, "database", path),
-            init=init,
-            reset=self._choice(table, "reset", path, RESET_POLICIES, "study"),
-            options=dict(options),
-        )
+        _check_keys(options, _DATASET_OPTIONS, f"{path}.options")
+        try:
+            return DatasetSpec.model_validate(values | options)
+        except ValidationError as e:
+            problem = problem_of(e, DatasetSpec)
+            where = f"{path}.options" if problem.field in _DATASET_OPTIONS else path
+            message = problem.at(where, DatasetSpec)
+            if problem.field == "warehouses" and "scale" in table:
+                message = message.replace(f"{path}.warehouses", f"{path}.scale", 1)
+            raise StudySpecError(message) from None
 
-    def _run(self, table: dict[str, Any], path: str, base: RunParams | None) -> RunParams:
-        """[run] (base=None, workload required) or an override table on top of `base`."""
+    def _run(
+        self, table: dict[str, Any], path: str, base: StudyRun | None, template: bool = False
+    ) -> StudyRun:
+        """[run] (base=None, workload required) or an override table on top of `base`.
+
+        A sweep's [run] is a template (`template`): the swept values complete it, so its fields
+        are checked one by one here and each combination as a whole in _sweep."""
         _check_keys(table, _RUN_KEYS, path)
-        values: dict[str, Any] = {}
+        changes = {_RUN_FIELDS[key]: value for key, value in table.items()}
         if "workload" in table:
-            values["workload"] = self._workload(table["workload"], f"{path}.workload")
+            changes["workload"] = self._workload(table["workload"], f"{path}.workload")
         elif base is None:
             raise StudySpecError(
                 f'{path}.workload: required, e.g. "pgbench:tpcb-like", "tpcc" or "read.sql"'
             )
-        for key in ("clients", "threads", "transactions", "max_tries"):
-            if key in table:
-                values[key] = _as_int(table[key], f"{path}.{key}", 1)
-        for key, attr in (("duration", "duration_s"), ("warmup", "warmup_s")):
-            if key in table:
-                values[attr] = parse_duration(table[key], f"{path}.{key}")
-        if "latency_limit" in table:
-            # A bare number is milliseconds (pgbench -L); strings carry their unit.
-            limit = table["latency_limit"]
-            ms = 1.0 if isinstance(limit, int | float) and not isinstance(limit, bool) else 1000.0
-            values["latency_limit_ms"] = parse_duration(limit, f"{path}.latency_limit") * ms
-        if "rate" in table:
-            values["rate"] = self._number(table, "rate", path)
-        if "protocol" in table:
-            values["protocol"] = self._choice(table, "protocol", path, PROTOCOLS, "simple")
-        if "via" in table:
-            values["via"] = self._via(table["via"], f"{path}.via")
-        if "connect" in table:
-            values["connect"] = self._choice(table, "connect", path, ("tcp", "socket"), "tcp")
-        for key in ("server_cpus", "client_cpus"):
-            if key in table:
-                values[key] = _cpus(table[key], f"{path}.{key}")
-        if "defines" in table:
-            defines = self._table(table, "defines", path)
-            values["defines"] = {
-                k: setting_value(v, f"{path}.defines.{k}") for k, v in defines.items()
-            }
         if "before_each" in table:
-            values["before_each"] = self._actions(table, "before_each", path)
-        if "extra_pgbench_args" in table:
-            args = table["extra_pgbench_args"]
-            if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-                raise StudySpecError(f"{path}.extra_pgbench_args: expected a list of strings")
-            values["extra_pgbench_args"] = tuple(args)
-        run = replace(base, **values) if base is not None else RunParams(**values)
-        if run.duration_s is not None and run.transactions is not None:
-            raise StudySpecError(f"{path}.transactions: give duration or transactions, not both")
-        if run.duration_s is None and run.transactions is None:
-            if base is None:
-                raise StudySpecError(
-                    f'{path}.duration: required (e.g. "15s"), or give transactions per client'
-                )
-        elif run.duration_s is not None and run.duration_s <= 0:
-            raise StudySpecError(f"{path}.duration: must be positive")
-        if run.latency_limit_ms is not None and run.rate is None:
-            raise StudySpecError(f"{path}.latency_limit: only with a rate (pgbench -L needs -R)")
+            changes["before_each"] = self._actions(table, "before_each", path)
+        if template:
+            return self._template(changes, path)
+        try:
+            run = base.with_changes(changes) if base is not None else StudyRun(**changes)
+        except ValidationError as e:
+            problem = problem_of(e, StudyRun)
+            # A rule broken by combining an override with the [run] table is the override's.
+            own = base is None or bool(problem.fields & set(changes))
+            raise StudySpecError(problem.at(path if own else "run", StudyRun)) from None
+        own = base is None or bool({"workload", "defines"} & set(table))
+        self._check_scripts(run, path if own else "run")
         return run
 
-    def _via(self, value: Any, path: str) -> str:
-        if value not in VIAS:
-            raise StudySpecError(f"{path}: {value!r} is not one of {', '.join(VIAS)}")
-        return "direct" if value == "direct" else "pgbouncer"
+    def _template(self, changes: dict[str, Any], path: str) -> StudyRun:
+        fields = {}
+        for name, value in changes.items():
+            try:
+                fields[name] = validate_field(StudyRun, name, value)
+            except ValidationError as e:
+                where = f"{path}.{key_of(StudyRun, name)}"
+                raise StudySpecError(problem_of(e, StudyRun).at(where, StudyRun)) from None
+        return StudyRun.model_construct(**fields)
+
+    def _check_scripts(self, run: StudyRun, path: str) -> None:
+        """The workload's scripts resolve, and every -D variable is read by one of them
+        (pgbench would ignore the others): checked here, not when the run comes."""
+        if not self.check_files:
+            return
+        from pgrig.workloads import specs
+
+        try:
+            scripts = specs.parse_workloads([run.workload])
+        except PgrigError as e:
+            raise StudySpecError(f"{path}.workload: {e}") from None
+        unused = [] if run.is_tpcc else specs.unused_defines(scripts, run.defines)
+        if unused:
+            raise StudySpecError(
+                f"{path}.defines.{unused[0]}: no script of workload {run.workload!r} "
+                f"reads :{unused[0]}"
+            )
 
     def _workload(self, value: Any, path: str) -> str:
         """Keep the runner's syntax; resolve script files relative to the study file."""
@@ -675,8 +600,6 @@ class _Parser:
                 )
             overrides = self._table(table, "run", path)
             run = self._run(overrides, f"{path}.run", base=run)  # validates the combination
-            where = f"{path}.run" if {"clients", "threads"} & set(overrides) else "run"
-            _check_threads(run.threads, run.clients, f"{where}.threads")
             out.append(
                 Iteration(
                     index=i,
@@ -769,11 +692,13 @@ class _Parser:
         for d in run_dims:
             combos = [c | {d.name: v} for c in combos for v in d.values]
         for combo in combos:
-            if "clients" in combo and "threads" not in combo:
-                combo["threads"] = min(spec.run.threads, combo["clients"])
-            where = f"{path}.threads" if "threads" in combo else "run.threads"
-            threads = combo.get("threads", spec.run.threads)
-            _check_threads(threads, combo.get("clients", spec.run.clients), where)
+            try:
+                run = point_run(spec.run, combo)
+            except ValidationError as e:
+                problem = problem_of(e, StudyRun)
+                swept = {key_of(StudyRun, f) for f in problem.fields} & set(combo)
+                raise StudySpecError(problem.at(path if swept else "run", StudyRun)) from None
+            self._check_scripts(run, path if "workload" in combo else "run")
         return replace(
             spec,
             environments=envs,
@@ -787,24 +712,8 @@ class _Parser:
         out: list[Any] = []
         for i, v in enumerate(vals):
             p = f"{path}[{i}]"
-            if key in ("clients", "threads"):
-                out.append(_as_int(v, p, 1))
-            elif key == "rate":
-                out.append(_as_positive(v, p))
-            elif key == "workload":
-                out.append(self._workload(v, p))
-            elif key == "via":
-                out.append(self._via(v, p))
-            elif key == "protocol":
-                if v not in PROTOCOLS:
-                    raise StudySpecError(f"{p}: {v!r} is not one of {', '.join(PROTOCOLS)}")
-                out.append(v)
-            elif key == "connect":
-                if v not in ("tcp", "socket"):
-                    raise StudySpecError(f"{p}: {v!r} is not one of tcp, socket")
-                out.append(v)
-            elif key in ("server_cpus", "client_cpus"):
-                out.append(_cpus(v, p))
+            if key in RUN_DIMENSIONS:
+                out.append(self._run_value(key, v, p))
             elif key == "version":
                 s = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
                 if not re.match(r"^\d{2}(\.\d+)?$", s):
@@ -819,6 +728,24 @@ class _Parser:
         if len(set(map(str, out))) != len(out):
             raise StudySpecError(f"{path}: values must be distinct")
         return tuple(out)
+
+    def _run_value(self, key: str, value: Any, path: str) -> Any:
+        """One swept value of a run parameter, checked as the [run] table would check it."""
+        if key == "workload":
+            value = self._workload(value, path)
+        try:
+            return validate_field(StudyRun, _RUN_FIELDS[key], value)
+        except ValidationError as e:
+            raise StudySpecError(problem_of(e, StudyRun).at(path, StudyRun)) from None
+
+
+def point_run(base: StudyRun, coords: dict[str, Any]) -> StudyRun:
+    """The run at a sweep point: its swept run parameters on top of [run]. Unless threads are
+    swept too, they follow a swept clients count down (pgbench needs threads <= clients)."""
+    changes = {k: v for k, v in coords.items() if k in RUN_DIMENSIONS}
+    if "clients" in changes and "threads" not in changes:
+        changes["threads"] = min(base.threads, changes["clients"])
+    return base.with_changes(changes)
 
 
 def _check_poolers(spec: StudySpec) -> None:
@@ -838,21 +765,6 @@ def _check_poolers(spec: StudySpec) -> None:
             )
 
 
-def _cpus(value: Any, path: str) -> str:
-    """A CPU list such as "0-1" or "0,2" (checked against this machine by the runner)."""
-    text = str(value) if isinstance(value, int | str) and not isinstance(value, bool) else ""
-    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text.replace(" ", "")):
-        raise StudySpecError(f'{path}: expected a CPU list such as "0-1" or "0,2", got {value!r}')
-    return text.replace(" ", "")
-
-
-def _check_threads(threads: int, clients: int, path: str) -> None:
-    if threads > clients:
-        raise StudySpecError(
-            f"{path}: {threads} threads for {clients} clients (pgbench needs threads <= clients)"
-        )
-
-
 def _setting_name(name: Any, path: str) -> str:
     if not isinstance(name, str) or not SETTING_RE.match(name.lower()):
         raise StudySpecError(f"{path}: {name!r} is not a valid setting name")
@@ -867,17 +779,17 @@ def _list(value: Any, path: str) -> list[Any]:
 
 def _as_int(value: Any, path: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise StudySpecError(f"{path}: expected an integer, got {value!r}")
+        raise StudySpecError(f"{path}: expected an integer (got {value!r})")
     if value < minimum:
-        raise StudySpecError(f"{path}: must be at least {minimum}, got {value}")
+        raise StudySpecError(f"{path}: must be >= {minimum} (got {value})")
     return value
 
 
 def _as_positive(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StudySpecError(f"{path}: expected a number, got {value!r}")
+        raise StudySpecError(f"{path}: expected a number (got {value!r})")
     if value <= 0:
-        raise StudySpecError(f"{path}: must be positive, got {value}")
+        raise StudySpecError(f"{path}: must be > 0 (got {value})")
     return float(value)
 
 

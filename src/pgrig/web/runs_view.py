@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -244,6 +245,8 @@ def _cell(v: Any) -> Any:
     """Text that a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
     if v is None:
         return ""
+    if isinstance(v, dict | list):  # defines, extra pgbench arguments, a TPC-C mix
+        v = json.dumps(v, sort_keys=True)
     if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + v
     return v

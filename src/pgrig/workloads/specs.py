@@ -10,15 +10,23 @@ Builtins take a weight too: pgbench:select-only@9.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.workloads.script import PGBENCH_BUILTINS, ScriptSpec
+from pgrig.request import ScriptSpec
+from pgrig.request.vocabulary import PGBENCH_BUILTINS, TPCC_WORKLOAD, PgbenchBuiltin
 
 # pgbench:NAME for each builtin, plus the short pgbench:tpcb
-BUILTINS = {"tpcb": "tpcb-like", **{name: name for name in PGBENCH_BUILTINS}}
+BUILTINS: dict[str, PgbenchBuiltin] = {"tpcb": "tpcb-like", **{n: n for n in PGBENCH_BUILTINS}}
 # Workloads whose scripts come from a scenario module rather than from the command line.
-SCENARIO_WORKLOADS = {"tpcc"}
+SCENARIO_WORKLOADS = {TPCC_WORKLOAD}
+# The one variable a builtin script takes from outside (-D scale=N); it \sets the others.
+BUILTIN_VARIABLES = frozenset({"scale"})
+# :name, :'name', :"name" and :{?name} in a pgbench script (a "::int" cast reads as "int",
+# which can only make a variable look used, never unused).
+_VARIABLE_RE = re.compile(r""":[{'"]?\??([A-Za-z_][A-Za-z0-9_]*)""")
 
 
 def split_weight(item: str) -> tuple[str, int]:
@@ -80,3 +88,14 @@ def scenario_of(scripts: list[ScriptSpec], items: list[str]) -> str:
     if scripts and all(s.name.startswith("tickets:") for s in scripts):
         return "tickets"
     return "custom"
+
+
+def unused_defines(scripts: list[ScriptSpec], names: Iterable[str]) -> list[str]:
+    """Variables given with -D that no script reads: pgbench would ignore them silently."""
+    used: set[str] = set()
+    for s in scripts:
+        if s.builtin is not None:
+            used |= BUILTIN_VARIABLES
+        elif s.path is not None:
+            used |= set(_VARIABLE_RE.findall(Path(s.path).read_text(errors="replace")))
+    return [name for name in names if name not in used]

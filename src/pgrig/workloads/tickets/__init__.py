@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.workloads.script import ScriptSpec
+from pgrig.request import ScriptSpec
 from pgrig.workloads.tickets.generate import DEFAULT_ROWS, generate
 
 HERE = Path(__file__).parent

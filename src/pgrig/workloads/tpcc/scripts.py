@@ -23,14 +23,14 @@ import random
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.workloads.script import ScriptSpec
+from pgrig.request import Refusal, ScriptSpec, tpcc_mix_weights
+from pgrig.request.vocabulary import PROTOCOLS
+from pgrig.request.vocabulary import TPCC_TYPES as TYPES
 from pgrig.workloads.tpcc.meta import connect, read_meta
 
-TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 DEFAULT_MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
 ROLLBACK = "new_order_rollback"
 SCRIPTS = (*TYPES[:1], ROLLBACK, *TYPES[1:])
-PROTOCOLS = ("simple", "extended", "prepared")
 UNUSED_ITEM = 100001
 MAX_LINES = 15
 MAX_TRIES = 10  # serialization/deadlock failures are retried (--max-tries) and counted
@@ -39,24 +39,14 @@ C_LAST_DELTAS = frozenset(range(65, 120)) - {96, 112}
 
 
 def validate_mix(mix: dict[str, int] | None) -> dict[str, int]:
-    """The mix as weights per transaction type; missing types get 0 (not run)."""
+    """The mix as weights per transaction type; missing types get 0 (not run). The rules are
+    the run request's (request/load.py): a mix from a request has passed them already."""
     if mix is None:
         return dict(DEFAULT_MIX)
-    unknown = sorted(set(mix) - set(TYPES))
-    if unknown:
-        raise PgrigError(
-            f"unknown TPC-C transaction type(s) {', '.join(unknown)} "
-            f"(choose from {', '.join(TYPES)})"
-        )
-    out = {}
-    for name in TYPES:
-        w = mix.get(name, 0)
-        if not isinstance(w, int) or isinstance(w, bool) or w < 0:
-            raise PgrigError(f"TPC-C mix weight of {name} must be an integer >= 0 (got {w!r})")
-        out[name] = w
-    if sum(out.values()) == 0:
-        raise PgrigError("TPC-C mix weights are all 0: nothing to run")
-    return out
+    try:
+        return tpcc_mix_weights(mix)
+    except Refusal as e:
+        raise PgrigError(f"TPC-C mix {e}") from None
 
 
 def script_weights(mix: dict[str, int]) -> dict[str, int]:

@@ -1,0 +1,378 @@
+"""The run request: every load parameter, its allowed values and cross-field rules, once.
+
+`LoadParams` is what a study's [run] table holds (and what iterations and sweep points
+change); `RunRequest` adds what one run of `pgrig run` or of a study needs besides (target,
+settings, labels, study membership). Both are frozen pydantic models: a request that exists
+is valid. Each field carries its study-file key (the alias, e.g. `duration` for duration_s)
+and its CLI flag, so problems are reported in the words of the surface (see problems.py).
+
+Field names are the archive's: every LoadParams field is a column of `runs` and a field of
+RunRecord under the same name (archive/models.py derives the columns from this class).
+"""
+
+import functools
+import re
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Field,
+    TypeAdapter,
+    model_validator,
+)
+
+from pgrig.request.fields import INT_MAX, STRICT, flag_field
+from pgrig.request.problems import Refusal
+from pgrig.request.values import check_cpus, number_text, parse_duration, setting_text
+from pgrig.request.vocabulary import (
+    TPCC_TYPES,
+    TPCC_WORKLOAD,
+    VIAS,
+    Connect,
+    PgbenchBuiltin,
+    Protocol,
+    TpccStockLevel,
+    Via,
+)
+
+__all__ = [
+    "INT_MAX",
+    "LOAD_FIELDS",
+    "LoadParams",
+    "RunRequest",
+    "ScriptSpec",
+    "load_values",
+    "tpcc_mix_weights",
+    "validate_field",
+]
+
+MIN_DURATION_S = 1.0  # pgbench -T counts whole seconds: less is rounded up to a second of load
+# Options pgrig sets itself (or that change what its log processing reads): not extra args.
+_MANAGED_OPTIONS = frozenset(
+    {
+        *("-c", "--client", "-j", "--jobs", "-T", "--time", "-t", "--transactions"),
+        *("-R", "--rate", "-L", "--latency-limit", "-M", "--protocol", "-D", "--define"),
+        *("-b", "--builtin", "-f", "--file", "-l", "--log", "--log-prefix", "-P", "--progress"),
+        *("-n", "--no-vacuum", "--max-tries", "--failures-detailed", "-i", "--initialize"),
+        *("-S", "--select-only", "-N", "--skip-some-updates"),
+        *("--aggregate-interval", "--sampling-rate"),
+    }
+)
+_DEFINE_NAME_RE = re.compile(r"[^\s=]+")
+
+
+# --- field syntaxes --------------------------------------------------------------------------
+
+
+def _seconds(value: Any) -> Any:
+    """Durations: a number of seconds, or a string with its unit ("15s", "2min", "500ms")."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
+        return value
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise Refusal(str(e)) from None
+
+
+def _at_least_a_second(value: float | None) -> float | None:
+    if value is not None and value < MIN_DURATION_S:
+        raise Refusal(
+            f"must be at least 1 s (got {number_text(value)} s): pgbench runs whole seconds"
+        )
+    return value
+
+
+def _milliseconds(value: Any) -> Any:
+    """A latency limit: a bare number is milliseconds (pgbench -L); strings carry their unit."""
+    if isinstance(value, str):
+        return _seconds(value) * 1000.0
+    return value
+
+
+def _via(value: Any) -> Any:
+    """ "pooler" means the environment's pooler, pgbouncer: the archive records the kind."""
+    if not isinstance(value, str):
+        return value
+    word = value.strip().lower()
+    if word not in VIAS:
+        raise Refusal(f"must be one of {', '.join(VIAS)} (got {value!r})")
+    return "direct" if word == "direct" else "pgbouncer"
+
+
+def _cpus(value: Any) -> Any:
+    """CPUs to pin a side to: a list or a count of cores (this machine's: the runner's check)."""
+    if value is None:
+        return None
+    try:
+        return check_cpus(value)
+    except ValueError as e:
+        raise Refusal(str(e)) from None
+
+
+def _defines(value: Any) -> Any:
+    """-D name=value: names pgbench can take, values as text (true -> on, like settings)."""
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not _DEFINE_NAME_RE.fullmatch(name):
+            raise Refusal(f"has an invalid variable name {name!r} (no spaces or '=')")
+        try:
+            out[name] = setting_text(text)
+        except ValueError as e:
+            raise Refusal(f"value of {name}: {e}") from None
+    return out
+
+
+def _extra_args(value: list[str]) -> list[str]:
+    for arg in value:
+        option = arg.split("=", 1)[0]
+        short = option[:2] if option.startswith("-") and not option.startswith("--") else option
+        if option in _MANAGED_OPTIONS or short in _MANAGED_OPTIONS:
+            raise Refusal(f"must not contain {arg!r}: pgrig sets that option from the request")
+    return value
+
+
+def tpcc_mix_weights(value: Any) -> dict[str, int]:
+    """A TPC-C mix as weights per transaction type; types left out get 0 (not run).
+
+    Takes a table ({new_order = 45, payment = 43, ...}) or five weights in the order of
+    TPCC_TYPES ("45,43,4,4,4", what --mix takes). Raises Refusal.
+    """
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if len(parts) != len(TPCC_TYPES):
+            raise Refusal(f"needs 5 weights ({','.join(TPCC_TYPES)}), got {value!r}")
+        if not all(p.isdigit() for p in parts):
+            raise Refusal(f"weights must be integers >= 0 (got {value!r})")
+        value = dict(zip(TPCC_TYPES, map(int, parts), strict=True))
+    if not isinstance(value, dict):
+        raise Refusal(f'expected weights such as "45,43,4,4,4" or a table (got {value!r})')
+    unknown = sorted(str(k) for k in set(value) - set(TPCC_TYPES))
+    if unknown:
+        raise Refusal(
+            f"has an unknown TPC-C transaction type {', '.join(unknown)} "
+            f"(choose from {', '.join(TPCC_TYPES)})"
+        )
+    out = {}
+    for name in TPCC_TYPES:
+        w = value.get(name, 0)
+        if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+            raise Refusal(f"weight of {name} must be an integer >= 0 (got {w!r})")
+        out[name] = w
+    if sum(out.values()) == 0:
+        raise Refusal("weights are all 0: nothing to run")
+    return out
+
+
+def _mix(value: Any) -> Any:
+    return None if value is None else tpcc_mix_weights(value)
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+Duration = Annotated[float, BeforeValidator(_seconds), AfterValidator(_at_least_a_second)]
+CpuList = Annotated[str, BeforeValidator(_cpus)]
+Defines = Annotated[dict[str, str], BeforeValidator(_defines)]
+TpccMix = Annotated[dict[str, int], BeforeValidator(_mix)]
+
+
+# --- scripts -----------------------------------------------------------------------------------
+
+
+class ScriptSpec(BaseModel):
+    """One pgbench script: a builtin (`-b tpcb-like`) or a file (`-f path`), with a weight.
+
+    Scripts are resolved from the workload by the runner (workloads/specs.py, TPC-C, tickets).
+    """
+
+    model_config = STRICT
+
+    name: str  # display name: "pgbench:tpcb", "tpcc:new_order", "read.sql"
+    builtin: PgbenchBuiltin | None = None
+    path: str | None = None
+    weight: int = Field(1, ge=0, le=INT_MAX)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.builtin is None) == (self.path is None):
+            raise Refusal(f"script {self.name!r} must be either a builtin or a file")
+        if self.path is not None and "@" in self.path:
+            raise Refusal(
+                f"script path {self.path!r} contains '@', which pgbench reads as a weight"
+            )
+        return self
+
+
+# --- the load ----------------------------------------------------------------------------------
+
+
+class LoadParams(BaseModel):
+    """The load of one run: a study's [run] table, `pgrig run`'s load flags."""
+
+    model_config = STRICT
+
+    # "pgbench:select-only", "tpcc", "tickets:read", "a.sql@3,b.sql@1" (workloads/specs.py)
+    workload: str = flag_field("--workload", min_length=1)
+    via: Annotated[Via, BeforeValidator(_via)] = flag_field("--via", default="direct")
+    clients: int = flag_field("--clients", default=1, ge=1, le=INT_MAX)
+    threads: int = flag_field("--threads", default=1, ge=1, le=INT_MAX)
+    # the measured window (-T); the warm-up comes on top of it
+    duration_s: Duration | None = flag_field(
+        "--duration", default=None, alias="duration", le=INT_MAX
+    )
+    transactions_per_client: int | None = flag_field(
+        "--transactions", default=None, alias="transactions", ge=1, le=INT_MAX
+    )
+    warmup_s: Seconds = flag_field("--warmup", default=0.0, alias="warmup", ge=0, le=INT_MAX)
+    rate: float | None = flag_field("--rate", default=None, gt=0)  # -R, transactions per second
+    latency_limit_ms: Annotated[float, BeforeValidator(_milliseconds)] | None = flag_field(
+        "--latency-limit", default=None, alias="latency_limit", gt=0
+    )
+    protocol: Protocol = flag_field("--protocol", default="simple")
+    max_tries: int = flag_field("--max-tries", default=1, ge=0, le=INT_MAX)  # 0: unlimited
+    connect: Connect = flag_field("--connect", default="tcp")
+    server_cpus: CpuList | None = flag_field("--server-cpus", default=None)  # pin the server
+    client_cpus: CpuList | None = flag_field("--client-cpus", default=None)  # taskset pgbench
+    defines: Defines = flag_field("--define", default_factory=dict)  # -D name=value
+    extra_pgbench_args: Annotated[list[str], AfterValidator(_extra_args)] = flag_field(
+        default_factory=list
+    )
+    # TPC-C only: transaction mix, a warehouse per transaction, the Stock-Level flavour
+    tpcc_mix: TpccMix | None = flag_field("--mix", default=None)
+    all_warehouses: bool = flag_field("--all-warehouses", default=False)
+    tpcc_stock_level: TpccStockLevel = flag_field("--tpcc-stock-level", default="standard")
+    # keep the compressed per-transaction log as an artifact of the run
+    keep_txlog: bool = flag_field("--keep-txlog", default=False)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        _check_time(self)
+        _check_throttle(self)
+        _check_workload_options(self)
+        return self
+
+    def planned_seconds(self) -> float | None:
+        """Wall time one run should take (None: bounded by transactions, unknown)."""
+        if self.duration_s is None:
+            return None
+        return self.duration_s + self.warmup_s
+
+    @property
+    def is_tpcc(self) -> bool:
+        return self.workload == TPCC_WORKLOAD
+
+
+def _check_time(p: LoadParams) -> None:
+    if p.threads > p.clients:
+        raise Refusal(
+            lambda n: f"cannot exceed {n('clients')} ({p.threads} > {p.clients}): pgbench refuses",
+            field="threads",
+            others=("clients",),
+        )
+    if p.duration_s is not None and p.transactions_per_client is not None:
+        raise Refusal(
+            lambda n: f"cannot be combined with {n('duration_s')}: give one of them",
+            field="transactions_per_client",
+            others=("duration_s",),
+        )
+    if p.duration_s is None and p.transactions_per_client is None:
+        raise Refusal(
+            lambda n: (
+                f'is required (how long to run, e.g. 15 or "15s"), '
+                f"or give {n('transactions_per_client')} per client"
+            ),
+            field="duration_s",
+        )
+
+
+def _check_throttle(p: LoadParams) -> None:
+    if p.latency_limit_ms is not None and p.rate is None:
+        raise Refusal(
+            lambda n: (
+                f"needs {n('rate')}: pgrig uses -L to skip transactions already late "
+                "behind a throttled schedule"
+            ),
+            field="latency_limit_ms",
+            others=("rate",),
+        )
+    if p.max_tries == 0 and p.duration_s is None and p.latency_limit_ms is None:
+        raise Refusal(
+            lambda n: (
+                f"0 (unlimited retries) needs {n('duration_s')} or "
+                f"{n('latency_limit_ms')}: pgbench refuses"
+            ),
+            field="max_tries",
+            others=("duration_s", "latency_limit_ms", "transactions_per_client"),
+        )
+
+
+def _check_workload_options(p: LoadParams) -> None:
+    """Options of one workload are refused elsewhere rather than silently ignored."""
+    if p.is_tpcc:
+        if p.defines:
+            raise Refusal(
+                lambda n: f"does not apply to {n('workload')} tpcc: TPC-C sets its own variables",
+                field="defines",
+                others=("workload",),
+            )
+        return
+    tpcc_only = {
+        "tpcc_mix": p.tpcc_mix is not None,
+        "all_warehouses": p.all_warehouses,
+        "tpcc_stock_level": p.tpcc_stock_level != "standard",
+    }
+    for name, given in tpcc_only.items():
+        if given:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} tpcc (got {p.workload!r})",
+                field=name,
+                others=("workload",),
+            )
+
+
+# --- the full request ----------------------------------------------------------------------------
+
+
+class RunRequest(LoadParams):
+    """One run: the load, where it goes, the per-run settings layer, labels and membership."""
+
+    env_name: str = flag_field("ENV")
+    database: str | None = flag_field("--db", default=None, min_length=1)  # None: the env's default
+    settings: dict[str, str] = flag_field("--set", default_factory=dict)  # the per-run layer
+    profile: str | None = flag_field("--profile", default=None)  # a profile for this run only
+    scenario: str | None = None  # pgbench, tpcc, tickets, custom (None: from the dataset)
+    note: str | None = flag_field("--note", default=None)
+    tags: dict[str, str] = flag_field("--tag", default_factory=dict)
+    study: str | None = None
+    study_point: str | None = None
+    repeat: int = Field(0, ge=0)
+    # the scripts the workload resolved to (the runner fills them in)
+    scripts: list[ScriptSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _weights(self) -> Self:
+        if self.scripts and sum(s.weight for s in self.scripts) == 0:
+            raise Refusal("all script weights are 0", field="workload")
+        return self
+
+
+LOAD_FIELDS = tuple(LoadParams.model_fields)
+
+
+def load_values(params: LoadParams) -> dict[str, Any]:
+    """Every load parameter by field name: what fills a RunRecord's load fields."""
+    return {name: getattr(params, name) for name in LOAD_FIELDS}
+
+
+@functools.cache
+def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+    info = model.model_fields[name]
+    tp: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(tp, config=STRICT)
+
+
+def validate_field(model: type[BaseModel], name: str, value: Any) -> Any:
+    """One field's value checked alone (a sweep's values, before they meet each other)."""
+    return _adapter(model, name).validate_python(value)

@@ -1,0 +1,94 @@
+"""Value syntaxes shared by the CLI and the study files: durations, setting text, CPU lists.
+
+Each parser raises ValueError with a message that reads after a flag or a key path
+("expected a duration like 15, '15s' or '2min' (got 'soon')").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
+_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
+_UNIT_S |= {"mins": 60.0, "h": 3600.0}
+MAX_CPU = 8191  # Linux's largest CPU number (NR_CPUS 8192): bounds a range like 0-99999999
+CPU_COUNT_SUFFIX = "cores"  # --server-cpus 2cores: a count of cores, not CPU 2
+
+
+def number_text(x: Any) -> str:
+    """3.0 -> "3", 2.5 -> "2.5", 0.001 -> "0.001": what a person would type."""
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x)
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h"."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a duration like 15, '15s' or '2min' (got {value})")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and (m := _DURATION_RE.match(value)):
+        return float(m.group(1)) * _UNIT_S[m.group(2)]
+    raise ValueError(f"expected a duration like 15, '15s' or '2min' (got {value!r})")
+
+
+def setting_text(value: Any) -> str:
+    """A value as PostgreSQL setting text: booleans become on/off, numbers stay exact."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value).replace("inf", "Infinity")
+    if isinstance(value, str):
+        if "\n" in value or "\x00" in value:
+            raise ValueError("a setting value must be on one line")
+        return value
+    raise ValueError(f"expected a string, number or boolean, got {type(value).__name__}")
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """ "0-3,6" -> [0, 1, 2, 3, 6]. Raises ValueError whose message is the bad part."""
+    cpus: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(part)
+        first = int(lo)
+        last = int(hi) if sep else first
+        if last < first or last > MAX_CPU:
+            raise ValueError(part)
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def cpu_count(text: Any) -> int | None:
+    """ "2cores" -> 2; None when the text is not a count of cores (a CPU list, nothing)."""
+    value = str(text).strip().lower() if text is not None else ""
+    number = value.removesuffix(CPU_COUNT_SUFFIX)
+    return int(number) if number != value and number.isdigit() else None
+
+
+def check_cpus(value: Any) -> str:
+    """--server-cpus / --client-cpus: a CPU list ("0", "0-1,4", as taskset reads it) or a count
+    of cores ("2cores"); whether this machine has them is the runner's check."""
+    text = str(value).replace(" ", "") if isinstance(value, int | str) else ""
+    if isinstance(value, bool) or not text:
+        raise ValueError(f'expected CPUs such as "0-1", "0,2" or "2cores" (got {value!r})')
+    if text.lower().endswith(CPU_COUNT_SUFFIX):
+        if (cpu_count(text) or 0) < 1:
+            raise ValueError(
+                f"must be a whole number of cores >= 1, e.g. 2{CPU_COUNT_SUFFIX} (got {text!r})"
+            )
+        return text
+    try:
+        parse_cpu_list(text)
+    except ValueError as e:
+        raise ValueError(
+            f"{str(e)!r} is not a CPU number or range "
+            f"(a list such as 0-3,6, or a count such as 2{CPU_COUNT_SUFFIX})"
+        ) from None
+    return text

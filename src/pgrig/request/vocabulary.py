@@ -1,0 +1,38 @@
+"""The words a request may use: one definition each, imported by every layer above.
+
+Names of environments, studies and profiles share one pattern (letters, digits, '_', '.', '-',
+starting with a letter or digit); each kind has its own maximum length.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, get_args
+
+Protocol = Literal["simple", "extended", "prepared"]  # pgbench -M
+Connect = Literal["tcp", "socket"]  # how pgbench reaches the server or the pooler
+Via = Literal["direct", "pgbouncer"]  # what a run records
+PgbenchBuiltin = Literal["tpcb-like", "simple-update", "select-only"]
+TpccStockLevel = Literal["standard", "hammerdb"]
+Scenario = Literal["pgbench", "tpcc", "tickets", "custom"]  # datasets
+
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+CONNECTS: tuple[str, ...] = get_args(Connect)
+VIAS = ("direct", "pooler", "pgbouncer")  # what a user may say: "pooler" is the env's pgbouncer
+PGBENCH_BUILTINS: tuple[PgbenchBuiltin, ...] = get_args(PgbenchBuiltin)
+TPCC_STOCK_LEVELS: tuple[str, ...] = get_args(TpccStockLevel)
+SCENARIOS: tuple[str, ...] = get_args(Scenario)
+TPCC_WORKLOAD = "tpcc"
+TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
+
+NAME_MAX = 63  # PostgreSQL's identifier length: an environment name fits a database name
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
+# Databases that hold no benchmark data: the templates every CREATE DATABASE copies, and the
+# maintenance database tools connect to.
+RESERVED_DATABASES = ("template0", "template1", "postgres")
+
+
+def valid_name(name: object, max_len: int = NAME_MAX) -> bool:
+    """An environment, study or profile name (letters, digits, '_', '.', '-'; max_len)."""
+    return isinstance(name, str) and len(name) <= max_len and bool(_NAME_RE.fullmatch(name))
