@@ -265,6 +265,8 @@ def _print_run(rec: RunRecord) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from pgrig.units import setting_text
+
     con = out_console()
     con.print(f"[bold]run {rec.id}[/bold]  {_status(rec.status)}  {_when(rec)}")
     if rec.error:
@@ -355,15 +357,14 @@ def _print_run(rec: RunRecord) -> None:
             title_style="bold",
             box=None,
         )
-        for col in ("name", "setting", "unit", "default", "source"):
+        for col in ("name", "setting", "default", "source"):
             t.add_column(col)
         for name in sorted(changed):
             s = changed[name]
             t.add_row(
                 name,
-                escape(str(s.get("setting"))),
-                str(s.get("unit") or ""),
-                escape(str(s.get("boot_val"))),
+                escape(setting_text(s, name)),
+                escape(setting_text(s, name, key="boot_val")),
                 str(s.get("source") or ""),
             )
         con.print(t)
@@ -581,6 +582,7 @@ def _print_compare(
     from rich.table import Table
 
     from pgrig.analysis.compare import format_ratio
+    from pgrig.units import setting_text
 
     con = out_console()
     t = Table(box=None, header_style="bold")
@@ -612,8 +614,12 @@ def _print_compare(
         st.add_column("name")
         st.add_column("A")
         st.add_column("B")
-        for n, (x, y) in settings.items():
-            st.add_row(n, escape(_fmt(x)), escape(_fmt(y)))
+        for n, (x, y) in settings.items():  # as SHOW prints them: 128MB, not 16384
+            shown = [
+                setting_text({**r.settings.get(n, {}), "setting": v}, n)
+                for r, v in ((ga[0], x), (gb[0], y))  # the runs _settings_diff compared
+            ]
+            st.add_row(n, *(escape(v) for v in shown))
         con.print(st)
     tps = comparisons.get("tps")
     if tps is not None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pgrig import paths
 from pgrig.errors import PgrigError
+from pgrig.units import show_setting
 
 Apply = Literal["restart", "reload", "internal", "unknown"]
 RELOAD_CONTEXTS = {"sighup", "superuser", "user", "backend", "superuser-backend"}
@@ -43,10 +44,10 @@ class Setting:
     enumvals: list[str] | None = None
 
     def default_text(self) -> str | None:
-        """The default with its unit: '4096 kB', '16384 8kB', 'on'."""
+        """The default as SHOW prints it: '4MB', '128MB', 'on' (raw until units are known)."""
         if self.default is None:
             return None
-        return f"{self.default} {self.unit}" if self.unit else self.default
+        return show_setting(self.default, self.unit, self.name)
 
     @property
     def apply(self) -> Apply:

@@ -78,10 +78,8 @@ def settings_rows(rec: RunRecord) -> list[SettingRow]:
         rows.append(
             SettingRow(
                 name=name,
-                value=fmt.setting_value(s),
-                default=fmt.human_setting(str(s.get("boot_val")), s.get("unit"))
-                if s.get("boot_val") is not None
-                else "–",
+                value=fmt.setting_value(s, name),
+                default=fmt.setting_value(s, name, key="boot_val"),
                 source=str(s.get("source") or ""),
                 layer=_layer_of(rec.settings_layers, name),
             )
