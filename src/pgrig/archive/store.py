@@ -697,10 +697,30 @@ class Archive:
 
     def study_runs(self, name: str) -> list[RunRecord]:
         """Light records of a study's runs in the order they were made (study_point, repeat
-        are set on each)."""
+        are set on each), with their warnings (a report names the runs of a busy host)."""
         with self._read() as conn:
             self._study_id(conn, name)
-            return self._select_runs(conn, [studies_t.c.name == name], order="id")
+            recs = self._select_runs(conn, [studies_t.c.name == name], order="id")
+            self._add_warnings(conn, recs)
+            return recs
+
+    def add_warnings(self, recs: list[RunRecord]) -> list[RunRecord]:
+        """Light records (list_runs) given their extra["warnings"], in one query."""
+        with self._read() as conn:
+            self._add_warnings(conn, recs)
+        return recs
+
+    def _add_warnings(self, conn: Connection, recs: list[RunRecord]) -> None:
+        by_id = {r.id: r for r in recs if r.id is not None}
+        if not by_id:
+            return
+        q = select(blobs_t.c.run_id, blobs_t.c.codec, blobs_t.c.data).where(
+            blobs_t.c.kind == "extra", blobs_t.c.run_id.in_(list(by_id))
+        )
+        for run_id, codec, data in conn.execute(q):
+            warnings = _decode(codec, data).get("warnings")
+            if warnings:
+                by_id[run_id].extra["warnings"] = warnings
 
 
 def _detail(e: DBAPIError) -> str:

@@ -177,6 +177,8 @@ def _parse_mix(mix: str | None) -> dict[str, int] | None:
 
 
 def _print_human(rec) -> None:
+    from rich.markup import escape
+
     console = common.err_console()
     colour = {"ok": "green", "failed": "red", "aborted": "yellow"}.get(rec.status, "white")
     lat = rec.latency
@@ -197,3 +199,6 @@ def _print_human(rec) -> None:
             f"p99 {lat.p99:.3f}  max {lat.max:.3f}",
             highlight=False,
         )
+    for w in rec.warnings():
+        message = escape(str(w.get("message")))
+        console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False)

@@ -133,7 +133,7 @@ def list_cmd(
         if as_json:
             from pgrig.archive.export import run_to_json
 
-            print_json([run_to_json(r) for r in runs])
+            print_json([run_to_json(r) for r in arch.add_warnings(runs)])
             return
         total = arch.count_runs(flt) if len(runs) == limit or offset else len(runs)
     if not runs:
@@ -271,6 +271,8 @@ def _print_run(rec: RunRecord) -> None:
     con.print(f"[bold]run {rec.id}[/bold]  {_status(rec.status)}  {_when(rec)}")
     if rec.error:
         con.print(f"[red]error:[/red] {escape(rec.error)}")
+    for w in rec.warnings():
+        con.print(f"[yellow]warning:[/yellow] {escape(str(w.get('message')))}")
     target = "managed" if rec.managed else f"external {rec.target or ''}"
     load = "-"
     if rec.duration_s is not None:

@@ -406,11 +406,13 @@ def _log_size(env: Environment) -> int | None:
 
 
 def _start_sampler(env: Environment, conninfo: str, dbname: str, via: str = "direct"):
-    from pgrig.metrics.os_metrics import OsSampler, pids_from_file
+    from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
 
     os_sampler = OsSampler()
+    # pgrig's own CPU (this sampler, the live view) is neither the benchmark nor a neighbour.
+    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=False)
     if env.managed:
         os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
     pooler_source = None

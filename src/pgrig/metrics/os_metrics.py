@@ -15,7 +15,10 @@ Conventions (they add up to 100 like top's us+ni / sy+hi+si / id / wa / st):
   mem_shmem_bytes); disk_* summed over whole physical disks only (no partitions, loop, zram,
   device-mapper or md devices, which would count the same I/O twice).
 Per-process CPU (track_processes) is in % of ONE core, like top, so client and server shares
-can be compared directly: proc_<name>_cpu and proc_<name>_count (processes alive).
+can be compared directly: proc_<name>_cpu and proc_<name>_count (processes alive). With any
+group tracked, proc_other_cpu is everything else: the CPU all processes used (user + nice +
+system of /proc/stat, without irq and softirq time, which the kernel charges to no process)
+minus the tracked groups, also in % of one core (a busy neighbour, see metrics/cpu_share.py).
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ _NOT_A_DISK = re.compile(
     r"^(loop|ram|zram|dm-|md|sr|fd|nbd)\d*|"
     r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)\d+$|^(nvme\d+n\d+|mmcblk\d+)p\d+$"
 )
+
+OTHER = "other"  # proc_other_cpu: processes in no tracked group
 
 _CPU_FIELDS = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "cpu_steal")
 _DISK_FIELDS = (
@@ -222,8 +227,10 @@ class OsSampler:
         previous sample is first seen (its earlier CPU is unknown): so the first row after
         tracking an old process, not one just started (pgbench tracked right after Popen).
         """
-        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-            raise ValueError(f"process group name must be letters, digits or _: {name!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name) or name == OTHER:
+            raise ValueError(
+                f"process group name must be letters, digits or _, not {OTHER!r}: {name!r}"
+            )
         self._groups = {**self._groups, name: _Group(name, pids, children)}
 
     def untrack(self, name: str) -> None:
@@ -245,10 +252,17 @@ class OsSampler:
         disk = self._read_disks()
         self._disk_row(row, self._prev_disk, disk, dt)
         boot = self._boot_clock()
+        tracked: list[float | None] = []
         for g in self._groups.values():
             cpu_pct, count = self._group_cpu(g, dt, self._prev_boot)
             row[f"proc_{g.name}_cpu"] = cpu_pct
             row[f"proc_{g.name}_count"] = count
+            tracked.append(cpu_pct)
+        if tracked:
+            busy = _process_cpu_pct(self._prev_cpu, cpu, dt)
+            known = [v for v in tracked if v is not None]
+            complete = busy is not None and len(known) == len(tracked)
+            row[f"proc_{OTHER}_cpu"] = max(0.0, busy - sum(known)) if complete else None
         self._prev_t, self._prev_cpu, self._prev_disk, self._prev_boot = now, cpu, disk, boot
         return row
 
@@ -445,6 +459,15 @@ class OsSampler:
             return int(data.split(None, 1)[0]) if data else None
         except (ValueError, IndexError):
             return None
+
+
+def _process_cpu_pct(prev, cur, dt: float) -> float | None:
+    """CPU time all processes used over the interval (user + nice + system ticks of the cpu
+    line), in % of one core; None when either read failed."""
+    if prev is None or cur is None or dt <= 0:
+        return None
+    busy = sum(max(0, cur[0][i] - prev[0][i]) for i in (0, 1, 2))
+    return busy / CLK_TCK / dt * 100.0
 
 
 _MEMINFO_KEYS = {

@@ -143,6 +143,7 @@ def run_document(rec: RunRecord) -> Document:
             )
         )
     blocks: list[Any] = [KeyValues(items)]
+    blocks += [Paragraph(str(w.get("message")), "warn") for w in rec.warnings()]
     if stab.drift:
         blocks.append(
             Paragraph(

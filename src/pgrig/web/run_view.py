@@ -125,7 +125,9 @@ def _text(v: Any) -> str:
 
 
 def extra_rows(extra: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(k, _text(v)) for k, v in sorted(extra.items()) if v not in (None, {}, [])]
+    """Everything else the run recorded (warnings have their own place at the top)."""
+    shown = [(k, v) for k, v in sorted(extra.items()) if k != "warnings"]
+    return [(k, _text(v)) for k, v in shown if v not in (None, {}, [])]
 
 
 def artifact_rows(rec: RunRecord) -> list[ArtifactRow]:
