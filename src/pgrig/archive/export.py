@@ -161,9 +161,9 @@ def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
     for t, sec in base:
         row: list[Any] = [rec.id, t]
         for kind, col in columns:
-            i = index[kind].get(sec) if sec is not None else None
+            at = index[kind].get(sec) if sec is not None else None
             values = rec.series[kind][col]
-            row.append(values[i] if i is not None and i < len(values) else None)
+            row.append(values[at] if at is not None and at < len(values) else None)
         rows.append(row)
     return header, rows
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pgrig.cli import common
 from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from pgrig.archive.records import RunRecord
 
 
 def parse_pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -176,7 +179,7 @@ def _parse_mix(mix: str | None) -> dict[str, int] | None:
     return dict(zip(names, weights, strict=True))
 
 
-def _print_human(rec) -> None:
+def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
     console = common.err_console()

@@ -28,6 +28,8 @@ from pgrig.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from pgrig.archive.records import RunRecord
     from pgrig.archive.store import Archive
 
@@ -151,7 +153,7 @@ def _any(flt: Any) -> bool:
 
 # Columns of `runs list` by priority: on a narrow terminal the last ones are dropped whole
 # (rather than rich squeezing every column into unreadable ellipses).
-_LIST_COLUMNS = (
+_LIST_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("id", "right"),
     ("status", "left"),
     ("tps", "right"),
@@ -362,12 +364,12 @@ def _print_run(rec: RunRecord) -> None:
         for col in ("name", "setting", "default", "source"):
             t.add_column(col)
         for name in sorted(changed):
-            s = changed[name]
+            entry = changed[name]
             t.add_row(
                 name,
-                escape(setting_text(s, name)),
-                escape(setting_text(s, name, key="boot_val")),
-                str(s.get("source") or ""),
+                escape(setting_text(entry, name)),
+                escape(setting_text(entry, name, key="boot_val")),
+                str(entry.get("source") or ""),
             )
         con.print(t)
     elif rec.settings:

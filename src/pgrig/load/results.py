@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.load import pgbench_output
@@ -37,7 +37,7 @@ def fill_results(
         df = txlog.read_txlogs(logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1)
         if df.height:
             start_us = txlog.infer_start_us(df)
-            last_end_us = int(df["end_us"].max())
+            last_end_us = int(cast(int, df["end_us"].max()))  # an Int64 column's max
             if spec.duration_s is not None:
                 w0 = start_us + int(spec.warmup_s * 1e6)
                 w1 = w0 + int(spec.duration_s * 1e6)

@@ -18,9 +18,10 @@ import getpass
 import os
 import shutil
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -35,6 +36,13 @@ from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
 from pgrig.load.spec import RunSpec
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
+
+if TYPE_CHECKING:
+    from pgrig.analysis.txlog import LiveTail
+    from pgrig.load.pinning import Placement
+    from pgrig.metrics.os_metrics import OsSampler
+    from pgrig.metrics.pooler_metrics import PoolerSampler
+    from pgrig.metrics.sampler import Sampler
 
 
 class RunInterrupted(Exception):
@@ -177,7 +185,7 @@ def _profile_settings(profile: str | None, env: Environment, major: int) -> dict
     return settings
 
 
-def _apply_run_settings(env: Environment, settings: dict[str, str]):
+def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[[], object]:
     if not settings:
         return lambda: None
     if not env.managed:
@@ -281,12 +289,13 @@ def _measure(
 ) -> RunRecord:
     from pgrig.archive import artifacts
 
+    assert rec.id is not None  # begin_run gave it one
     art_dir = artifacts.run_artifacts_dir(rec.id)
     art_dir.mkdir(parents=True, exist_ok=True)
     log_prefix = work / "txlog"
 
     timed = spec.duration_s is not None
-    total_s = (spec.warmup_s + spec.duration_s) if timed else None
+    total_s = (spec.warmup_s + spec.duration_s) if spec.duration_s is not None else None
     if not timed and spec.warmup_s > 0:
         _separate_warmup(spec, env, dbname, pgbench, console)
     argv = pgbench_command.build_pgbench_command(
@@ -405,7 +414,9 @@ def _log_size(env: Environment) -> int | None:
         return None
 
 
-def _start_sampler(env: Environment, conninfo: str, dbname: str, via: str = "direct"):
+def _start_sampler(
+    env: Environment, conninfo: str, dbname: str, via: str = "direct"
+) -> tuple[Sampler, OsSampler, PoolerSampler | None]:
     from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
@@ -435,7 +446,7 @@ def _track_client(os_sampler: Any, pid: int) -> None:
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
 
 
-def _live_tail(log_prefix: Path):
+def _live_tail(log_prefix: Path) -> LiveTail | None:
     try:
         from pgrig.analysis.txlog import LiveTail
 
@@ -519,7 +530,7 @@ def _client_env(env: Environment, spec: RunSpec, dbname: str) -> dict[str, str]:
     return pooler.client_env(env, dbname, spec.via, spec.connect)
 
 
-def _placement(spec: RunSpec):
+def _placement(spec: RunSpec) -> Placement:
     """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
     from pgrig.load import pinning
 
@@ -532,7 +543,7 @@ def _client_prefix(spec: RunSpec) -> list[str]:
     return pinning.client_prefix(_placement(spec).client)
 
 
-def _pin_server(env: Environment, spec: RunSpec):
+def _pin_server(env: Environment, spec: RunSpec) -> Callable[[], None]:
     """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
     the function that unpins them."""
     from pgrig.load import pinning

@@ -64,6 +64,10 @@ _NOT_A_DISK = re.compile(
 
 OTHER = "other"  # proc_other_cpu: processes in no tracked group
 
+_Row = dict[str, float | None]
+_CpuRead = tuple[list[int], int, int, int]  # cpu line fields, ctxt, procs_running, blocked
+_DiskRead = tuple[int, int, int, int, dict[str, int]]  # ios/sectors read/written, busy ms
+
 _CPU_FIELDS = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "cpu_steal")
 _DISK_FIELDS = (
     "disk_read_bytes",
@@ -261,13 +265,15 @@ class OsSampler:
         if tracked:
             busy = _process_cpu_pct(self._prev_cpu, cpu, dt)
             known = [v for v in tracked if v is not None]
-            complete = busy is not None and len(known) == len(tracked)
-            row[f"proc_{OTHER}_cpu"] = max(0.0, busy - sum(known)) if complete else None
+            other = None  # unknown while any part is
+            if busy is not None and len(known) == len(tracked):
+                other = max(0.0, busy - sum(known))
+            row[f"proc_{OTHER}_cpu"] = other
         self._prev_t, self._prev_cpu, self._prev_disk, self._prev_boot = now, cpu, disk, boot
         return row
 
     # --- /proc/stat ----------------------------------------------------------------------------
-    def _read_cpu(self) -> tuple[list[int], int, int, int] | None:
+    def _read_cpu(self) -> _CpuRead | None:
         """(cpu line fields, ctxt, procs_running, procs_blocked) or None."""
         data = self._stat.read()
         if not data:
@@ -289,7 +295,7 @@ class OsSampler:
         return fields, ctxt, running, blocked
 
     @staticmethod
-    def _cpu_row(row: dict, prev, cur, dt: float) -> None:
+    def _cpu_row(row: _Row, prev: _CpuRead | None, cur: _CpuRead | None, dt: float) -> None:
         if cur is None:
             for k in (*_CPU_FIELDS, "ctx_switches", "procs_running", "procs_blocked"):
                 row[k] = None
@@ -342,7 +348,7 @@ class OsSampler:
         data = self._diskstats.read() or b""
         return [ln.split()[2].decode() for ln in data.split(b"\n") if len(ln.split()) > 2]
 
-    def _read_disks(self) -> tuple[int, int, int, int, dict[str, int]] | None:
+    def _read_disks(self) -> _DiskRead | None:
         """Sums over physical disks (read ios, read sectors, write ios, write sectors) and
         each disk's io_ticks (ms spent busy) for the busiest-disk %."""
         data = self._diskstats.read()
@@ -366,7 +372,7 @@ class OsSampler:
         return r_ios, r_sec, w_ios, w_sec, busy
 
     @staticmethod
-    def _disk_row(row: dict, prev, cur, dt: float) -> None:
+    def _disk_row(row: _Row, prev: _DiskRead | None, cur: _DiskRead | None, dt: float) -> None:
         if prev is None or cur is None or dt <= 0:
             for k in _DISK_FIELDS:
                 row[k] = None
@@ -461,7 +467,7 @@ class OsSampler:
             return None
 
 
-def _process_cpu_pct(prev, cur, dt: float) -> float | None:
+def _process_cpu_pct(prev: _CpuRead | None, cur: _CpuRead | None, dt: float) -> float | None:
     """CPU time all processes used over the interval (user + nice + system ticks of the cpu
     line), in % of one core; None when either read failed."""
     if prev is None or cur is None or dt <= 0:

@@ -108,12 +108,11 @@ def parse_describe_config(text: str) -> dict[str, Setting]:
         cols = line.split("\t")
         if len(cols) < 8:
             continue
-        name, context, group, vtype, default, vmin, vmax, short = cols[:8]
+        name, context, group, vtype, shown, vmin, vmax, short = cols[:8]
         extra = cols[8] if len(cols) > 8 else ""
         # describe-config prints reset values that are not initialised yet: only strings and
         # enums are meaningful there (numbers show 0, booleans FALSE).
-        if vtype not in ("STRING", "ENUM"):
-            default = None
+        default = shown if vtype in ("STRING", "ENUM") else None
         out[name.lower()] = Setting(
             name=name,
             context=context,

@@ -202,7 +202,7 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
             # another process may have taken the automatically chosen port meanwhile
             if not auto_port or attempt == 2 or "already in use" not in str(e).lower():
                 raise
-            env.port = free_port(exclude=[env.port])
+            env.port = free_port(exclude=[env.port or 0])
             config.write_conf(env, run={})
             env.save()
     _create_database(env, DEFAULT_DATABASE)
@@ -353,7 +353,7 @@ def add_external(name: str, dsn: str) -> Environment:
     if (paths.envs_dir() / name).exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     try:
         params = conninfo_to_dict(dsn)
@@ -361,8 +361,9 @@ def add_external(name: str, dsn: str) -> Environment:
         raise PgrigError(f"invalid DSN {mask_dsn(dsn)}: {str(e).strip()}") from None
     params.setdefault("connect_timeout", 5)
     try:
-        with psycopg.connect(**params) as conn:
-            version = str(conn.execute("show server_version").fetchone()[0]).split()[0]  # type: ignore[index]
+        with psycopg.connect(make_conninfo("", **params)) as conn:
+            row = conn.execute("show server_version").fetchone()
+            version = str(row[0] if row else "").split()[0]
             info = conn.info
             host, port, user = info.host, info.port, info.user
     except psycopg.Error as e:

@@ -76,7 +76,7 @@ class Environment:
             if dbname:
                 params["dbname"] = dbname
             params.setdefault("connect_timeout", 5)
-            return make_conninfo(**params)
+            return make_conninfo("", **params)
         return (
             f"host={self.host} port={self.port} user={self.user} "
             f"dbname={dbname or 'postgres'} connect_timeout=5 application_name=pgrig"

@@ -32,6 +32,7 @@ import secrets
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from string import Template
@@ -213,7 +214,9 @@ def version(exe: str | None = None) -> str | None:
 # --- passwords ---------------------------------------------------------------------------------
 
 
-def scram_verifier(password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS):
+def scram_verifier(
+    password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS
+) -> str:
     """The SCRAM-SHA-256 verifier PostgreSQL would store for `password` (RFC 5802/7677).
 
     ASCII passwords only (the generated ones are), so SASLprep leaves them unchanged.
@@ -368,7 +371,7 @@ def pids(env: Environment) -> list[int]:
     return [d.pid for i in range(cfg.processes) if (d := _daemon(env, i)) is not None]
 
 
-def pids_callable(env: Environment):
+def pids_callable(env: Environment) -> Callable[[], list[int]]:
     """For OsSampler.track_processes: re-read the pid files at every sample."""
     return lambda: pids(env)
 

@@ -7,8 +7,10 @@ start" is answered in one line.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 from pgrig.errors import PgrigError
@@ -55,7 +57,7 @@ def status(env: Environment, timeout: float = 2) -> str:
     params = conninfo_to_dict(env.conninfo())
     params["connect_timeout"] = max(1, int(timeout))
     try:
-        psycopg.connect(make_conninfo(**params)).close()
+        psycopg.connect(make_conninfo("", **params)).close()
         return "reachable"
     except psycopg.Error:
         return "unreachable"
@@ -102,7 +104,7 @@ def _prepare_dirs(env: Environment) -> None:
     osuser.give_to_server(env.logfile, 0o640)
 
 
-def pg_ctl(env: Environment, *args: str, timeout: float = 90):  # -> CompletedProcess[str]
+def pg_ctl(env: Environment, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return osuser.run_as_server(
         [env.binary("pg_ctl"), "-D", str(env.datadir), *args], timeout=timeout
     )
@@ -229,12 +231,13 @@ def reload(env: Environment, timeout: float = 10) -> None:
         raise PgrigError(f"server of {env.name!r} rejected settings on reload: {problems}")
 
 
-def _conf_load_time(env: Environment):  # -> datetime | None
+def _conf_load_time(env: Environment) -> datetime | None:
     import psycopg
 
     try:
         with psycopg.connect(env.conninfo("postgres")) as conn:
-            return conn.execute("select pg_conf_load_time()").fetchone()[0]  # type: ignore[index]
+            row = conn.execute("select pg_conf_load_time()").fetchone()
+            return row[0] if row else None
     except psycopg.Error:
         return None
 

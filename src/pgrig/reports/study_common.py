@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pgrig.archive.records import RunRecord
 from pgrig.metrics.cpu_share import BUSY_HOST
-from pgrig.reports.document import Cell, KeyValues, Paragraph, Section, Table
+from pgrig.reports.document import Cell, CellValue, KeyValues, Paragraph, Section, Table
 from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
-from pgrig.study.spec import format_seconds
+from pgrig.study.spec import RunParams, format_seconds
 
 
 def setup_section(data: StudyData) -> Section:
@@ -21,10 +21,10 @@ def setup_section(data: StudyData) -> Section:
     for env in spec.environments.values():
         versions = sorted(
             {
-                short_version(r.server_version)
+                v
                 for p in data.points
                 for r in p.ok
-                if r.env_name == env.name and r.server_version
+                if r.env_name == env.name and (v := short_version(r.server_version))
             }
         )
         what = f"PostgreSQL {', '.join(v for v in versions if v) or env.version or '?'}"
@@ -51,7 +51,7 @@ def setup_section(data: StudyData) -> Section:
     return Section("Set-up", [KeyValues(items)])
 
 
-def describe_run(run) -> str:
+def describe_run(run: RunParams) -> str:
     parts = [f"workload {display_value(run.workload)}", f"{run.clients} clients"]
     parts.append(f"{run.threads} threads")
     if run.duration_s is not None:
@@ -124,7 +124,7 @@ def busy_host_runs(runs: list[RunRecord]) -> list[RunRecord]:
 
 
 def runs_section(data: StudyData, point_title: str = "point") -> Section:
-    rows = []
+    rows: list[list[CellValue]] = []
     drift = []
     busy: list[str] = []
     for ps in data.points:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pgrig.provision.environment import Environment
 
 
-def _file(env: Environment):
+def _file(env: Environment) -> Path:
     return env.dir / "datasets.json"
 
 
