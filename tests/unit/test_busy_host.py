@@ -135,12 +135,14 @@ def test_study_reports_mark_points_that_ran_on_a_busy_host(tmp_path: Path) -> No
         {"name": "second", "settings": {"work_mem": "8MB"}},
     )
     archive = archive_at(tmp_path)
+    out = io.StringIO()
     run_study(
         parse(text.replace("{name}", "busy")),
         archive=archive,
         backend=FakeBackend(busy_at={4}),  # second point, second repeat
-        console=Console(file=io.StringIO()),
+        console=Console(file=out, width=200),
     )
+    assert out.getvalue().count("warning: busy host") == 1  # said as the run ends
     doc = iteration.build(load_study(archive, "busy"))
     rendered = markdown.render(doc, "busy")
     assert rendered.count("busy host in 1 of 3 runs") == 1
