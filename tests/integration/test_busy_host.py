@@ -21,10 +21,8 @@ RUN = ["--workload", "pgbench:select-only", "-c", "2", "--duration", "5", "--war
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
-    with servers.scratch_home("pgrig-busy-test-"):
-        pgrig("env", "create", "lab", "--pg", "15")
-        pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
-        yield "lab"
+    with servers.pgbench_lab("pgrig-busy-test-") as lab:
+        yield lab
 
 
 def _run(lab: str) -> dict:
