@@ -12,12 +12,14 @@ demo: setup
 test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
 	$(PYTHON) -m ruff check src tests bench scripts
+	$(PYTHON) -m mypy
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 lint:
 	$(PYTHON) -m ruff check src tests bench scripts
-	$(PYTHON) -m ruff format --check src tests bench
+	$(PYTHON) -m ruff format --check src tests bench scripts
+	$(PYTHON) -m mypy
 
 format:
-	$(PYTHON) -m ruff format src tests bench
-	$(PYTHON) -m ruff check --fix src tests bench
+	$(PYTHON) -m ruff format src tests bench scripts
+	$(PYTHON) -m ruff check --fix src tests bench scripts

@@ -30,8 +30,13 @@ from typing import TypeVar
 from pgrig.archive.records import RunRecord
 from pgrig.archive.store import Archive
 from pgrig.reports import publish, svg
-from pgrig.web import background, run_view, sample_data
+from pgrig.web import run_view
 from pgrig.web.app import create_app
+
+# The synthetic runs and the browser harness live with the tests (they are not part of pgrig).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import sample_data
+import web_harness
 
 PORTS = (56900, 56909)
 T = TypeVar("T")
@@ -59,12 +64,12 @@ def points_drawn(markup: str) -> int:
 
 def chromium_load(url: str, repeat: int) -> float | None:
     """Median seconds from navigation to the load event; None without Debian's chromium."""
-    if not Path(background.CHROMIUM).exists():
+    if not Path(web_harness.CHROMIUM).exists():
         return None
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = background.launch_chromium(pw)
+        browser = web_harness.launch_chromium(pw)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         seconds, _ = timed(lambda: page.goto(url, wait_until="load"), max(3, repeat))
         browser.close()
@@ -110,7 +115,7 @@ def main() -> int:
         archive = Archive(url)
         run_id = sample_data.store(archive, rec)
         app = create_app(url)
-        with background.running(app, background.free_port(*PORTS)) as base:
+        with web_harness.running(app, web_harness.free_port(*PORTS)) as base:
 
             def get() -> int:
                 with urllib.request.urlopen(f"{base}/runs/{run_id}", timeout=60) as r:

@@ -22,8 +22,12 @@ import urllib.request
 from pathlib import Path
 
 from pgrig.archive.store import Archive
-from pgrig.web import background, sample_data
 from pgrig.web.app import create_app
+
+# The synthetic runs and the browser harness live with the tests (they are not part of pgrig).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import sample_data
+import web_harness
 
 PORTS = (56760, 56799)
 QUERIES = {
@@ -60,12 +64,12 @@ def get(url: str) -> tuple[float, int]:
 def browser_load(url: str, repeat: int) -> float | None:
     """Median time Chromium takes from navigation to the load event (layout of the table
     included); None when Debian's chromium is not installed."""
-    if not Path(background.CHROMIUM).exists():
+    if not Path(web_harness.CHROMIUM).exists():
         return None
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = background.launch_chromium(pw)
+        browser = web_harness.launch_chromium(pw)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         times = []
         for _ in range(max(3, repeat // 2)):
@@ -93,7 +97,7 @@ def main() -> int:
         print(f"filling {args.runs:,} runs ... ", end="", flush=True)
         print(f"{fill(url, args.runs):.1f} s")
         app = create_app(url)
-        with background.running(app, background.free_port(*PORTS)) as base:
+        with web_harness.running(app, web_harness.free_port(*PORTS)) as base:
             first, _ = get(base + "/runs")
             print(f"first request after start: {first * 1000:.0f} ms")
             print(f"{'page':34} {'median':>8} {'worst':>8} {'size':>9}")

@@ -24,8 +24,12 @@ from playwright.sync_api import sync_playwright
 
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive
-from pgrig.web import background, sample_data
 from pgrig.web.app import create_app
+
+# The synthetic runs and the browser harness live with the tests (they are not part of pgrig).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import sample_data
+import web_harness
 
 PORTS = (56700, 56749)
 VIEWPORT = {"width": 1440, "height": 900}  # a laptop screen
@@ -98,7 +102,7 @@ def real_archive(home: Path) -> str:
 
     (home / "iterations.toml").write_text(REAL_ITERATIONS)
     (home / "sweep.toml").write_text(REAL_SWEEP)
-    port = str(background.free_port(56710, 56719))
+    port = str(web_harness.free_port(56710, 56719))
     load = ["--workload", "pgbench:tpcb-like", "-c", "4", "-j", "2", "--duration", "10"]
     try:
         pgrig("env", "create", "shots", "--pg", "15", "--port", port)
@@ -168,9 +172,9 @@ def main() -> int:
             url = synthetic_archive(Path(tmp))
         app = create_app(url)
         todo = pages(app.state.archive)
-        port = background.free_port(*PORTS)
-        with background.running(app, port) as base, sync_playwright() as pw:
-            browser = background.launch_chromium(pw)
+        port = web_harness.free_port(*PORTS)
+        with web_harness.running(app, port) as base, sync_playwright() as pw:
+            browser = web_harness.launch_chromium(pw)
             page = browser.new_page(viewport=VIEWPORT)
             for name, path in todo.items():
                 response = page.goto(base + path)

@@ -5,6 +5,7 @@
   removes it, `throwaway(bindir, make)` does the same after skipping when no server can run.
 - `scratch_home(prefix)`: a pgrig home for a whole module (PGRIG_HOME set, PGRIG_ARCHIVE
   unset), with every environment in it destroyed and every server and pooler killed after.
+- `pgbench_lab(prefix)`: a scratch home with environment "lab" (PG15, pgbench scale 1).
 - `pgrig(...)`: the pgrig command line, failing the test with its stderr when asked to check.
 - `start_long_run(env)`, `wait_for_running()`: a run in the background to interrupt, and the
   moment `pgrig runs list` shows it running.
@@ -196,3 +197,12 @@ def scratch_home(prefix: str) -> Iterator[Path]:
                 with contextlib.suppress(OSError, ValueError):
                     os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
             shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def pgbench_lab(prefix: str) -> Iterator[str]:
+    """A scratch home with environment "lab" (PostgreSQL 15) holding pgbench scale-1 data."""
+    with scratch_home(prefix):
+        pgrig("env", "create", "lab", "--pg", "15")
+        pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
+        yield "lab"

@@ -41,7 +41,7 @@ def low_nofile() -> Iterator[None]:
 def test_thousand_clients_both_paths(make_env, pgrig_home: Path, low_nofile: None) -> None:
     env: Environment = make_env("k1", "15", settings={"max_connections": "1100"})
     datasets.record(env, "pgrig", tickets.generate(env, "pgrig", rows=100_000))
-    env = pooler.add(env.name, pooler.options(pool_size=20, max_client_conn=1100))
+    env = pooler.add(env, pooler.options(pool_size=20, max_client_conn=1100))
     archive = Archive(None)
     for via, warmup, duration in (("pooler", 4.0, 6.0), ("direct", 5.0, 5.0)):
         spec = RunRequest(

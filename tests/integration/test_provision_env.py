@@ -88,7 +88,7 @@ def test_create_show_list_psql_stop_start_destroy(pgrig_home: Path, pg15: tuple[
     assert d["status"] == "running" and d["port"] == env.port and d["version"] == pg15[1]
     assert d["effective"]["work_mem"] == {"value": "8MB", "layer": "environment"}
     assert d["layers"]["base"]["listen_addresses"] == "127.0.0.1"
-    assert d["layers"]["defaults"]["work_mem"] == "4096 kB"  # catalogue enriched from the server
+    assert d["layers"]["defaults"]["work_mem"] == "4MB"  # enriched from the server, SHOW style
     assert d["paths"]["logfile"] == str(env.logfile) and env.logfile.exists()
     human = ok("env", "show", "lab").stdout
     assert "work_mem" in human and "environment" in human

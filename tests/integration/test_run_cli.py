@@ -20,10 +20,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def lab() -> Iterator[str]:
     """One PG15 environment with pgbench scale-1 data, shared by the tests of this module."""
-    with servers.scratch_home("pgrig-run-test-"):
-        pgrig("env", "create", "lab", "--pg", "15")
-        pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
-        yield "lab"
+    with servers.pgbench_lab("pgrig-run-test-") as lab:
+        yield lab
 
 
 def run_json(*args: str, check: bool = True) -> dict:

@@ -9,14 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sample_data
+import web_harness
 
 from pgrig.archive.store import Archive
-from pgrig.web import background, sample_data
 from pgrig.web.app import create_app
 
 pytestmark = pytest.mark.integration
 playwright_api = pytest.importorskip("playwright.sync_api")
-if not Path(background.CHROMIUM).exists():
+if not Path(web_harness.CHROMIUM).exists():
     pytest.skip(
         "Debian's chromium is not installed (PGRIG_WITH_BROWSER=1 scripts/setup.sh)",
         allow_module_level=True,
@@ -50,7 +51,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[s
         sample_data.sweep_study(archive, name="pool")
         archive.close()
         app = create_app(url)
-        with background.running(app, background.free_port(*PORTS)) as base:
+        with web_harness.running(app, web_harness.free_port(*PORTS)) as base:
             yield base, {"a": a, "b": b}
         app.state.archive.close()
 
@@ -58,7 +59,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[s
 @pytest.fixture(scope="module")
 def browser(site: tuple[str, dict[str, int]]) -> Iterator[object]:
     with playwright_api.sync_playwright() as pw:
-        b = background.launch_chromium(pw)
+        b = web_harness.launch_chromium(pw)
         yield b
         b.close()
 

@@ -116,8 +116,10 @@ class FakeBackend:
         interrupt_at: int | None = None,
         bad_settings: dict[str, str] | None = None,
         missing_env: str | None = None,
+        busy_at: set[int] | None = None,
     ):
         self.noise = noise
+        self.busy_at = busy_at or set()  # runs that report a busy host
         self.fail_at = fail_at or set()
         self.interrupt_at = interrupt_at
         self.bad_settings = bad_settings or {}
@@ -193,6 +195,8 @@ class FakeBackend:
             settings=settings,
         )
         rec.tags = dict(spec.tags)
+        if n in self.busy_at:
+            rec.add_warning("busy_host", "busy host: other processes used 97% of one core")
         started, ended, status = rec.started_at, rec.ended_at, rec.status
         rec.status, rec.ended_at = "running", None
         archive.begin_run(rec)

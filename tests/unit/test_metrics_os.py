@@ -222,6 +222,39 @@ def test_group_cpu_counts_live_new_and_reaped_children_once(procs):
     s.close()
 
 
+def test_other_cpu_is_all_process_cpu_minus_the_tracked_groups(procs):
+    proc, sys = procs
+    clock, boot = Clock(), Clock(5000.0)
+    s = OsSampler(proc=str(proc), sys=str(sys), clock=clock, boot_clock=boot)
+    assert "proc_other_cpu" not in s.sample()  # nothing tracked: no "other" to speak of
+    s.track_processes("server", fixed_pids(100))
+    clock.t += 1.0
+    boot.t += 1.0
+    assert s.sample()["proc_other_cpu"] is None  # the server's share is unknown in this row
+    # 2 s later: user +1.2 s, nice +0.1 s, system +0.5 s, irq +0.2 s, softirq +0.3 s (charged
+    # to no process: left out), idle +1 s. The server used 0.2 + 0.6 = 0.8 s. Other processes:
+    # (1.2 + 0.1 + 0.5 - 0.8) s over 2 s = 50% of one core.
+    t = TICK
+    cpu = [100 + int(1.2 * t), int(0.1 * t), 50 + t // 2, 800 + t, 10, int(0.2 * t), int(0.3 * t)]
+    write(proc / "stat", proc_stat([*cpu, 0, 0, 0], 1000))
+    set_proc(proc, 100, stat=stat_line(100, 60, 60, 0, 0, TICK), children=[101, 102])
+    set_kid(proc, 101, 1_600_000_000)
+    set_kid(proc, 102, 200_000_000)
+    clock.t += 2.0
+    boot.t += 2.0
+    row = s.sample()
+    assert row["proc_server_cpu"] == pytest.approx(40.0)
+    assert row["proc_other_cpu"] == pytest.approx(50.0)
+    # the groups can never make "other" negative (tick rounding between the two sources)
+    set_kid(proc, 101, 9_000_000_000)
+    clock.t += 1.0
+    boot.t += 1.0
+    assert s.sample()["proc_other_cpu"] == 0.0
+    with pytest.raises(ValueError):
+        s.track_processes("other", fixed_pids(1))
+    s.close()
+
+
 def test_process_started_during_the_interval_counts_from_its_start(procs):
     proc, sys = procs
     clock, boot = Clock(), Clock(5000.0)

@@ -59,7 +59,7 @@ def test_merge_pg_settings_adds_internal_units_and_defaults(
     assert bs is not None and bs.context == "internal" and bs.apply == "internal"
     sb = cat18.get("shared_buffers")
     assert sb is not None and sb.default == "16384" and sb.unit == "8kB"
-    assert sb.default_text() == "16384 8kB"
+    assert sb.default_text() == "128MB"  # as SHOW prints it (pgrig/units.py)
     assert cat18.get("fsync").default == "on"  # type: ignore[union-attr]
     assert cat18.get("io_method").enumvals == ["sync", "worker"]  # type: ignore[union-attr]
     assert cat18.get("zero_damaged_pages") is not None  # developer option, not in describe-config

@@ -44,6 +44,22 @@ def test_run_document() -> None:
     assert [f.name for f in doc.figures()] == ["throughput", "latency-percentiles", "os-cpu"]
 
 
+def test_settings_print_as_show_prints_them() -> None:
+    a = make_record(tps=1000, seed=1)
+    b = make_record(tps=1000, seed=2)
+    a.id, b.id = 1, 2
+    for rec, pages in ((a, "6144"), (b, "771378")):
+        rec.settings = {
+            "shared_buffers": {"setting": pages, "unit": "8kB", "boot_val": "16384",
+                               "source": "configuration file"},
+        }  # fmt: skip
+    settings = next(s for s in run_document(a).sections if s.title == "Settings")
+    rows = next(t for t in settings.blocks if isinstance(t, Table)).rows
+    assert [c.lines for c in rows[0]][:3] == [["shared_buffers"], ["48MB"], ["128MB"]]
+    text = markdown.render(compare_document([[a], [b]]), "compare")
+    assert "| shared_buffers | 48MB | 6171024kB |" in text and "61448kB" not in text
+
+
 def test_run_report_files(tmp_path: Path) -> None:
     archive = archive_at(tmp_path)
     rec = store(archive, tps=1200, seed=3)

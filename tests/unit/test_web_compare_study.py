@@ -7,10 +7,10 @@ import random
 import re
 
 import pytest
+import sample_data
 from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
-from pgrig.web import sample_data
 
 
 def _pair(archive: Archive) -> tuple[int, int]:

@@ -13,13 +13,13 @@ from pgrig.web import format as fmt
         ("16384", "8kB", "128MB"),
         ("4096", "kB", "4MB"),
         ("-1", "8kB", "-1"),
-        ("300", "s", "300s"),
+        ("300", "s", "5min"),  # as SHOW prints it (pgrig/units.py)
         ("on", None, "on"),
         ("12345", "kB", "12345kB"),
     ],
 )
 def test_setting_values_read_like_postgresql_conf(value: str, unit: str | None, shown: str) -> None:
-    assert fmt.human_setting(value, unit) == shown
+    assert fmt.setting_value({"setting": value, "unit": unit}) == shown
 
 
 def test_formats() -> None:

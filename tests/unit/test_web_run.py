@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+import sample_data
 from fastapi.testclient import TestClient
 
 from pgrig.archive import artifacts
 from pgrig.archive.store import Archive
-from pgrig.web import sample_data
 
 
 def _run_with_artifacts(

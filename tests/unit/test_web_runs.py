@@ -9,11 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+import sample_data
 from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
-from pgrig.web import runs_view, sample_data
+from pgrig.web import runs_view
 from pgrig.web.app import create_app
 
 

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
+import sample_data
 from fastapi.testclient import TestClient
 
 from pgrig.archive.records import ScriptResult
 from pgrig.archive.store import Archive
-from pgrig.web import sample_data
 from pgrig.web.app import create_app
 
 XSS = "<script>alert(1)</script>"

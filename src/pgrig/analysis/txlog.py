@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from polars.datatypes import DataTypeClass
 
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.errors import PgrigError
@@ -30,7 +31,7 @@ STATUS = pl.Enum(list(STATUSES))
 FAILED_STATUSES = ("failed", "serialization", "deadlock")
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 
-SCHEMA = {
+SCHEMA: dict[str, pl.DataType | DataTypeClass] = {
     "client": pl.Int32,
     "latency_us": pl.Int64,
     "status": STATUS,
@@ -110,7 +111,9 @@ def _ends_with_newline(path: Path) -> bool | None:
         return f.read(1) == b"\n"
 
 
-def _check_fields(path: Path, first_line: bytes, expected: int, has_lag: bool, has_retries: bool):
+def _check_fields(
+    path: Path, first_line: bytes, expected: int, has_lag: bool, has_retries: bool
+) -> None:
     n = len(first_line.split())
     if n != expected:
         raise PgrigError(
@@ -170,8 +173,8 @@ def read_txlogs(paths: Sequence[Path | str], *, has_lag: bool, has_retries: bool
         return pl.concat(frames).collect()
     except pl.exceptions.PolarsError as e:
         names = ", ".join(str(p) for p in paths)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PgrigError(f"cannot parse pgbench log ({names}): {first}") from None
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PgrigError(f"cannot parse pgbench log ({names}): {reason}") from None
 
 
 def infer_start_us(df: pl.DataFrame) -> int:

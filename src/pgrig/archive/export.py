@@ -92,7 +92,8 @@ def json_safe(value: Any) -> Any:
 
 def run_to_json(rec: RunRecord) -> dict[str, Any]:
     """The summary of a run with stable keys: identity, target, load, results, latency in ms
-    (`latency_ms`), per-script figures (`scripts`). nopm/tpm appear only when set (TPC-C)."""
+    (`latency_ms`), per-script figures (`scripts`), `warnings` (what may make the numbers
+    misleading, e.g. a busy host). nopm/tpm appear only when set (TPC-C)."""
     out: dict[str, Any] = {name: getattr(rec, name) for name in _SUMMARY_FIELDS}
     if rec.nopm is not None:
         out["nopm"] = rec.nopm
@@ -104,6 +105,7 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
     for name in _AFTER_LATENCY:
         out[name] = getattr(rec, name)
     out["scripts"] = [{**script_figures(s), "latency_ms": s.latency.as_dict()} for s in rec.scripts]
+    out["warnings"] = rec.warnings()  # [{"code": "busy_host", "message": ...}]
     return json_safe(out)
 
 
@@ -153,9 +155,9 @@ def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
     for t, sec in base:
         row: list[Any] = [rec.id, t]
         for kind, col in columns:
-            i = index[kind].get(sec) if sec is not None else None
+            at = index[kind].get(sec) if sec is not None else None
             values = rec.series[kind][col]
-            row.append(values[i] if i is not None and i < len(values) else None)
+            row.append(values[at] if at is not None and at < len(values) else None)
         rows.append(row)
     return header, rows
 

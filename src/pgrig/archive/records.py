@@ -137,6 +137,17 @@ class RunRecord:
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> path
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def warnings(self) -> list[dict[str, str]]:
+        """What may make this run's numbers misleading: [{"code", "message"}], in
+        extra["warnings"] (the contract every surface reads: --json, web, reports)."""
+        found = self.extra.get("warnings")
+        return [w for w in found if isinstance(w, dict)] if isinstance(found, list) else []
+
+    def add_warning(self, code: str, message: str) -> None:
+        """Record a warning; a second one with the same code replaces the first."""
+        kept = [w for w in self.warnings() if w.get("code") != code]
+        self.extra["warnings"] = [*kept, {"code": code, "message": message}]
+
     def non_default_settings(self) -> dict[str, dict[str, Any]]:
         """Settings whose value differs from PostgreSQL's built-in default (boot_val)."""
         # "client"/"session" values (application_name, ...) belong to the sampling connection,

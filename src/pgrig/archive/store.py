@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     Connection,
+    CursorResult,
     Engine,
+    RowMapping,
     create_engine,
     delete,
     event,
@@ -203,7 +205,15 @@ def _run_row(rec: RunRecord, study_id: int | None, sqlite: bool) -> dict[str, An
     return row
 
 
-def _record_from_row(row: Mapping[str, Any]) -> RunRecord:
+def _inserted_id(result: CursorResult[Any]) -> int:
+    """The primary key of the one row an INSERT made."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise PgrigError("the archive did not return the new row's id")
+    return int(key[0])
+
+
+def _record_from_row(row: RowMapping) -> RunRecord:
     """A light record: scalars only (tags, scripts, blobs and series are loaded separately)."""
     rec = RunRecord(**{name: row[name] for name in _PLAIN_COLUMNS})
     rec.id = row["id"]
@@ -227,7 +237,7 @@ def _script_row(run_id: int, s: ScriptResult) -> dict[str, Any]:
     return row
 
 
-def _script_from_row(row: Mapping[str, Any]) -> ScriptResult:
+def _script_from_row(row: RowMapping) -> ScriptResult:
     return ScriptResult(
         **{name: row[name] for name in SCRIPT_FIGURES},
         latency=LatencyStats(
@@ -236,7 +246,7 @@ def _script_from_row(row: Mapping[str, Any]) -> ScriptResult:
     )
 
 
-def _study_from_row(row: Mapping[str, Any]) -> StudyRecord:
+def _study_from_row(row: RowMapping) -> StudyRecord:
     return StudyRecord(
         id=row["id"],
         name=row["name"],
@@ -458,7 +468,7 @@ class Archive:
         rec.started_at = rec.started_at or datetime.now(UTC)
         with self._write() as conn:
             row = _run_row(rec, self._study_id(conn, rec.study), self._sqlite)
-            run_id = conn.execute(insert(runs_t), row).inserted_primary_key[0]
+            run_id = _inserted_id(conn.execute(insert(runs_t), row))
             if rec.tags:
                 conn.execute(insert(tags_t), _tag_rows(run_id, rec.tags))
         rec.id = run_id
@@ -481,7 +491,7 @@ class Archive:
         with self._write() as conn:
             row = _run_row(rec, self._study_id(conn, rec.study), self._sqlite)
             if rec.id is None:
-                run_id = conn.execute(insert(runs_t), row).inserted_primary_key[0]
+                run_id = _inserted_id(conn.execute(insert(runs_t), row))
             else:
                 run_id = rec.id
                 done = conn.execute(update(runs_t).where(runs_t.c.id == run_id), row)
@@ -647,16 +657,18 @@ class Archive:
                 )
             created = rec.created_at or datetime.now(UTC)
             try:
-                sid = conn.execute(
-                    insert(studies_t).values(
-                        name=rec.name,
-                        kind=rec.kind,
-                        spec=rec.spec,
-                        status=rec.status,
-                        created_at=_db_time(created, self._sqlite),
-                        extra=json.dumps(rec.extra, default=str) if rec.extra else None,
+                sid = _inserted_id(
+                    conn.execute(
+                        insert(studies_t).values(
+                            name=rec.name,
+                            kind=rec.kind,
+                            spec=rec.spec,
+                            status=rec.status,
+                            created_at=_db_time(created, self._sqlite),
+                            extra=json.dumps(rec.extra, default=str) if rec.extra else None,
+                        )
                     )
-                ).inserted_primary_key[0]
+                )
             except IntegrityError:  # created concurrently by another process
                 raise PgrigError(
                     f"study {rec.name!r} already exists in archive {self.url}"
@@ -697,10 +709,30 @@ class Archive:
 
     def study_runs(self, name: str) -> list[RunRecord]:
         """Light records of a study's runs in the order they were made (study_point, repeat
-        are set on each)."""
+        are set on each), with their warnings (a report names the runs of a busy host)."""
         with self._read() as conn:
             self._study_id(conn, name)
-            return self._select_runs(conn, [studies_t.c.name == name], order="id")
+            recs = self._select_runs(conn, [studies_t.c.name == name], order="id")
+            self._add_warnings(conn, recs)
+            return recs
+
+    def add_warnings(self, recs: list[RunRecord]) -> list[RunRecord]:
+        """Light records (list_runs) given their extra["warnings"], in one query."""
+        with self._read() as conn:
+            self._add_warnings(conn, recs)
+        return recs
+
+    def _add_warnings(self, conn: Connection, recs: list[RunRecord]) -> None:
+        by_id = {r.id: r for r in recs if r.id is not None}
+        if not by_id:
+            return
+        q = select(blobs_t.c.run_id, blobs_t.c.codec, blobs_t.c.data).where(
+            blobs_t.c.kind == "extra", blobs_t.c.run_id.in_(list(by_id))
+        )
+        for run_id, codec, data in conn.execute(q):
+            warnings = _decode(codec, data).get("warnings")
+            if warnings:
+                by_id[run_id].extra["warnings"] = warnings
 
 
 def _detail(e: DBAPIError) -> str:

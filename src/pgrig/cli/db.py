@@ -90,7 +90,8 @@ def generate(
     if as_json:
         common.print_json({"env": env, "database": dbname, **info})
     else:
-        size = int(info.get("size_bytes") or info.get("database_size_bytes") or 0)
+        found = info.get("size_bytes") or info.get("database_size_bytes")
+        size = int(found) if isinstance(found, int | float) else 0
         common.err_console().print(
             f"{request.scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
             f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",

@@ -43,7 +43,7 @@ def create(
         )
         if pooler_cfg is not None:
             try:
-                env = pooler.add(name, pooler_cfg)
+                env = pooler.add(env, pooler_cfg)
             except BaseException:
                 cluster.destroy_environment(name)
                 raise
@@ -234,11 +234,11 @@ def pooler_add(
     port: int | None = typer.Option(None, "--port", help="TCP port (default: a free one)."),
 ) -> None:
     """Start a pooler in front of the environment (scram-sha-256, 127.0.0.1 only)."""
-    from pgrig.provision import pooler
+    from pgrig.provision import cluster, pooler
 
     cfg = pooler.options(kind, mode, pool_size, max_client_conn, processes, port)
     with err_console().status(f"starting {kind}…"):
-        env = pooler.add(ctx.obj, cfg)
+        env = pooler.add(cluster.running_environment(ctx.obj), cfg)
     p = env.pooler or {}
     err_console().print(
         f"[green]{kind} in front of {env.name}[/green] on 127.0.0.1:{p.get('port')}: "
@@ -251,18 +251,18 @@ def pooler_add(
 @pooler_app.command("remove")
 def pooler_remove(ctx: typer.Context) -> None:
     """Stop the pooler and delete its role, configuration and password files."""
-    from pgrig.provision import pooler
+    from pgrig.provision import cluster, pooler
 
-    pooler.remove(ctx.obj)
+    pooler.remove(cluster.get_environment(ctx.obj))
     err_console().print(f"{ctx.obj}: pooler removed", highlight=False)
 
 
 @pooler_app.command("restart")
 def pooler_restart(ctx: typer.Context) -> None:
     """Restart the pooler (configuration and passwords regenerated)."""
-    from pgrig.provision import pooler
+    from pgrig.provision import cluster, pooler
 
-    env = pooler.restart(ctx.obj)
+    env = pooler.restart(cluster.running_environment(ctx.obj))
     err_console().print(f"{env.name}: pooler restarted ({pooler.status(env)})", highlight=False)
 
 

@@ -58,9 +58,9 @@ def check_cmd(
 def _disks() -> list[tuple[str, Any]]:
     """The pgrig home and the data directory of every managed environment."""
     from pgrig import paths
-    from pgrig.provision import cluster
+    from pgrig.provision.environment import Environment
 
-    envs = [e for e in cluster._envs_quietly() if e.managed]
+    envs = [e for e in Environment.all() if e.managed]
     return [("pgrig home", paths.home())] + [(f"data of {e.name}", e.datadir) for e in envs]
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pgrig.cli import common
 from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from pgrig.archive.records import RunRecord
 
 
 def parse_pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -161,7 +164,9 @@ def register(app: typer.Typer) -> None:
             sys.exit(1)
 
 
-def _print_human(rec) -> None:
+def _print_human(rec: RunRecord) -> None:
+    from rich.markup import escape
+
     console = common.err_console()
     colour = {"ok": "green", "failed": "red", "aborted": "yellow"}.get(rec.status, "white")
     lat = rec.latency
@@ -182,3 +187,6 @@ def _print_human(rec) -> None:
             f"p99 {lat.p99:.3f}  max {lat.max:.3f}",
             highlight=False,
         )
+    for w in rec.warnings():
+        message = escape(str(w.get("message")))
+        console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False)

@@ -28,6 +28,8 @@ from pgrig.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from pgrig.archive.records import RunRecord
     from pgrig.archive.store import Archive
 
@@ -133,7 +135,7 @@ def list_cmd(
         if as_json:
             from pgrig.archive.export import run_to_json
 
-            print_json([run_to_json(r) for r in runs])
+            print_json([run_to_json(r) for r in arch.add_warnings(runs)])
             return
         total = arch.count_runs(flt) if len(runs) == limit or offset else len(runs)
     if not runs:
@@ -151,7 +153,7 @@ def _any(flt: Any) -> bool:
 
 # Columns of `runs list` by priority: on a narrow terminal the last ones are dropped whole
 # (rather than rich squeezing every column into unreadable ellipses).
-_LIST_COLUMNS = (
+_LIST_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("id", "right"),
     ("status", "left"),
     ("tps", "right"),
@@ -265,10 +267,14 @@ def _print_run(rec: RunRecord) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from pgrig.units import setting_text
+
     con = out_console()
     con.print(f"[bold]run {rec.id}[/bold]  {_status(rec.status)}  {_when(rec)}")
     if rec.error:
         con.print(f"[red]error:[/red] {escape(rec.error)}")
+    for w in rec.warnings():
+        con.print(f"[yellow]warning:[/yellow] {escape(str(w.get('message')))}")
     target = "managed" if rec.managed else f"external {rec.target or ''}"
     load = "-"
     if rec.duration_s is not None:
@@ -355,16 +361,15 @@ def _print_run(rec: RunRecord) -> None:
             title_style="bold",
             box=None,
         )
-        for col in ("name", "setting", "unit", "default", "source"):
+        for col in ("name", "setting", "default", "source"):
             t.add_column(col)
         for name in sorted(changed):
-            s = changed[name]
+            entry = changed[name]
             t.add_row(
                 name,
-                escape(str(s.get("setting"))),
-                str(s.get("unit") or ""),
-                escape(str(s.get("boot_val"))),
-                str(s.get("source") or ""),
+                escape(setting_text(entry, name)),
+                escape(setting_text(entry, name, key="boot_val")),
+                str(entry.get("source") or ""),
             )
         con.print(t)
     elif rec.settings:
@@ -581,6 +586,7 @@ def _print_compare(
     from rich.table import Table
 
     from pgrig.analysis.compare import format_ratio
+    from pgrig.units import setting_text
 
     con = out_console()
     t = Table(box=None, header_style="bold")
@@ -612,8 +618,12 @@ def _print_compare(
         st.add_column("name")
         st.add_column("A")
         st.add_column("B")
-        for n, (x, y) in settings.items():
-            st.add_row(n, escape(_fmt(x)), escape(_fmt(y)))
+        for n, (x, y) in settings.items():  # as SHOW prints them: 128MB, not 16384
+            shown = [
+                setting_text({**r.settings.get(n, {}), "setting": v}, n)
+                for r, v in ((ga[0], x), (gb[0], y))  # the runs _settings_diff compared
+            ]
+            st.add_row(n, *(escape(v) for v in shown))
         con.print(st)
     tps = comparisons.get("tps")
     if tps is not None:

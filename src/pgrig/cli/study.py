@@ -230,7 +230,7 @@ def show(
     from pgrig.reports.summary import fmt, load_study
 
     data = load_study(_archive(archive), name, with_series=False)
-    points = [
+    points: list[dict[str, Any]] = [
         {
             "key": ps.point.key,
             "label": ps.point.label,

@@ -13,6 +13,7 @@ the planned clients, CPU steal and busy CPU just before the run, free disk, tmpf
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import shutil
@@ -65,7 +66,7 @@ class Context:
 
 def run_checks(ctx: Context) -> list[Check]:
     """Every check, in a stable order. Never raises: a broken check reports 'unavailable'."""
-    out = [_safe(knob.name, lambda k=knob: knob_check(k, ctx.fs)) for knob in KNOBS]
+    out = [_safe(knob.name, functools.partial(knob_check, knob, ctx.fs)) for knob in KNOBS]
     cpu = _cpu_sample(ctx)
     more: list[tuple[str, Callable[[], Check]]] = [
         ("cpu_dma_latency", lambda: _dma_latency(ctx)),

@@ -28,7 +28,7 @@ from pathlib import Path
 from pgrig.errors import PgrigError
 from pgrig.host import cpus as topology
 from pgrig.host.checks import nofile_for_clients as nofile_for_clients
-from pgrig.host.cpus import format_cpus
+from pgrig.host.cpus import format_cpus as format_cpus
 from pgrig.provision import pooler
 from pgrig.request.values import CPU_COUNT_SUFFIX, check_cpus, cpu_count, parse_cpu_list
 

@@ -8,8 +8,9 @@ and TPM from their per-type figures. Nothing here talks to a server or to the ar
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.load import pgbench_output
@@ -36,7 +37,7 @@ def fill_results(
         df = txlog.read_txlogs(logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1)
         if df.height:
             start_us = txlog.infer_start_us(df)
-            last_end_us = int(df["end_us"].max())
+            last_end_us = int(cast(int, df["end_us"].max()))  # an Int64 column's max
             if spec.duration_s is not None:
                 w0 = start_us + int(spec.warmup_s * 1e6)
                 w1 = w0 + int(spec.duration_s * 1e6)
@@ -110,9 +111,7 @@ def attach_samples(
     figures = window_summary(series_raw, origin, origin + (rec.measured_s or 0.0) + 0.5)
     for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio"):
         setattr(rec, field, figures.get(field))
-    share = cpu_share(series_raw.get("os", {}), origin, origin + (rec.measured_s or 0.0) + 0.5)
-    if share:
-        rec.extra["cpu_share"] = share
+    _attach_cpu_share(rec, series_raw.get("os", {}), origin)
     for kind, cols in series_raw.items():
         cols = dict(cols)
         ts = cols.pop("ts", None)
@@ -121,19 +120,14 @@ def attach_samples(
         rec.series[kind] = {"t": [round(x - origin, 3) for x in ts], **cols}
 
 
-def cpu_share(os_cols: dict[str, list], t0: float, t1: float) -> dict[str, float]:
-    """Mean CPU (% of one core) of pgbench, the server and the pooler over the window, and the
-    client's share of the total: the client must stay small or it is the bottleneck."""
-    ts = os_cols.get("ts") or []
-    out: dict[str, float] = {}
-    for name in ("pgbench", "server", "pooler"):
-        values = os_cols.get(f"proc_{name}_cpu")
-        if not values:
-            continue
-        picked = [v for t, v in zip(ts, values, strict=False) if t0 < t <= t1 and v is not None]
-        if picked:
-            out[f"{name}_cpu_pct_core"] = round(sum(picked) / len(picked), 2)
-    busy = sum(out.values())
-    if busy > 0 and "pgbench_cpu_pct_core" in out:
-        out["client_share_pct"] = round(100.0 * out["pgbench_cpu_pct_core"] / busy, 2)
-    return out
+def _attach_cpu_share(rec: RunRecord, os_cols: dict[str, list], origin: float) -> None:
+    """CPU per process group over the window (extra["cpu_share"]) and the busy-host warning."""
+    from pgrig.metrics.cpu_share import BUSY_HOST, busy_host_warning, cpu_share
+
+    window_end = origin + (rec.measured_s or 0.0) + 0.5
+    share = cpu_share(os_cols, origin, window_end, os.cpu_count())  # this host: it just ran
+    if share:
+        rec.extra["cpu_share"] = share
+    message = busy_host_warning(share)
+    if message:
+        rec.add_warning(BUSY_HOST, message)

@@ -18,9 +18,10 @@ import getpass
 import os
 import shutil
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -35,6 +36,13 @@ from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
 from pgrig.request import RunRequest, load_values
+
+if TYPE_CHECKING:
+    from pgrig.analysis.txlog import LiveTail
+    from pgrig.load.pinning import Placement
+    from pgrig.metrics.os_metrics import OsSampler
+    from pgrig.metrics.pooler_metrics import PoolerSampler
+    from pgrig.metrics.sampler import Sampler
 
 
 class RunInterrupted(Exception):
@@ -193,7 +201,7 @@ def _profile_settings(profile: str | None, env: Environment, major: int) -> dict
     return settings
 
 
-def _apply_run_settings(env: Environment, settings: dict[str, str]):
+def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[[], object]:
     if not settings:
         return lambda: None
     if not env.managed:
@@ -288,12 +296,13 @@ def _measure(
 ) -> RunRecord:
     from pgrig.archive import artifacts
 
+    assert rec.id is not None  # begin_run gave it one
     art_dir = artifacts.run_artifacts_dir(rec.id)
     art_dir.mkdir(parents=True, exist_ok=True)
     log_prefix = work / "txlog"
 
     timed = spec.duration_s is not None
-    total_s = (spec.warmup_s + spec.duration_s) if timed else None
+    total_s = (spec.warmup_s + spec.duration_s) if spec.duration_s is not None else None
     if not timed and spec.warmup_s > 0:
         _separate_warmup(spec, env, dbname, pgbench, console)
     argv = pgbench_command.build_pgbench_command(
@@ -412,12 +421,16 @@ def _log_size(env: Environment) -> int | None:
         return None
 
 
-def _start_sampler(env: Environment, conninfo: str, dbname: str, via: str = "direct"):
-    from pgrig.metrics.os_metrics import OsSampler, pids_from_file
+def _start_sampler(
+    env: Environment, conninfo: str, dbname: str, via: str = "direct"
+) -> tuple[Sampler, OsSampler, PoolerSampler | None]:
+    from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
 
     os_sampler = OsSampler()
+    # pgrig's own CPU (this sampler, the live view) is neither the benchmark nor a neighbour.
+    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=False)
     if env.managed:
         os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
     pooler_source = None
@@ -440,7 +453,7 @@ def _track_client(os_sampler: Any, pid: int) -> None:
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
 
 
-def _live_tail(log_prefix: Path):
+def _live_tail(log_prefix: Path) -> LiveTail | None:
     try:
         from pgrig.analysis.txlog import LiveTail
 
@@ -522,7 +535,7 @@ def _client_env(env: Environment, spec: RunRequest, dbname: str) -> dict[str, st
     return pooler.client_env(env, dbname, spec.via, spec.connect)
 
 
-def _placement(spec: RunRequest):
+def _placement(spec: RunRequest) -> Placement:
     """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
     from pgrig.load import pinning
 
@@ -535,7 +548,7 @@ def _client_prefix(spec: RunRequest) -> list[str]:
     return pinning.client_prefix(_placement(spec).client)
 
 
-def _pin_server(env: Environment, spec: RunRequest):
+def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
     """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
     the function that unpins them."""
     from pgrig.load import pinning

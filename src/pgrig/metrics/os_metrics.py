@@ -15,7 +15,10 @@ Conventions (they add up to 100 like top's us+ni / sy+hi+si / id / wa / st):
   mem_shmem_bytes); disk_* summed over whole physical disks only (no partitions, loop, zram,
   device-mapper or md devices, which would count the same I/O twice).
 Per-process CPU (track_processes) is in % of ONE core, like top, so client and server shares
-can be compared directly: proc_<name>_cpu and proc_<name>_count (processes alive).
+can be compared directly: proc_<name>_cpu and proc_<name>_count (processes alive). With any
+group tracked, proc_other_cpu is everything else: the CPU all processes used (user + nice +
+system of /proc/stat, without irq and softirq time, which the kernel charges to no process)
+minus the tracked groups, also in % of one core (a busy neighbour, see metrics/cpu_share.py).
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ _NOT_A_DISK = re.compile(
     r"^(loop|ram|zram|dm-|md|sr|fd|nbd)\d*|"
     r"^(sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)\d+$|^(nvme\d+n\d+|mmcblk\d+)p\d+$"
 )
+
+OTHER = "other"  # proc_other_cpu: processes in no tracked group
+
+_Row = dict[str, float | None]
+_CpuRead = tuple[list[int], int, int, int]  # cpu line fields, ctxt, procs_running, blocked
+_DiskRead = tuple[int, int, int, int, dict[str, int]]  # ios/sectors read/written, busy ms
 
 _CPU_FIELDS = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "cpu_steal")
 _DISK_FIELDS = (
@@ -222,8 +231,10 @@ class OsSampler:
         previous sample is first seen (its earlier CPU is unknown): so the first row after
         tracking an old process, not one just started (pgbench tracked right after Popen).
         """
-        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
-            raise ValueError(f"process group name must be letters, digits or _: {name!r}")
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name) or name == OTHER:
+            raise ValueError(
+                f"process group name must be letters, digits or _, not {OTHER!r}: {name!r}"
+            )
         self._groups = {**self._groups, name: _Group(name, pids, children)}
 
     def untrack(self, name: str) -> None:
@@ -245,15 +256,24 @@ class OsSampler:
         disk = self._read_disks()
         self._disk_row(row, self._prev_disk, disk, dt)
         boot = self._boot_clock()
+        tracked: list[float | None] = []
         for g in self._groups.values():
             cpu_pct, count = self._group_cpu(g, dt, self._prev_boot)
             row[f"proc_{g.name}_cpu"] = cpu_pct
             row[f"proc_{g.name}_count"] = count
+            tracked.append(cpu_pct)
+        if tracked:
+            busy = _process_cpu_pct(self._prev_cpu, cpu, dt)
+            known = [v for v in tracked if v is not None]
+            other = None  # unknown while any part is
+            if busy is not None and len(known) == len(tracked):
+                other = max(0.0, busy - sum(known))
+            row[f"proc_{OTHER}_cpu"] = other
         self._prev_t, self._prev_cpu, self._prev_disk, self._prev_boot = now, cpu, disk, boot
         return row
 
     # --- /proc/stat ----------------------------------------------------------------------------
-    def _read_cpu(self) -> tuple[list[int], int, int, int] | None:
+    def _read_cpu(self) -> _CpuRead | None:
         """(cpu line fields, ctxt, procs_running, procs_blocked) or None."""
         data = self._stat.read()
         if not data:
@@ -275,7 +295,7 @@ class OsSampler:
         return fields, ctxt, running, blocked
 
     @staticmethod
-    def _cpu_row(row: dict, prev, cur, dt: float) -> None:
+    def _cpu_row(row: _Row, prev: _CpuRead | None, cur: _CpuRead | None, dt: float) -> None:
         if cur is None:
             for k in (*_CPU_FIELDS, "ctx_switches", "procs_running", "procs_blocked"):
                 row[k] = None
@@ -328,7 +348,7 @@ class OsSampler:
         data = self._diskstats.read() or b""
         return [ln.split()[2].decode() for ln in data.split(b"\n") if len(ln.split()) > 2]
 
-    def _read_disks(self) -> tuple[int, int, int, int, dict[str, int]] | None:
+    def _read_disks(self) -> _DiskRead | None:
         """Sums over physical disks (read ios, read sectors, write ios, write sectors) and
         each disk's io_ticks (ms spent busy) for the busiest-disk %."""
         data = self._diskstats.read()
@@ -352,7 +372,7 @@ class OsSampler:
         return r_ios, r_sec, w_ios, w_sec, busy
 
     @staticmethod
-    def _disk_row(row: dict, prev, cur, dt: float) -> None:
+    def _disk_row(row: _Row, prev: _DiskRead | None, cur: _DiskRead | None, dt: float) -> None:
         if prev is None or cur is None or dt <= 0:
             for k in _DISK_FIELDS:
                 row[k] = None
@@ -445,6 +465,15 @@ class OsSampler:
             return int(data.split(None, 1)[0]) if data else None
         except (ValueError, IndexError):
             return None
+
+
+def _process_cpu_pct(prev: _CpuRead | None, cur: _CpuRead | None, dt: float) -> float | None:
+    """CPU time all processes used over the interval (user + nice + system ticks of the cpu
+    line), in % of one core; None when either read failed."""
+    if prev is None or cur is None or dt <= 0:
+        return None
+    busy = sum(max(0, cur[0][i] - prev[0][i]) for i in (0, 1, 2))
+    return busy / CLK_TCK / dt * 100.0
 
 
 _MEMINFO_KEYS = {

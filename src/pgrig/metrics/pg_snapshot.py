@@ -134,7 +134,7 @@ def counters(conn: psycopg.Connection, dbname: str) -> dict[str, Any]:
         f"FROM pg_stat_database d, ({checkpoint_sql(num)}) c WHERE d.datname = %s"
     )
     ts = time.time()
-    row = conn.execute(query, (dbname,)).fetchone()  # type: ignore[arg-type]
+    row = conn.execute(query, (dbname,)).fetchone()
     if row is None:
         raise PgrigError(f"database {dbname!r} does not exist on this server")
     out: dict[str, Any] = {"ts": ts, "stats_reset": row[0]}
@@ -142,7 +142,7 @@ def counters(conn: psycopg.Connection, dbname: str) -> dict[str, Any]:
     for name, value in zip((*DB_COUNTERS, *SERVER_COUNTERS), values, strict=True):
         out[name] = value
     if row[-1]:
-        t = conn.execute(TABLE_COUNTERS_SQL).fetchone()  # type: ignore[arg-type]
+        t = conn.execute(TABLE_COUNTERS_SQL).fetchone()
         assert t is not None
         out.update(zip(TABLE_COUNTERS, t, strict=True))
     else:

@@ -130,8 +130,8 @@ def _candidate_bindirs() -> list[tuple[Path, str, str | None]]:
     import glob
 
     for pattern in SYSTEM_GLOBS:
-        for d in sorted(glob.glob(pattern)):
-            found.append((Path(d), "system", None))
+        for match in sorted(glob.glob(pattern)):
+            found.append((Path(match), "system", None))
     exe = shutil.which("postgres")
     if exe:
         found.append((Path(exe).resolve().parent, "path", None))

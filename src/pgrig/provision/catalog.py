@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pgrig import paths
 from pgrig.errors import PgrigError
+from pgrig.units import show_setting
 
 Apply = Literal["restart", "reload", "internal", "unknown"]
 RELOAD_CONTEXTS = {"sighup", "superuser", "user", "backend", "superuser-backend"}
@@ -43,10 +44,10 @@ class Setting:
     enumvals: list[str] | None = None
 
     def default_text(self) -> str | None:
-        """The default with its unit: '4096 kB', '16384 8kB', 'on'."""
+        """The default as SHOW prints it: '4MB', '128MB', 'on' (raw until units are known)."""
         if self.default is None:
             return None
-        return f"{self.default} {self.unit}" if self.unit else self.default
+        return show_setting(self.default, self.unit, self.name)
 
     @property
     def apply(self) -> Apply:
@@ -107,12 +108,11 @@ def parse_describe_config(text: str) -> dict[str, Setting]:
         cols = line.split("\t")
         if len(cols) < 8:
             continue
-        name, context, group, vtype, default, vmin, vmax, short = cols[:8]
+        name, context, group, vtype, shown, vmin, vmax, short = cols[:8]
         extra = cols[8] if len(cols) > 8 else ""
         # describe-config prints reset values that are not initialised yet: only strings and
         # enums are meaningful there (numbers show 0, booleans FALSE).
-        if vtype not in ("STRING", "ENUM"):
-            default = None
+        default = shown if vtype in ("STRING", "ENUM") else None
         out[name.lower()] = Setting(
             name=name,
             context=context,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
+import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -20,7 +20,7 @@ from typing import Any
 
 from pgrig import paths
 from pgrig.errors import InvalidSetting, NotFound, PgrigError
-from pgrig.provision import binaries, catalog, config, osuser, postmaster, validator
+from pgrig.provision import binaries, catalog, config, osuser, pooler, postmaster, validator
 from pgrig.provision.environment import (
     DEFAULT_DATABASE,
     Environment,
@@ -28,9 +28,9 @@ from pgrig.provision.environment import (
     mask_dsn,
     strip_password,
 )
+from pgrig.provision.ports import free_port, port_problem
 
 Progress = Callable[[str], None]
-DEFAULT_PORT_RANGE = (5433, 5999)
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL
 
 
@@ -42,6 +42,13 @@ def get_environment(name: str) -> Environment:
     return Environment.load(name)
 
 
+def running_environment(name: str) -> Environment:
+    """The environment called `name`, its server started if it was stopped."""
+    env = get_environment(name)
+    ensure_running(env)
+    return env
+
+
 def ensure_running(env: Environment) -> bool:
     """Start a stopped managed environment (True if it had to be started)."""
     if not env.managed:
@@ -51,63 +58,6 @@ def ensure_running(env: Environment) -> bool:
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
     config.write_conf(env, run={})
     return postmaster.start(env)
-
-
-# --- ports -------------------------------------------------------------------------------------
-
-
-def port_problem(port: int, ignore_env: str | None = None) -> str | None:
-    """Why `port` cannot be used, or None when it is free."""
-    if not 1024 <= port <= 65535:
-        return f"port {port} is outside 1024..65535"
-    for other in _envs_quietly():
-        if other.name != ignore_env and other.managed and other.port == port:
-            return f"port {port} is used by environment {other.name!r}"
-        if other.pooler and other.pooler.get("port") == port:  # even while it is stopped
-            return f"port {port} is used by the pooler of environment {other.name!r}"
-    for d in ("/tmp", "/var/run/postgresql", "/run/postgresql"):
-        if Path(d, f".s.PGSQL.{port}.lock").exists():
-            return f"port {port} is in use (a PostgreSQL socket lock exists in {d})"
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the postmaster does
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return f"port {port} is in use on 127.0.0.1"
-    return None
-
-
-def _port_range() -> tuple[int, int]:
-    """PGRIG_PORT_RANGE=lo-hi narrows automatic choice (e.g. to a range reserved for tests)."""
-    raw = os.environ.get("PGRIG_PORT_RANGE", "")
-    try:
-        lo, hi = (int(x) for x in raw.split("-", 1))
-        if 1024 <= lo <= hi <= 65535:
-            return lo, hi
-    except ValueError:
-        pass
-    return DEFAULT_PORT_RANGE
-
-
-def free_port(exclude: Iterable[int] = ()) -> int:
-    lo, hi = _port_range()
-    skip = set(exclude)
-    for port in range(lo, hi + 1):
-        if port not in skip and port_problem(port) is None:
-            return port
-    raise PgrigError(f"no free port in {lo}..{hi} (set one with --port)")
-
-
-def _envs_quietly() -> list[Environment]:
-    out = []
-    root = paths.envs_dir()
-    if root.is_dir():
-        for f in sorted(root.glob("*/env.json")):
-            try:
-                out.append(Environment.load(f.parent.name))
-            except (PgrigError, ValueError, TypeError):
-                continue
-    return out
 
 
 # --- profiles ----------------------------------------------------------------------------------
@@ -252,7 +202,7 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
             # another process may have taken the automatically chosen port meanwhile
             if not auto_port or attempt == 2 or "already in use" not in str(e).lower():
                 raise
-            env.port = free_port(exclude=[env.port])
+            env.port = free_port(exclude=[env.port or 0])
             config.write_conf(env, run={})
             env.save()
     _create_database(env, DEFAULT_DATABASE)
@@ -274,9 +224,10 @@ def _remove(env: Environment) -> None:
         try:
             postmaster.stop(env, mode="immediate", timeout=30)
         except PgrigError:
-            p = postmaster.pid(env)
-            if p:
-                os.kill(p, 9)
+            server = postmaster.daemon(env)
+            if server is not None:
+                server.signal(signal.SIGKILL)
+                server.wait_gone(5.0)
     shutil.rmtree(env.dir, ignore_errors=True)
 
 
@@ -312,8 +263,6 @@ def start_environment(name: str) -> tuple[Environment, bool]:
 def _start_pooler(env: Environment) -> None:
     """`env start` brings the environment's pooler up with its server (provision/pooler.py)."""
     if env.pooler:
-        from pgrig.provision import pooler
-
         pooler.start(env)
 
 
@@ -326,8 +275,6 @@ def stop_environment(name: str) -> tuple[Environment, bool]:
 def _stop_pooler(env: Environment) -> None:
     """A pooler never outlives its server (provision/pooler.py)."""
     if env.pooler:
-        from pgrig.provision import pooler
-
         with contextlib.suppress(PgrigError, OSError):
             pooler.stop(env)
 
@@ -406,7 +353,7 @@ def add_external(name: str, dsn: str) -> Environment:
     if (paths.envs_dir() / name).exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     try:
         params = conninfo_to_dict(dsn)
@@ -414,8 +361,9 @@ def add_external(name: str, dsn: str) -> Environment:
         raise PgrigError(f"invalid DSN {mask_dsn(dsn)}: {str(e).strip()}") from None
     params.setdefault("connect_timeout", 5)
     try:
-        with psycopg.connect(**params) as conn:
-            version = str(conn.execute("show server_version").fetchone()[0]).split()[0]  # type: ignore[index]
+        with psycopg.connect(make_conninfo("", **params)) as conn:
+            row = conn.execute("show server_version").fetchone()
+            version = str(row[0] if row else "").split()[0]
             info = conn.info
             host, port, user = info.host, info.port, info.user
     except psycopg.Error as e:
@@ -494,7 +442,7 @@ def describe(env: Environment) -> dict[str, Any]:
 
 def list_rows() -> list[dict[str, Any]]:
     rows = []
-    for env in _envs_quietly():
+    for env in Environment.all():
         rows.append(
             {
                 "name": env.name,

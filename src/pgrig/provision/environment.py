@@ -76,7 +76,7 @@ class Environment:
             if dbname:
                 params["dbname"] = dbname
             params.setdefault("connect_timeout", 5)
-            return make_conninfo(**params)
+            return make_conninfo("", **params)
         return (
             f"host={self.host} port={self.port} user={self.user} "
             f"dbname={dbname or 'postgres'} connect_timeout=5 application_name=pgrig"
@@ -128,10 +128,17 @@ class Environment:
 
     @classmethod
     def all(cls) -> list[Environment]:
+        """Every environment whose env.json loads (a damaged one is skipped here: listing and
+        port choice must not fail because of it; `pgrig env show NAME` names the problem)."""
+        out = []
         root = paths.envs_dir()
-        if not root.exists():
-            return []
-        return [cls.load(p.parent.name) for p in sorted(root.glob("*/env.json"))]
+        if root.is_dir():
+            for f in sorted(root.glob("*/env.json")):
+                try:
+                    out.append(cls.load(f.parent.name))
+                except (PgrigError, ValueError, TypeError):
+                    continue
+        return out
 
 
 def without_libpq_vars() -> dict[str, str]:

@@ -101,10 +101,12 @@ def run_as_server(
     capture: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run a server program as the server user; output captured as text, never raises on rc."""
-    kwargs: dict[str, object] = {}
+    user = group = None  # subprocess's defaults: stay who we are
+    extra_groups: list[int] | None = None
+    umask = -1
     if is_root():
         u = server_user()
-        kwargs = {"user": u.uid, "group": u.gid, "extra_groups": [], "umask": 0o077}
+        user, group, extra_groups, umask = u.uid, u.gid, [], 0o077
     try:
         return subprocess.run(
             list(cmd),
@@ -115,7 +117,10 @@ def run_as_server(
             text=True,
             timeout=timeout,
             check=False,
-            **kwargs,  # type: ignore[arg-type]
+            user=user,
+            group=group,
+            extra_groups=extra_groups,
+            umask=umask,
         )
     except subprocess.TimeoutExpired as e:
         raise PgrigError(f"{Path(cmd[0]).name} did not finish within {timeout:.0f} s") from e

@@ -30,16 +30,17 @@ import re
 import resource
 import secrets
 import shutil
-import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from string import Template
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision import osuser
+from pgrig.provision import osuser, ports, postmaster
+from pgrig.provision.daemon import PGBOUNCER, Daemon
 from pgrig.provision.environment import Environment
 from pgrig.request.vocabulary import CONNECTS, VIAS
 
@@ -212,7 +213,9 @@ def version(exe: str | None = None) -> str | None:
 # --- passwords ---------------------------------------------------------------------------------
 
 
-def scram_verifier(password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS):
+def scram_verifier(
+    password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS
+) -> str:
     """The SCRAM-SHA-256 verifier PostgreSQL would store for `password` (RFC 5802/7677).
 
     ASCII passwords only (the generated ones are), so SASLprep leaves them unchanged.
@@ -354,17 +357,9 @@ def _write_config(env: Environment, cfg: PoolerConfig) -> None:
 # --- processes ---------------------------------------------------------------------------------
 
 
-def _pid(env: Environment, i: int) -> int | None:
-    try:
-        p = int(pid_file(env, i).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    try:
-        if b"pgbouncer" not in Path(f"/proc/{p}/cmdline").read_bytes():
-            return None  # stale pid file
-    except OSError:
-        return None
-    return p
+def _daemon(env: Environment, i: int) -> Daemon | None:
+    """Process i of the pooler if it runs (a stale pid file or a zombie gives None)."""
+    return Daemon.from_file(pid_file(env, i), PGBOUNCER)
 
 
 def pids(env: Environment) -> list[int]:
@@ -372,10 +367,10 @@ def pids(env: Environment) -> list[int]:
     cfg = config_of(env)
     if cfg is None:
         return []
-    return [p for i in range(cfg.processes) if (p := _pid(env, i)) is not None]
+    return [d.pid for i in range(cfg.processes) if (d := _daemon(env, i)) is not None]
 
 
-def pids_callable(env: Environment):
+def pids_callable(env: Environment) -> Callable[[], list[int]]:
     """For OsSampler.track_processes: re-read the pid files at every sample."""
     return lambda: pids(env)
 
@@ -436,11 +431,9 @@ def _log_problems(path: Path, since: int) -> str:
 
 def _start_one(env: Environment, cfg: PoolerConfig, i: int, exe: str) -> None:
     """Start process i as a daemon owned by the server user; wait until it answers."""
-    stale = pid_file(env, i)
-    if _pid(env, i) is None:
-        stale.unlink(missing_ok=True)
-    else:
+    if _daemon(env, i) is not None:
         return
+    pid_file(env, i).unlink(missing_ok=True)  # stale
     log = log_file(env, i)
     mark = _log_size(log)
     kwargs: dict[str, Any] = {}
@@ -472,7 +465,7 @@ def _start_one(env: Environment, cfg: PoolerConfig, i: int, exe: str) -> None:
         )
     deadline = time.monotonic() + START_TIMEOUT_S
     sock = socket_dir(env, i) / f".s.PGSQL.{cfg.port}"
-    while _pid(env, i) is None or not sock.exists():
+    while _daemon(env, i) is None or not sock.exists():
         if time.monotonic() > deadline:
             why = _log_problems(log, mark)
             raise PgrigError(
@@ -482,35 +475,11 @@ def _start_one(env: Environment, cfg: PoolerConfig, i: int, exe: str) -> None:
 
 
 def _stop_one(env: Environment, i: int) -> bool:
-    p = _pid(env, i)
-    if p is None:
-        pid_file(env, i).unlink(missing_ok=True)
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(p, signal.SIGTERM)  # 1.18: immediate shutdown (benchmarks are over by now)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while _alive(p) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _alive(p):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGKILL)
-        while _alive(p) and time.monotonic() < deadline + 5:
-            time.sleep(0.05)
+    daemon = _daemon(env, i)
+    if daemon is not None:
+        daemon.stop(STOP_TIMEOUT_S)  # SIGTERM: 1.18's immediate shutdown (benchmarks are over)
     pid_file(env, i).unlink(missing_ok=True)
-    return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not running
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    return daemon is not None
 
 
 def start(env: Environment) -> bool:
@@ -561,28 +530,28 @@ def no_pooler_error(env: Environment) -> PgrigError:
 # --- add / remove / restart --------------------------------------------------------------------
 
 
-def _other_pooler_ports(name: str) -> set[int]:
-    from pgrig.provision import cluster
-
-    return {
-        int(e.pooler["port"])
-        for e in cluster._envs_quietly()
-        if e.name != name and e.pooler and e.pooler.get("port")
-    }
-
-
 def _choose_port(env: Environment, wanted: int) -> int:
-    from pgrig.provision import cluster
-
-    taken = _other_pooler_ports(env.name) | {env.port or 0}
+    taken = ports.pooler_ports(env.name) | {env.port or 0}
     if wanted:
         if wanted in taken:
             raise PgrigError(f"port {wanted} is used by another environment or pooler")
-        problem = cluster.port_problem(wanted, ignore_env=env.name)
+        problem = ports.port_problem(wanted, ignore_env=env.name)
         if problem:
             raise PgrigError(problem)
         return wanted
-    return cluster.free_port(exclude=taken)
+    return ports.free_port(exclude=taken)
+
+
+def _require_running(env: Environment) -> None:
+    """A pooler needs its server up: callers start it (cluster.running_environment)."""
+    if not env.managed:
+        raise PgrigError(
+            f"environment {env.name!r} is external: pgrig runs poolers for managed ones"
+        )
+    if not postmaster.is_running(env):
+        raise PgrigError(
+            f"the server of {env.name!r} is not running: `pgrig env start {env.name}` first"
+        )
 
 
 def server_limits(env: Environment, overrides: dict[str, str] | None = None) -> tuple[int, int]:
@@ -634,13 +603,10 @@ def check_pool_fits(env: Environment, cfg: PoolerConfig, limits: tuple[int, int]
         )
 
 
-def add(name: str, cfg: PoolerConfig) -> Environment:
-    """Put a pooler in front of environment `name` and start it (all or nothing)."""
-    from pgrig.provision import cluster
-
-    env = cluster.get_environment(name)
-    if not env.managed:
-        raise PgrigError(f"environment {name!r} is external: pgrig runs poolers for managed ones")
+def add(env: Environment, cfg: PoolerConfig) -> Environment:
+    """Put a pooler in front of a running managed environment and start it (all or nothing)."""
+    _require_running(env)
+    name = env.name
     if env.pooler:
         raise PgrigError(
             f"environment {name!r} already has a {env.pooler.get('kind')} pooler "
@@ -662,7 +628,6 @@ def add(name: str, cfg: PoolerConfig) -> Environment:
                 f"{cfg.max_client_conn} but the hard limit is {hard}: raise it (ulimit -Hn) "
                 "or run pgrig as root"
             )
-    cluster.ensure_running(env)
     check_pool_fits(env, cfg, server_limits(env))
     env.pooler = cfg.as_dict()
     try:
@@ -681,60 +646,48 @@ def _teardown(env: Environment, cfg: PoolerConfig) -> None:
     with contextlib.suppress(Exception):
         stop(env)
     with contextlib.suppress(Exception):
-        if env.managed:
-            from pgrig.provision import postmaster
-
-            if postmaster.is_running(env):
-                _drop_role(env, cfg)
+        if postmaster.is_running(env):
+            _drop_role(env, cfg)
     shutil.rmtree(pooler_dir(env), ignore_errors=True)
     passfile(env).unlink(missing_ok=True)
     env.pooler = None
 
 
-def remove(name: str) -> Environment:
-    """Stop the pooler, drop its role and delete its files."""
-    from pgrig.provision import cluster
-
-    env = cluster.get_environment(name)
+def remove(env: Environment) -> Environment:
+    """Stop the pooler, drop its role (when the server runs) and delete its files."""
     cfg = config_of(env)
     if cfg is None:
-        raise PgrigError(f"environment {name!r} has no pooler to remove")
+        raise PgrigError(f"environment {env.name!r} has no pooler to remove")
     _teardown(env, cfg)
     env.save()
     return env
 
 
-def restart(name: str) -> Environment:
-    """Stop, regenerate config and credentials (fresh passwords), start."""
-    from pgrig.provision import cluster
-
-    env = cluster.get_environment(name)
+def restart(env: Environment) -> Environment:
+    """Stop, regenerate config and credentials (fresh passwords), start. The server runs."""
     cfg = config_of(env)
     if cfg is None:
         raise no_pooler_error(env)
+    _require_running(env)
     exe = binary()
     stop(env)
-    cluster.ensure_running(env)
     _credentials(env, cfg)
     _launch(env, cfg, exe)
     return env
 
 
-def ensure(name: str, wanted: PoolerConfig) -> Environment:
-    """The pooler as `wanted` (port aside) and running: for studies. Re-adds it if different."""
-    from pgrig.provision import cluster
-
-    env = cluster.get_environment(name)
+def ensure(env: Environment, wanted: PoolerConfig) -> Environment:
+    """The pooler as `wanted` (port aside) and running, for studies: re-added if different."""
+    _require_running(env)
     cfg = config_of(env)
     if cfg is not None and replace(cfg, port=wanted.port or cfg.port) == replace(
         wanted, port=wanted.port or cfg.port
     ):
-        cluster.ensure_running(env)
         start(env)
         return env
     if cfg is not None:
-        remove(name)
-    return add(name, wanted)
+        remove(env)
+    return add(env, wanted)
 
 
 def describe(env: Environment) -> dict[str, Any]:

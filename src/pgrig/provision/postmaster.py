@@ -7,13 +7,15 @@ start" is answered in one line.
 
 from __future__ import annotations
 
-import os
+import subprocess
 import time
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.provision import osuser
+from pgrig.provision.daemon import POSTGRES, Daemon
 from pgrig.provision.environment import Environment
 
 
@@ -30,26 +32,15 @@ def _require_managed(env: Environment, what: str) -> None:
         raise PgrigError(f"environment {env.name!r} is external: pgrig cannot {what} it")
 
 
+def daemon(env: Environment) -> Daemon | None:
+    """The running postmaster of `env`, or None (a zombie or a reused pid is not one)."""
+    return Daemon.from_file(env.datadir / "postmaster.pid", POSTGRES) if env.managed else None
+
+
 def pid(env: Environment) -> int | None:
     """PID of the running postmaster of `env`, or None."""
-    f = env.datadir / "postmaster.pid"
-    try:
-        p = int(f.read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(p, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass  # exists, owned by someone else
-    try:
-        cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
-        if b"postgres" not in cmd and b"postmaster" not in cmd:
-            return None  # stale pid file, number reused by another program
-    except OSError:
-        return None
-    return p
+    found = daemon(env)
+    return found.pid if found is not None else None
 
 
 def is_running(env: Environment) -> bool:
@@ -66,7 +57,7 @@ def status(env: Environment, timeout: float = 2) -> str:
     params = conninfo_to_dict(env.conninfo())
     params["connect_timeout"] = max(1, int(timeout))
     try:
-        psycopg.connect(make_conninfo(**params)).close()
+        psycopg.connect(make_conninfo("", **params)).close()
         return "reachable"
     except psycopg.Error:
         return "unreachable"
@@ -113,7 +104,7 @@ def _prepare_dirs(env: Environment) -> None:
     osuser.give_to_server(env.logfile, 0o640)
 
 
-def pg_ctl(env: Environment, *args: str, timeout: float = 90):  # -> CompletedProcess[str]
+def pg_ctl(env: Environment, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return osuser.run_as_server(
         [env.binary("pg_ctl"), "-D", str(env.datadir), *args], timeout=timeout
     )
@@ -137,20 +128,24 @@ def start(env: Environment, timeout: int = 60) -> bool:
 
 
 def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
-    """Remove postmaster.pid left by a postmaster that died (kill -9, crash).
+    """Remove the lock files left by a postmaster that died (kill -9, crash).
 
-    PostgreSQL itself refuses to start while the PID in the lock file answers kill(pid, 0),
-    which an unreaped zombie still does. The file is removed only once the dead postmaster's
-    shared memory has no process attached (its orphaned backends exit when they notice the
-    postmaster's death), which is the same condition PostgreSQL checks.
+    PostgreSQL refuses to start while the PID in postmaster.pid or in the socket's lock file
+    answers kill(pid, 0), which an unreaped zombie still does. The files are removed only
+    when that PID runs no postmaster (daemon.py) and once the dead postmaster's shared memory
+    has no process attached (its orphaned backends exit when they notice the postmaster's
+    death), which is the same condition PostgreSQL checks. A live server's locks stay.
     """
     lock = env.datadir / "postmaster.pid"
+    socket_lock = env.socket_dir / f".s.PGSQL.{env.port}.lock"
+    if Daemon.from_file(socket_lock, POSTGRES) is None:
+        socket_lock.unlink(missing_ok=True)  # its socket file is replaced by the next start
     try:
         lines = lock.read_text().splitlines()
         old_pid = int(lines[0])
     except (OSError, ValueError, IndexError):
         return
-    if _alive_postgres(old_pid):
+    if Daemon.find(old_pid, POSTGRES) is not None:
         return  # a real postmaster: let pg_ctl report it
     shmid = None
     if len(lines) >= 7 and len(lines[6].split()) == 2:
@@ -164,16 +159,6 @@ def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
             "try again in a few seconds"
         )
     lock.unlink(missing_ok=True)
-
-
-def _alive_postgres(p: int) -> bool:
-    try:
-        stat = Path(f"/proc/{p}/stat").read_text()
-        cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state != "Z" and (b"postgres" in cmd or b"postmaster" in cmd)
 
 
 def _shm_attached(shmid: str) -> bool:
@@ -246,12 +231,13 @@ def reload(env: Environment, timeout: float = 10) -> None:
         raise PgrigError(f"server of {env.name!r} rejected settings on reload: {problems}")
 
 
-def _conf_load_time(env: Environment):  # -> datetime | None
+def _conf_load_time(env: Environment) -> datetime | None:
     import psycopg
 
     try:
         with psycopg.connect(env.conninfo("postgres")) as conn:
-            return conn.execute("select pg_conf_load_time()").fetchone()[0]  # type: ignore[index]
+            row = conn.execute("select pg_conf_load_time()").fetchone()
+            return row[0] if row else None
     except psycopg.Error:
         return None
 

@@ -7,6 +7,7 @@ each renderer escapes it for its own format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ class Cell:
     style: str | None = None  # good | bad | neutral | muted | warn
 
     @classmethod
-    def of(cls, value: Cell | str | list[str] | None, style: str | None = None) -> Cell:
+    def of(cls, value: CellValue, style: str | None = None) -> Cell:
         if isinstance(value, Cell):
             return value
         if value is None:
@@ -31,6 +32,9 @@ class Cell:
         if isinstance(value, list):
             return cls([str(v) for v in value] or ["-"], style)
         return cls([str(value)], style)
+
+
+CellValue = Cell | str | list[str] | None  # what a table row may hold before Cell.of
 
 
 @dataclass
@@ -55,7 +59,7 @@ class Table:
     def build(
         cls,
         columns: list[str],
-        rows: list[list[Cell | str | list[str] | None]],
+        rows: Sequence[Sequence[CellValue]],
         caption: str | None = None,
         numeric: set[int] | frozenset[int] = frozenset(),
     ) -> Table:

@@ -9,7 +9,7 @@ per iteration with bounds and every repeat.
 from __future__ import annotations
 
 from pgrig.analysis.compare import BLOCK_S, Comparison
-from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
+from pgrig.reports.document import Cell, CellValue, Document, Paragraph, Section, Table
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
     cpu_cell,
@@ -103,7 +103,7 @@ def build(data: StudyData) -> Document:
             else None
         )
         comparisons += [d_prev, d_base]
-        row = [
+        row: list[CellValue] = [
             str(ps.point.index),
             ps.point.label,
             changes_lines(ps.point, prev.point if prev else None, it.run_changes),

@@ -288,10 +288,7 @@ def overlay_charts(runs: Sequence[tuple[str, dict[str, dict[str, list]]]]) -> li
 def _sum_columns(columns: list[list[float | None]]) -> list[float | None]:
     if len(columns) == 1:
         return columns[0]
-    return [
-        None if any(v is None for v in vs) else sum(vs)  # type: ignore[misc]
-        for vs in zip(*columns, strict=False)
-    ]
+    return [None if any(v is None for v in vs) else sum(vs) for vs in zip(*columns, strict=False)]
 
 
 def _common_latency_column(runs: list[dict[str, dict[str, list]]]) -> str | None:

@@ -28,6 +28,7 @@ from pgrig.reports.summary import (
 )
 from pgrig.reports.svg import Chart
 from pgrig.study.plan import display_value
+from pgrig.units import setting_text
 
 
 def _when(rec: RunRecord) -> str:
@@ -142,6 +143,7 @@ def run_document(rec: RunRecord) -> Document:
             )
         )
     blocks: list[Any] = [KeyValues(items)]
+    blocks += [Paragraph(str(w.get("message")), "warn") for w in rec.warnings()]
     if stab.drift:
         blocks.append(
             Paragraph(
@@ -226,7 +228,7 @@ def _settings_section(rec: RunRecord) -> Section:
     nd = rec.non_default_settings()
     if nd:
         rows = [
-            [name, f"{s.get('setting')}{s.get('unit') or ''}", str(s.get("boot_val")),
+            [name, setting_text(s, name), setting_text(s, name, key="boot_val"),
              str(s.get("source") or "")]
             for name, s in sorted(nd.items())
         ]  # fmt: skip
@@ -306,12 +308,7 @@ def _settings_diff(runs: list[RunRecord], labels: list[str]) -> Table | None:
     names = sorted({n for r in runs for n in r.settings})
     rows = []
     for n in names:
-        vals = [
-            f"{r.settings[n].get('setting')}{r.settings[n].get('unit') or ''}"
-            if n in r.settings
-            else "-"
-            for r in runs
-        ]
+        vals = [setting_text(r.settings.get(n), n) for r in runs]
         if len(set(vals)) > 1:
             rows.append([n, *vals])
     if not rows:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pgrig.reports.document import Cell, KeyValues, Paragraph, Section, Table
+from pgrig.archive.records import RunRecord
+from pgrig.metrics.cpu_share import BUSY_HOST
+from pgrig.reports.document import Cell, CellValue, KeyValues, Paragraph, Section, Table
 from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
-from pgrig.study.spec import format_seconds
+from pgrig.study.spec import StudyRun, format_seconds
 
 
 def setup_section(data: StudyData) -> Section:
@@ -19,10 +21,10 @@ def setup_section(data: StudyData) -> Section:
     for env in spec.environments.values():
         versions = sorted(
             {
-                short_version(r.server_version)
+                v
                 for p in data.points
                 for r in p.ok
-                if r.env_name == env.name and r.server_version
+                if r.env_name == env.name and (v := short_version(r.server_version))
             }
         )
         what = f"PostgreSQL {', '.join(v for v in versions if v) or env.version or '?'}"
@@ -46,7 +48,7 @@ def setup_section(data: StudyData) -> Section:
     return Section("Set-up", [KeyValues(items)])
 
 
-def describe_run(run) -> str:
+def describe_run(run: StudyRun) -> str:
     parts = [f"workload {display_value(run.workload)}", f"{run.clients} clients"]
     parts.append(f"{run.threads} threads")
     if run.duration_s is not None:
@@ -98,19 +100,30 @@ def cpu_cell(ps: PointSummary) -> str:
 
 
 def stability_cell(ps: PointSummary) -> Cell:
-    if not ps.stability or ps.max_cv is None:
-        return Cell.of(None)
-    lines = [f"max CV {ps.max_cv * 100:.1f}%"]
+    """CV and drift of the point's runs, and how many of them ran on a busy host."""
+    lines: list[str] = []
     style = None
-    if ps.drift_runs:
-        lines.append(f"drift in {ps.drift_runs} of {len(ps.stability)} runs")
+    if ps.stability and ps.max_cv is not None:
+        lines.append(f"max CV {ps.max_cv * 100:.1f}%")
+        if ps.drift_runs:
+            lines.append(f"drift in {ps.drift_runs} of {len(ps.stability)} runs")
+            style = "warn"
+    busy = busy_host_runs(ps.ok)
+    if busy:
+        lines.append(f"busy host in {len(busy)} of {len(ps.ok)} runs")
         style = "warn"
-    return Cell(lines, style)
+    return Cell(lines, style) if lines else Cell.of(None)
+
+
+def busy_host_runs(runs: list[RunRecord]) -> list[RunRecord]:
+    """The runs that carry the busy-host warning (metrics/cpu_share.py)."""
+    return [r for r in runs if any(w.get("code") == BUSY_HOST for w in r.warnings())]
 
 
 def runs_section(data: StudyData, point_title: str = "point") -> Section:
-    rows = []
+    rows: list[list[CellValue]] = []
     drift = []
+    busy: list[str] = []
     for ps in data.points:
         stab = {s.run_id: s for s in ps.stability}
         for r in ps.runs:
@@ -123,6 +136,8 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
                 )
             if s is not None and s.drift:
                 drift.append(f"run {r.id} ({ps.point.label}): {s.describe()}")
+            if busy_host_runs([r]):
+                busy.append(f"run {r.id} ({ps.point.label})")
             rows.append(
                 [
                     str(r.id),
@@ -149,4 +164,7 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
     blocks: list = [table]
     if drift:
         blocks.insert(0, Paragraph("Drift flagged: " + "; ".join(drift), "warn"))
+    if busy:
+        text = "Busy host (other processes used more CPU than the limits; see each run): "
+        blocks.insert(0, Paragraph(text + "; ".join(busy), "warn"))
     return Section("Runs", blocks)

@@ -199,7 +199,7 @@ def load_study(archive: Any, name: str, with_series: bool = True) -> StudyData:
     plan = planning.build(spec)
     runs = archive.study_runs(name)
     by_point: dict[str, list[RunRecord]] = {p.key: [] for p in plan.points}
-    orphans = []
+    orphans: list[RunRecord] = []
     for r in runs:
         by_point.get(r.study_point or "", orphans).append(r)
     series: dict[int, dict[str, Any]] = {}

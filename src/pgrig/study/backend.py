@@ -150,10 +150,12 @@ class ProvisionBackend:
 
     def _ensure_pooler(self, env: EnvSpec) -> None:
         """The environment's pooler as the study file describes it, running (for via sweeps)."""
-        from pgrig.provision import pooler
+        from pgrig.provision import cluster, pooler
 
         if env.pooler is not None:
-            pooler.ensure(env.name, pooler.options_from_table(env.pooler))
+            pooler.ensure(
+                cluster.running_environment(env.name), pooler.options_from_table(env.pooler)
+            )
 
     def apply_settings(self, env: EnvSpec, settings: dict[str, str]) -> None:
         from pgrig.provision import cluster

@@ -315,6 +315,11 @@ class _Walker:
                 highlight=False,
                 soft_wrap=True,
             )
+        for w in rec.warnings():  # a busy host, ...: said as the run ends, not only in reports
+            message = escape(str(w.get("message")))
+            self.console.print(
+                f"  [yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True
+            )
 
     def close(self, quiet: bool = False) -> None:
         """Stop the servers this study started (never leave them running); servers that were

@@ -794,4 +794,5 @@ def _as_positive(value: Any, path: str) -> float:
 
 
 def _tname(value: Any) -> str:
-    return {dict: "a table", list: "a list", str: "a string"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "a table", list: "a list", str: "a string"}
+    return names.get(type(value), type(value).__name__)

@@ -261,7 +261,7 @@ def setup_rows(columns: list[Column]) -> list[SetupRow]:
 
 
 def _setting_of(name: str, r: RunRecord) -> str:
-    return fmt.setting_value(r.settings.get(name))
+    return fmt.setting_value(r.settings.get(name), name)
 
 
 def settings_diff(columns: list[Column]) -> tuple[list[SetupRow], int]:

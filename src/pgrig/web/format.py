@@ -7,6 +7,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from pgrig import units
+
 ENGINE_NAMES = {"postgresql": "PostgreSQL"}
 
 
@@ -105,36 +107,11 @@ def engine(name: str | None, version: str | None) -> str:
     return f"{label} {m.group(0) if m else version}".strip()
 
 
-def setting_value(s: dict[str, Any] | None) -> str:
-    """A pg_settings entry as people write it: '128MB'-like when the unit allows."""
-    if not s:
+def setting_value(s: dict[str, Any] | None, name: str = "", key: str = "setting") -> str:
+    """A settings snapshot entry as PostgreSQL's SHOW prints it (pgrig/units.py): 128MB."""
+    if not s or s.get(key) is None:
         return "–"
-    value, unit = s.get("setting"), s.get("unit")
-    if value is None:
-        return "–"
-    return human_setting(str(value), unit)
-
-
-_MEM_UNITS = {"B": 1, "kB": 1024, "8kB": 8192, "16kB": 16384, "32kB": 32768, "MB": 1024**2}
-
-
-def human_setting(value: str, unit: str | None) -> str:
-    """Setting plus unit, memory scaled to the largest exact unit (16384 × 8kB → 128MB)."""
-    if not unit:
-        return value
-    if unit in _MEM_UNITS:
-        try:
-            n = int(value)
-        except ValueError:
-            return f"{value} {unit}"
-        if n < 0:
-            return value
-        b = n * _MEM_UNITS[unit]
-        for name, factor in (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024)):
-            if b >= factor and b % factor == 0:
-                return f"{b // factor}{name}"
-        return f"{b}B"
-    return f"{value}{unit}" if unit in ("ms", "s", "min") else f"{value} {unit}"
+    return units.setting_text(s, name, key)
 
 
 FILTERS = {

@@ -78,10 +78,8 @@ def settings_rows(rec: RunRecord) -> list[SettingRow]:
         rows.append(
             SettingRow(
                 name=name,
-                value=fmt.setting_value(s),
-                default=fmt.human_setting(str(s.get("boot_val")), s.get("unit"))
-                if s.get("boot_val") is not None
-                else "–",
+                value=fmt.setting_value(s, name),
+                default=fmt.setting_value(s, name, key="boot_val"),
                 source=str(s.get("source") or ""),
                 layer=_layer_of(rec.settings_layers, name),
             )
@@ -127,7 +125,9 @@ def _text(v: Any) -> str:
 
 
 def extra_rows(extra: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(k, _text(v)) for k, v in sorted(extra.items()) if v not in (None, {}, [])]
+    """Everything else the run recorded (warnings have their own place at the top)."""
+    shown = [(k, v) for k, v in sorted(extra.items()) if k != "warnings"]
+    return [(k, _text(v)) for k, v in shown if v not in (None, {}, [])]
 
 
 def artifact_rows(rec: RunRecord) -> list[ArtifactRow]:

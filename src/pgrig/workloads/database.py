@@ -29,5 +29,10 @@ def ensure_database(env: Environment, dbname: str) -> bool:
 
 def database_size(env: Environment, dbname: str) -> int:
     with connect(env, dbname) as conn:
-        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-        return int(row[0]) if row else 0
+        return current_size(conn)
+
+
+def current_size(conn: psycopg.Connection) -> int:
+    """Size of the connection's database in bytes."""
+    row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row else 0

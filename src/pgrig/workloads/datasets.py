@@ -69,7 +69,7 @@ def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
     return info.get("sql") == str(Path(request.sql or "").resolve())
 
 
-def _file(env: Environment):
+def _file(env: Environment) -> Path:
     return env.dir / "datasets.json"
 
 

@@ -79,7 +79,7 @@ def _watch_size(
     try:
         with database.connect(env, dbname) as conn:
             while not stop.wait(0.5):
-                size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+                size = database.current_size(conn)
                 progress(min(size, expected * 0.99), expected, "generating")
     except Exception:  # progress is cosmetic; the load itself reports real errors
         return

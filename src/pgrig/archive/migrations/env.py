@@ -10,7 +10,7 @@ writing a new revision, a developer can still run Alembic by hand, e.g.:
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import Connection, create_engine
 
 from pgrig.archive.models import metadata
 from pgrig.archive.store import VERSION_TABLE
@@ -18,7 +18,7 @@ from pgrig.archive.store import VERSION_TABLE
 config = context.config
 
 
-def _configure(connection) -> None:  # type: ignore[no-untyped-def]
+def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
@@ -36,7 +36,10 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("alembic: no connection and no sqlalchemy.url to migrate")
+    engine = create_engine(url)
     with engine.connect() as conn:
         _configure(conn)
         with context.begin_transaction():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import psycopg
 
 from pgrig.errors import PgrigError
+from pgrig.workloads.database import current_size
 from pgrig.workloads.tpcc import sql
 from pgrig.workloads.tpcc.meta import connect
 
@@ -133,7 +134,7 @@ def generate(
 
     with connect(conninfo) as conn:
         size = _size_bytes(conn)
-        db_size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        db_size = current_size(conn)
         rows = _row_estimates(conn)
         conn.execute(
             "UPDATE tpcc_meta SET finished_at = now(), load_seconds = %s, size_bytes = %s",
@@ -259,10 +260,10 @@ def run_parallel(
         threading.Thread(target=worker, daemon=True, name=f"tpcc-load-{i}")
         for i in range(min(jobs, len(tasks)))
     ]
-    for t in threads:
-        t.start()
+    for th in threads:
+        th.start()
     try:
-        while any(t.is_alive() for t in threads) or not finished.empty():
+        while any(th.is_alive() for th in threads) or not finished.empty():
             with contextlib.suppress(queue.Empty):
                 step(finished.get(timeout=0.2))
             if stop.is_set():
@@ -270,11 +271,11 @@ def run_parallel(
     except KeyboardInterrupt:
         stop.set()
         _cancel(conns, lock)
-        for t in threads:
-            t.join(timeout=10)
+        for th in threads:
+            th.join(timeout=10)
         raise
-    for t in threads:
-        t.join()
+    for th in threads:
+        th.join()
     if errors:
         label, err = errors[0]
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -305,7 +306,7 @@ def _size_bytes(conn: psycopg.Connection) -> int:
         "   AND (c.relname = ANY(%(t)s) OR c.relname ~ %(p)s)",
         {"t": list(sql.TABLES), "p": "^(" + "|".join(sql.TABLES) + r")_p\d+$"},
     ).fetchone()
-    return int(row[0])
+    return int(row[0]) if row else 0
 
 
 def _row_estimates(conn: psycopg.Connection) -> dict[str, int]:
@@ -320,5 +321,5 @@ def _row_estimates(conn: psycopg.Connection) -> dict[str, int]:
             "   AND (c.relname = %s OR c.relname ~ %s)",
             (table, f"^{table}_p\\d+$"),
         ).fetchone()
-        out[table] = int(row[0])
+        out[table] = int(row[0]) if row else 0
     return out

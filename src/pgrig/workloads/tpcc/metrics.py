@@ -46,16 +46,16 @@ def summarize(script_results: list[ScriptResult], measured_s: float) -> dict[str
 
     types: dict[str, dict[str, Any]] = {}
     for kind in SCRIPTS:
-        r = by_type.get(kind)
-        if r is None:
+        found = by_type.get(kind)
+        if found is None:
             continue
         types[kind] = {
-            "transactions": r.transactions,
-            "failed": r.failed,
-            "retried": r.retried,
-            "per_minute": per_min(r.transactions),
-            "share_pct": round(100 * r.transactions / total, 3) if total else None,
-            "latency_ms": r.latency.as_dict(),
+            "transactions": found.transactions,
+            "failed": found.failed,
+            "retried": found.retried,
+            "per_minute": per_min(found.transactions),
+            "share_pct": round(100 * found.transactions / total, 3) if total else None,
+            "latency_ms": found.latency.as_dict(),
         }
     no_all = committed_no + rollbacks
     return {
@@ -118,7 +118,7 @@ def fidelity(conninfo: str) -> dict[str, Any]:
         cur = conn.execute(FIDELITY_SQL)
         names = [d.name for d in cur.description or []]
         row = dict(zip(names, cur.fetchone() or (), strict=True))
-        calls = dict(conn.execute(FUNCTION_CALLS_SQL).fetchall())
+        calls: dict[str, int] = dict(conn.execute(FUNCTION_CALLS_SQL).fetchall())
     payments = int(row["history_rows"]) - 30000 * meta.warehouses
     lines = int(row["lines"])
     by_name = calls.get("tpcc_customer_by_name")

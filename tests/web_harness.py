@@ -1,4 +1,7 @@
-"""Run the app with uvicorn in a background thread (browser tests, screenshots, benchmark)."""
+"""The web app served by uvicorn in a background thread, and Debian's Chromium to look at it.
+
+For the browser tests, scripts/screenshots.py and bench/web_runs_page.py (not part of pgrig).
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+"""Setting values as PostgreSQL's SHOW prints them: 128MB, 4MB, 10s, 500us.
+
+pg_settings gives a number in the setting's base unit (shared_buffers 16384 with unit "8kB";
+checkpoint_timeout 300 with unit "s"). SHOW converts a positive value to the largest unit that
+holds it exactly (guc.c convert_int_from_base_unit / convert_real_from_base_unit): memory in
+TB, GB, MB, kB, B and time in d, h, min, s, ms (us for reals). Zero and negative values
+(-1: "disabled" or "automatic") print without a unit; the three file-mode settings in octal.
+Checked against current_setting() for every setting of PostgreSQL 15 and 18
+(tests/fixtures/settings), with one deliberate difference: tcp_keepalives_idle/interval come
+from the asking connection's socket, which SHOW prints as a bare number; here they keep their
+unit. Used wherever pgrig shows a setting: CLI, web and reports.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# Largest first, as PostgreSQL tries them: memory in bytes, time in milliseconds.
+_MEMORY: tuple[tuple[str, float], ...] = (
+    ("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024), ("B", 1),
+)  # fmt: skip
+_TIME: tuple[tuple[str, float], ...] = (
+    ("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1), ("us", 0.001),
+)  # fmt: skip
+_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000}
+_MEMORY_UNIT = re.compile(r"^(\d*)(B|kB|MB|GB|TB)$")  # "8kB" is a page of 8 kB
+_OCTAL = frozenset({"unix_socket_permissions", "log_file_mode", "data_directory_mode"})
+
+
+def show_setting(value: Any, unit: str | None = None, name: str = "") -> str:
+    """`value` (a pg_settings setting or boot_val in `unit`) as SHOW prints it."""
+    text = str(value)
+    if name in _OCTAL and text.isdigit() and not text.startswith("0"):
+        return f"{int(text):04o}"  # boot_val is decimal (448); the setting is already "0700"
+    if not unit:
+        return text
+    number = _number(text)
+    if number is None or not number > 0:
+        return text
+    memory = _MEMORY_UNIT.match(unit)
+    if memory:
+        per_unit = int(memory.group(1) or 1) * int(dict(_MEMORY)[memory.group(2)])
+        return _scaled(number * per_unit, _MEMORY)
+    if unit in _TIME_UNITS:
+        return _scaled(number * _TIME_UNITS[unit], _TIME)
+    return f"{text}{unit}"  # a unit PostgreSQL does not have (yet): shown as given
+
+
+def setting_text(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:
+    """A settings snapshot entry's value (or its boot_val with key="boot_val") as SHOW prints
+    it; "-" when the snapshot has no such setting or value."""
+    if not entry or entry.get(key) is None:
+        return "-"
+    return show_setting(entry[key], entry.get("unit"), name)
+
+
+def _number(text: str) -> int | float | None:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _scaled(base: int | float, units: tuple[tuple[str, float], ...]) -> str:
+    """`base` in the first (largest) unit holding it as a whole number, else the smallest.
+
+    Integers must divide exactly; reals are whole within 1e-8, as PostgreSQL decides (roundoff
+    must not pick a needlessly small unit) and printed like its "%g".
+    """
+    for name, size in units:
+        if isinstance(base, int) and isinstance(size, int):
+            if base % size == 0:
+                return f"{base // size}{name}"
+            continue
+        value = base / size
+        if abs(round(value) / value - 1.0) <= 1e-8:
+            return f"{value:g}{name}"
+    return f"{base / units[-1][1]:g}{units[-1][0]}"
