@@ -17,12 +17,14 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.provision.environment import Environment
-from pgrig.request.dataset import TICKETS_ROWS as DEFAULT_ROWS
+from pgrig.request.dataset import TICKETS_ROWS
 from pgrig.workloads import database
 
 HERE = Path(__file__).parent
 CHUNK_ROWS = 250_000
 NAMES = 110  # rows in book.fam and book.nam: the write script indexes 1..110
+
+DEFAULT_ROWS = TICKETS_ROWS
 
 Progress = Callable[[float, float, str], None]  # (done, total, phase)
 

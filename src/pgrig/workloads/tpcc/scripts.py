@@ -24,12 +24,12 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.request import Refusal, ScriptSpec, tpcc_mix_weights
-from pgrig.request.vocabulary import PROTOCOLS
-from pgrig.request.vocabulary import TPCC_TYPES as TYPES
+from pgrig.request.vocabulary import PROTOCOLS, TPCC_TYPES
 from pgrig.workloads.tpcc.meta import connect, read_meta
 
 DEFAULT_MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
 ROLLBACK = "new_order_rollback"
+TYPES = TPCC_TYPES  # the five transaction names, in mix order
 SCRIPTS = (*TYPES[:1], ROLLBACK, *TYPES[1:])
 UNUSED_ITEM = 100001
 MAX_LINES = 15
