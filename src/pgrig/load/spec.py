@@ -43,3 +43,4 @@ class RunSpec:
     # TPC-C only: transaction mix weights by type, and a warehouse per transaction
     tpcc_mix: dict[str, int] | None = None
     all_warehouses: bool = False
+    keep_txlog: bool = False  # keep pgbench's per-transaction log (gzip) as run artifacts
