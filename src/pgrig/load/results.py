@@ -41,6 +41,12 @@ def fill_results(
         rec.latency = txlog.latency
         rec.scripts = script_results(txlog.scripts, spec, rec.measured_s)
         rec.series["pgbench"] = txlog.series
+        rec.extra["window"] = {  # where the window lay (analysis/window.py), for audits
+            "start_us": window.start_us,
+            "end_us": window.end_us,
+            "whole_seconds": window.whole_seconds,
+            "late_start_s": window.late_start_s,
+        }
         rec.extra["stability"] = stability_record(*txlog.whole_seconds)
         if window.late_start_s:
             add_warning(

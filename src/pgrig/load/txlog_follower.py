@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from pgrig.analysis.txlog import TxlogStream, complete_lines
+from pgrig.archive.artifacts import GZIP_LEVEL
 
 READ_CHUNK = 8 << 20  # bytes per read: big chunks keep the per-chunk cost (polars) negligible
 PUNCH_STEP = 1 << 20  # free the pages behind the reader once it is this far past the last hole
 POLL_S = 0.25  # pause when no file grew
-GZIP_LEVEL = 1  # fastest: the artifact must not cost the reader more than the parsing
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
