@@ -210,7 +210,7 @@ def test_stability_of_older_runs_uses_whole_seconds_only() -> None:
 
     rng = np.random.default_rng(0)
     rec = make_record(tps=4500, seconds=30, warmup=0, seed=5)
-    tps = list(4500 * (1 + 0.01 * rng.standard_normal(30))) + [156.0]
+    tps = [*(4500 * (1 + 0.01 * rng.standard_normal(30))), 156.0]
     rec.series["pgbench"] = {"t": list(range(31)), "tps": tps}
     rec.measured_s = 30.0
     s = run_stability(rec)

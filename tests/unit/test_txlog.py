@@ -245,7 +245,9 @@ def test_stream_equals_exact_whole_file_figures(
     for i, t in enumerate(res.series["t"]):
         words = sec[t]
         oks = [int(w) for w in words if w.isdigit()]
-        assert res.series["failed"][i] == sum(w in ("failed", "serialization", "deadlock") for w in words)
+        assert res.series["failed"][i] == sum(
+            w in ("failed", "serialization", "deadlock") for w in words
+        )
         assert res.series["skipped"][i] == words.count("skipped")
         if oks:
             assert res.series["p95"][i] == pytest.approx(np.quantile(oks, 0.95) / 1000, rel=REL)

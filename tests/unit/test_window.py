@@ -6,7 +6,7 @@ import pytest
 
 from pgrig.analysis.window import US, WindowPlan, ceil_second, grid_second, resolve
 
-O = 1_700_000_000_123_456  # a launch instant, not on a whole epoch second
+L0 = 1_700_000_000_123_456  # a launch instant, not on a whole epoch second
 
 
 @pytest.mark.parametrize(
@@ -21,49 +21,49 @@ O = 1_700_000_000_123_456  # a launch instant, not on a whole epoch second
 def test_plan(warmup: float, duration: float, lead: int, measured: int, pgbench_t: int) -> None:
     plan = WindowPlan.for_run(warmup, duration)
     assert (plan.lead_in_s, plan.measured_s, plan.pgbench_seconds) == (lead, measured, pgbench_t)
-    assert plan.bounds_us(O) == (O + lead * US, O + pgbench_t * US)
+    assert plan.bounds_us(L0) == (L0 + lead * US, L0 + pgbench_t * US)
 
 
 def test_transactions_plan_has_no_bounds() -> None:
     plan = WindowPlan.for_run(5, None)
-    assert plan.pgbench_seconds is None and plan.bounds_us(O) is None
+    assert plan.pgbench_seconds is None and plan.bounds_us(L0) is None
 
 
 def test_grid_helpers() -> None:
-    assert grid_second(O, O) == 0 and grid_second(O, O + US - 1) == 0
-    assert grid_second(O, O - 1) == -1
-    assert ceil_second(O, O) == 0 and ceil_second(O, O + 1) == 1
-    assert ceil_second(O, O + US) == 1
+    assert grid_second(L0, L0) == 0 and grid_second(L0, L0 + US - 1) == 0
+    assert grid_second(L0, L0 - 1) == -1
+    assert ceil_second(L0, L0) == 0 and ceil_second(L0, L0 + 1) == 1
+    assert ceil_second(L0, L0 + US) == 1
 
 
 def test_completed_run_measures_exactly_its_whole_seconds() -> None:
-    w = resolve(WindowPlan(1, 20), O, O + 30_000, O + 21 * US + 5_000, completed=True)
-    assert (w.start_us, w.end_us, w.measured_end_us) == (O + US, O + 21 * US, O + 21 * US)
+    w = resolve(WindowPlan(1, 20), L0, L0 + 30_000, L0 + 21 * US + 5_000, completed=True)
+    assert (w.start_us, w.end_us, w.measured_end_us) == (L0 + US, L0 + 21 * US, L0 + 21 * US)
     assert w.first_second == 1 and w.whole_seconds == 20 and w.measured_s == 20.0
     assert w.late_start_s == 0
 
 
 def test_late_start_moves_the_window_to_the_next_whole_second() -> None:
-    w = resolve(WindowPlan(1, 20), O, O + 3 * US + 400_000, O + 21 * US, completed=True)
+    w = resolve(WindowPlan(1, 20), L0, L0 + 3 * US + 400_000, L0 + 21 * US, completed=True)
     assert w.late_start_s == 3 and w.first_second == 4
-    assert w.start_us == O + 4 * US and w.whole_seconds == 17 and w.measured_s == 17.0
+    assert w.start_us == L0 + 4 * US and w.whole_seconds == 17 and w.measured_s == 17.0
     # a start exactly on a second boundary loses nothing more
-    w = resolve(WindowPlan(1, 20), O, O + 2 * US, O + 21 * US, completed=True)
+    w = resolve(WindowPlan(1, 20), L0, L0 + 2 * US, L0 + 21 * US, completed=True)
     assert w.late_start_s == 1 and w.whole_seconds == 19
     # started after the planned end: an empty window, not a negative one
-    w = resolve(WindowPlan(1, 2), O, O + 5 * US, O + 6 * US, completed=True)
+    w = resolve(WindowPlan(1, 2), L0, L0 + 5 * US, L0 + 6 * US, completed=True)
     assert w.measured_s == 0.0 and w.whole_seconds == 0
 
 
 def test_cut_short_run_ends_at_its_last_transaction() -> None:
-    w = resolve(WindowPlan(2, 20), O, O + 10_000, O + 7 * US + 250_000, completed=False)
-    assert w.measured_end_us == O + 7 * US + 250_001
+    w = resolve(WindowPlan(2, 20), L0, L0 + 10_000, L0 + 7 * US + 250_000, completed=False)
+    assert w.measured_end_us == L0 + 7 * US + 250_001
     assert w.measured_s == pytest.approx(5.250001) and w.whole_seconds == 5
-    w = resolve(WindowPlan(5, 20), O, O + 10_000, O + 3 * US, completed=False)  # in the lead-in
+    w = resolve(WindowPlan(5, 20), L0, L0 + 10_000, L0 + 3 * US, completed=False)  # in the lead-in
     assert w.measured_s == 0.0 and w.whole_seconds == 0
 
 
 def test_transactions_run_measures_everything_and_whole_seconds_inside() -> None:
-    w = resolve(WindowPlan(0, None), O, O + 400_000, O + 5 * US + 300_000, completed=True)
-    assert (w.start_us, w.end_us) == (O + 400_000, O + 5 * US + 300_001)
+    w = resolve(WindowPlan(0, None), L0, L0 + 400_000, L0 + 5 * US + 300_000, completed=True)
+    assert (w.start_us, w.end_us) == (L0 + 400_000, L0 + 5 * US + 300_001)
     assert w.first_second == 1 and w.whole_seconds == 4  # seconds 1..4 of the grid

@@ -35,6 +35,7 @@ WARMUP_WINDOW_FRACTION of the run, at least 5 points) whose mean is within WARMU
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -199,9 +200,7 @@ def change_points(
         if p >= CHANGE_P or abs(after - before) < abs(before) * MIN_SHIFT_PCT / 100:
             cuts.pop(worst)
             continue
-        weak = [
-            i for i, (b, a, _) in enumerate(tests) if abs(a - b) < abs(b) * MIN_SHIFT_PCT / 100
-        ]
+        weak = [i for i, (b, a, _) in enumerate(tests) if abs(a - b) < abs(b) * MIN_SHIFT_PCT / 100]
         if weak:
             cuts.pop(weak[0])
             continue
@@ -217,9 +216,7 @@ def _shift_tests(y: np.ndarray, cuts: list[int]) -> list[tuple[float, float, flo
     from scipy import stats
 
     edges = [0, *cuts, y.size]
-    resid = np.concatenate(
-        [y[a:b] - y[a:b].mean() for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    )
+    resid = np.concatenate([y[a:b] - y[a:b].mean() for a, b in itertools.pairwise(edges)])
     shrink = (1 - (rho := _lag1(resid, edges))) / (1 + rho)
     out = []
     for i, c in enumerate(cuts):
@@ -248,7 +245,7 @@ def _lag1(resid: np.ndarray, edges: list[int]) -> float:
     mad = 1.4826 * float(np.median(np.abs(resid - np.median(resid))))
     if mad > 0:
         resid = np.clip(resid, -3 * mad, 3 * mad)
-    num = sum(float(resid[a + 1 : b] @ resid[a : b - 1]) for a, b in zip(edges, edges[1:]))
+    num = sum(float(resid[a + 1 : b] @ resid[a : b - 1]) for a, b in itertools.pairwise(edges))
     den = float(resid @ resid)
     if den <= 0:
         return 0.0

@@ -44,14 +44,14 @@ MIN_BUCKET_COVERAGE_S = 0.5
 # must not hold every later second open.
 FORCE_CLOSE_AFTER_US = 120 * US
 
-SCHEMA = {
-    "client": pl.Int32,
-    "latency_us": pl.Int64,
+SCHEMA: dict[str, pl.DataType] = {
+    "client": pl.Int32(),
+    "latency_us": pl.Int64(),
     "status": STATUS,
-    "script": pl.Int16,
-    "end_us": pl.Int64,
-    "lag_us": pl.Int64,
-    "retries": pl.Int32,
+    "script": pl.Int16(),
+    "end_us": pl.Int64(),
+    "lag_us": pl.Int64(),
+    "retries": pl.Int32(),
 }
 
 _STATUS_LEVELS = pl.Series("status", list(STATUSES), dtype=STATUS)
@@ -364,8 +364,9 @@ class TxlogStream:
 
     def _fold_totals(self, frame: pl.DataFrame, ok_frame: pl.DataFrame) -> None:
         keys = ["part", "script"]
-        status = frame.group_by([*keys, "code"]).len()
-        retries = frame.group_by(keys).agg(
+        code = pl.col("code")
+        counts = frame.group_by(keys).agg(
+            *[(code == k).sum().alias(name) for k, name in enumerate(STATUSES)],
             (pl.col("retries") > 0).sum().alias("retried"),
             pl.col("retries").sum().alias("retries"),
         )
@@ -380,11 +381,9 @@ class TxlogStream:
             pl.col("lag_us").max().alias("lag_max"),
         )
         hist = ok_frame.group_by([*keys, "bucket"]).len()
-        for part, script, code, n in status.iter_rows():
-            if code is not None:
-                self._cell(part, script).status[code] += n
-        for part, script, retried, total in retries.iter_rows():
+        for part, script, *by_status, retried, total in counts.iter_rows():
             t = self._cell(part, script)
+            t.status += np.asarray(by_status, dtype=np.int64)
             t.retried += retried or 0
             t.retries += total or 0
         for part, script, n, mean, m2, mx, lag_n, lag_sum, lag_max in moments.iter_rows():
@@ -454,7 +453,9 @@ class TxlogStream:
         limit = self._close_limit()
         start = self._first_start_ok if self._first_start_ok is not None else self._first_end
         return (
-            limit is not None and start is not None and limit > grid_second(self.origin_us, start) + 1
+            limit is not None
+            and start is not None
+            and limit > grid_second(self.origin_us, start) + 1
         )
 
     def _resolve_start(self) -> None:
@@ -488,6 +489,7 @@ class TxlogStream:
                 self._resolve_start()
             self._close_seconds(final=True)
             first = self._resolved_start if self._bounds is not None else start
+            assert first is not None  # set by _resolve_start
             window = resolve(self.plan, self.origin_us, first, self._last_end, completed)
             return self._summary(window, start, completed)
 
@@ -545,7 +547,7 @@ class TxlogStream:
         transactions); the seconds at the run's edges may be partly covered, so their tps is
         divided by the covered time (at least MIN_BUCKET_COVERAGE_S)."""
         out: dict[str, list] = {k: [] for k in SERIES_KEYS}
-        if not self._seconds:
+        if not self._seconds or self._last_end is None:
             return out
         lo = min(min(self._seconds), grid_second(self.origin_us, start))
         hi = max(self._seconds)

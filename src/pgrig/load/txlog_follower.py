@@ -22,7 +22,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pgrig.analysis.txlog import TxlogStream, complete_lines
 from pgrig.archive.artifacts import GZIP_LEVEL
@@ -63,7 +63,7 @@ class _File:
     offset: int = 0
     punched: int = 0
     rest: bytes = b""
-    keep: IO[bytes] | None = None
+    keep: gzip.GzipFile | None = None
 
 
 class TxlogFollower:
@@ -146,7 +146,8 @@ class TxlogFollower:
         f = _File(path=path, fd=fd, thread=thread)
         if self.keep_dir is not None:
             name = f"txlog.{thread}.gz"
-            f.keep = gzip.open(self.keep_dir / name, "wb", compresslevel=GZIP_LEVEL)
+            # closed in _close(), when the reader stops
+            f.keep = gzip.open(self.keep_dir / name, "wb", compresslevel=GZIP_LEVEL)  # noqa: SIM115
             self.stats.kept[f"txlog.{thread}"] = name
         self._files[path] = f
         self.stats.files = len(self._files)
