@@ -115,6 +115,18 @@ def complete_lines(data: bytes) -> tuple[bytes, bytes]:
     return data[: cut + 1], data[cut + 1 :]
 
 
+def check_fields(data: bytes, *, has_lag: bool, has_retries: bool, source: str) -> None:
+    """The first line has the fields of this run's options (a clear error otherwise)."""
+    expected = 6 + has_lag + has_retries
+    n = len(data[: data.find(b"\n")].split())
+    if n != expected:
+        raise PgrigError(
+            f"{source}: pgbench log lines have {n} fields, expected {expected} "
+            f"(has_lag={has_lag}, has_retries={has_retries}): not a per-transaction log of "
+            "this run's options"
+        )
+
+
 def parse_lines(
     data: bytes, *, has_lag: bool, has_retries: bool, source: str = "pgbench log"
 ) -> pl.DataFrame:
@@ -128,14 +140,7 @@ def parse_lines(
     if not data:
         return pl.DataFrame(schema=SCHEMA)
     schema = _raw_schema(has_lag, has_retries)
-    first = data[: data.find(b"\n")]
-    n = len(first.split())
-    if n != len(schema):
-        raise PgrigError(
-            f"{source}: pgbench log lines have {n} fields, expected {len(schema)} "
-            f"(has_lag={has_lag}, has_retries={has_retries}): not a per-transaction log of "
-            "this run's options"
-        )
+    check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
     try:
         raw = pl.read_csv(data, separator=" ", has_header=False, schema=schema, quote_char=None)
         return raw.select(_columns(has_lag, has_retries))
@@ -318,13 +323,27 @@ class TxlogStream:
     # --- input --------------------------------------------------------------------------------
     def feed(self, data: bytes, source: str = "pgbench log") -> None:
         """Fold complete log lines (from one file) into the state."""
-        df = parse_lines(data, has_lag=self.has_lag, has_retries=self.has_retries, source=source)
-        if df.height == 0:
-            return
-        with self._lock:
-            self._fold(df, source)
+        self.feed_many([(source, data)])
 
-    def _fold(self, df: pl.DataFrame, source: str) -> None:
+    def feed_many(self, chunks: Sequence[tuple[str, bytes]]) -> None:
+        """Fold complete log lines of several files (source, lines) in one go: one parse."""
+        chunks = [(source, data) for source, data in chunks if data]
+        if not chunks:
+            return
+        for source, data in chunks:  # every file has this run's fields
+            check_fields(data, **self._format, source=source)
+        df = parse_lines(b"".join(d for _, d in chunks), **self._format, source=chunks[0][0])
+        with self._lock:
+            for source, data in chunks:  # a thread writes its lines in end-time order
+                last = _end_of_last_line(data)
+                self._horizon[source] = max(self._horizon.get(source, last), last)
+            self._fold(df)
+
+    @property
+    def _format(self) -> dict[str, bool]:
+        return {"has_lag": self.has_lag, "has_retries": self.has_retries}
+
+    def _fold(self, df: pl.DataFrame) -> None:
         self.lines += df.height
         ok = pl.col("status") == "ok"
         span = df.select(
@@ -335,7 +354,6 @@ class TxlogStream:
         self._first_end = _min(self._first_end, span["first_end"])
         self._last_end = _max(self._last_end, span["last_end"])
         self._first_start_ok = _min(self._first_start_ok, span["start"])
-        self._horizon[source] = max(self._horizon.get(source, span["last_end"]), span["last_end"])
 
         second = ((pl.col("end_us") - self.origin_us) // US).alias("second")
         frame = df.with_columns(
@@ -569,6 +587,12 @@ class TxlogStream:
                 out[k].append(_ms(q.get(k)))
             out["max"].append(_ms(s.max_us))
         return out
+
+
+def _end_of_last_line(data: bytes) -> int:
+    """End time (epoch us) of the last complete line of data."""
+    fields = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :].split()
+    return int(fields[4]) * 1_000_000 + int(fields[5])
 
 
 def _min(a: int | None, b: int | None) -> int | None:

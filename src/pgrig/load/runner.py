@@ -367,7 +367,11 @@ def _measure(
 
     completed = rc == 0 and not interrupted
     if follow is not None:
-        rec.extra["txlog"] = {**follow.as_dict(), "lines": stream.lines}
+        rec.extra["txlog"] = {
+            **follow.as_dict(),
+            "lines": stream.lines,
+            "late_lines": stream.late_lines,
+        }
         rec.artifacts.update(follow.kept)
         if follow.error:
             rec.extra["results_error"] = follow.error
