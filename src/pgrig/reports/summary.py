@@ -138,26 +138,28 @@ def compare_points(
 
 def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunStability:
     """Stability of one run's per-second TPS over the whole seconds of its measured window."""
-    from pgrig.analysis import series as series_mod
+    import dataclasses
 
-    cols = (series if series is not None else rec.series).get("pgbench") or {}
+    from pgrig.analysis import series as series_mod
+    from pgrig.analysis.compare import measured_seconds
+
+    if series is not None:
+        rec = dataclasses.replace(rec, series=series)
+    cols = rec.series.get("pgbench") or {}
     t, y = cols.get("t") or [], cols.get("tps") or []
-    pairs = [(a, b) for a, b in zip(t, y, strict=False) if a is not None and b is not None]
+    warm = [b for a, b in zip(t, y, strict=False) if a is not None and b is not None and a < 0]
+    # whole seconds only (a partial last second would look like a collapse)
+    mt, my = measured_seconds(rec, "tps")
     out = RunStability(rec.id, warmup_s=rec.warmup_s or 0.0)
-    warm = [b for a, b in pairs if a < 0]
-    # whole seconds only: a second [t, t + 1) inside the measured time (a partial last second
-    # would look like a collapse)
-    measured = [(a, b) for a, b in pairs if a >= 0 and a + 1 <= (rec.measured_s or 0) + 1e-9]
     if warm:
         out.warmup_tps = sum(warm) / len(warm)
-    if measured:
-        out.measured_tps = sum(b for _, b in measured) / len(measured)
+    if my.size:
+        out.measured_tps = float(my.mean())
     stored = (rec.extra or {}).get("stability")
-    if not isinstance(stored, dict):
-        if len(measured) < 3:
+    if not isinstance(stored, dict):  # runs archived before stability was stored with them
+        if my.size < 3:
             return out
-        stored = series_mod.stability([a for a, _ in measured], [b for _, b in measured])
-        stored = {"seconds": len(measured), **stored.as_record()}
+        stored = {"seconds": int(my.size), **series_mod.stability(mt, my).as_record()}
     out.seconds = int(stored.get("seconds") or stored.get("n") or 0)
     if out.seconds < 3:
         return out
