@@ -26,6 +26,15 @@ def sh(argv: list[str], env: dict[str, str] | None = None) -> str:
     return out.stdout
 
 
+def ensure_env(name: str, pg: str, scale: int) -> None:
+    """The bench environment, created with pgbench data at `scale` if missing, running."""
+    envs = json.loads(sh(["pgrig", "env", "list", "--json"]))
+    if not any(e["name"] == name for e in envs):
+        sh(["pgrig", "env", "create", name, "--pg", pg])
+        sh(["pgrig", "db", "generate", name, "--scale", str(scale)])
+    sh(["pgrig", "env", "start", name])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--env", default="bench-overhead")
@@ -35,11 +44,7 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=10)
     args = ap.parse_args()
 
-    envs = json.loads(sh(["pgrig", "env", "list", "--json"]))
-    if not any(e["name"] == args.env for e in envs):
-        sh(["pgrig", "env", "create", args.env, "--pg", args.pg])
-        sh(["pgrig", "db", "generate", args.env, "--scale", str(args.scale)])
-    sh(["pgrig", "env", "start", args.env])
+    ensure_env(args.env, args.pg, args.scale)
     info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
     pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
     libpq = {

@@ -61,6 +61,13 @@ def test_thousand_clients_both_paths(make_env, pgrig_home: Path, low_nofile: Non
         assert errors == [] and not rec.failed
         stdout = artifact_path(rec.artifacts["pgbench.stdout"]).read_text()
         assert "number of clients: 1000" in stdout
+        # slow logins: whole seconds only; a window shortened by them says so (analysis/window)
+        late = rec.extra["window"]["late_start_s"]
+        assert rec.measured_s == duration - late
+        measured = [t for t in rec.series["pgbench"]["t"] if t >= 0]
+        assert measured == list(range(int(duration) - late))
+        codes = [w["code"] for w in rec.extra.get("warnings", [])]
+        assert ("late_start" in codes) == (late > 0)
         if via == "pooler":
             assert rec.transactions and rec.transactions > 0
             assert max(v or 0 for v in rec.series["pooler"]["cl_active"]) > 0

@@ -196,3 +196,39 @@ def test_compare_gives_no_verdict_for_a_failed_run(tmp_path: Path) -> None:
     assert cell.style == "muted"
     notes = [b.text for b in doc.sections[0].blocks if isinstance(b, Paragraph)]
     assert "No verdict: only ok runs are compared." in notes
+
+
+def test_stability_is_read_from_the_run_when_stored() -> None:
+    """One reader: the figures the runner stored (extra["stability"]) win over a recomputation,
+    so every report shows what the run page and `runs show --json` show."""
+    rec = make_record(tps=500, seconds=30, seed=4)
+    rec.extra["stability"] = {
+        "seconds": 30,
+        "cv": 0.012,
+        "trend_pct_per_min": -9.0,
+        "first_last_change_pct": -6.5,
+        "drift_flagged": True,
+        "reasons": ["level after t=20s differs by -9.0% from the level before t=20s"],
+        "change_points": [{"t": 20.0, "before": 520.0, "after": 473.0, "change_pct": -9.0}],
+    }
+    s = run_stability(rec)
+    assert (s.cv, s.drift, s.seconds) == (0.012, True, 30)
+    assert s.describe() == (
+        "CV 1.2%, trend -9.0%/min, last vs first fifth -6.5%, change points t=20s -9.0% "
+        "(DRIFT: level after t=20s differs by -9.0% from the level before t=20s)"
+    )
+
+
+def test_stability_of_older_runs_uses_whole_seconds_only() -> None:
+    """Runs archived before stability was stored ended their series with a partial second
+    (156 TPS after 30 s at ~4,500): it must not count, so a steady run is not "drifting"."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rec = make_record(tps=4500, seconds=30, warmup=0, seed=5)
+    tps = [*(4500 * (1 + 0.01 * rng.standard_normal(30))), 156.0]
+    rec.series["pgbench"] = {"t": list(range(31)), "tps": tps}
+    rec.measured_s = 30.0
+    s = run_stability(rec)
+    assert s.seconds == 30 and not s.drift
+    assert s.cv == pytest.approx(np.std(tps[:30], ddof=1) / np.mean(tps[:30]))

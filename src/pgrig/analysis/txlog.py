@@ -1,47 +1,64 @@
-"""pgbench per-transaction logs (-l) into results: exact latency quantiles, per script, per second.
+"""pgbench per-transaction logs (-l) into results, as they are written, in constant memory.
 
 A log line is `client_id transaction_no time_us script_no epoch_s epoch_us [lag_us] [retries]`
 where time_us may read `skipped`, `failed`, `serialization` or `deadlock`. pgbench writes one
 file per thread: <prefix>.<pid> and <prefix>.<pid>.<n>.
 
-Speed matters (tens of millions of lines per run), so everything stays in polars: the time field
-is read as a (short, inline) string, cast to an integer non-strictly, and the status is derived
-from a small integer code gathered into an Enum, never by casting the whole string column.
-Latency quantiles for the window and per script come from exact value counts (latencies are
-integer microseconds, so there are few distinct values), not from re-sorting for every quantile.
+`TxlogStream` takes the lines in chunks (whatever a reader found appended to a file), parses each
+chunk with polars and folds it into fixed-size state: per script and per part of the run
+(before, inside and after the measured window) the count of each status, retries, the latency
+moments and an HDR histogram (analysis/hdr.py: exact below 2 ms, within 0.05% above); per grid
+second (analysis/window.py) the counts and, until every thread has written past that second, a
+histogram for its percentiles. Nothing grows with the number of transactions; per second only
+one row of figures is kept. Results are the same whatever the chunking.
+
+Counts, means, standard deviations, maxima and lag are exact; latency percentiles are exact
+below 2,048 us and within 0.05% relative error above.
 """
 
 from __future__ import annotations
 
-import gzip
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import polars as pl
-from polars.datatypes import DataTypeClass
 
+from pgrig.analysis import hdr
+from pgrig.analysis.window import US, Window, WindowPlan, grid_second, resolve
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.errors import PgrigError
 
 STATUSES = ("ok", "skipped", "failed", "serialization", "deadlock")
 STATUS = pl.Enum(list(STATUSES))
-FAILED_STATUSES = ("failed", "serialization", "deadlock")
+OK, SKIPPED = 0, 1
+FAILED_CODES = (2, 3, 4)  # failed, serialization, deadlock
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+SERIES_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+SERIES_KEYS = ("t", "tps", "failed", "skipped", "p50", "p95", "p99", "max")
+MIN_BUCKET_COVERAGE_S = 0.5
+# A second is closed (its percentiles computed, its histogram dropped) once every thread wrote
+# past it, or at the latest this long after the newest line: a thread whose clients all died
+# must not hold every later second open.
+FORCE_CLOSE_AFTER_US = 120 * US
 
-SCHEMA: dict[str, pl.DataType | DataTypeClass] = {
-    "client": pl.Int32,
-    "latency_us": pl.Int64,
+SCHEMA: dict[str, pl.DataType] = {
+    "client": pl.Int32(),
+    "latency_us": pl.Int64(),
     "status": STATUS,
-    "script": pl.Int16,
-    "end_us": pl.Int64,
-    "lag_us": pl.Int64,
-    "retries": pl.Int32,
+    "script": pl.Int16(),
+    "end_us": pl.Int64(),
+    "lag_us": pl.Int64(),
+    "retries": pl.Int32(),
 }
 
 _STATUS_LEVELS = pl.Series("status", list(STATUSES), dtype=STATUS)
+
+
+# --------------------------------------------------------------------------------------------
+# parsing
 
 
 def _raw_schema(has_lag: bool, has_retries: bool) -> dict[str, pl.DataType]:
@@ -90,108 +107,135 @@ def _columns(has_lag: bool, has_retries: bool) -> list[pl.Expr]:
     ]
 
 
-def empty_frame() -> pl.DataFrame:
-    return pl.DataFrame(schema=SCHEMA)
-
-
-def _complete_bytes(data: bytes) -> bytes:
-    """Only complete lines: a killed pgbench leaves a torn last line (possibly a valid-looking
-    prefix such as a shortened epoch_us), so anything after the last newline is dropped."""
+def complete_lines(data: bytes) -> tuple[bytes, bytes]:
+    """(complete lines, the rest): a line is only complete with its newline. pgbench writes
+    through a buffer, so a read can end mid-line, and a killed pgbench leaves a torn last line
+    (possibly a valid-looking prefix such as a shortened epoch_us)."""
     cut = data.rfind(b"\n")
-    return data[: cut + 1] if cut >= 0 else b""
+    return data[: cut + 1], data[cut + 1 :]
 
 
-def _ends_with_newline(path: Path) -> bool | None:
-    """True/False for a non-empty plain file, None when it is empty."""
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        if f.tell() == 0:
-            return None
-        f.seek(-1, 2)
-        return f.read(1) == b"\n"
-
-
-def _check_fields(
-    path: Path, first_line: bytes, expected: int, has_lag: bool, has_retries: bool
-) -> None:
-    n = len(first_line.split())
+def check_fields(data: bytes, *, has_lag: bool, has_retries: bool, source: str) -> None:
+    """The first line has the fields of this run's options (a clear error otherwise)."""
+    expected = 6 + has_lag + has_retries
+    n = len(data[: data.find(b"\n")].split())
     if n != expected:
         raise PgrigError(
-            f"{path}: pgbench log lines have {n} fields, expected {expected} "
+            f"{source}: pgbench log lines have {n} fields, expected {expected} "
             f"(has_lag={has_lag}, has_retries={has_retries}): not a per-transaction log of "
             "this run's options"
         )
 
 
-def _first_line(path: Path) -> bytes:
-    opener = gzip.open if _is_gzip(path) else open
-    with opener(path, "rb") as f:
-        return f.readline(4096)
-
-
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
-def read_txlogs(paths: Sequence[Path | str], *, has_lag: bool, has_retries: bool) -> pl.DataFrame:
-    """Read pgbench per-transaction logs (plain or .gz) into one DataFrame.
+def parse_lines(
+    data: bytes, *, has_lag: bool, has_retries: bool, source: str = "pgbench log"
+) -> pl.DataFrame:
+    """Complete log lines -> a DataFrame of SCHEMA.
 
     Columns: client Int32, latency_us Int64 (null unless the time field is numeric), status
-    Enum(ok, skipped, failed, serialization, deadlock), script Int16, end_us Int64 (epoch
-    microseconds), lag_us Int64 (null without -R), retries Int32 (null with --max-tries 1).
-    Rows are not sorted. A torn last line (pgbench killed mid-write) is ignored.
+    Enum(ok, skipped, failed, serialization, deadlock; null for an unknown word), script Int16,
+    end_us Int64 (epoch microseconds), lag_us Int64 (null without -R), retries Int32 (null with
+    --max-tries 1).
     """
+    if not data:
+        return pl.DataFrame(schema=SCHEMA)
     schema = _raw_schema(has_lag, has_retries)
-    expected = len(schema)
-    frames: list[pl.LazyFrame] = []
-    for p in paths:
-        path = Path(p)
-        if not path.is_file():
-            raise PgrigError(f"pgbench log not found: {path}")
-        gz = _is_gzip(path)
-        if gz:
-            data = _complete_bytes(gzip.decompress(path.read_bytes()))
-            if not data:
-                continue
-            _check_fields(path, data[: data.find(b"\n")], expected, has_lag, has_retries)
-            source: str | bytes = data
-        else:
-            complete = _ends_with_newline(path)
-            if complete is None:
-                continue
-            first = _first_line(path)
-            if not first.endswith(b"\n"):
-                continue  # a single torn line and nothing else
-            _check_fields(path, first, expected, has_lag, has_retries)
-            source = str(path) if complete else _complete_bytes(path.read_bytes())
-        lf = pl.scan_csv(source, separator=" ", has_header=False, schema=schema, quote_char=None)
-        frames.append(lf.select(_columns(has_lag, has_retries)))
-    if not frames:
-        return empty_frame()
+    check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
     try:
-        return pl.concat(frames).collect()
+        raw = pl.read_csv(data, separator=" ", has_header=False, schema=schema, quote_char=None)
+        return raw.select(_columns(has_lag, has_retries))
     except pl.exceptions.PolarsError as e:
-        names = ", ".join(str(p) for p in paths)
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PgrigError(f"cannot parse pgbench log ({names}): {reason}") from None
-
-
-def infer_start_us(df: pl.DataFrame) -> int:
-    """When pgbench started sending transactions: the earliest (end - latency).
-
-    With -R the latency counts from the scheduled start, so this is the first scheduled start.
-    """
-    if df.height == 0:
-        raise PgrigError("the pgbench log holds no transactions")
-    start = df.select((pl.col("end_us") - pl.col("latency_us")).min()).item()
-    if start is None:  # only skipped/failed lines: no latency anywhere
-        start = df["end_us"].min()
-    return int(start)
+        text = str(e).strip()
+        first_line = text.splitlines()[0] if text else type(e).__name__
+        raise PgrigError(f"cannot parse pgbench log ({source}): {first_line}") from None
 
 
 # --------------------------------------------------------------------------------------------
-# summarize
+# accumulated figures
+
+
+@dataclass
+class _Totals:
+    """One script's figures over one part of the run (fixed size, mergeable)."""
+
+    status: np.ndarray = field(default_factory=lambda: np.zeros(len(STATUSES), np.int64))
+    retried: int = 0
+    retries: int = 0
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ok latencies
+    n: int = 0  # ok latencies: count, mean, sum of squared deviations (Chan et al.), max
+    mean: float = 0.0
+    m2: float = 0.0
+    max_us: int | None = None
+    lag_n: int = 0
+    lag_sum: int = 0
+    lag_max: int | None = None
+
+    def add_moments(self, n: int, mean: float, m2: float, max_us: int | None) -> None:
+        if n == 0:
+            return
+        total = self.n + n
+        delta = mean - self.mean
+        self.mean += delta * n / total
+        self.m2 += m2 + delta * delta * self.n * n / total
+        self.n = total
+        self.max_us = _max(self.max_us, max_us)
+
+    def merge(self, other: _Totals) -> None:
+        self.status += other.status
+        self.retried += other.retried
+        self.retries += other.retries
+        self.hist = hdr.merge(self.hist, other.hist)
+        self.add_moments(other.n, other.mean, other.m2, other.max_us)
+        self.lag_n += other.lag_n
+        self.lag_sum += other.lag_sum
+        self.lag_max = _max(self.lag_max, other.lag_max)
+
+    def latency(self) -> LatencyStats:
+        """Latency (ms) of the ok transactions: exact mean, population stddev (as pgbench) and
+        max; percentiles from the histogram."""
+        if self.n == 0:
+            return LatencyStats()
+        q = hdr.quantiles(self.hist, QUANTILES)
+        return LatencyStats(
+            avg=self.mean / 1000.0,
+            stddev=math.sqrt(max(0.0, self.m2 / self.n)) / 1000.0,
+            max=(self.max_us or 0) / 1000.0,
+            **{k: (v / 1000.0 if v is not None else None) for k, v in q.items()},
+        )
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)
+
+
+@dataclass
+class _Second:
+    """One grid second: counts, and the latency histogram until the second is closed."""
+
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+    max_us: int | None = None
+    parts: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (index, count)
+    quantiles: dict[str, float | None] | None = None  # set when closed
+
+    def close(self) -> None:
+        counts = np.zeros(0, np.int64)
+        for index, weight in self.parts:
+            counts = hdr.add(counts, index, weight)
+        self.quantiles = hdr.quantiles(counts, SERIES_QUANTILES)
+        self.parts = []
+
+
+# Parts of a -T run, by end time. Window seconds are kept apart ("pending", keyed by their grid
+# second) until the window start is certain (see _resolve_start).
+PRE, WINDOW, POST = -3, -2, -1
+
+
+# --------------------------------------------------------------------------------------------
+# summary
 
 
 @dataclass
@@ -210,266 +254,352 @@ class TxlogSummary:
     retries: int | None  # total retries
     tps: float | None
     latency: LatencyStats
+    window: Window
     lag_avg_ms: float | None = None
     lag_max_ms: float | None = None
     scripts: list[ScriptResult] = field(default_factory=list)
-    # per 1 s bucket of end time, t = bucket start in seconds relative to the window start
-    # (negative during the warm-up); every bucket from the first to the last transaction
+    # per grid second of end time, t = seconds from the window start (negative: warm-up); every
+    # second from the first transaction to the last (a completed -T run: to the window's end)
     series: dict[str, list[float | None]] = field(default_factory=dict)
+    lines: int = 0
+    late_lines: int = 0  # lines that arrived after their second was closed (see FORCE_CLOSE..)
 
-
-def _stats_from_counts(values: np.ndarray, counts: np.ndarray) -> LatencyStats:
-    """Exact stats (ms) of a multiset of integer microseconds given as sorted (value, count).
-
-    Quantiles use linear interpolation between order statistics (numpy's default, type 7);
-    stddev is the population one, as pgbench reports it.
-    """
-    n = int(counts.sum())
-    if n == 0:
-        return LatencyStats()
-    v = values.astype(np.float64)
-    c = counts.astype(np.float64)
-    mean = float((v * c).sum() / n)
-    std = float(math.sqrt(max(0.0, float((c * (v - mean) ** 2).sum()) / n)))
-    cum = np.cumsum(counts)
-    out: dict[str, float] = {}
-    for name, q in QUANTILES.items():
-        h = (n - 1) * q
-        lo, hi = math.floor(h), math.ceil(h)
-        x_lo = v[np.searchsorted(cum, lo, side="right")]
-        x_hi = v[np.searchsorted(cum, hi, side="right")]
-        out[name] = float(x_lo + (h - lo) * (x_hi - x_lo)) / 1000.0
-    return LatencyStats(avg=mean / 1000.0, stddev=std / 1000.0, max=float(v[-1]) / 1000.0, **out)
-
-
-def summarize(
-    df: pl.DataFrame, *, window_start_us: int, window_end_us: int, script_names: list[str]
-) -> TxlogSummary:
-    """Results over the transactions that END inside [window_start_us, window_end_us).
-
-    Latency figures are over ok transactions only; tps = ok / window seconds. Per script the
-    same (scripts in script_names order, plus any other script number found). The per-second
-    series covers ALL the data, warm-up included, so charts can shade it.
-    """
-    if window_end_us < window_start_us:
-        raise PgrigError(
-            f"measurement window ends before it starts: {window_end_us} < {window_start_us} (us)"
-        )
-    # An empty window (a run aborted during its warm-up) still gives counts of 0 and the series;
-    # rates over it are None, not invented.
-    window_s = (window_end_us - window_start_us) / 1e6
-    lf = df.lazy()
-    in_window = lf.filter(pl.col("end_us").is_between(window_start_us, window_end_us, "left"))
-    ok = pl.col("status") == "ok"
-    hist_q = in_window.filter(ok).group_by("script", "latency_us").len().sort("latency_us")
-    counts_q = in_window.group_by("script", "status").agg(
-        pl.len().alias("n"),
-        (pl.col("retries") > 0).sum().alias("retried"),
-        pl.col("retries").sum().alias("retries"),
-    )
-    lag_q = in_window.filter(ok).select(
-        pl.col("lag_us").mean().alias("avg"), pl.col("lag_us").max().alias("max")
-    )
-    hist, counts, lag = pl.collect_all([hist_q, counts_q, lag_q])
-
-    has_retries = df.height > 0 and df["retries"].null_count() < df.height
-    by_script: dict[int, dict[str, int]] = {}
-    for script, status, n, retried, retries in counts.iter_rows():
-        d = by_script.setdefault(int(script), {s: 0 for s in (*STATUSES, "retried", "retries")})
-        if status is not None:
-            d[status] += n
-        d["retried"] += retried or 0
-        d["retries"] += retries or 0
-
-    scripts: list[ScriptResult] = []
-    numbers = sorted(set(range(len(script_names))) | set(by_script))
-    for no in numbers:
-        d = by_script.get(no, {s: 0 for s in (*STATUSES, "retried", "retries")})
-        h = hist.filter(pl.col("script") == no)
-        lat = _stats_from_counts(h["latency_us"].to_numpy(), h["len"].to_numpy())
-        scripts.append(
-            ScriptResult(
-                script_no=no,
-                name=script_names[no] if 0 <= no < len(script_names) else f"script {no}",
-                transactions=d["ok"],
-                failed=sum(d[s] for s in FAILED_STATUSES),
-                retried=d["retried"],
-                skipped=d["skipped"],
-                tps=d["ok"] / window_s if window_s > 0 else None,
-                latency=lat,
-            )
-        )
-
-    merged = hist.group_by("latency_us").agg(pl.col("len").sum()).sort("latency_us")
-    total = {s: sum(d[s] for d in by_script.values()) for s in (*STATUSES, "retried", "retries")}
-    lag_avg, lag_max = lag.row(0)
-    return TxlogSummary(
-        window_start_us=window_start_us,
-        window_end_us=window_end_us,
-        window_s=window_s,
-        transactions=total["ok"],
-        failed=sum(total[s] for s in FAILED_STATUSES),
-        serialization_failures=total["serialization"],
-        deadlock_failures=total["deadlock"],
-        skipped=total["skipped"],
-        retried=total["retried"] if has_retries else None,
-        retries=total["retries"] if has_retries else None,
-        tps=total["ok"] / window_s if window_s > 0 else None,
-        latency=_stats_from_counts(merged["latency_us"].to_numpy(), merged["len"].to_numpy()),
-        lag_avg_ms=lag_avg / 1000.0 if lag_avg is not None else None,
-        lag_max_ms=lag_max / 1000.0 if lag_max is not None else None,
-        scripts=scripts,
-        series=per_second(df, window_start_us),
-    )
-
-
-MIN_BUCKET_COVERAGE_S = 0.5
-
-
-def per_second(df: pl.DataFrame, origin_us: int) -> dict[str, list[float | None]]:
-    """One row per 1 s bucket of end time, aligned on origin_us (the window start).
-
-    t: bucket start (s, relative to origin); tps: ok per second; failed and skipped: counts in
-    the bucket; p50/p95/p99/max: latency of ok transactions (ms, None when none). Buckets with
-    no transaction in between are present (tps 0): a stall must show. The first and last buckets
-    may be only partly covered by the run; their tps is divided by the covered time (at least
-    MIN_BUCKET_COVERAGE_S, so a sliver of a second cannot spike).
-    """
-    keys = ("t", "tps", "failed", "skipped", "p50", "p95", "p99", "max")
-    if df.height == 0:
-        return {k: [] for k in keys}
-    bucket = ((pl.col("end_us") - origin_us) // 1_000_000).alias("t")
-    lat = pl.col("latency_us")
-    lf = df.lazy().with_columns(bucket)
-    ok_q = (
-        lf.filter(pl.col("status") == "ok")
-        .group_by("t")
-        .agg(
-            pl.len().alias("ok"),
-            lat.quantile(0.5, "linear").alias("p50"),
-            lat.quantile(0.95, "linear").alias("p95"),
-            lat.quantile(0.99, "linear").alias("p99"),
-            lat.max().alias("max"),
-        )
-    )
-    bad_q = (
-        lf.filter(pl.col("status") != "ok")
-        .group_by("t")
-        .agg(
-            pl.col("status").is_in(FAILED_STATUSES).sum().alias("failed"),
-            (pl.col("status") == "skipped").sum().alias("skipped"),
-        )
-    )
-    span_q = lf.select(
-        pl.col("t").min().alias("t0"),
-        pl.col("t").max().alias("t1"),
-        (pl.col("end_us") - lat).min().alias("start"),
-        pl.col("end_us").max().alias("end"),
-    )
-    ok_df, bad_df, span = pl.collect_all([ok_q, bad_q, span_q])
-    t0, t1, start, end = span.row(0)
-    if start is None:
-        start = end
-    t0 = min(t0, (start - origin_us) // 1_000_000)
-    grid = pl.DataFrame({"t": pl.int_range(t0, t1 + 1, eager=True).cast(pl.Int64)})
-    s = (
-        grid.join(ok_df, on="t", how="left")
-        .join(bad_df, on="t", how="left")
-        .with_columns(
-            pl.col("ok", "failed", "skipped").fill_null(0),
-            # covered part of each bucket: [origin + t, origin + t + 1s) within [start, end]
-            (
-                (
-                    pl.min_horizontal(origin_us + (pl.col("t") + 1) * 1_000_000, end + 1)
-                    - pl.max_horizontal(origin_us + pl.col("t") * 1_000_000, start)
-                )
-                / 1e6
-            )
-            .clip(MIN_BUCKET_COVERAGE_S, 1.0)
-            .alias("covered"),
-        )
-        .with_columns(
-            (pl.col("ok") / pl.col("covered")).alias("tps"),
-            (pl.col("p50", "p95", "p99", "max").cast(pl.Float64) / 1000.0),
-        )
-        .sort("t")
-    )
-    return {k: s[k].to_list() for k in keys}
+    @property
+    def whole_seconds(self) -> tuple[list[float], list[float]]:
+        """(t, tps) of the whole seconds inside the window: what statistics may use."""
+        t, tps = self.series.get("t", []), self.series.get("tps", [])
+        pairs = [
+            (float(a), float(b))
+            for a, b in zip(t, tps, strict=True)
+            if a is not None and b is not None and 0 <= a < self.window.whole_seconds
+        ]
+        return [a for a, _ in pairs], [b for _, b in pairs]
 
 
 # --------------------------------------------------------------------------------------------
-# live tail
+# the stream
 
 
-class LiveTail:
-    """Cheap live figures from the growing logs: poll() -> (tps, p95 ms) over the last second.
+class TxlogStream:
+    """Per-transaction log lines in, figures out; feed() may run in a reader thread while
+    live() is read from another. See the module doc."""
 
-    Each poll reads only bytes appended since the previous one (per file; files appear as
-    pgbench threads start: <prefix>.<pid>, <prefix>.<pid>.<n>), parses the new complete lines
-    with polars, and keeps just the last second of (end, latency). "Last second" is in log
-    time: the second before the latest end time seen. pgbench buffers its log writes, so a
-    thread's lines arrive in bursts; at low rates the figure lags by up to a buffer.
-    """
+    def __init__(
+        self,
+        *,
+        origin_us: int,
+        plan: WindowPlan,
+        has_lag: bool,
+        has_retries: bool,
+        script_names: Sequence[str] = (),
+        expected_sources: int | None = None,
+    ) -> None:
+        self.plan = plan
+        self.has_lag = has_lag
+        self.has_retries = has_retries
+        self.script_names = list(script_names)
+        self.expected_sources = expected_sources
+        self.set_origin(origin_us)
+        self._totals: dict[int, dict[int, _Totals]] = {}  # part -> script -> totals
+        self._seconds: dict[int, _Second] = {}
+        self._horizon: dict[str, int] = {}  # source -> latest end seen
+        self._resolved_start: int | None = None  # the first start the window was decided on
+        self._open: set[int] = set()  # seconds whose histogram is still kept
+        self._first_start_ok: int | None = None
+        self._first_end: int | None = None
+        self._last_end: int | None = None
+        self.lines = 0
+        self.late_lines = 0
+        self._live: tuple[float | None, float | None] = (None, None)
+        self._lock = threading.Lock()
 
-    WINDOW_US = 1_000_000
+    def set_origin(self, origin_us: int) -> None:
+        """Anchor the grid of seconds (before the first line is fed)."""
+        self.origin_us = origin_us
+        self._bounds = self.plan.bounds_us(origin_us)
+        # -t runs measure everything: nothing to decide later
+        self._window_start_us: int | None = None if self._bounds else origin_us
 
-    def __init__(self, log_prefix: Path | str) -> None:
-        self.prefix = Path(log_prefix)
-        self._offsets: dict[Path, int] = {}
-        self._partial: dict[Path, bytes] = {}
-        self._end = np.empty(0, dtype=np.int64)
-        self._lat = np.empty(0, dtype=np.int64)
+    # --- input --------------------------------------------------------------------------------
+    def feed(self, data: bytes, source: str = "pgbench log") -> None:
+        """Fold complete log lines (from one file) into the state."""
+        self.feed_many([(source, data)])
 
-    def _files(self) -> list[Path]:
-        parent = self.prefix.parent
-        if not parent.is_dir():
-            return []
-        return [
-            p for p in parent.glob(self.prefix.name + ".*") if p.suffix != ".gz" and p.is_file()
-        ]
+    def feed_many(self, chunks: Sequence[tuple[str, bytes]]) -> None:
+        """Fold complete log lines of several files (source, lines) in one go: one parse."""
+        chunks = [(source, data) for source, data in chunks if data]
+        if not chunks:
+            return
+        for source, data in chunks:  # every file has this run's fields
+            check_fields(data, **self._format, source=source)
+        df = parse_lines(b"".join(d for _, d in chunks), **self._format, source=chunks[0][0])
+        with self._lock:
+            for source, data in chunks:  # a thread writes its lines in end-time order
+                last = _end_of_last_line(data)
+                self._horizon[source] = max(self._horizon.get(source, last), last)
+            self._fold(df)
 
-    def _new_lines(self) -> bytes:
-        chunks = []
-        for path in self._files():
-            offset = self._offsets.get(path, 0)
-            try:
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    data = f.read()
-            except OSError:
-                continue
-            if not data:
-                continue
-            self._offsets[path] = offset + len(data)
-            data = self._partial.pop(path, b"") + data
-            cut = data.rfind(b"\n")
-            if cut < len(data) - 1:
-                self._partial[path] = data[cut + 1 :]
-            if cut >= 0:
-                chunks.append(data[: cut + 1])
-        return b"".join(chunks)
+    @property
+    def _format(self) -> dict[str, bool]:
+        return {"has_lag": self.has_lag, "has_retries": self.has_retries}
 
-    def poll(self) -> tuple[float | None, float | None]:
-        data = self._new_lines()
-        if data:
-            # Only time and end matter; lag/retries columns (if any) are read and dropped.
-            n = len(data[: data.find(b"\n")].split())
-            schema = {**_raw_schema(False, False), **{f"x{i}": pl.Int64() for i in range(6, n)}}
-            frame = (
-                pl.scan_csv(data, separator=" ", has_header=False, schema=schema, quote_char=None)
-                .select(
-                    (pl.col("epoch_s") * 1_000_000 + pl.col("epoch_us")).alias("end"),
-                    pl.col("time").str.to_integer(strict=False).alias("lat"),
+    def _fold(self, df: pl.DataFrame) -> None:
+        self.lines += df.height
+        ok = pl.col("status") == "ok"
+        span = df.select(
+            pl.col("end_us").min().alias("first_end"),
+            pl.col("end_us").max().alias("last_end"),
+            (pl.col("end_us") - pl.col("latency_us")).filter(ok).min().alias("start"),
+        ).row(0, named=True)
+        self._first_end = _min(self._first_end, span["first_end"])
+        self._last_end = _max(self._last_end, span["last_end"])
+        self._first_start_ok = _min(self._first_start_ok, span["start"])
+
+        second = ((pl.col("end_us") - self.origin_us) // US).alias("second")
+        frame = df.with_columns(
+            second,
+            pl.col("status").to_physical().alias("code"),
+            self._part_expr().alias("part"),
+        )
+        ok_lat = frame.filter(ok)["latency_us"].to_numpy()
+        ok_frame = frame.filter(ok).with_columns(pl.Series("bucket", hdr.bucket_index(ok_lat)))
+        self._fold_totals(frame, ok_frame)
+        self._fold_seconds(frame, ok_frame)
+        if self._window_start_us is None and (self._totals.get(PRE) or self._can_resolve()):
+            self._resolve_start()
+        self._close_seconds()
+
+    def _part_expr(self) -> pl.Expr:
+        if self._bounds is None:
+            return pl.lit(WINDOW, pl.Int64)
+        w0 = self._window_start_us if self._window_start_us is not None else self._bounds[0]
+        w1 = max(self._bounds[1], w0)
+        end = pl.col("end_us")
+        inside = pl.lit(WINDOW, pl.Int64)
+        if self._window_start_us is None:  # window seconds stay apart until the start is known
+            inside = (end - self.origin_us) // US
+        return pl.when(end < w0).then(PRE).when(end < w1).then(inside).otherwise(POST)
+
+    def _fold_totals(self, frame: pl.DataFrame, ok_frame: pl.DataFrame) -> None:
+        keys = ["part", "script"]
+        code = pl.col("code")
+        counts = frame.group_by(keys).agg(
+            *[(code == k).sum().alias(name) for k, name in enumerate(STATUSES)],
+            (pl.col("retries") > 0).sum().alias("retried"),
+            pl.col("retries").sum().alias("retries"),
+        )
+        lat = pl.col("latency_us")
+        moments = ok_frame.group_by(keys).agg(
+            pl.len().alias("n"),
+            lat.mean().alias("mean"),
+            ((lat - lat.mean()) ** 2).sum().alias("m2"),
+            lat.max().alias("max"),
+            pl.col("lag_us").count().alias("lag_n"),
+            pl.col("lag_us").sum().alias("lag_sum"),
+            pl.col("lag_us").max().alias("lag_max"),
+        )
+        hist = ok_frame.group_by([*keys, "bucket"]).len()
+        for part, script, *by_status, retried, total in counts.iter_rows():
+            t = self._cell(part, script)
+            t.status += np.asarray(by_status, dtype=np.int64)
+            t.retried += retried or 0
+            t.retries += total or 0
+        for part, script, n, mean, m2, mx, lag_n, lag_sum, lag_max in moments.iter_rows():
+            t = self._cell(part, script)
+            t.add_moments(n, mean, m2, mx)
+            t.lag_n += lag_n
+            t.lag_sum += lag_sum or 0
+            t.lag_max = _max(t.lag_max, lag_max)
+        for (part, script), group in hist.partition_by(keys, as_dict=True).items():
+            t = self._cell(part, script)
+            t.hist = hdr.add(t.hist, group["bucket"].to_numpy(), group["len"].to_numpy())
+
+    def _cell(self, part: int, script: int) -> _Totals:
+        return self._totals.setdefault(part, {}).setdefault(script, _Totals())
+
+    def _fold_seconds(self, frame: pl.DataFrame, ok_frame: pl.DataFrame) -> None:
+        code = pl.col("code")
+        per_second = frame.group_by("second").agg(
+            (code == OK).sum().alias("ok"),
+            code.is_in(FAILED_CODES).sum().alias("failed"),
+            (code == SKIPPED).sum().alias("skipped"),
+            pl.col("latency_us").max().alias("max"),
+        )
+        for second, n_ok, n_failed, n_skipped, mx in per_second.iter_rows():
+            if second not in self._seconds:
+                self._seconds[second] = _Second()
+                self._open.add(second)
+            s = self._seconds[second]
+            s.ok += n_ok
+            s.failed += n_failed
+            s.skipped += n_skipped
+            s.max_us = _max(s.max_us, mx)
+            if s.quantiles is not None:
+                self.late_lines += n_ok + n_failed + n_skipped
+        hist = ok_frame.group_by("second", "bucket").len()
+        for (second,), group in hist.partition_by("second", as_dict=True).items():
+            s = self._seconds[second]
+            if s.quantiles is None:
+                s.parts.append((group["bucket"].to_numpy(), group["len"].to_numpy()))
+
+    # --- closing seconds and deciding the window start ------------------------------------------
+    def _close_limit(self) -> int | None:
+        """Seconds below this one will get no more lines (see FORCE_CLOSE_AFTER_US)."""
+        if self._last_end is None:
+            return None
+        limit = grid_second(self.origin_us, self._last_end - FORCE_CLOSE_AFTER_US)
+        expected = self.expected_sources or 0
+        if self._horizon and len(self._horizon) >= expected:
+            limit = max(limit, grid_second(self.origin_us, min(self._horizon.values())))
+        return limit
+
+    def _close_seconds(self, final: bool = False) -> None:
+        limit = self._close_limit()
+        if limit is None:
+            return
+        ready = sorted(s for s in self._open if final or s < limit)
+        for second in ready:
+            self._seconds[second].close()
+            self._open.discard(second)
+        if ready:
+            s = self._seconds[ready[-1]]
+            self._live = (float(s.ok), _ms((s.quantiles or {}).get("p95")))
+
+    def _can_resolve(self) -> bool:
+        """The first transaction's start is known once every thread wrote a whole second past
+        the second it fell in."""
+        limit = self._close_limit()
+        start = self._first_start_ok if self._first_start_ok is not None else self._first_end
+        return (
+            limit is not None
+            and start is not None
+            and limit > grid_second(self.origin_us, start) + 1
+        )
+
+    def _resolve_start(self) -> None:
+        """Decide the window start (window.resolve) and fold the pending window seconds."""
+        assert self._bounds is not None
+        start = self._first_start_ok if self._first_start_ok is not None else self._first_end
+        if self._totals.get(PRE):  # something ended before the planned start: no late start
+            start = min(start or self._bounds[0], self._bounds[0])
+        self._resolved_start = start if start is not None else self._bounds[0]
+        w = resolve(self.plan, self.origin_us, self._resolved_start, self._bounds[1], True)
+        self._window_start_us = w.start_us
+        first = w.first_second
+        for part in [p for p in self._totals if p >= 0]:
+            target = WINDOW if part >= first else PRE
+            for script, totals in self._totals.pop(part).items():
+                self._cell(target, script).merge(totals)
+
+    # --- output ---------------------------------------------------------------------------------
+    def live(self) -> tuple[float | None, float | None]:
+        """(transactions, p95 ms) of the latest closed second: for a live display."""
+        return self._live
+
+    def finish(self, completed: bool) -> TxlogSummary | None:
+        """The run's figures, once every line was fed (None when the log held no transaction).
+        completed: pgbench ran to its end (a cut-short run measures up to its last line)."""
+        with self._lock:
+            if self._last_end is None or self._first_end is None:
+                return None
+            start = self._first_start_ok if self._first_start_ok is not None else self._first_end
+            if self._bounds is not None and self._window_start_us is None:
+                self._resolve_start()
+            self._close_seconds(final=True)
+            first = self._resolved_start if self._bounds is not None else start
+            assert first is not None  # set by _resolve_start
+            window = resolve(self.plan, self.origin_us, first, self._last_end, completed)
+            return self._summary(window, start, completed)
+
+    def _summary(self, window: Window, start: int, completed: bool) -> TxlogSummary:
+        cells = self._totals.get(WINDOW, {})
+        numbers = sorted(set(range(len(self.script_names))) | set(cells))
+        window_s = (window.end_us - window.start_us) / US
+        scripts: list[ScriptResult] = []
+        total = _Totals()
+        for no in numbers:
+            t = cells.get(no, _Totals())
+            total.merge(t)
+            ok = int(t.status[OK])
+            scripts.append(
+                ScriptResult(
+                    script_no=no,
+                    name=self.script_names[no]
+                    if 0 <= no < len(self.script_names)
+                    else f"script {no}",
+                    transactions=ok,
+                    failed=int(sum(t.status[c] for c in FAILED_CODES)),
+                    retried=t.retried,
+                    skipped=int(t.status[SKIPPED]),
+                    tps=ok / window_s if window_s > 0 else None,
+                    latency=t.latency(),
                 )
-                .filter(pl.col("lat").is_not_null())
-                .collect()
             )
-            self._end = np.concatenate([self._end, frame["end"].to_numpy()])
-            self._lat = np.concatenate([self._lat, frame["lat"].to_numpy()])
-        if self._end.size == 0:
-            return None, None
-        latest = int(self._end.max())
-        keep = self._end > latest - self.WINDOW_US
-        self._end, self._lat = self._end[keep], self._lat[keep]
-        p95 = float(np.percentile(self._lat, 95)) / 1000.0 if self._lat.size else None
-        return float(self._end.size), p95
+        ok = int(total.status[OK])
+        return TxlogSummary(
+            window_start_us=window.start_us,
+            window_end_us=window.end_us,
+            window_s=window_s,
+            transactions=ok,
+            failed=int(sum(total.status[c] for c in FAILED_CODES)),
+            serialization_failures=int(total.status[3]),
+            deadlock_failures=int(total.status[4]),
+            skipped=int(total.status[SKIPPED]),
+            retried=total.retried if self.has_retries else None,
+            retries=total.retries if self.has_retries else None,
+            tps=ok / window_s if window_s > 0 else None,
+            latency=total.latency(),
+            window=window,
+            lag_avg_ms=total.lag_sum / total.lag_n / 1000.0 if total.lag_n else None,
+            lag_max_ms=total.lag_max / 1000.0 if total.lag_max is not None else None,
+            scripts=scripts,
+            series=self._series(window, start, completed),
+            lines=self.lines,
+            late_lines=self.late_lines,
+        )
+
+    def _series(self, window: Window, start: int, completed: bool) -> dict[str, list]:
+        """One row per grid second, t relative to the window start. Seconds with no
+        transaction in between are present (tps 0): a stall must show. A completed -T run's
+        series stops at the window's end (what follows is pgbench finishing its last
+        transactions); the seconds at the run's edges may be partly covered, so their tps is
+        divided by the covered time (at least MIN_BUCKET_COVERAGE_S)."""
+        out: dict[str, list] = {k: [] for k in SERIES_KEYS}
+        if not self._seconds or self._last_end is None:
+            return out
+        lo = min(min(self._seconds), grid_second(self.origin_us, start))
+        hi = max(self._seconds)
+        if completed and self._bounds is not None:
+            hi = min(hi, grid_second(self.origin_us, window.end_us) - 1)
+        run_start = min(start, window.start_us) if self._bounds is not None else start
+        run_end = max(self._last_end + 1, window.measured_end_us if completed else 0)
+        for second in range(lo, hi + 1):
+            s = self._seconds.get(second, _Second(quantiles={}))
+            b0 = self.origin_us + second * US
+            covered = (min(b0 + US, run_end) - max(b0, run_start)) / US
+            covered = min(1.0, max(MIN_BUCKET_COVERAGE_S, covered))
+            q = s.quantiles or {}
+            out["t"].append(second - window.first_second)
+            out["tps"].append(s.ok / covered)
+            out["failed"].append(s.failed)
+            out["skipped"].append(s.skipped)
+            for k in SERIES_QUANTILES:
+                out[k].append(_ms(q.get(k)))
+            out["max"].append(_ms(s.max_us))
+        return out
+
+
+def _end_of_last_line(data: bytes) -> int:
+    """End time (epoch us) of the last complete line of data."""
+    fields = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :].split()
+    return int(fields[4]) * 1_000_000 + int(fields[5])
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else float(us) / 1000.0

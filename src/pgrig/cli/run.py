@@ -93,6 +93,12 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--client-cpus", help="Pin pgbench (taskset): CPUs 2-3, or 2cores."),
         ] = None,
+        keep_txlog: Annotated[
+            bool,
+            typer.Option(
+                "--keep-txlog", help="Keep pgbench's per-transaction log (gzip) with the run."
+            ),
+        ] = False,
         archive: Annotated[
             str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
         ] = None,
@@ -134,6 +140,7 @@ def register(app: typer.Typer) -> None:
             connect=connect,
             server_cpus=server_cpus,
             client_cpus=client_cpus,
+            keep_txlog=keep_txlog,
         )
         store = Archive(archive)
         console = common.err_console()

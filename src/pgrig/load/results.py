@@ -1,17 +1,17 @@
 """Turning what a run left behind into RunRecord figures.
 
-The per-transaction log gives the measured window, TPS, failures, latency percentiles and
-per-script figures; the samplers' rows are re-based on the window's start; TPC-C runs get NOPM
-and TPM from their per-type figures. Nothing here talks to a server or to the archive.
+The per-transaction log (already folded by analysis.txlog.TxlogStream while pgbench ran) gives
+the measured window, TPS, failures, latency percentiles, per-script figures, the per-second
+series and its stability; the samplers' rows are re-based on the window's start; TPC-C runs get
+NOPM and TPM from their per-type figures. Nothing here talks to a server or to the archive.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from pgrig.analysis.txlog import TxlogSummary
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.load import pgbench_output
 from pgrig.request import RunRequest
@@ -21,52 +21,41 @@ def fill_results(
     rec: RunRecord,
     spec: RunRequest,
     completed: bool,
-    log_prefix: Path,
+    txlog: TxlogSummary | None,
     stdout: str,
     stderr: str,
     progress_points: list[Any],
     series_raw: dict[str, dict[str, list]],
 ) -> None:
-    from pgrig.analysis import txlog
-
+    """txlog: what the per-transaction log gave (None: no transaction was logged)."""
     summary = pgbench_output.parse_summary(stdout, stderr) if stdout.strip() else None
-    logs = sorted(log_prefix.parent.glob(log_prefix.name + ".*"))
-    script_names = [s.name for s in spec.scripts]
     window_start_s: float | None = None
-    if logs:
-        df = txlog.read_txlogs(logs, has_lag=spec.rate is not None, has_retries=spec.max_tries != 1)
-        if df.height:
-            start_us = txlog.infer_start_us(df)
-            last_end_us = int(cast(int, df["end_us"].max()))  # an Int64 column's max
-            if spec.duration_s is not None:
-                w0 = start_us + int(spec.warmup_s * 1e6)
-                w1 = w0 + int(spec.duration_s * 1e6)
-                # pgbench's -T clock starts before it connects, so slow logins (1,000 clients)
-                # eat into the run: the warm-up counts from pgbench's launch and absorbs them,
-                # and the window never reaches past pgbench's own end.
-                launched = rec.extra.get("pgbench_launched_at")
-                if launched:
-                    launch_us = int(launched * 1e6)
-                    w0 = max(start_us, launch_us + int(spec.warmup_s * 1e6))
-                    total = math.ceil(spec.warmup_s + spec.duration_s)
-                    w1 = max(w0, min(w0 + int(spec.duration_s * 1e6), launch_us + total * 10**6))
-            else:
-                w0, w1 = start_us, last_end_us + 1
-            # A run that completed measured its whole window; a cut-short one up to its last end.
-            measured_end = w1 if completed else min(w1, last_end_us + 1)
-            res = txlog.summarize(
-                df, window_start_us=w0, window_end_us=w1, script_names=script_names
+    if txlog is not None:
+        window = txlog.window
+        window_start_s = window.start_us / 1e6
+        rec.measured_s = window.measured_s
+        rec.transactions = txlog.transactions
+        rec.failed = txlog.failed
+        rec.retried = txlog.retried
+        rec.skipped = txlog.skipped
+        rec.tps = txlog.transactions / rec.measured_s if rec.measured_s > 0 else None
+        rec.latency = txlog.latency
+        rec.scripts = script_results(txlog.scripts, spec, rec.measured_s)
+        rec.series["pgbench"] = txlog.series
+        rec.extra["window"] = {  # where the window lay (analysis/window.py), for audits
+            "start_us": window.start_us,
+            "end_us": window.end_us,
+            "whole_seconds": window.whole_seconds,
+            "late_start_s": window.late_start_s,
+        }
+        rec.extra["stability"] = stability_record(*txlog.whole_seconds)
+        if window.late_start_s:
+            rec.add_warning(
+                "late_start",
+                f"the clients took longer than the warm-up to connect: the measured window "
+                f"starts {window.late_start_s} s late and lasts {rec.measured_s:g} s "
+                f"(give --warmup of at least {spec.warmup_s + window.late_start_s:g} s)",
             )
-            window_start_s = w0 / 1e6
-            rec.measured_s = max(0.0, (measured_end - w0) / 1e6)
-            rec.transactions = res.transactions
-            rec.failed = res.failed
-            rec.retried = res.retried
-            rec.skipped = res.skipped
-            rec.tps = res.transactions / rec.measured_s if rec.measured_s > 0 else None
-            rec.latency = res.latency
-            rec.scripts = script_results(res.scripts, spec, rec.measured_s)
-            rec.series["pgbench"] = res.series
     if window_start_s is None and progress_points:
         # No usable log (killed before flushing): keep pgbench's own per-second progress.
         rec.series["pgbench"] = {
@@ -74,7 +63,6 @@ def fill_results(
             "tps": [p.tps for p in progress_points],
             "lat_avg": [p.latency_ms for p in progress_points],
         }
-        window_start_s = None
     if summary is not None:
         rec.extra["pgbench_summary"] = summary.as_dict() if hasattr(summary, "as_dict") else None
     attach_samples(rec, series_raw, window_start_s)
@@ -86,6 +74,14 @@ def fill_results(
         rec.tpm = figures.get("tpm")
         rec.rollbacks = figures.get("rollbacks")
         rec.extra["tpcc"] = figures
+
+
+def stability_record(t: list[float], tps: list[float]) -> dict[str, Any]:
+    """Per-second stability of the whole seconds of the window, stored once with the run
+    (extra["stability"]) so that every report shows the same figures."""
+    from pgrig.analysis import series
+
+    return {"seconds": len(t), **series.stability(t, tps).as_record()}
 
 
 def script_results(scripts: list[ScriptResult], spec: RunRequest, measured_s: float) -> list:

@@ -2,13 +2,14 @@
 
 Order of events (each step recorded in the RunRecord):
   validate inputs -> resolve scripts -> apply per-run settings -> CHECKPOINT -> snapshot settings,
-  versions, host -> archive row "running" -> samplers + pgbench (warm-up and measured window in
-  ONE pgbench process) -> parse the per-transaction log -> archive row "ok"/"failed"/"aborted".
+  versions, host -> archive row "running" -> samplers + log reader + pgbench (lead-in and
+  measured window in ONE pgbench process) -> results -> archive row "ok"/"failed"/"aborted".
 
-The warm-up is excluded by time: pgbench runs for warm-up + duration seconds; the per-transaction
-log gives each transaction's end time, and only transactions that END inside
-[start + warmup, start + warmup + duration) count towards TPS, latency and per-script figures.
-Series keep the warm-up (negative t) so charts can shade it.
+The warm-up is excluded by time: pgbench runs for lead-in + window whole seconds; a reader
+thread folds the per-transaction log as pgbench writes it (load/txlog_follower.py,
+analysis/txlog.py), and only transactions that END inside the window count towards TPS,
+latency and per-script figures. Where the window lies on pgbench's clock: analysis/window.py.
+Series keep the lead-in (negative t) so charts can shade it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from pgrig import __version__
+from pgrig.analysis.txlog import TxlogStream
+from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.host.checks import MIN_TMPFS
@@ -34,11 +37,11 @@ from pgrig.load import pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
+from pgrig.load.txlog_follower import TxlogFollower
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
 from pgrig.request import RunRequest, load_values
 
 if TYPE_CHECKING:
-    from pgrig.analysis.txlog import LiveTail
     from pgrig.load.pinning import Placement
     from pgrig.metrics.os_metrics import OsSampler
     from pgrig.metrics.pooler_metrics import PoolerSampler
@@ -128,8 +131,9 @@ def _workdir() -> str:
     """Scratch space for pgbench's per-transaction logs, in memory (tmpfs) when possible.
 
     Measured here: pgbench -S at ~21k tps lost 7-13% of its throughput writing its log to an
-    ext4 disk, and nothing measurable writing it to tmpfs. The logs are compressed into the
-    run's artifacts afterwards. PGRIG_WORK_DIR overrides the place.
+    ext4 disk, and nothing measurable writing it to tmpfs. The log reader frees what it has read
+    (load/txlog_follower.py), so the space used stays small whatever the duration.
+    PGRIG_WORK_DIR overrides the place.
     """
     import tempfile
 
@@ -301,9 +305,9 @@ def _measure(
     art_dir.mkdir(parents=True, exist_ok=True)
     log_prefix = work / "txlog"
 
-    timed = spec.duration_s is not None
-    total_s = (spec.warmup_s + spec.duration_s) if spec.duration_s is not None else None
-    if not timed and spec.warmup_s > 0:
+    plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
+    total_s = plan.pgbench_seconds  # lead-in + window, whole seconds (analysis/window.py)
+    if total_s is None and spec.warmup_s > 0:
         _separate_warmup(spec, env, dbname, pgbench, console)
     argv = pgbench_command.build_pgbench_command(
         pgbench, spec, log_prefix=str(log_prefix), total_seconds=total_s, progress=True
@@ -322,19 +326,27 @@ def _measure(
     interrupted = False
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
+    follower: TxlogFollower | None = None
+    stream = TxlogStream(
+        origin_us=0,  # set at launch, below
+        plan=plan,
+        has_lag=spec.rate is not None,
+        has_retries=spec.max_tries != 1,
+        script_names=[s.name for s in spec.scripts],
+        expected_sources=spec.threads,
+    )
     try:
-        view = LiveView(console, total_s, spec.warmup_s if timed else 0.0, env.name)
-        # Live p95 needs the log read as it grows: only worth its CPU when someone watches.
-        tail = _live_tail(log_prefix) if live else None
+        view = LiveView(console, total_s, plan.lead_in_s, env.name)
 
         def on_line(line: str) -> None:
             point = pgbench_output.parse_progress_line(line)
             if point is not None:
                 progress_points.append(point)
 
-        rec.extra["pgbench_launched_at"] = (
-            time.time()
-        )  # -T counts from here (see results.fill_results)
+        # The grid of whole seconds starts here, before pgbench's -T clock (analysis/window.py).
+        stream.set_origin(int(time.time() * 1e6))
+        follower = TxlogFollower(log_prefix, stream, art_dir if spec.keep_txlog else None)
+        follower.start()
         proc = PgbenchProcess(
             argv,
             env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
@@ -347,13 +359,9 @@ def _measure(
         with ctx:
             while proc.poll() is None:
                 time.sleep(1.0)
-                tps = progress_points[-1].tps if progress_points else None
-                p95 = None
-                if tail is not None:
-                    with contextlib.suppress(Exception):
-                        _, p95 = tail.poll()
-                if live:
-                    view.update(tps=tps, p95_ms=p95)
+                if live:  # p95 of the latest whole second the log reader closed
+                    tps = progress_points[-1].tps if progress_points else None
+                    view.update(tps=tps, p95_ms=stream.live()[1])
         rc = proc.wait()
     except KeyboardInterrupt:
         interrupted = True
@@ -361,6 +369,7 @@ def _measure(
     finally:
         if proc is not None:
             proc.ensure_dead()
+        follow = follower.stop() if follower is not None else None  # reads the last lines
         series_raw = sampler.stop() if sampler else {}
         unpin()
 
@@ -371,10 +380,20 @@ def _measure(
     (art_dir / "pgbench.stderr").write_text(stderr)
     rec.artifacts = {"pgbench.stdout": "pgbench.stdout", "pgbench.stderr": "pgbench.stderr"}
 
+    completed = rc == 0 and not interrupted
+    if follow is not None:
+        rec.extra["txlog"] = {
+            **follow.as_dict(),
+            "lines": stream.lines,
+            "late_lines": stream.late_lines,
+        }
+        rec.artifacts.update(follow.kept)
+        if follow.error:
+            rec.extra["results_error"] = follow.error
     try:
-        completed = rc == 0 and not interrupted
+        txlog = stream.finish(completed) if follow is not None and not follow.error else None
         results.fill_results(
-            rec, spec, completed, log_prefix, stdout, stderr, progress_points, series_raw
+            rec, spec, completed, txlog, stdout, stderr, progress_points, series_raw
         )
     except Exception as e:  # a broken log must not lose the run: keep what we have
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
@@ -388,7 +407,7 @@ def _measure(
     else:
         rec.status = "ok"
 
-    _keep_artifacts(rec, log_prefix, art_dir, env, server_log_offset)
+    _keep_server_log(rec, art_dir, env, server_log_offset)
     _pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
     # Stored relative to the artifacts root, so an archive stays valid if the home moves.
     rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
@@ -398,15 +417,7 @@ def _measure(
     return rec
 
 
-def _keep_artifacts(
-    rec: RunRecord, log_prefix: Path, art_dir: Path, env: Environment, offset: int | None
-) -> None:
-    from pgrig.archive import artifacts
-
-    for i, log in enumerate(sorted(log_prefix.parent.glob(log_prefix.name + ".*"))):
-        name = f"txlog.{i}.gz"
-        artifacts.compress_file(log, art_dir / name)
-        rec.artifacts[f"txlog.{i}"] = name
+def _keep_server_log(rec: RunRecord, art_dir: Path, env: Environment, offset: int | None) -> None:
     if env.managed and offset is not None and env.logfile.exists():
         with open(env.logfile, "rb") as src:
             src.seek(offset)
@@ -451,15 +462,6 @@ def _track_client(os_sampler: Any, pid: int) -> None:
 
     with contextlib.suppress(Exception):
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
-
-
-def _live_tail(log_prefix: Path) -> LiveTail | None:
-    try:
-        from pgrig.analysis.txlog import LiveTail
-
-        return LiveTail(log_prefix)
-    except Exception:
-        return None
 
 
 def _separate_warmup(

@@ -34,13 +34,19 @@ class Interval:
 
 @dataclass
 class RunStability:
-    """One run's behaviour over time (measured window only), from its per-second TPS."""
+    """One run's behaviour over time: the whole seconds of its measured window, per-second TPS.
+
+    Runs keep these figures (extra["stability"], computed once when the run ended); older runs
+    get them from their series, over the same whole seconds."""
 
     run_id: int | None
     cv: float | None = None  # coefficient of variation of per-second TPS
     trend_pct_per_min: float | None = None
     first_last_pct: float | None = None  # last fifth vs first fifth, in %
     drift: bool = False
+    reasons: list[str] = field(default_factory=list)  # why drift was flagged
+    change_points: list[dict[str, float]] = field(default_factory=list)  # t, change_pct, ...
+    seconds: int = 0  # whole seconds the figures are computed over
     warmup_s: float = 0.0
     warmup_tps: float | None = None  # mean per-second TPS during the warm-up
     measured_tps: float | None = None  # mean per-second TPS in the measured window
@@ -53,8 +59,15 @@ class RunStability:
             text += f", trend {self.trend_pct_per_min:+.1f}%/min"
         if self.first_last_pct is not None:
             text += f", last vs first fifth {self.first_last_pct:+.1f}%"
+        if self.change_points:
+            shifts = ", ".join(
+                f"t={c['t']:g}s {c['change_pct']:+.1f}%"
+                for c in self.change_points
+                if c.get("t") is not None and c.get("change_pct") is not None
+            )
+            text += f", change points {shifts}"
         if self.drift:
-            text += " (DRIFT)"
+            text += " (DRIFT: " + "; ".join(self.reasons) + ")" if self.reasons else " (DRIFT)"
         return text
 
 
@@ -124,30 +137,40 @@ def compare_points(
 
 
 def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunStability:
-    """Stability of one run's per-second TPS in the measured window (t >= 0)."""
-    cols = (series if series is not None else rec.series).get("pgbench") or {}
+    """Stability of one run's per-second TPS over the whole seconds of its measured window."""
+    import dataclasses
+
+    from pgrig.analysis import series as series_mod
+    from pgrig.analysis.compare import measured_seconds
+
+    if series is not None:
+        rec = dataclasses.replace(rec, series=series)
+    cols = rec.series.get("pgbench") or {}
     t, y = cols.get("t") or [], cols.get("tps") or []
-    pairs = [(a, b) for a, b in zip(t, y, strict=False) if a is not None and b is not None]
+    warm = [b for a, b in zip(t, y, strict=False) if a is not None and b is not None and a < 0]
+    # whole seconds only (a partial last second would look like a collapse)
+    mt, my = measured_seconds(rec, "tps")
     out = RunStability(rec.id, warmup_s=rec.warmup_s or 0.0)
-    warm = [b for a, b in pairs if a < 0]
-    measured = [(a, b) for a, b in pairs if a >= 0]
     if warm:
         out.warmup_tps = sum(warm) / len(warm)
-    if measured:
-        out.measured_tps = sum(b for _, b in measured) / len(measured)
-    if len(measured) < 3:
+    if my.size:
+        out.measured_tps = float(my.mean())
+    stored = (rec.extra or {}).get("stability")
+    if not isinstance(stored, dict):  # runs archived before stability was stored with them
+        if my.size < 3:
+            return out
+        stored = {"seconds": int(my.size), **series_mod.stability(mt, my).as_record()}
+    out.seconds = int(stored.get("seconds") or stored.get("n") or 0)
+    if out.seconds < 3:
         return out
-    from pgrig.analysis import series as series_mod
-
-    s = series_mod.stability([a for a, _ in measured], [b for _, b in measured])
-    out.cv = _num(getattr(s, "cv", None))
-    if len(measured) < getattr(series_mod, "MIN_POINTS_DRIFT", 10):
+    out.cv = _num(stored.get("cv"))
+    if out.seconds < series_mod.MIN_POINTS_DRIFT:
         return out  # a trend over a few seconds says nothing: keep only the CV
-    out.trend_pct_per_min = _num(getattr(s, "trend_pct_per_min", None))
-    out.first_last_pct = _num(
-        getattr(s, "first_last_change_pct", getattr(s, "first_last_pct", None))
-    )
-    out.drift = bool(getattr(s, "drift_flagged", False))
+    out.trend_pct_per_min = _num(stored.get("trend_pct_per_min"))
+    out.first_last_pct = _num(stored.get("first_last_change_pct"))
+    out.drift = bool(stored.get("drift_flagged"))
+    out.reasons = [str(r) for r in stored.get("reasons") or [] if out.drift]
+    out.change_points = [dict(c) for c in stored.get("change_points") or []]
     return out
 
 
