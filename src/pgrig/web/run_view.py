@@ -16,7 +16,7 @@ from pgrig.reports import run_charts
 from pgrig.reports.svg import render
 from pgrig.web import format as fmt
 
-LAYER_ORDER = ("profile", "environment", "study", "run")
+LAYER_ORDER = ("insights", "profile", "environment", "study", "run")
 
 
 @dataclass
