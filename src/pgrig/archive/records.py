@@ -116,6 +116,8 @@ class RunRecord:
     series: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> path
     extra: dict[str, Any] = field(default_factory=dict)
+    # why: statements, plans, log_digest, waits (pgrig.insights); {} when not collected
+    insights: dict[str, Any] = field(default_factory=dict)
 
     def non_default_settings(self) -> dict[str, dict[str, Any]]:
         """Settings whose value differs from PostgreSQL's built-in default (boot_val)."""

@@ -74,6 +74,14 @@ def register(app: typer.Typer) -> None:
         all_warehouses: Annotated[
             bool, typer.Option("--all-warehouses", help="TPC-C: any warehouse per transaction.")
         ] = False,
+        stock_level: Annotated[
+            str,
+            typer.Option(
+                "--stock-level",
+                help="TPC-C Stock-Level form: standard, or hammerdb (HammerDB's single query, "
+                "whose range the planner misestimates).",
+            ),
+        ] = "standard",
         via: Annotated[
             str, typer.Option("--via", help="direct | pooler (the environment's pgbouncer).")
         ] = "direct",
@@ -103,9 +111,11 @@ def register(app: typer.Typer) -> None:
         from pgrig.load.runner import RunInterrupted, execute
         from pgrig.load.spec import RunSpec
         from pgrig.workloads import specs
+        from pgrig.workloads.tpcc.scripts import check_stock_level
 
         if repeat < 1:
             raise PgrigError(f"--repeat must be >= 1 (got {repeat})")
+        check_stock_level(stock_level)
         scripts = specs.parse_workloads(workload)
         label = specs.workload_label(workload)
         spec_kwargs = dict(
@@ -130,6 +140,7 @@ def register(app: typer.Typer) -> None:
             tags=parse_pairs(tag, "--tag"),
             tpcc_mix=_parse_mix(mix),
             all_warehouses=all_warehouses,
+            tpcc_stock_level=stock_level,
             via=via,
             connect=connect,
             server_cpus=server_cpus,

@@ -158,6 +158,7 @@ def _resolve_scripts(
             all_warehouses=spec.all_warehouses,
             conninfo=env.conninfo(dbname),
             protocol=spec.protocol,
+            stock_level=spec.tpcc_stock_level,
         )
         return scripts, defines, max_tries, info
     if any(s.name.startswith("tickets:") for s in spec.scripts):
@@ -280,6 +281,7 @@ def _measure(
     live: bool,
 ) -> RunRecord:
     from pgrig.archive import artifacts
+    from pgrig.insights import collector as insights
 
     art_dir = artifacts.run_artifacts_dir(rec.id)
     art_dir.mkdir(parents=True, exist_ok=True)
@@ -296,12 +298,14 @@ def _measure(
     rec.command = pgbench_command.shell_quote(argv)
     server_log_offset = _log_size(env)
     pooler_log_offsets = _pooler_log_offsets(env, spec)
+    collection = insights.start(env, dbname, spec, rec)  # never raises (insights/collector.py)
 
     sampler, os_sampler, pooler_source = _start_sampler(env, conninfo, dbname, spec.via)
     try:
         unpin = _pin_server(env, spec)  # --server-cpus, undone when pgbench has ended
     except BaseException:
         sampler.stop()
+        collection.stop()
         raise
     interrupted = False
     progress_points: list[Any] = []
@@ -346,6 +350,7 @@ def _measure(
         if proc is not None:
             proc.ensure_dead()
         series_raw = sampler.stop() if sampler else {}
+        collection.stop()
         unpin()
 
     rec.ended_at = datetime.now(UTC)
@@ -374,6 +379,7 @@ def _measure(
 
     _keep_artifacts(rec, log_prefix, art_dir, env, server_log_offset)
     _pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
+    collection.finish(rec, art_dir)
     # Stored relative to the artifacts root, so an archive stays valid if the home moves.
     rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
     archive.finish_run(rec)
@@ -471,7 +477,10 @@ def _pgbench_version(pgbench: str) -> str:
 
 
 def _layers(env: Environment, spec: RunSpec) -> dict[str, dict[str, str]]:
+    from pgrig.provision import insights_layer
+
     return {
+        "insights": insights_layer.settings(env),
         "profile": {"__name__": env.profile, **env.profile_settings},
         "environment": dict(env.settings),
         "run": {**({"__profile__": spec.profile} if spec.profile else {}), **spec.settings},

@@ -43,3 +43,4 @@ class RunSpec:
     # TPC-C only: transaction mix weights by type, and a warehouse per transaction
     tpcc_mix: dict[str, int] | None = None
     all_warehouses: bool = False
+    tpcc_stock_level: str = "standard"  # "hammerdb": its single-query form (misestimated range)
