@@ -161,3 +161,18 @@ def test_mask_message() -> None:
         'relation "t1" does not exist at N and N'
     )
     assert mask_message("value 'abc''d' too long\nDETAIL") == "value '?' too long"
+
+
+def test_logging_collector_files_grown_since(tmp_path: Path) -> None:
+    (tmp_path / "postgresql-1.log").write_text("old\n")
+    (tmp_path / "postgresql-1.json").write_text("{}\n")  # jsonlog: not the text log
+    before = server_log.text_log_sizes(tmp_path)
+    assert before == {"postgresql-1.log": 4}
+    with open(tmp_path / "postgresql-1.log", "a") as f:
+        f.write("2025-01-01 00:00:00 UTC [1] LOG:  checkpoint starting: wal\n")
+    (tmp_path / "postgresql-2.log").write_text("2025-01-01 00:00:09 UTC [1] LOG:  rotated\n")
+    grown = server_log.grown_since(tmp_path, before)
+    assert [(p.name, off) for p, off in grown] == [("postgresql-1.log", 4), ("postgresql-2.log", 0)]
+    recs = [r for p, off in grown for r in server_log.records(p, offset=off)]
+    assert [r.message for r in recs] == ["checkpoint starting: wal", "rotated"]
+    assert server_log.text_log_sizes(tmp_path / "missing") == {}

@@ -58,6 +58,8 @@ class Collection:
         self.thread: threading.Thread | None = None
         self.stopped = False
         self.lock = threading.Lock()  # the connection: the thread, then stop()
+        self.collector_dir: Path | None = None  # logging_collector's directory, when on
+        self.collector_sizes: dict[str, int] = {}
 
     # --- start ------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -82,15 +84,20 @@ class Collection:
             self.conn.execute(insights_layer.QUIET_SESSION_SQL)
 
     def _check_log(self, missing: list[str]) -> None:
-        """The server log is readable only for managed environments, in pgrig's log file."""
+        """The server log is readable for managed environments: pgrig's log file, or with
+        logging_collector on the collector's text files (their sizes now mark the start)."""
         reason = None
+        destinations = (_setting(self.rec, "log_destination") or "stderr").split(",")
         if not self.env.managed:
             reason = "pgrig cannot read the log of an external server"
+        elif "stderr" not in [d.strip() for d in destinations]:
+            reason = "log_destination has no stderr: pgrig reads the server's text log"
         elif (_setting(self.rec, "logging_collector") or "off") == "on":
-            reason = (
-                "logging_collector is on: the server writes its log under its log_directory, "
-                "not to the file pgrig keeps for each run"
+            directory = Path(_setting(self.rec, "log_directory") or "log")
+            self.collector_dir = (
+                directory if directory.is_absolute() else (self.env.datadir / directory)
             )
+            self.collector_sizes = server_log.text_log_sizes(self.collector_dir)
         elif not self.env.logfile.exists():
             reason = f"the server log {self.env.logfile} does not exist"
         if reason:
@@ -313,20 +320,24 @@ class Collection:
                                if p in self.reasons}  # fmt: skip
         if len(out) == 2:
             return out
-        path = art_dir / "server.log"
-        if not path.exists():
+        if self.collector_dir is not None:
+            sources = server_log.grown_since(self.collector_dir, self.collector_sizes)
+        elif (art_dir / "server.log").exists():
+            sources = [(art_dir / "server.log", 0)]
+        else:
             reason = _missing("not collected: the run kept no server log")
             return {"plans": out.get("plans", reason), "log_digest": reason}
         start = self.window_start()
         book = plans.PlanBook(start) if "plans" not in out else None
         digest = log_digest.LogDigest(start)
+        tz = _setting(self.rec, "log_timezone")
         try:
-            tz = _setting(self.rec, "log_timezone")
-            for record in server_log.records(path, tz):
-                if book is None or not book.add(record):
-                    digest.add(record)
+            for path, offset in sources:
+                for record in server_log.records(path, tz, offset=offset):
+                    if book is None or not book.add(record):
+                        digest.add(record)
         except Exception as e:
-            reason = _missing(f"not collected: reading {path.name}: {_text(e)}")
+            reason = _missing(f"not collected: reading the server log: {_text(e)}")
             return {"plans": out.get("plans", reason), "log_digest": reason}
         if book is not None:
             out["plans"] = {**book.result(), "sampling": self._sampling_doc()}

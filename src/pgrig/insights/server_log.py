@@ -72,12 +72,17 @@ class _Builder:
 
 
 def records(
-    path: str | Path, log_timezone: str | None = None, max_record_bytes: int = 1 << 20
+    path: str | Path,
+    log_timezone: str | None = None,
+    max_record_bytes: int = 1 << 20,
+    offset: int = 0,
 ) -> Iterator[Record]:
-    """The records of a log file, in order (lines before the first record are skipped)."""
+    """The records of a log file from `offset` on, in order (lines before the first record
+    are skipped)."""
     zone = _zone(log_timezone)
     current: _Builder | None = None
     with open(path, "rb") as f:
+        f.seek(offset)
         for raw in f:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             if line.startswith("\t"):
@@ -104,6 +109,26 @@ def records(
             )
     if current is not None:
         yield current.build()
+
+
+def text_log_sizes(log_dir: Path) -> dict[str, int]:
+    """Sizes of the logging collector's text (stderr) files in log_dir now."""
+    sizes = {}
+    for path in log_dir.iterdir() if log_dir.is_dir() else []:
+        if path.is_file() and path.suffix not in (".csv", ".json"):
+            sizes[path.name] = path.stat().st_size
+    return sizes
+
+
+def grown_since(log_dir: Path, before: dict[str, int]) -> list[tuple[Path, int]]:
+    """(file, offset) of what the collector wrote since `before`: the new part of files that
+    grew and the whole of new files, oldest first (the collector rotates by time or size)."""
+    out = []
+    for name, size in text_log_sizes(log_dir).items():
+        start = before.get(name, 0)
+        if size > start:
+            out.append((log_dir / name, start))
+    return sorted(out, key=lambda item: (item[0].stat().st_mtime, item[0].name))
 
 
 def parse_time(prefix: str, zone: tzinfo | None = None) -> float | None:
