@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
+
+from abba import interleave
 
 
 def sh(*argv: str) -> str:
@@ -62,21 +63,7 @@ def main() -> None:
             last = json.loads(sh("pgrig", "runs", "show", str(rec["id"]), "--json"))
         return float(rec["tps"])
 
-    ratios = []
-    for k in range(args.rounds):
-        # ABBA: whichever goes second in a pair is not systematically favoured.
-        if k % 2 == 0:
-            t_off, t_on = tps(off), tps(on)
-        else:
-            t_on, t_off = tps(on), tps(off)
-        ratios.append(t_on / t_off)
-        first = "off first" if k % 2 == 0 else "on first"
-        print(f"round {k + 1} ({first}): insights off {t_off:,.0f} tps, on {t_on:,.0f} tps, "
-              f"ratio {t_on / t_off:.3f}", flush=True)  # fmt: skip
-    print(
-        f"median ratio on/off over {args.rounds} interleaved pairs: "
-        f"{statistics.median(ratios):.3f} (bar: >= 0.97)"
-    )
+    interleave(lambda: tps(off), lambda: tps(on), args.rounds, ("insights off", "insights on"))
     plans, st = last.get("plans", {}), last.get("statements", {})
     print(
         f"last 'on' run: {plans.get('samples', 0):,} plans sampled "

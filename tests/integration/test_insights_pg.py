@@ -38,9 +38,7 @@ def home() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def pgb(home: Path) -> str:
-    pgrig("env", "create", "pgb", "--pg", "15")
-    pgrig("db", "generate", "pgb", "--scenario", "pgbench", "--scale", "1")
-    return "pgb"
+    return servers.pgbench_env("pgb")
 
 
 def run(*args: str) -> dict:
