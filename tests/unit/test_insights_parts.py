@@ -257,3 +257,25 @@ def test_available_libraries_of_this_build() -> None:
     insights_layer.available_libraries.cache_clear()
     assert insights_layer.available_libraries(str(bindir)) == insights_layer.LIBRARIES
     assert insights_layer.available_libraries("/nonexistent/bin") == ()
+
+
+def test_collection_never_raises_and_says_why(tmp_path: Path) -> None:
+    """A server that cannot be reached: every part is there, each with its reason."""
+    from types import SimpleNamespace
+
+    from pgrig.archive.records import RunRecord
+    from pgrig.insights import collector
+
+    env = Environment(name="gone", kind="external", dsn="host=127.0.0.1 port=1 connect_timeout=1")
+    spec = SimpleNamespace(warmup_s=0.0, duration_s=5.0)
+    rec = RunRecord(env_name="gone", workload="x", clients=1, threads=1)
+    rec.settings = {"shared_preload_libraries": {"setting": "pg_stat_statements,auto_explain"}}
+    coll = collector.start(env, "db", spec, rec)
+    coll.stop()
+    coll.finish(rec, tmp_path)
+    assert set(rec.insights) == {"statements", "plans", "log_digest", "waits", "notes"}
+    assert rec.insights["statements"]["reason"].startswith("not collected: OperationalError")
+    assert rec.insights["plans"]["reason"] == (
+        "not collected: pgrig cannot read the log of an external server"
+    )
+    assert not rec.insights["waits"]["collected"]

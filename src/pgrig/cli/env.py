@@ -175,7 +175,7 @@ def show(
         con.print(f"  profile  {d['profile']}   os user {d.get('os_user')}", highlight=False)
         for k, v in d["paths"].items():
             con.print(f"  {k:<11}{v}", highlight=False)
-        table = Table(title="settings (defaults < profile < environment < run)")
+        table = Table(title="settings (defaults < insights < profile < environment < run)")
         for col in ("name", "value", "layer", "PostgreSQL default"):
             table.add_column(col)
         for n, e in sorted(d["effective"].items()):

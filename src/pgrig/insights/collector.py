@@ -127,7 +127,7 @@ class Collection:
         if "auto_explain" in missing:
             self.reasons["plans"] = "not collected: " + self._not_loaded("auto_explain")
             return
-        if not self.env.managed or not self.env.insights:
+        if not self.env.insights:
             self.sampling = {"set_by": "user"}  # whatever auto_explain the user configured
             return
         merged = config.layers(self.env).merged()
@@ -157,6 +157,8 @@ class Collection:
                 f"{lib} is not loaded and insights are off for {self.env.name} "
                 f"(pgrig env set {self.env.name} --insights)"
             )
+        if lib not in insights_layer.available_libraries(self.env.bindir or ""):
+            return f"this PostgreSQL build has no {lib} module"
         return (
             f"{lib} is not loaded yet: restart the environment to load it "
             f"(pgrig env restart {self.env.name})"
@@ -282,14 +284,11 @@ class Collection:
     def finish(self, rec: Any, art_dir: Path) -> None:
         """rec.insights: the four parts, each collected or with its reason."""
         self.stop()
-        doc: dict[str, Any] = {}
-        for part, build in (
-            ("waits", lambda: self._waits(rec)),
-            ("statements", lambda: self._statements(rec)),
-        ):
-            doc[part] = self.reasons.get(part) and _missing(self.reasons[part])
-            if not doc[part]:
-                doc[part] = _guard(build)
+        doc: dict[str, Any] = {"waits": _guard(lambda: self._waits(rec))}
+        if "statements" in self.reasons:
+            doc["statements"] = _missing(self.reasons["statements"])
+        else:
+            doc["statements"] = _guard(lambda: self._statements(rec))
         doc.update(self._from_log(art_dir))
         doc["notes"] = list(self.notes)
         rec.insights = doc

@@ -90,7 +90,7 @@ def settings_rows(rec: RunRecord) -> list[SettingRow]:
 
 
 def _layer_of(layers: dict[str, dict[str, str]], name: str) -> str:
-    """The highest layer (profile < environment < study < run) that sets `name`."""
+    """The highest layer (insights < profile < environment < study < run) that sets `name`."""
     found = ""
     ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]
     for layer in ordered:
