@@ -159,13 +159,27 @@ def test_external_server_and_insights_off(pgb: str, home: Path, tmp_path: Path) 
 
     out = pgrig("env", "set", pgb, "--no-insights")
     assert "server restarted" in out.stderr
-    conf = (home / "envs" / pgb / "data" / "pgrig.conf").read_text()
-    assert "auto_explain" not in conf and "shared_preload_libraries" not in conf
+    conf_path = home / "envs" / pgb / "data" / "pgrig.conf"
+    assert "auto_explain" not in conf_path.read_text()
+    assert "shared_preload_libraries" not in conf_path.read_text()
     off = run(pgb, "-w", "pgbench:select-only", "-T", "2")
     assert off["statements"]["reason"] == (
         "not collected: pg_stat_statements is not loaded and insights are off for pgb "
         "(pgrig env set pgb --insights)"
     )
     assert off["log_digest"]["collected"]  # the log is still there to read
-    pgrig("env", "set", pgb, "--insights")
+
+    # An environment made before insights existed (no "insights" in env.json): its first run
+    # writes the layer (log settings apply at once) and asks for a restart for the libraries.
+    env_json = home / "envs" / pgb / "env.json"
+    env_json.write_text(json.dumps({k: v for k, v in env.items() if k != "insights"}))
+    old = run(pgb, "-w", "pgbench:select-only", "-T", "2")
+    assert old["statements"]["reason"] == (
+        "not collected: pg_stat_statements is not loaded yet: restart the environment to load it "
+        "(pgrig env restart pgb)"
+    )
+    notes = json.loads(pgrig("runs", "export", str(old["id"])).stdout)["insights"]["notes"]
+    assert "pgrig.conf rewritten with the insights layer and reloaded" in notes
+    assert "auto_explain.log_format = 'json'" in conf_path.read_text()
+    pgrig("env", "restart", pgb)
     assert run(pgb, "-w", "pgbench:select-only", "-T", "2")["statements"]["collected"]

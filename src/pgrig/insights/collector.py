@@ -67,6 +67,7 @@ class Collection:
         missing = insights_layer.missing_libraries(loaded)
         self._check_log(missing)
         self._connect()
+        self._refresh_conf()
         self._prepare_statements(missing)
         self._prepare_plans(missing)
         if (self.ext and self.start_snap is None) or self.budget:
@@ -82,6 +83,18 @@ class Collection:
         self.conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
         with contextlib.suppress(psycopg.Error):
             self.conn.execute(insights_layer.QUIET_SESSION_SQL)
+
+    def _refresh_conf(self) -> None:
+        """An environment made before the insights layer existed gets it now: pgrig.conf is
+        rewritten and reloaded (the log settings apply at once, the libraries at the next
+        restart, which the parts not collected ask for)."""
+        if not self.env.managed or not self.env.insights:
+            return
+        path = self.env.datadir / config.CONF_NAME
+        if path.exists() and path.read_text() != config.render(config.layers(self.env)):
+            config.write_conf(self.env)
+            self._reload()
+            self.notes.append("pgrig.conf rewritten with the insights layer and reloaded")
 
     def _check_log(self, missing: list[str]) -> None:
         """The server log is readable for managed environments: pgrig's log file, or with
