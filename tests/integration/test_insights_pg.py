@@ -58,13 +58,14 @@ def test_statements_and_a_plan_change_by_random_page_cost(pgb: str, home: Path) 
     assert st["collected"], st
     by_text = {s["text"]: s for s in st["top"]}
     update = by_text["UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"]
-    # every transaction updates one account: as many calls as pgbench counted transactions
+    # every transaction updates one account: as many calls as pgbench counted transactions,
+    # plus at most one per client cut short by the end of -T (not counted by pgbench)
     exported = json.loads(pgrig("runs", "export", str(a["id"])).stdout)
-    assert update["calls"] == exported["extra"]["pgbench_summary"]["processed"]
-    assert update["mean_ms"] == pytest.approx(update["total_ms"] / update["calls"], rel=1e-3)
+    assert 0 <= update["calls"] - exported["extra"]["pgbench_summary"]["processed"] <= 2
+    assert update["mean_ms"] == pytest.approx(update["total_ms"] / update["calls"], abs=1e-5)
     assert a["plans"]["collected"] and a["plans"]["samples"] > 0
     assert a["plans"]["sampling"]["set_by"] == "pgrig"
-    assert a["waits"]["collected"] and a["waits"]["events"]
+    assert a["waits"]["collected"] and a["waits"]["samples"] >= 2  # events: when seen active
     digest = a["log_digest"]
     assert digest["checkpoint_warnings"]["count"] == 0 and digest["checkpoints"]["requested"] == 0
     assert a["settings_layers"]["insights"]["auto_explain.log_format"] == "json"
@@ -96,7 +97,7 @@ def test_checkpoint_storm_with_max_wal_size_32mb(home: Path, pg: str, collector:
     assert proc.returncode == 0, proc.stderr
     try:
         pgrig("db", "generate", name, "--scenario", "pgbench", "--scale", "1")
-        doc = run(name, "-w", "pgbench:tpcb", "-c", "4", "-j", "2", "-T", "8")
+        doc = run(name, "-w", "pgbench:tpcb", "-c", "4", "-j", "2", "-T", "12")
         log = _artifact(doc, "server.log", home).read_text()
         digest = doc["log_digest"]
         warnings = log.count("checkpoints are occurring too frequently")
@@ -179,7 +180,7 @@ def test_external_server_and_insights_off(pgb: str, home: Path, tmp_path: Path) 
         "(pgrig env restart pgb)"
     )
     notes = json.loads(pgrig("runs", "export", str(old["id"])).stdout)["insights"]["notes"]
-    assert "pgrig.conf rewritten with the insights layer and reloaded" in notes
+    assert "pgrig.conf was out of date: rewritten and reloaded" in notes
     assert "auto_explain.log_format = 'json'" in conf_path.read_text()
     pgrig("env", "restart", pgb)
     assert run(pgb, "-w", "pgbench:select-only", "-T", "2")["statements"]["collected"]

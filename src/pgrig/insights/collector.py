@@ -28,7 +28,6 @@ from pgrig.provision import config, insights_layer
 from pgrig.provision.environment import Environment
 
 APPLICATION_NAME = "pgrig-insights"
-PARTS = ("statements", "plans", "log_digest", "waits")
 STATEMENT_TIMEOUT_MS = 5000
 
 
@@ -65,7 +64,7 @@ class Collection:
     def begin(self) -> None:
         loaded = _setting(self.rec, "shared_preload_libraries") or ""
         missing = insights_layer.missing_libraries(loaded)
-        self._check_log(missing)
+        self._check_log()
         self._connect()
         self._refresh_conf()
         self._prepare_statements(missing)
@@ -85,18 +84,19 @@ class Collection:
             self.conn.execute(insights_layer.QUIET_SESSION_SQL)
 
     def _refresh_conf(self) -> None:
-        """An environment made before the insights layer existed gets it now: pgrig.conf is
-        rewritten and reloaded (the log settings apply at once, the libraries at the next
-        restart, which the parts not collected ask for)."""
+        """A pgrig.conf out of date is rewritten and reloaded: an environment made before the
+        insights layer existed gets it (the log settings at once, the libraries at the next
+        restart, which the parts not collected ask for), and run-time sampling values left by
+        a killed run are reset."""
         if not self.env.managed or not self.env.insights:
             return
         path = self.env.datadir / config.CONF_NAME
         if path.exists() and path.read_text() != config.render(config.layers(self.env)):
             config.write_conf(self.env)
             self._reload()
-            self.notes.append("pgrig.conf rewritten with the insights layer and reloaded")
+            self.notes.append("pgrig.conf was out of date: rewritten and reloaded")
 
-    def _check_log(self, missing: list[str]) -> None:
+    def _check_log(self) -> None:
         """The server log is readable for managed environments: pgrig's log file, or with
         logging_collector on the collector's text files (their sizes now mark the start)."""
         reason = None

@@ -177,7 +177,7 @@ def summarize(
             "text": clip(" ".join(texts.get(key[2], "").split())),
             "calls": int(d["calls"]),
             "total_ms": round(d["total_ms"], 3),
-            "mean_ms": round(d["total_ms"] / d["calls"], 4),
+            "mean_ms": round(d["total_ms"] / d["calls"], 6),
             "share_pct": round(100.0 * d["total_ms"] / total_ms, 2) if total_ms > 0 else None,
         }
         for name in ext.columns:
