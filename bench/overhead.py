@@ -14,9 +14,10 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
+
+from abba import interleave
 
 
 def sh(argv: list[str], env: dict[str, str] | None = None) -> str:
@@ -65,22 +66,7 @@ def main() -> None:
                 "--tag", "bench=overhead"]  # fmt: skip
         return float(json.loads(sh(argv))["tps"])
 
-    ratios = []
-    for k in range(args.rounds):
-        # ABBA order: whichever goes second in a pair is not systematically favoured.
-        if k % 2 == 0:
-            raw, ours = raw_tps(), pgrig_tps()
-        else:
-            ours, raw = pgrig_tps(), raw_tps()
-        ratio = ours / raw
-        ratios.append(ratio)
-        first = "raw first" if k % 2 == 0 else "pgrig first"
-        print(f"round {k + 1} ({first}): raw pgbench {raw:,.0f} tps, pgrig {ours:,.0f} tps, "
-              f"ratio {ratio:.3f}", flush=True)  # fmt: skip
-    print(
-        f"median ratio pgrig/raw over {args.rounds} interleaved pairs: "
-        f"{statistics.median(ratios):.3f} (bar: >= 0.97)"
-    )
+    interleave(raw_tps, pgrig_tps, args.rounds, ("raw pgbench", "pgrig"))
 
 
 if __name__ == "__main__":

@@ -158,6 +158,13 @@ def pgrig(
     return proc
 
 
+def pgbench_env(name: str, *create_args: str) -> str:
+    """`pgrig env create NAME --pg 15 ARGS...` with pgbench data at scale 1; returns NAME."""
+    pgrig("env", "create", name, "--pg", "15", *create_args)
+    pgrig("db", "generate", name, "--scenario", "pgbench", "--scale", "1")
+    return name
+
+
 def start_long_run(env: str) -> subprocess.Popen[str]:
     """A 30 s select-only `pgrig run --json` in the background, for a test to interrupt."""
     argv = ["pgrig", "run", env, "--workload", "pgbench:select-only", "-c", "2"]

@@ -131,9 +131,7 @@ def test_dry_run_changes_nothing_and_restore_undoes_apply(home: Path) -> None:
 
 @pytest.fixture(scope="module")
 def lab(home: Path) -> str:
-    pgrig("env", "create", "lab", "--pg", "15")
-    pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
-    return "lab"
+    return servers.pgbench_env("lab")
 
 
 def run_json(*args: str) -> dict:

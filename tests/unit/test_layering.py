@@ -1,7 +1,8 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
 The order (docs/architecture.md): cli > web > reports > study > load > workloads, metrics,
-host > provision > analysis > archive > request > the shared modules (paths, errors, __init__).
+host, insights > provision > analysis > archive > request > the shared modules (paths, errors,
+__init__, units).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ RANK = {
     "workloads": 5,
     "metrics": 5,
     "host": 5,
+    "insights": 5,
     "provision": 4,
     "analysis": 3,
     "archive": 2,

@@ -191,3 +191,25 @@ def test_write_scripts_refuses_unknown_protocol(tmp_path: Path) -> None:
     with pytest.raises(PgrigError, match="unknown pgbench protocol"):
         scripts.write_scripts(tmp_path, 2, protocol="pipeline")
     assert not any(tmp_path.iterdir())
+
+
+def test_hammerdb_stock_level_form(tmp_path: Path) -> None:
+    """--stock-level hammerdb: the same inputs, HammerDB's single-query function."""
+    from pgrig.workloads.tpcc import sql
+
+    standard = scripts.script_text("stock_level", 2)
+    hammer = scripts.script_text("stock_level", 2, stock_level="hammerdb")
+    assert hammer == standard.replace("tpcc_stock_level(", "tpcc_stock_level_hammerdb(")
+    specs = scripts.write_scripts(tmp_path, 2, stock_level="hammerdb")
+    written = Path(next(s.path for s in specs if s.name == "tpcc:stock_level")).read_text()
+    assert "SELECT tpcc_stock_level_hammerdb(:w_id, :d_id, :threshold);" in written
+    body = sql.text("stock_level_hammerdb.sql")
+    assert (
+        "FUNCTION tpcc_stock_level_hammerdb(" in body
+        and "tpcc_stock_level_hammerdb" in sql.FUNCTIONS
+    )
+    assert "FROM order_line, stock, district" in body and "d_next_o_id - 20" in body
+    with pytest.raises(
+        PgrigError, match="unknown --stock-level 'oracle': choose standard or hammerdb"
+    ):
+        scripts.write_scripts(tmp_path, 2, stock_level="oracle")

@@ -174,8 +174,9 @@ def export_run(rec: RunRecord, format: Literal["json", "csv"] = "json") -> str:
     if format == "json":
         doc = run_to_json(rec)
         doc["non_default_settings"] = json_safe(rec.non_default_settings())
-        for name in ("settings", "settings_layers", "host", "artifacts", "extra", "series"):
+        for name in ("settings", "settings_layers", "host", "artifacts", "extra", "insights"):
             doc[name] = json_safe(getattr(rec, name))
+        doc["series"] = json_safe(rec.series)
         return json.dumps(doc, indent=2) + "\n"
     if format == "csv":
         header, rows = series_table(rec)

@@ -66,7 +66,7 @@ LATENCY_COLUMNS = tuple(
 )
 
 # Kinds of run_blobs rows: the non-scalar parts of a RunRecord other than series and scripts.
-BLOB_KINDS = ("settings", "settings_layers", "host", "artifacts", "extra")
+BLOB_KINDS = ("settings", "settings_layers", "host", "artifacts", "extra", "insights")
 
 
 def _req(name: str, *args: Any, **kw: Any) -> Column:

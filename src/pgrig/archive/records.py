@@ -136,6 +136,8 @@ class RunRecord:
     series: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> path
     extra: dict[str, Any] = field(default_factory=dict)
+    # why: statements, plans, log_digest, waits (pgrig.insights); {} when not collected
+    insights: dict[str, Any] = field(default_factory=dict)
 
     def warnings(self) -> list[dict[str, str]]:
         """What may make this run's numbers misleading: [{"code", "message"}], in

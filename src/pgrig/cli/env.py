@@ -119,14 +119,30 @@ def set_(
     name: str = typer.Argument(..., help="Environment name."),
     assignments: list[str] = typer.Argument(None, help="NAME=VALUE settings."),
     reset: list[str] = typer.Option([], "--reset", help="Remove a setting (repeatable)."),
+    insights: bool | None = typer.Option(
+        None,
+        "--insights/--no-insights",
+        help="Add or remove pgrig's insights layer (pg_stat_statements, auto_explain, logging).",
+    ),
 ) -> None:
     """Change environment settings: validated, written, then reloaded or restarted."""
     from pgrig.errors import PgrigError
     from pgrig.provision import cluster, config
 
-    if not assignments and not reset:
-        raise PgrigError("nothing to change: give NAME=VALUE settings or --reset NAME")
-    action, changed = cluster.set_settings(name, config.parse_assignments(assignments or []), reset)
+    if not assignments and not reset and insights is None:
+        raise PgrigError(
+            "nothing to change: give NAME=VALUE settings, --reset NAME or --insights/--no-insights"
+        )
+    if insights is not None and (assignments or reset):
+        raise PgrigError("give --insights/--no-insights alone, not with settings to change")
+    if insights is not None:
+        from pgrig.insights import setup
+
+        action, changed = setup.set_enabled(name, insights)
+    else:
+        action, changed = cluster.set_settings(
+            name, config.parse_assignments(assignments or []), reset
+        )
     if not changed:
         err_console().print(f"{name}: nothing changed")
         return
@@ -159,7 +175,7 @@ def show(
         con.print(f"  profile  {d['profile']}   os user {d.get('os_user')}", highlight=False)
         for k, v in d["paths"].items():
             con.print(f"  {k:<11}{v}", highlight=False)
-        table = Table(title="settings (defaults < profile < environment < run)")
+        table = Table(title="settings (defaults < insights < profile < environment < run)")
         for col in ("name", "value", "layer", "PostgreSQL default"):
             table.add_column(col)
         for n, e in sorted(d["effective"].items()):

@@ -77,6 +77,14 @@ def register(app: typer.Typer) -> None:
         all_warehouses: Annotated[
             bool, typer.Option("--all-warehouses", help="TPC-C: any warehouse per transaction.")
         ] = False,
+        stock_level: Annotated[
+            str,
+            typer.Option(
+                "--stock-level",
+                help="TPC-C Stock-Level form: standard, or hammerdb (HammerDB's single query, "
+                "whose range the planner misestimates).",
+            ),
+        ] = "standard",
         via: Annotated[
             str, typer.Option("--via", help="direct | pooler (the environment's pgbouncer).")
         ] = "direct",
@@ -136,6 +144,7 @@ def register(app: typer.Typer) -> None:
             tags=parse_pairs(tag, "--tag"),
             tpcc_mix=mix,
             all_warehouses=all_warehouses,
+            tpcc_stock_level=stock_level,
             via=via,
             connect=connect,
             server_cpus=server_cpus,

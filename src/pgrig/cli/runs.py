@@ -234,6 +234,9 @@ def show_json(rec: RunRecord) -> dict[str, Any]:
     doc["host"] = json_safe(rec.host)
     doc["artifacts"] = dict(rec.artifacts)
     doc["series_kinds"] = sorted(rec.series)
+    from pgrig.insights import summary
+
+    doc.update(json_safe(summary.parts(rec.insights)))  # statements, plans, log_digest, waits
     return doc
 
 
@@ -382,6 +385,7 @@ def _print_run(rec: RunRecord) -> None:
         if checks:
             rows = [(str(c.get("name")), _check_cell(c)) for c in checks]
             con.print(_kv_table("host checks", rows))
+    _print_why(rec)
     if rec.command:
         con.print(_kv_table("command", [("", escape(rec.command))]))
     if rec.artifacts:
@@ -406,6 +410,16 @@ def _check_cell(check: dict[str, Any]) -> str:
     value = "-" if check.get("value") is None else escape(str(check["value"]))
     recommended = escape(str(check.get("recommended")))
     return f"[{style}]{status}[/]  {value}  [dim](recommended {recommended})[/]"
+
+
+def _print_why(rec: RunRecord) -> None:
+    """Why the run performed as it did: statements, plans, server log, waits (pgrig.insights)."""
+    from rich.markup import escape
+
+    from pgrig.insights import summary
+
+    rows = summary.why(rec.insights)
+    out_console().print(_kv_table("why", [(escape(k), escape(v)) for k, v in rows]))
 
 
 # --- compare -----------------------------------------------------------------------------------
@@ -518,6 +532,9 @@ def compare_cmd(
     context = [(n, _group_context(ga, n), _group_context(gb, n)) for n in _CONTEXT]
     settings = _settings_diff(ga[0], gb[0])
     host_diffs = _host_differences(ga[0], gb[0])
+    from pgrig.insights.compare import plan_changes
+
+    changes = plan_changes([r.insights for r in ga], [r.insights for r in gb])
     if as_json:
         from pgrig.archive.export import json_safe
 
@@ -536,12 +553,14 @@ def compare_cmd(
                     "comparisons": {k: c.as_dict() for k, c in comparisons.items()},
                     "host_differences": host_diffs,
                     "study_repeats": repeats,
+                    "plan_changes": changes,
                 }
             )
         )
         return
     _print_compare(ga, gb, metrics, context, settings, comparisons)
     _print_host_differences(host_diffs)
+    _print_plan_changes(changes)
     if repeats:
         a_ids, b_ids = (",".join(map(str, g)) for g in repeats)
         err_console().print(
@@ -634,6 +653,20 @@ def _print_compare(
                 "values; one run cannot show run-to-run variation, repeats can[/dim]",
                 soft_wrap=True,
             )
+
+
+def _print_plan_changes(changes: list[dict[str, Any]]) -> None:
+    """Statements planned differently in B than in A (pgrig.insights.compare)."""
+    if not changes:
+        return
+    from rich.markup import escape
+
+    from pgrig.insights.compare import change_lines
+
+    con = out_console()
+    con.print(f"[bold]plan changes[/bold] ({len(changes)} statements)")
+    for line in change_lines(changes):
+        con.print(escape(line), highlight=False)
 
 
 # --- export ------------------------------------------------------------------------------------

@@ -186,6 +186,7 @@ def _resolve_scripts(
             all_warehouses=spec.all_warehouses,
             conninfo=env.conninfo(dbname),
             protocol=spec.protocol,
+            stock_level=spec.tpcc_stock_level,
         )
         return scripts, defines, max_tries, info
     if any(s.name.startswith("tickets:") for s in spec.scripts):
@@ -299,6 +300,7 @@ def _measure(
     live: bool,
 ) -> RunRecord:
     from pgrig.archive import artifacts
+    from pgrig.insights import collector as insights
 
     assert rec.id is not None  # begin_run gave it one
     art_dir = artifacts.run_artifacts_dir(rec.id)
@@ -316,12 +318,14 @@ def _measure(
     rec.command = pgbench_command.shell_quote(argv)
     server_log_offset = _log_size(env)
     pooler_log_offsets = _pooler_log_offsets(env, spec)
+    collection = insights.start(env, dbname, spec, rec)  # never raises (insights/collector.py)
 
     sampler, os_sampler, pooler_source = _start_sampler(env, conninfo, dbname, spec.via)
     try:
         unpin = _pin_server(env, spec)  # --server-cpus, undone when pgbench has ended
     except BaseException:
         sampler.stop()
+        collection.stop()
         raise
     interrupted = False
     progress_points: list[Any] = []
@@ -371,6 +375,7 @@ def _measure(
             proc.ensure_dead()
         follow = follower.stop() if follower is not None else None  # reads the last lines
         series_raw = sampler.stop() if sampler else {}
+        collection.stop()
         unpin()
 
     rec.ended_at = datetime.now(UTC)
@@ -409,6 +414,7 @@ def _measure(
 
     _keep_server_log(rec, art_dir, env, server_log_offset)
     _pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
+    collection.finish(rec, art_dir)
     # Stored relative to the artifacts root, so an archive stays valid if the home moves.
     rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
     archive.finish_run(rec)
@@ -491,7 +497,10 @@ def _pgbench_version(pgbench: str) -> str:
 
 
 def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:
+    from pgrig.provision import insights_layer
+
     return {
+        "insights": insights_layer.settings(env),
         "profile": {"__name__": env.profile, **env.profile_settings},
         "environment": dict(env.settings),
         "run": {**({"__profile__": spec.profile} if spec.profile else {}), **spec.settings},

@@ -31,6 +31,7 @@ from pgrig.metrics.pg_snapshot import (
     checkpoint_sql,
     hit_ratio,
 )
+from pgrig.provision.insights_layer import QUIET_SESSION_SQL
 
 APPLICATION_NAME = "pgrig-sampler"
 WAIT_PREFIX = "wait."
@@ -163,6 +164,8 @@ class PgSampler:
         except BaseException:
             conn.close()
             raise
+        with contextlib.suppress(psycopg.Error):  # not the workload's statements, not its plans
+            conn.execute(QUIET_SESSION_SQL)
         return conn
 
     def _install(self, conn: psycopg.Connection) -> None:

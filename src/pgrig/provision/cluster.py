@@ -432,6 +432,7 @@ def describe(env: Environment) -> dict[str, Any]:
     d["layers"] = {
         "defaults": defaults,
         "base": ls.base,
+        "insights": ls.insights,
         "profile": ls.profile,
         "environment": ls.environment,
         "run": ls.run,

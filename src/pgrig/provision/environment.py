@@ -38,6 +38,7 @@ class Environment:
     dsn: str | None = None  # external only, password stripped
     created_at: str | None = None
     pooler: dict[str, object] | None = None
+    insights: bool = True  # the insights layer (provision/insights_layer.py) is applied
 
     # --- locations -------------------------------------------------------------------------
     @property

@@ -242,7 +242,7 @@ class LoadParams(BaseModel):
     # TPC-C only: transaction mix, a warehouse per transaction, the Stock-Level flavour
     tpcc_mix: TpccMix | None = flag_field("--mix", default=None)
     all_warehouses: bool = flag_field("--all-warehouses", default=False)
-    tpcc_stock_level: TpccStockLevel = flag_field("--tpcc-stock-level", default="standard")
+    tpcc_stock_level: TpccStockLevel = flag_field("--stock-level", default="standard")
     # keep the compressed per-transaction log as an artifact of the run
     keep_txlog: bool = flag_field("--keep-txlog", default=False)
 

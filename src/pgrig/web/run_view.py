@@ -16,7 +16,7 @@ from pgrig.reports import run_charts
 from pgrig.reports.svg import render
 from pgrig.web import format as fmt
 
-LAYER_ORDER = ("profile", "environment", "study", "run")
+LAYER_ORDER = ("insights", "profile", "environment", "study", "run")
 
 
 @dataclass
@@ -88,7 +88,7 @@ def settings_rows(rec: RunRecord) -> list[SettingRow]:
 
 
 def _layer_of(layers: dict[str, dict[str, str]], name: str) -> str:
-    """The highest layer (profile < environment < study < run) that sets `name`."""
+    """The highest layer (insights < profile < environment < study < run) that sets `name`."""
     found = ""
     ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]
     for layer in ordered:

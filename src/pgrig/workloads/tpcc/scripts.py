@@ -14,7 +14,9 @@ from rollbacks exactly, and pg_stat_database counts the rollbacks as rollbacks.
 Home warehouses: client k works on warehouse k % W + 1 (clients spread evenly over the
 warehouses; with fewer clients than warehouses some warehouses stay idle, as in every kit);
 `all_warehouses` draws the warehouse per transaction instead. Stock-Level keeps a fixed
-district per client (clause 2.8.1.1): (k / W) % 10 + 1.
+district per client (clause 2.8.1.1): (k / W) % 10 + 1. Stock-Level comes in two forms:
+"standard" (tpcc_stock_level: d_next_o_id read first) and "hammerdb" (HammerDB's single query,
+tpcc_stock_level_hammerdb in stock_level_hammerdb.sql, whose range the planner misestimates).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.request import Refusal, ScriptSpec, tpcc_mix_weights
-from pgrig.request.vocabulary import PROTOCOLS, TPCC_TYPES
+from pgrig.request.vocabulary import PROTOCOLS, TPCC_STOCK_LEVELS, TPCC_TYPES
 from pgrig.workloads.tpcc.meta import connect, read_meta
 
 DEFAULT_MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
@@ -47,6 +49,11 @@ def validate_mix(mix: dict[str, int] | None) -> dict[str, int]:
         return tpcc_mix_weights(mix)
     except Refusal as e:
         raise PgrigError(f"TPC-C mix {e}") from None
+
+
+def check_stock_level(form: str) -> None:
+    if form not in TPCC_STOCK_LEVELS:
+        raise PgrigError(f"unknown --stock-level {form!r}: choose {' or '.join(TPCC_STOCK_LEVELS)}")
 
 
 def script_weights(mix: dict[str, int]) -> dict[str, int]:
@@ -181,7 +188,7 @@ def delivery_script(warehouses: int, all_warehouses: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def stock_level_script(warehouses: int, all_warehouses: bool) -> str:
+def stock_level_script(warehouses: int, all_warehouses: bool, form: str = "standard") -> str:
     lines = _header("Stock-Level", "2.8")
     if all_warehouses:
         lines += [_home(True), "\\set d_id random(1, 10)"]
@@ -189,23 +196,31 @@ def stock_level_script(warehouses: int, all_warehouses: bool) -> str:
         lines += [_home(False), "\\set d_id (:client_id / :tpcc_w) % 10 + 1"]
     lines += [
         "\\set threshold random(10, 20)",
-        "SELECT tpcc_stock_level(:w_id, :d_id, :threshold);",
+        f"SELECT {_STOCK_LEVEL_FUNCTIONS[form]}(:w_id, :d_id, :threshold);",
     ]
     return "\n".join(lines) + "\n"
 
 
+_STOCK_LEVEL_FUNCTIONS = {"standard": "tpcc_stock_level", "hammerdb": "tpcc_stock_level_hammerdb"}
+
+
 def script_text(
-    name: str, warehouses: int, all_warehouses: bool = False, protocol: str | None = None
+    name: str,
+    warehouses: int,
+    all_warehouses: bool = False,
+    protocol: str | None = None,
+    stock_level: str = "standard",
 ) -> str:
     if name == "new_order":
         return new_order_script(warehouses, all_warehouses, False)
     if name == ROLLBACK:
         return new_order_script(warehouses, all_warehouses, True, protocol)
+    if name == "stock_level":
+        return stock_level_script(warehouses, all_warehouses, stock_level)
     makers = {
         "payment": payment_script,
         "order_status": order_status_script,
         "delivery": delivery_script,
-        "stock_level": stock_level_script,
     }
     return makers[name](warehouses, all_warehouses)
 
@@ -216,14 +231,17 @@ def write_scripts(
     mix: dict[str, int] | None = None,
     all_warehouses: bool = False,
     protocol: str | None = None,
+    stock_level: str = "standard",
 ) -> list[ScriptSpec]:
     """Write one file per script with a positive weight; ScriptSpecs in pgbench order.
 
     protocol: pgbench's -M, which decides how the rollback script sends its three statements
     in one round trip; None writes a form valid in every mode (three round trips).
+    stock_level: "standard" or "hammerdb" (see the module docstring).
     """
     if protocol is not None and protocol not in PROTOCOLS:
         raise PgrigError(f"unknown pgbench protocol {protocol!r} (choose {', '.join(PROTOCOLS)})")
+    check_stock_level(stock_level)
     weights = script_weights(validate_mix(mix))
     out_dir.mkdir(parents=True, exist_ok=True)
     specs = []
@@ -231,7 +249,7 @@ def write_scripts(
         if name not in weights:
             continue
         path = out_dir / f"tpcc_{name}.sql"
-        path.write_text(script_text(name, warehouses, all_warehouses, protocol))
+        path.write_text(script_text(name, warehouses, all_warehouses, protocol, stock_level))
         specs.append(ScriptSpec(name=f"tpcc:{name}", path=str(path), weight=weights[name]))
     return specs
 
@@ -245,16 +263,23 @@ def pgbench_scripts(
     conninfo: str,
     protocol: str | None = None,
     rng: random.Random | None = None,
+    stock_level: str = "standard",
 ) -> tuple[list[ScriptSpec], dict[str, str], int]:
     """Scripts, -D defines and --max-tries for a TPC-C run against the database at conninfo.
 
     warehouses: how many warehouses the terminals use (default and maximum: the loaded
     count; fewer means the first N). The run-time C constants are chosen against the
     load-time C stored in tpcc_meta (clause 2.1.6.1). Pass protocol (pgbench -M) so that
-    every transaction is one round trip (see write_scripts).
+    every transaction is one round trip (see write_scripts). stock_level "hammerdb" creates
+    its function in the database (loads made before it existed lack it).
     """
+    check_stock_level(stock_level)
     with connect(conninfo) as conn:
         meta = read_meta(conn)
+        if stock_level == "hammerdb":
+            from pgrig.workloads.tpcc import sql
+
+            conn.execute(sql.text("stock_level_hammerdb.sql"))
     if warehouses is None:
         warehouses = meta.warehouses
     if isinstance(warehouses, bool) or not isinstance(warehouses, int) or warehouses < 1:
@@ -264,7 +289,7 @@ def pgbench_scripts(
             f"the database was loaded with {meta.warehouses} warehouse(s); "
             f"cannot run on {warehouses}"
         )
-    specs = write_scripts(Path(out_dir), warehouses, mix, all_warehouses, protocol)
+    specs = write_scripts(Path(out_dir), warehouses, mix, all_warehouses, protocol, stock_level)
     defines = {"tpcc_w": str(warehouses)}
     defines.update({k: str(v) for k, v in choose_run_constants(meta.c_last_load, rng).items()})
     return specs, defines, MAX_TRIES

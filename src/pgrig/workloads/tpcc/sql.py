@@ -43,6 +43,7 @@ FUNCTIONS = (
     "tpcc_order_status",
     "tpcc_delivery",
     "tpcc_stock_level",
+    "tpcc_stock_level_hammerdb",
 )
 # --partition: at most this many range partitions per table (contiguous warehouse ranges).
 MAX_PARTITIONS = 16

@@ -1,0 +1,67 @@
+"""How many plans auto_explain logs during a run: a budget, whatever the run's length.
+
+auto_explain decides per top-level statement (with probability sample_rate) whether to
+instrument and log it, nested statements included; with log_min_duration = 0 every sampled
+statement is logged. So the expected number of plans is sample_rate times the statements run
+(top-level and nested, as pg_stat_statements with track = all counts them). The collector
+reads that count now and then and asks PlanBudget for the rate that spends what is left of
+the budget evenly over the rest of the run: the server log, the run's artifacts and the time
+to read them stay bounded (a few MB) for a 10-second run and a 10-hour one alike, and the
+overhead stays a small, measured fraction (bench/insights_overhead.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+BUDGET = 5000  # plans per run: about 2 kB each in the log (JSON with buffers)
+FIRST_RATE = 0.01  # until the first measurement (1 s into the run)
+# When the rate is revised (s after the start): often while connections ramp up, then every
+# EVERY_S. Each revision corrects the previous one's estimate of the statement rate.
+CHECKS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+EVERY_S = 30.0
+UNKNOWN_REMAINING_S = 60.0  # runs bounded by transactions: the rest is guessed
+
+
+@dataclass
+class PlanBudget:
+    budget: float = BUDGET
+    rate: float = FIRST_RATE
+    spent: float = 0.0  # expected plans logged so far
+    history: list[tuple[float, float]] = field(default_factory=list)  # (t, rate) set
+
+    def revise(self, calls: float, seconds: float, remaining_s: float | None) -> float | None:
+        """Account for `calls` statements run at the current rate over the last `seconds`;
+        return the new rate when it should change (by 2x or more, or to/from 0), else None."""
+        self.spent += self.rate * max(calls, 0.0)
+        left = self.budget - self.spent
+        if remaining_s is None:
+            remaining_s = UNKNOWN_REMAINING_S
+        if left <= 0 or remaining_s <= 0:
+            new = 0.0
+        elif calls <= 0 or seconds <= 0:
+            new = 1.0 if self.rate > 0 else self.rate  # nothing ran: stay ready
+        else:
+            new = min(1.0, left / (calls / seconds * remaining_s))
+        new = float(f"{new:.3g}")
+        if new == self.rate:
+            return None
+        if new > 0 and self.rate > 0 and 0.5 < new / self.rate < 2.0:
+            return None
+        self.rate = new
+        return new
+
+
+def runtime_settings(rate: float) -> dict[str, str]:
+    """The insights layer's run-time values for a sample rate (0: auto_explain silent)."""
+    if rate <= 0:
+        return {"auto_explain.log_min_duration": "-1", "auto_explain.sample_rate": "1"}
+    return {"auto_explain.log_min_duration": "0", "auto_explain.sample_rate": f"{rate:.3g}"}
+
+
+def next_check(elapsed_s: float) -> float:
+    """Seconds after the start of the next revision of the rate."""
+    for t in CHECKS_S:
+        if t > elapsed_s:
+            return t
+    return elapsed_s + EVERY_S
