@@ -52,5 +52,5 @@ def profile(pg: dict[str, list[Any]] | None, t0: float, t1: float) -> dict[str, 
 
 
 def _wait_type(event: str) -> str:
-    """"LWLock:WALWrite" -> "LWLock"; "CPU" (active, no wait event) stays itself."""
+    """ "LWLock:WALWrite" -> "LWLock"; "CPU" (active, no wait event) stays itself."""
     return "CPU" if event == "CPU" else event.split(":", 1)[0]
