@@ -707,6 +707,19 @@ class Archive:
             if done.rowcount != 1:
                 raise NotFound(f"study {name!r} is not in archive {self.url}")
 
+    def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None:
+        """Merge `values` into a study's extra (a tuning study keeps its trials there)."""
+        with self._write() as conn:
+            row = conn.execute(select(studies_t.c.extra).where(studies_t.c.name == name)).first()
+            if row is None:
+                raise NotFound(f"study {name!r} is not in archive {self.url}")
+            extra = {**(json.loads(row[0]) if row[0] else {}), **values}
+            conn.execute(
+                update(studies_t)
+                .where(studies_t.c.name == name)
+                .values(extra=json.dumps(extra, default=str))
+            )
+
     def study_runs(self, name: str) -> list[RunRecord]:
         """Light records of a study's runs in the order they were made (study_point, repeat
         are set on each), with their warnings (a report names the runs of a busy host)."""
