@@ -17,6 +17,7 @@ from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import fmt, verdict_style
 from pgrig.reports.svg import INK, PALETTE, Chart, Reference, Trace
 from pgrig.tune import confirm
+from pgrig.tune.importance import METHOD
 from pgrig.tune.objective import objective as objective_of
 from pgrig.units import setting_text
 
@@ -32,7 +33,7 @@ def build(record: StudyRecord, runs: list[RunRecord], baseline: RunRecord | None
         f"{_done(x)} of {x.get('trials_planned', '?')} trials",
     )
     doc.sections.append(_setup(record, runs))
-    doc.sections.append(_best(x, baseline))
+    doc.sections.append(_best(record.name, x, baseline, obj.label))
     doc.sections.append(_verdicts(x, runs, obj.metric.key))
     doc.sections.append(_importances(x))
     doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
@@ -72,7 +73,7 @@ def _setup(record: StudyRecord, runs: list[RunRecord]) -> Section:
     return Section("Setup", blocks)
 
 
-def _best(x: dict[str, Any], baseline: RunRecord | None) -> Section:
+def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) -> Section:
     best = x.get("best")
     if not best:
         return Section("Best configuration", [Paragraph("no trial completed", "warn")])
@@ -82,10 +83,10 @@ def _best(x: dict[str, Any], baseline: RunRecord | None) -> Section:
         own = setting_text(baseline.settings.get(name), name) if baseline else None
         rows.append([name, value, own or "-", pgtune.get(name, "-")])
     intro = Paragraph(
-        f"Trial {best['trial'] + 1} (run {best.get('run_id')}): {fmt(best.get('value'), 2)}. "
-        "Its own figure is the best of many noisy runs, so biased upwards: the confirmation "
-        "below measures it again. `pgrig profile save NAME --from-study STUDY` keeps it as a "
-        "profile."
+        f"Trial {best['trial'] + 1} (run {best.get('run_id')}): {fmt(best.get('value'), 2)} "
+        f"{label}. Its own figure is the best of many noisy runs, so biased upwards: the "
+        "confirmation below measures it again. pgrig profile save NAME --from-study "
+        f"{name} keeps it as a profile."
     )
     table = Table.build(["knob", "best", "environment's own", "pgtune-oltp"], rows)
     return Section("Best configuration", [intro, table])
@@ -122,8 +123,9 @@ def _importances(x: dict[str, Any]) -> Section:
         return Section("Knob importances", [Paragraph(f"none: {why}", "note")])
     rows = [[k, f"{v * 100:.1f}%"] for k, v in sorted(imp.items(), key=lambda kv: -kv[1])]
     note = Paragraph(
-        "fANOVA (Optuna) over the completed trials: the share of the objective's variance each "
-        "knob explains. Few trials make these rough.",
+        f"{METHOD} over the completed trials: how much each knob's values among the best "
+        "trials differ from its values over all of them, as shares summing to 100%. Few trials "
+        "make these rough.",
         "note",
     )
     return Section(

@@ -387,8 +387,7 @@ class _Tuner:
                 self.on_trial(self.req.trials, self.req.trials, f"confirm {i + 1}/{len(todo)}")
             self.backend.apply_settings(self.env, configs[config])
             rec = self._execute(confirm.point_key(config), repeat)
-            self.console.print(f"  {config} repeat {repeat + 1}:", end="", highlight=False)
-            self._say_run(rec)
+            self._say_run(rec, f"{config} repeat {repeat + 1}: ")
         self._confirmed = True
 
     # --- helpers ------------------------------------------------------------------------------
@@ -463,13 +462,13 @@ class _Tuner:
             },
         )
 
-    def _say_run(self, rec: RunRecord) -> None:
+    def _say_run(self, rec: RunRecord, prefix: str = "") -> None:
         obj = self.req.objective
         value = obj.value(rec)
         shown = f"{value:,.2f} {obj.label}" if value is not None else f"no {obj.label}"
         p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
         status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
-        self.console.print(f"  run {rec.id}{status}: {shown}{p95}", highlight=False)
+        self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
 
 
 def _settings_text(settings: dict[str, str]) -> str:
