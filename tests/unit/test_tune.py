@@ -180,7 +180,27 @@ def test_guardrails() -> None:
     assert not Guardrails(None).judge(make_record(tps=10.0)).pruned
 
 
+def test_early_stop_needs_consecutive_slow_seconds() -> None:
+    stop_if = Guardrails(baseline_p95_ms=10.0).early_stop(seconds=3)
+    # a fast second starts the count again; a second without a figure changes nothing
+    assert [stop_if(v) for v in (25.0, 25.0, 5.0, 25.0, 25.0, None)] == [None] * 6
+    assert stop_if(25.0) == "p95 above 20.00 ms (2 x the baseline's) for 3 seconds in a row"
+    assert Guardrails(None).early_stop()(1e9) is None
+
+
 # --- the runner over fakes --------------------------------------------------------------------
+class TuneFake(FakeBackend):
+    """The study fake, keeping the early-stop watcher each run was given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.watchers: dict[str | None, Any] = {}
+
+    def execute(self, spec: RunRequest, archive: Any, console: Any, stop_if: Any = None) -> Any:
+        self.watchers[spec.study_point] = stop_if
+        return super().execute(spec, archive, console)
+
+
 def _space() -> space.Space:
     return space.Space(
         [
@@ -211,7 +231,7 @@ def store(pgrig_home: Path) -> Any:
 
 
 def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(store: Archive) -> None:
-    backend = FakeBackend(running={"e1"})
+    backend = TuneFake(running={"e1"})
     result = run_tune(_request(), archive=store, backend=backend)  # type: ignore[arg-type]
     assert result.status == "done" and result.trials_done == 6
     runs = store.study_runs("t")
@@ -236,21 +256,26 @@ def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(store: Archiv
         {"shared_buffers": "1GB"},
     ]
     assert backend.calls[-1] == ("restore", "e1")  # the environment's own settings back
+    # trials run under the guardrail's watcher (limit: 2 x the baseline's p95); others do not
+    assert backend.watchers["baseline"] is None and backend.watchers["confirm-best"] is None
+    watch = backend.watchers["trial-000"]
+    limit = 2 * runs[0].latency.p95
+    assert [watch(limit * 1.01) for _ in range(5)][-1] is not None
     verdicts = confirm.verdicts(runs, "tps", 0.02)
     assert [v.question for v in verdicts] == ["best vs baseline", "best vs pgtune-oltp"]
     assert all(v.comparison is not None and v.comparison.method == "repeats" for v in verdicts)
 
 
 def test_interrupted_tune_restores_and_resumes(store: Archive) -> None:
-    backend = FakeBackend(running={"e1"}, interrupt_at=3)  # baseline, trials 0, 1, then Ctrl-C
+    backend = TuneFake(running={"e1"}, interrupt_at=3)  # baseline, trials 0, 1, then Ctrl-C
     with pytest.raises(TuneInterrupted) as stop:
         run_tune(_request(trials=4), archive=store, backend=backend)  # type: ignore[arg-type]
     assert stop.value.result.trials_done == 2
     assert backend.calls[-1] == ("restore", "e1")
     assert store.get_study("t").status == "interrupted"
     with pytest.raises(PgrigError, match="add --resume"):
-        run_tune(_request(trials=4), archive=store, backend=FakeBackend(running={"e1"}))  # type: ignore[arg-type]
-    again = FakeBackend(running={"e1"})
+        run_tune(_request(trials=4), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    again = TuneFake(running={"e1"})
     result = run_tune(_request(trials=4), archive=store, backend=again, resume=True)  # type: ignore[arg-type]
     assert result.status == "done" and result.trials_done == 4
     executed = [c[1] for c in again.calls if c[0] == "execute"]
@@ -261,15 +286,15 @@ def test_interrupted_tune_restores_and_resumes(store: Archive) -> None:
 
 
 def test_resume_refuses_another_question(store: Archive) -> None:
-    run_tune(_request(trials=1, repeats=2), archive=store, backend=FakeBackend(running={"e1"}))  # type: ignore[arg-type]
+    run_tune(_request(trials=1, repeats=2), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     other = _request(trials=1)
     other = TuneRequest(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
     with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
-        run_tune(other, archive=store, backend=FakeBackend(running={"e1"}), resume=True)  # type: ignore[arg-type]
+        run_tune(other, archive=store, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
 
 
 def test_failed_trials_are_pruned_not_dropped(store: Archive) -> None:
-    backend = FakeBackend(running={"e1"}, fail_at={2})  # the second trial's run fails
+    backend = TuneFake(running={"e1"}, fail_at={2})  # the second trial's run fails
     run_tune(_request(trials=3), archive=store, backend=backend)  # type: ignore[arg-type]
     trials = store.get_study("t").extra["trials"]
     assert trials[1]["state"] == "pruned" and "failed" in trials[1]["reason"]
@@ -277,13 +302,13 @@ def test_failed_trials_are_pruned_not_dropped(store: Archive) -> None:
 
 
 def test_a_server_the_tune_started_is_stopped_again(store: Archive) -> None:
-    backend = FakeBackend()  # not running: ensure_environment starts it
+    backend = TuneFake()  # not running: ensure_environment starts it
     run_tune(_request(trials=1), archive=store, backend=backend)  # type: ignore[arg-type]
     assert backend.calls[-1] == ("stop", "e1")
 
 
 def test_restore_leftovers_after_a_kill(pgrig_home: Path) -> None:
-    backend = FakeBackend()
+    backend = TuneFake()
     assert not restore_leftovers("e1", backend)  # type: ignore[arg-type]
     saved = pgrig_home / "studies" / "e1.settings.json"
     saved.parent.mkdir(parents=True)
@@ -296,7 +321,7 @@ def test_restore_leftovers_after_a_kill(pgrig_home: Path) -> None:
 def test_report_shows_best_verdicts_importances_and_chart(store: Archive) -> None:
     from pgrig.reports import markdown, publish
 
-    run_tune(_request(), archive=store, backend=FakeBackend(running={"e1"}))  # type: ignore[arg-type]
+    run_tune(_request(), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     doc = publish.study_document(store, "t")
     text = markdown.render(doc, "t")
     for heading in ("## Best configuration", "## Confirmation", "## Knob importances", "## Trials"):
@@ -319,7 +344,7 @@ def test_profile_save_from_study(store: Archive, pgrig_home: Path) -> None:
     from pgrig.cli.app import _register, app
     from pgrig.provision import profiles
 
-    run_tune(_request(trials=2), archive=store, backend=FakeBackend(running={"e1"}))  # type: ignore[arg-type]
+    run_tune(_request(trials=2), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     _register()
     r = CliRunner().invoke(app, ["profile", "save", "tuned", "--from-study", "t"])
     assert r.exit_code == 0, r.output

@@ -288,3 +288,32 @@ def _summary(console: Console, store: Any, study_name: str) -> None:
         console.print(
             "importances: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in top), highlight=False
         )
+
+
+def show_study(store: Any, study_name: str, as_json: bool) -> None:
+    """`pgrig study show` of a tuning study: its trials, best and verdicts."""
+    rec = store.get_study(study_name)
+    x = rec.extra
+    if as_json:
+        keys = ("objective", "trials", "best", "importances", "baseline_run", "space", "notes")
+        common.print_json(
+            {"name": rec.name, "kind": rec.kind, "status": rec.status,
+             "created_at": rec.created_at, **{k: x.get(k) for k in keys}}
+        )  # fmt: skip
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{rec.name} (tune, {rec.status})")
+    for col in ("trial", "state", "value", "run", "why pruned"):
+        t.add_column(col, overflow="fold")
+    for trial in x.get("trials") or []:
+        value = trial.get("value")
+        t.add_row(
+            str(trial["number"] + 1),
+            trial["state"],
+            "-" if value is None else f"{value:,.2f}",
+            str(trial.get("run_id") or "-"),
+            escape(trial.get("reason") or ""),
+        )
+    common.out_console().print(t)
+    _summary(common.err_console(), store, study_name)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -36,13 +36,17 @@ from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import NotFound, PgrigError
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
-from pgrig.study.runner import Backend, completed_runs
+from pgrig.study.runner import Backend as StudyBackend
+from pgrig.study.runner import completed_runs
 from pgrig.study.spec import EnvSpec
 from pgrig.tune import confirm
 from pgrig.tune.guardrails import Guardrails
 from pgrig.tune.importance import knob_importances
 from pgrig.tune.objective import Objective
 from pgrig.tune.space import RESTART_GROUP, Space
+
+if TYPE_CHECKING:
+    from pgrig.load.runner import StopIf
 
 KIND = "tune"
 BASELINE_POINT = "baseline"
@@ -115,13 +119,23 @@ def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
     return True
 
 
+class Backend(StudyBackend, Protocol):
+    """The study backend, whose runs may be stopped early by a guardrail."""
+
+    def execute(
+        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+    ) -> RunRecord: ...
+
+
 class TuneBackend(ProvisionBackend):
     """The study backend, with runs that print no live view (the tune shows its own)."""
 
-    def execute(self, request: RunRequest, archive: Any, console: Console) -> RunRecord:
+    def execute(
+        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+    ) -> RunRecord:
         from pgrig.load.runner import execute
 
-        return execute(request, archive=archive, console=console, live=False)
+        return execute(request, archive=archive, console=console, live=False, stop_if=stop_if)
 
 
 @contextlib.contextmanager
@@ -328,7 +342,7 @@ class _Tuner:
             self.console.print(f"  [yellow]pruned[/yellow]: {escape(str(e))}", highlight=False)
             return
         try:
-            rec = self._execute(f"trial-{trial.number:03d}", 0)
+            rec = self._execute(f"trial-{trial.number:03d}", 0, self.guard.early_stop())
         except BaseException as e:
             stopped = getattr(e, "record", None)
             if stopped is not None:
@@ -391,11 +405,11 @@ class _Tuner:
         self._confirmed = True
 
     # --- helpers ------------------------------------------------------------------------------
-    def _execute(self, point: str, repeat: int) -> RunRecord:
+    def _execute(self, point: str, repeat: int, stop_if: StopIf | None = None) -> RunRecord:
         request = self.req.load.model_copy(
             update={"study": self.req.name, "study_point": point, "repeat": repeat}
         )
-        return self.backend.execute(request, self.archive, self.console)
+        return self.backend.execute(request, self.archive, self.console, stop_if=stop_if)
 
     def _fail_stale_trials(self) -> None:
         """Trials left running by an interrupted process: failed, so they do not count."""

@@ -35,6 +35,8 @@ class StudyPage:
 
 def build(record: StudyRecord, archive: Any) -> StudyPage:
     """Everything the page shows, from the archive (series are read for run stability)."""
+    if record.kind == "tune":
+        return _tune_page(record, archive)
     data = summary.load_study(archive, record.name, with_series=True)
     spec = data.spec
     doc = (
@@ -42,10 +44,7 @@ def build(record: StudyRecord, archive: Any) -> StudyPage:
         if spec.kind == "sweep" and spec.sweep is not None
         else iteration.build(data)
     )
-    sections = [
-        document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
-        for s in doc.sections
-    ]
+    sections = _without_figures(doc)
     return StudyPage(
         record=record,
         kind=spec.kind,
@@ -56,6 +55,30 @@ def build(record: StudyRecord, archive: Any) -> StudyPage:
         total_runs=sum(len(p.runs) for p in data.points) + len(data.orphans),
         points=len(data.points),
     )
+
+
+def _tune_page(record: StudyRecord, archive: Any) -> StudyPage:
+    """A tuning study (pgrig tune): the report's document, like the other kinds."""
+    from pgrig.reports.publish import tune_document
+
+    doc = tune_document(archive, record.name)
+    return StudyPage(
+        record=record,
+        kind=record.kind,
+        title=doc.title,
+        subtitle=doc.subtitle,
+        charts=[(render(f.chart), f.caption) for f in doc.figures()],
+        sections=_without_figures(doc),
+        total_runs=len(archive.study_runs(record.name)),
+        points=len(record.extra.get("trials") or []),
+    )
+
+
+def _without_figures(doc: document.Document) -> list[document.Section]:
+    return [
+        document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
+        for s in doc.sections
+    ]
 
 
 def block_kind(block: Any) -> str:
