@@ -301,6 +301,30 @@ def test_failed_trials_are_pruned_not_dropped(store: Archive) -> None:
     assert store.get_run(trials[1]["run_id"]).status == "failed"
 
 
+def test_a_study_whose_first_run_cannot_start_is_not_left_behind(store: Archive) -> None:
+    class Refusing(TuneFake):
+        def execute(self, spec: RunRequest, archive: Any, console: Any, stop_if: Any = None) -> Any:
+            raise PgrigError("database 'nope' does not exist in e1")
+
+    with pytest.raises(PgrigError, match="database 'nope'"):
+        run_tune(_request(trials=1), archive=store, backend=Refusing(running={"e1"}))  # type: ignore[arg-type]
+    assert [s.name for s in store.list_studies()] == []
+    result = run_tune(_request(trials=1), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    assert result.status == "done"  # the corrected command starts afresh (journal included)
+
+
+def test_sigterm_ends_the_study_like_ctrl_c() -> None:
+    import os
+    import signal
+
+    from pgrig.tune.runner import sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
 def test_a_server_the_tune_started_is_stopped_again(store: Archive) -> None:
     backend = TuneFake()  # not running: ensure_environment starts it
     run_tune(_request(trials=1), archive=store, backend=backend)  # type: ignore[arg-type]

@@ -707,6 +707,16 @@ class Archive:
             if done.rowcount != 1:
                 raise NotFound(f"study {name!r} is not in archive {self.url}")
 
+    def delete_empty_study(self, name: str) -> bool:
+        """Remove a study that holds no run (one whose first run could not start), so a
+        corrected command can create it again; True if it was removed."""
+        with self._write() as conn:
+            sid = self._study_id(conn, name)
+            if conn.execute(select(runs_t.c.id).where(runs_t.c.study_id == sid).limit(1)).first():
+                return False
+            conn.execute(delete(studies_t).where(studies_t.c.id == sid))
+            return True
+
     def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None:
         """Merge `values` into a study's extra (a tuning study keeps its trials there)."""
         with self._write() as conn:

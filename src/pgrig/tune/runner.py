@@ -175,10 +175,12 @@ def run_tune(
     backend = backend or TuneBackend(console)
     env = env_spec(req.load.env_name)
     restore_leftovers(env.name, backend)
-    _open_study(req, archive, resume)
+    created = _open_study(req, archive, resume)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     journal = journal_path(archive.url, req.name)
     journal.parent.mkdir(parents=True, exist_ok=True)
+    if created:  # a journal without its pgrig study is a leftover of a study that never ran
+        journal.unlink(missing_ok=True)
     study = optuna.create_study(
         study_name=req.name,
         storage=JournalStorage(JournalFileBackend(str(journal))),
@@ -212,6 +214,8 @@ def run_tune(
         _close(backend, env, started, console)
         walker.save()
         status = "interrupted" if interrupted else "failed"
+        if created and not interrupted and archive.delete_empty_study(req.name):
+            raise  # nothing ran: no study left behind, the corrected command starts afresh
         archive.set_study_status(req.name, status)
         if interrupted:
             raise TuneInterrupted(TuneResult(req.name, status, walker.done())) from None
@@ -242,13 +246,15 @@ def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> N
         )
 
 
-def _open_study(req: TuneRequest, archive: Any, resume: bool) -> StudyRecord:
+def _open_study(req: TuneRequest, archive: Any, resume: bool) -> bool:
+    """Create the study (True), or reopen it with `resume` (False)."""
     try:
         existing = archive.get_study(req.name)
     except NotFound:
         existing = None
     if existing is None:
-        return archive.create_study(StudyRecord(name=req.name, kind=KIND, spec=req.spec_text()))
+        archive.create_study(StudyRecord(name=req.name, kind=KIND, spec=req.spec_text()))
+        return True
     if not resume:
         raise PgrigError(
             f"study {req.name!r} already exists (status {existing.status}): add --resume to "
@@ -260,7 +266,7 @@ def _open_study(req: TuneRequest, archive: Any, resume: bool) -> StudyRecord:
             "objective or space; use --name to start a new one"
         )
     archive.set_study_status(req.name, "running")
-    return existing
+    return False
 
 
 class _Tuner:
