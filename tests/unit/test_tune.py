@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from study_fakes import FakeBackend, make_record
 
-from pgrig.archive.store import Archive
+from pgrig.archive.archive import Archive
 from pgrig.errors import PgrigError
 from pgrig.request import RunRequest
 from pgrig.tune import confirm, space
@@ -223,23 +223,16 @@ def _request(name: str = "t", trials: int = 6, repeats: int = 2) -> TuneRequest:
     )
 
 
-@pytest.fixture
-def store(pgrig_home: Path) -> Any:
-    a = Archive(f"sqlite:///{pgrig_home / 'archive.sqlite'}")
-    yield a
-    a.close()
-
-
-def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(store: Archive) -> None:
+def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(archive: Archive) -> None:
     backend = TuneFake(running={"e1"})
-    result = run_tune(_request(), archive=store, backend=backend)  # type: ignore[arg-type]
+    result = run_tune(_request(), archive=archive, backend=backend)  # type: ignore[arg-type]
     assert result.status == "done" and result.trials_done == 6
-    runs = store.study_runs("t")
+    runs = archive.study_runs("t")
     points = [r.study_point for r in runs]
     assert points[0] == "baseline"
     assert points[1:7] == [f"trial-{n:03d}" for n in range(6)]
     assert points[7:] == [confirm.point_key(c) for c, _ in confirm.plan(2)]
-    study = store.get_study("t")
+    study = archive.get_study("t")
     assert study.kind == "tune" and study.status == "done"
     x = study.extra
     assert x["best"]["settings"]["shared_buffers"] == "1GB"  # the fake's +20%
@@ -266,50 +259,50 @@ def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(store: Archiv
     assert all(v.comparison is not None and v.comparison.method == "repeats" for v in verdicts)
 
 
-def test_interrupted_tune_restores_and_resumes(store: Archive) -> None:
+def test_interrupted_tune_restores_and_resumes(archive: Archive) -> None:
     backend = TuneFake(running={"e1"}, interrupt_at=3)  # baseline, trials 0, 1, then Ctrl-C
     with pytest.raises(TuneInterrupted) as stop:
-        run_tune(_request(trials=4), archive=store, backend=backend)  # type: ignore[arg-type]
+        run_tune(_request(trials=4), archive=archive, backend=backend)  # type: ignore[arg-type]
     assert stop.value.result.trials_done == 2
     assert backend.calls[-1] == ("restore", "e1")
-    assert store.get_study("t").status == "interrupted"
+    assert archive.get_study("t").status == "interrupted"
     with pytest.raises(PgrigError, match="add --resume"):
-        run_tune(_request(trials=4), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+        run_tune(_request(trials=4), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     again = TuneFake(running={"e1"})
-    result = run_tune(_request(trials=4), archive=store, backend=again, resume=True)  # type: ignore[arg-type]
+    result = run_tune(_request(trials=4), archive=archive, backend=again, resume=True)  # type: ignore[arg-type]
     assert result.status == "done" and result.trials_done == 4
     executed = [c[1] for c in again.calls if c[0] == "execute"]
     assert "baseline" not in executed  # kept from the first attempt
     assert executed[:2] == ["trial-003", "trial-004"]  # trial 2 failed (interrupted): redone
-    states = [t["state"] for t in store.get_study("t").extra["trials"]]
+    states = [t["state"] for t in archive.get_study("t").extra["trials"]]
     assert states.count("fail") == 1 and states.count("complete") + states.count("pruned") == 4
 
 
-def test_resume_refuses_another_question(store: Archive) -> None:
-    run_tune(_request(trials=1, repeats=2), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+def test_resume_refuses_another_question(archive: Archive) -> None:
+    run_tune(_request(trials=1, repeats=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     other = _request(trials=1)
     other = TuneRequest(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
     with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
-        run_tune(other, archive=store, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+        run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
 
 
-def test_failed_trials_are_pruned_not_dropped(store: Archive) -> None:
+def test_failed_trials_are_pruned_not_dropped(archive: Archive) -> None:
     backend = TuneFake(running={"e1"}, fail_at={2})  # the second trial's run fails
-    run_tune(_request(trials=3), archive=store, backend=backend)  # type: ignore[arg-type]
-    trials = store.get_study("t").extra["trials"]
+    run_tune(_request(trials=3), archive=archive, backend=backend)  # type: ignore[arg-type]
+    trials = archive.get_study("t").extra["trials"]
     assert trials[1]["state"] == "pruned" and "failed" in trials[1]["reason"]
-    assert store.get_run(trials[1]["run_id"]).status == "failed"
+    assert archive.get_run(trials[1]["run_id"]).status == "failed"
 
 
-def test_a_study_whose_first_run_cannot_start_is_not_left_behind(store: Archive) -> None:
+def test_a_study_whose_first_run_cannot_start_is_not_left_behind(archive: Archive) -> None:
     class Refusing(TuneFake):
         def execute(self, spec: RunRequest, archive: Any, console: Any, stop_if: Any = None) -> Any:
             raise PgrigError("database 'nope' does not exist in e1")
 
     with pytest.raises(PgrigError, match="database 'nope'"):
-        run_tune(_request(trials=1), archive=store, backend=Refusing(running={"e1"}))  # type: ignore[arg-type]
-    assert [s.name for s in store.list_studies()] == []
-    result = run_tune(_request(trials=1), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+        run_tune(_request(trials=1), archive=archive, backend=Refusing(running={"e1"}))  # type: ignore[arg-type]
+    assert [s.name for s in archive.list_studies()] == []
+    result = run_tune(_request(trials=1), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     assert result.status == "done"  # the corrected command starts afresh (journal included)
 
 
@@ -325,9 +318,9 @@ def test_sigterm_ends_the_study_like_ctrl_c() -> None:
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-def test_a_server_the_tune_started_is_stopped_again(store: Archive) -> None:
+def test_a_server_the_tune_started_is_stopped_again(archive: Archive) -> None:
     backend = TuneFake()  # not running: ensure_environment starts it
-    run_tune(_request(trials=1), archive=store, backend=backend)  # type: ignore[arg-type]
+    run_tune(_request(trials=1), archive=archive, backend=backend)  # type: ignore[arg-type]
     assert backend.calls[-1] == ("stop", "e1")
 
 
@@ -342,38 +335,48 @@ def test_restore_leftovers_after_a_kill(pgrig_home: Path) -> None:
 
 
 # --- report and profile -----------------------------------------------------------------------
-def test_report_shows_best_verdicts_importances_and_chart(store: Archive) -> None:
+def test_report_shows_best_verdicts_importances_and_chart(archive: Archive) -> None:
     from pgrig.reports import markdown, publish
 
-    run_tune(_request(), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
-    doc = publish.study_document(store, "t")
+    run_tune(_request(), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    doc = publish.study_document(archive, "t")
     text = markdown.render(doc, "t")
     for heading in ("## Best configuration", "## Confirmation", "## Knob importances", "## Trials"):
         assert heading in text
-    runs = store.study_runs("t")
+    runs = archive.study_runs("t")
     for v in confirm.verdicts(runs, "tps", 0.02):
         assert v.comparison is not None
         assert f"| {v.question} | TPS | {v.comparison.ratio_text()} |" in text
     (fig,) = doc.figures()
     completed = next(t for t in fig.chart.traces if t.label == "completed trial")
-    x = store.get_study("t").extra
+    x = archive.get_study("t").extra
     assert len(completed.y) == sum(t["state"] == "complete" for t in x["trials"])
     best = next(t for t in fig.chart.traces if t.label == "best so far")
     assert max(v for v in best.y if v is not None) == pytest.approx(x["best"]["value"])
 
 
-def test_profile_save_from_study(store: Archive, pgrig_home: Path) -> None:
+def test_profile_save_from_study(archive: Archive, pgrig_home: Path) -> None:
     from typer.testing import CliRunner
 
     from pgrig.cli.app import _register, app
     from pgrig.provision import profiles
 
-    run_tune(_request(trials=2), archive=store, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    run_tune(_request(trials=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     _register()
     r = CliRunner().invoke(app, ["profile", "save", "tuned", "--from-study", "t"])
     assert r.exit_code == 0, r.output
-    best = store.get_study("t").extra["best"]["settings"]
+    best = archive.get_study("t").extra["best"]["settings"]
     settings, _notes = profiles.resolve_profile("tuned", 15, ram_bytes=8 * GIB, cpus=2)
     assert settings == best
     again = CliRunner().invoke(app, ["profile", "save", "tuned", "--from-study", "t"])
     assert isinstance(again.exception, PgrigError) and "add --force" in str(again.exception)
+
+
+def test_web_study_page_of_a_tuning_study(archive: Archive, client: Any) -> None:
+    run_tune(_request(), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    page = client.get("/studies/t")
+    assert page.status_code == 200
+    for text in ("Best configuration", "Confirmation", "Knob importances", "best vs baseline"):
+        assert text in page.text
+    assert page.text.count('<svg class="chart"') == 1  # the objective per trial
+    assert "t" in client.get("/studies").text

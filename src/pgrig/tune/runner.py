@@ -404,7 +404,7 @@ class _Tuner:
             )
         for i, (config, repeat) in enumerate(todo):
             if self.on_trial:
-                self.on_trial(self.req.trials, self.req.trials, f"confirm {i + 1}/{len(todo)}")
+                self.on_trial(i, len(todo), f"confirmation run {i + 1}/{len(todo)}")
             self.backend.apply_settings(self.env, configs[config])
             rec = self._execute(confirm.point_key(config), repeat)
             self._say_run(rec, f"{config} repeat {repeat + 1}: ")

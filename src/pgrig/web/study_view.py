@@ -44,17 +44,8 @@ def build(record: StudyRecord, archive: Any) -> StudyPage:
         if spec.kind == "sweep" and spec.sweep is not None
         else iteration.build(data)
     )
-    sections = _without_figures(doc)
-    return StudyPage(
-        record=record,
-        kind=spec.kind,
-        title=doc.title,
-        subtitle=doc.subtitle,
-        charts=[(render(f.chart), f.caption) for f in doc.figures()],
-        sections=sections,
-        total_runs=sum(len(p.runs) for p in data.points) + len(data.orphans),
-        points=len(data.points),
-    )
+    total = sum(len(p.runs) for p in data.points) + len(data.orphans)
+    return _page(record, spec.kind, doc, total, len(data.points))
 
 
 def _tune_page(record: StudyRecord, archive: Any) -> StudyPage:
@@ -62,23 +53,27 @@ def _tune_page(record: StudyRecord, archive: Any) -> StudyPage:
     from pgrig.reports.publish import tune_document
 
     doc = tune_document(archive, record.name)
+    total = len(archive.study_runs(record.name))
+    return _page(record, record.kind, doc, total, len(record.extra.get("trials") or []))
+
+
+def _page(
+    record: StudyRecord, kind: str, doc: document.Document, total_runs: int, points: int
+) -> StudyPage:
+    """The page of a report document: its charts apart, its sections without them."""
     return StudyPage(
         record=record,
-        kind=record.kind,
+        kind=kind,
         title=doc.title,
         subtitle=doc.subtitle,
         charts=[(render(f.chart), f.caption) for f in doc.figures()],
-        sections=_without_figures(doc),
-        total_runs=len(archive.study_runs(record.name)),
-        points=len(record.extra.get("trials") or []),
+        sections=[
+            document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
+            for s in doc.sections
+        ],
+        total_runs=total_runs,
+        points=points,
     )
-
-
-def _without_figures(doc: document.Document) -> list[document.Section]:
-    return [
-        document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
-        for s in doc.sections
-    ]
 
 
 def block_kind(block: Any) -> str:
