@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from study_fakes import FakeBackend, make_record
 
-from pgrig.archive.archive import Archive
+from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
 from pgrig.request import RunRequest
 from pgrig.tune import confirm, space
