@@ -278,6 +278,14 @@ def test_interrupted_tune_restores_and_resumes(archive: Archive) -> None:
     assert states.count("fail") == 1 and states.count("complete") + states.count("pruned") == 4
 
 
+def test_resume_after_the_confirmation_keeps_the_best(archive: Archive) -> None:
+    first = run_tune(_request(trials=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    again = TuneFake(running={"e1"})
+    second = run_tune(_request(trials=5), archive=archive, backend=again, resume=True)  # type: ignore[arg-type]
+    assert second.trials_done == 2 and second.best == first.best
+    assert not [c for c in again.calls if c[0] == "execute"]  # everything was done already
+
+
 def test_resume_refuses_another_question(archive: Archive) -> None:
     run_tune(_request(trials=1, repeats=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     other = _request(trials=1)

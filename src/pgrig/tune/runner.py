@@ -111,9 +111,9 @@ def env_spec(env_name: str) -> EnvSpec:
 
 def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
     """Put back an environment's own settings if a killed study or tune left them changed."""
-    from pgrig.study.backend import _original_file
+    from pgrig.study.backend import settings_saved
 
-    if not _original_file(env_name).exists():
+    if not settings_saved(env_name):
         return False
     (backend or TuneBackend()).restore(env_spec(env_name))
     return True
@@ -294,9 +294,22 @@ class _Tuner:
     def run(self) -> None:
         self._fail_stale_trials()
         self._baseline()
-        self._search()
+        if self._confirmation_started():  # the best is settled: more trials need a new study
+            if self.done() < self.req.trials:
+                self.console.print(
+                    f"the confirmation has started: the search stays at {self.done()} trials "
+                    "(a longer search needs a new study, --name)",
+                    highlight=False,
+                )
+        else:
+            self._search()
         if self.best() is not None:
             self._confirm()
+
+    def _confirmation_started(self) -> bool:
+        prefix = confirm.point_key("")
+        runs = self.archive.study_runs(self.req.name)
+        return any((r.study_point or "").startswith(prefix) for r in runs)
 
     def _baseline(self) -> None:
         runs = [
