@@ -212,3 +212,32 @@ def test_kill_9_is_undone_by_restore(lab: Path, resumed: dict) -> None:
     assert "its own settings are back" in out.stderr
     assert effective() == before
     assert "nothing to restore" in pgrig("tune", "lab", "--restore").stderr
+
+
+# --- the knob space against the real parsers of 15 and 18 ------------------------------------
+@pytest.mark.parametrize("major", ["15", "18"])
+def test_default_space_passes_the_real_parser(
+    major: str, pgrig_home: Path, request: pytest.FixtureRequest
+) -> None:
+    from pgrig.tune import space
+
+    bindir, version = request.getfixturevalue(f"pg{major}")
+    s = space.for_server(bindir, version, "default", True, disk_path=pgrig_home)
+    assert ("io_method" in s.names) == (major == "18")
+    assert {"shared_buffers", "wal_buffers"} <= set(s.restart_names)  # the catalogue says so
+    assert (major == "18") == ("io_method" in s.restart_names)
+    assert set(space.UNSAFE) <= set(s.names)
+    assert "lz4" in s.knob("wal_compression").choices  # both builds have lz4
+
+
+def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_path: Path) -> None:
+    from pgrig.errors import PgrigError
+    from pgrig.tune import space
+
+    f = tmp_path / "space.toml"
+    f.write_text("[knobs.commit_siblings]\nlow = 1\nhigh = 5000\n")
+    with pytest.raises(PgrigError, match=r"^--space: commit_siblings=5000 is outside the valid"):
+        space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
+    f.write_text("[knobs.io_workers]\nlow = 1\nhigh = 4\n")
+    with pytest.raises(PgrigError, match=r"io_workers does not exist in PostgreSQL 15"):
+        space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)

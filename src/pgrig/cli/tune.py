@@ -15,9 +15,6 @@ from pgrig.errors import PgrigError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from pgrig.provision.environment import Environment
-    from pgrig.tune.space import Space
-
 
 def register(app: typer.Typer) -> None:
     @app.command("tune")
@@ -150,6 +147,7 @@ def _request(
     from pgrig.request import RunRequest, from_flags
     from pgrig.request.values import parse_duration
     from pgrig.tune import confirm
+    from pgrig.tune import space as sp
     from pgrig.tune.objective import objective
     from pgrig.tune.runner import TuneRequest
     from pgrig.workloads import specs
@@ -186,7 +184,9 @@ def _request(
             f"{env_name} is an external server: tuning changes settings and restarts the "
             "server, so it needs a managed environment"
         )
-    space = _space(env, space_arg, allow_unsafe)
+    space = sp.for_server(
+        env.bindir or "", env.version or "", space_arg, allow_unsafe, disk_path=env.datadir
+    )
     if allow_unsafe:
         console.print(f"[bold red]{escape(space.notes[-1])}[/bold red]", highlight=False)
     pgtune, _notes = cluster.resolve_profile(confirm.PGTUNE_PROFILE, env.major or 0, env.bindir)
@@ -202,38 +202,6 @@ def _request(
         pgtune_settings=pgtune,
         seed=seed,
     )
-
-
-def _space(env: Environment, space_arg: str, allow_unsafe: bool) -> Space:
-    """The knob space for this environment, checked against its exact server version."""
-    import shutil
-
-    from pgrig.provision import catalog, profiles, validator
-    from pgrig.tune import space as sp
-
-    major, bindir = env.major or 0, env.bindir or ""
-    if space_arg == "default":
-        space = sp.default_space(
-            major,
-            profiles.host_ram_bytes(),
-            profiles.host_cpus(),
-            disk_free_bytes=shutil.disk_usage(env.datadir).free,
-            io_uring=profiles.io_uring_supported(bindir, major),
-            allow_unsafe=allow_unsafe,
-        )
-    else:
-        path = Path(space_arg)
-        if not path.is_file():
-            raise PgrigError(f"--space {space_arg}: no such file (or use --space default)")
-        space = sp.load_space(path, allow_unsafe)
-    cat = catalog.load_catalog(bindir, env.version or "")
-
-    def check(settings: dict[str, str]) -> None:
-        norm = validator.normalize(settings)
-        validator.check_reserved(norm)
-        validator.validate(bindir, major, cat, norm)
-
-    return sp.check_space(space.with_restart(cat.needs_restart), check)
 
 
 def _with_progress(console: Console, req: Any, store: Any, resume: bool) -> Any:

@@ -341,3 +341,38 @@ def check_space(space: Space, check: Validator) -> Space:
         else:
             notes.append(f"{k.name} left out: fewer than two of its values are accepted")
     return Space(knobs, notes)
+
+
+def for_server(
+    bindir: str | Path, version: str, space_arg: str, allow_unsafe: bool, disk_path: Path
+) -> Space:
+    """The space `--space` names (default, or a file) for this server build, every knob checked
+    by its parser, restart-only knobs marked from its catalogue; `disk_path`: where the WAL
+    grows (max_wal_size stays below a quarter of its free space)."""
+    import shutil
+
+    from pgrig.provision import binaries, catalog, validator
+
+    major = binaries.major_of(version)
+    if space_arg == "default":
+        space = default_space(
+            major,
+            profiles.host_ram_bytes(),
+            profiles.host_cpus(),
+            disk_free_bytes=shutil.disk_usage(disk_path).free,
+            io_uring=profiles.io_uring_supported(bindir, major),
+            allow_unsafe=allow_unsafe,
+        )
+    else:
+        path = Path(space_arg)
+        if not path.is_file():
+            raise PgrigError(f"--space {space_arg}: no such file (or use --space default)")
+        space = load_space(path, allow_unsafe)
+    cat = catalog.load_catalog(bindir, version)
+
+    def check(settings: dict[str, str]) -> None:
+        norm = validator.normalize(settings)
+        validator.check_reserved(norm)
+        validator.validate(bindir, major, cat, norm)
+
+    return check_space(space.with_restart(cat.needs_restart), check)
