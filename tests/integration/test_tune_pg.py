@@ -241,3 +241,26 @@ def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_pat
     f.write_text("[knobs.io_workers]\nlow = 1\nhigh = 4\n")
     with pytest.raises(PgrigError, match=r"io_workers does not exist in PostgreSQL 15"):
         space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
+
+
+def test_guardrail_stops_a_real_run_early(lab: Path) -> None:
+    """The run orchestrator's stop_if: pgbench is stopped, the run archived aborted with why."""
+    from pgrig.archive.store import Archive
+    from pgrig.load.runner import execute
+    from pgrig.request import RunRequest
+    from pgrig.tune.guardrails import Guardrails
+
+    # a limit every second exceeds: 1 microsecond, twice the "baseline's" 0.5 us
+    stop_if = Guardrails(baseline_p95_ms=0.0005).early_stop(seconds=2)
+    request = RunRequest(env_name="lab", workload="pgbench:select-only", duration_s=30.0)
+    t0 = time.monotonic()
+    with Archive() as archive:
+        rec = execute(request, archive=archive, live=False, stop_if=stop_if)
+        stored = archive.get_run(rec.id or 0)
+    assert time.monotonic() - t0 < 20  # not the 30 s asked for
+    assert stored.status == "aborted"
+    assert stored.error == (
+        "stopped early: p95 above 0.00 ms (2 x the baseline's) for 2 seconds in a row"
+    )
+    assert Guardrails(0.0005).judge(stored).pruned
+    wait_no_pgbench()
