@@ -388,3 +388,17 @@ def test_web_study_page_of_a_tuning_study(archive: Archive, client: Any) -> None
         assert text in page.text
     assert page.text.count('<svg class="chart"') == 1  # the objective per trial
     assert "t" in client.get("/studies").text
+
+
+def test_default_confirmation_repeats_give_95_percent_bounds() -> None:
+    import typer
+
+    from pgrig.analysis.compare import DEFAULT_MISRATE, min_repeats
+    from pgrig.cli.app import _register, app
+
+    assert min_repeats(DEFAULT_MISRATE) == confirm.DEFAULT_REPEATS
+    _register()
+    group: Any = typer.main.get_command(app)
+    command = group.commands["tune"]
+    default = next(p.default for p in command.params if p.name == "confirm_repeats")
+    assert default == confirm.DEFAULT_REPEATS

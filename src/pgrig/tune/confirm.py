@@ -18,6 +18,7 @@ from pgrig.archive.records import RunRecord
 BASELINE, BEST, PGTUNE = "baseline", "best", "pgtune-oltp"
 CONFIGS = (BASELINE, BEST, PGTUNE)
 PGTUNE_PROFILE = "pgtune-oltp"
+DEFAULT_REPEATS = 4  # the fewest whose bounds reach 95% (compare.min_repeats(0.05))
 # (label, baseline side, candidate side): the best configuration is always the candidate
 QUESTIONS = (("best vs baseline", BASELINE, BEST), ("best vs pgtune-oltp", PGTUNE, BEST))
 

@@ -60,7 +60,7 @@ class TuneRequest:
     space: Space  # already checked against the server
     trials: int
     budget_s: float | None = None  # of the search; the confirmation comes on top
-    confirm_repeats: int = 3
+    confirm_repeats: int = confirm.DEFAULT_REPEATS
     allow_unsafe: bool = False
     pgtune_settings: dict[str, str] = field(default_factory=dict)
     threshold: float = 0.02
