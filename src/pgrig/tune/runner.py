@@ -198,6 +198,8 @@ def run_tune(
             "notes": req.space.notes,
             "objective": req.objective.name,
             "trials_planned": req.trials,
+            # baseline, trials (pruned ones are runs too) and the confirmation
+            "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats)),
             "confirm_repeats": req.confirm_repeats,
             "threshold": req.threshold,
             "pgtune_settings": req.pgtune_settings,
