@@ -91,22 +91,22 @@ def register(app: typer.Typer) -> None:
         formats = publish.check_formats(fmt or ["md"])
         study_name = name or f"tune-{env}"
         req = _request(
-            env,
-            workload,
-            trials,
-            budget,
-            objective,
-            space,
-            allow_unsafe,
-            duration,
-            warmup,
-            clients,
-            threads,
-            confirm_repeats,
-            study_name,
-            db,
-            seed,
-            console,
+            env_name=env,
+            workload=workload,
+            trials=trials,
+            budget=budget,
+            objective_name=objective,
+            space_arg=space,
+            allow_unsafe=allow_unsafe,
+            duration=duration,
+            warmup=warmup,
+            clients=clients,
+            threads=threads,
+            confirm_repeats=confirm_repeats,
+            study_name=study_name,
+            db=db,
+            seed=seed,
+            console=console,
         )
         store = Archive(archive)
         try:
@@ -130,6 +130,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _request(
+    *,
     env_name: str,
     workload: list[str] | None,
     trials: int,

@@ -174,7 +174,11 @@ def run_tune(
     console = console or Console(stderr=True)
     backend = backend or TuneBackend(console)
     env = env_spec(req.load.env_name)
-    restore_leftovers(env.name, backend)
+    if restore_leftovers(env.name, backend):
+        console.print(
+            f"{env.name}: put back its own settings, left changed by a study that was killed",
+            highlight=False,
+        )
     created = _open_study(req, archive, resume)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     journal = journal_path(archive.url, req.name)
