@@ -9,7 +9,7 @@ and CPUs (and the free disk space for max_wal_size). `--space FILE` replaces it 
     high = "2GB"
     log = true             # sample on a log scale
     [knobs.random_page_cost]
-    low = 1.1
+    low = 1.1              # integer ends sample integers: write 1.0, not 1, for a real range
     high = 4.0
     [knobs.wal_compression]
     choices = ["off", "lz4"]
