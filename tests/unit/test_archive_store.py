@@ -358,6 +358,18 @@ class ArchiveSuite:
         with pytest.raises(NotFound):
             archive.study_runs("nope")
 
+    def test_study_extra_updates_and_empty_study_removal(self, archive: Archive) -> None:
+        archive.create_study(StudyRecord(name="t", kind="tune", spec="{}", extra={"a": 1}))
+        archive.update_study_extra("t", {"b": [1, 2], "a": 3})
+        assert archive.get_study("t").extra == {"a": 3, "b": [1, 2]}
+        with pytest.raises(NotFound):
+            archive.update_study_extra("nope", {})
+        archive.create_study(StudyRecord(name="used", kind="tune", spec="{}"))
+        archive.finish_run(full_record(status="ok", study="used"))
+        assert not archive.delete_empty_study("used")  # it holds a run: kept
+        assert archive.delete_empty_study("t")
+        assert [s.name for s in archive.list_studies()] == ["used"]
+
     def test_mark_stale_running(self, archive: Archive) -> None:
         old = full_record(started_at=datetime.now(UTC) - timedelta(hours=3))
         fresh = full_record(started_at=None)

@@ -1,6 +1,6 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
-The order (docs/architecture.md): cli > web > reports > study > load > workloads, metrics,
+The order (docs/architecture.md): cli > web > reports > tune > study > load > workloads, metrics,
 host, insights > provision > analysis > archive > request > the shared modules (paths, errors,
 __init__, units).
 """
@@ -13,9 +13,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "pgrig"
 
 RANK = {
-    "cli": 10,
-    "web": 9,
-    "reports": 8,
+    "cli": 11,
+    "web": 10,
+    "reports": 9,
+    "tune": 8,
     "study": 7,
     "load": 6,
     "workloads": 5,

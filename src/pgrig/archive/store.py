@@ -707,6 +707,29 @@ class Archive:
             if done.rowcount != 1:
                 raise NotFound(f"study {name!r} is not in archive {self.url}")
 
+    def delete_empty_study(self, name: str) -> bool:
+        """Remove a study that holds no run (one whose first run could not start), so a
+        corrected command can create it again; True if it was removed."""
+        with self._write() as conn:
+            sid = self._study_id(conn, name)
+            if conn.execute(select(runs_t.c.id).where(runs_t.c.study_id == sid).limit(1)).first():
+                return False
+            conn.execute(delete(studies_t).where(studies_t.c.id == sid))
+            return True
+
+    def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None:
+        """Merge `values` into a study's extra (a tuning study keeps its trials there)."""
+        with self._write() as conn:
+            row = conn.execute(select(studies_t.c.extra).where(studies_t.c.name == name)).first()
+            if row is None:
+                raise NotFound(f"study {name!r} is not in archive {self.url}")
+            extra = {**(json.loads(row[0]) if row[0] else {}), **values}
+            conn.execute(
+                update(studies_t)
+                .where(studies_t.c.name == name)
+                .values(extra=json.dumps(extra, default=str))
+            )
+
     def study_runs(self, name: str) -> list[RunRecord]:
         """Light records of a study's runs in the order they were made (study_point, repeat
         are set on each), with their warnings (a report names the runs of a busy host)."""

@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each group module exposes `app` (a Typer) or `register(app)` for top-level commands.
-    from pgrig.cli import db, env, host, pg, profile, run, runs, serve, study
+    from pgrig.cli import db, env, host, pg, profile, run, runs, serve, study, tune
 
     app.add_typer(pg.app, name="pg", help="PostgreSQL versions: list and install.")
     app.add_typer(env.app, name="env", help="Environments (clusters pgrig manages).")
@@ -30,6 +30,7 @@ def _register() -> None:
     run.register(app)
     study.register(app)
     serve.register(app)
+    tune.register(app)
 
 
 def main() -> None:

@@ -94,3 +94,32 @@ def show_cmd(
         if note.startswith("WARNING:"):
             continue  # already shown above, in red
         con.print(f"- {escape(note)}", highlight=False)
+
+
+@app.command("save")
+def save_cmd(
+    name: str = typer.Argument(..., help="Name of the new profile."),
+    from_study: str = typer.Option(..., "--from-study", help="A tuning study (`pgrig tune`)."),
+    force: bool = typer.Option(False, "--force", help="Replace an existing user profile."),
+    archive: str | None = typer.Option(
+        None, "--archive", envvar="PGRIG_ARCHIVE", help="Archive URL."
+    ),
+) -> None:
+    """Save the best configuration of a tuning study as a profile (<home>/profiles/NAME.toml)."""
+    from pgrig.archive.store import Archive
+    from pgrig.errors import PgrigError
+
+    rec = Archive(archive).get_study(from_study)
+    best = rec.extra.get("best") if rec.kind == "tune" else None
+    if rec.kind != "tune":
+        raise PgrigError(f"--from-study {from_study}: a {rec.kind} study, not a tuning study")
+    if not best:
+        raise PgrigError(f"--from-study {from_study}: no trial completed, there is no best")
+    notes = [
+        f"best trial {best['trial'] + 1} (run {best.get('run_id')}) of tuning study {from_study}",
+        "the environment's own settings (env --set) are not part of it",
+    ] + [n for n in rec.extra.get("notes") or [] if n.startswith("UNSAFE")]
+    path = profiles.save_profile(
+        name, dict(best["settings"]), f"tuned by pgrig tune ({from_study})", notes, force
+    )
+    out_console().print(f"profile {escape(name)} saved: {path}", highlight=False, soft_wrap=True)

@@ -229,7 +229,13 @@ def show(
     """A study's progress and TPS per point."""
     from pgrig.reports.summary import fmt, load_study
 
-    data = load_study(_archive(archive), name, with_series=False)
+    store = _archive(archive)
+    if store.get_study(name).kind == "tune":
+        from pgrig.cli import tune
+
+        tune.show_study(store, name, as_json)
+        return
+    data = load_study(store, name, with_series=False)
     points: list[dict[str, Any]] = [
         {
             "key": ps.point.key,

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from pgrig.metrics.sampler import Sampler
 
 
+StopIf = Callable[[float | None], str | None]
+
+
 class RunInterrupted(Exception):
     """Raised after an aborted run has been archived, so the CLI can exit 130."""
 
@@ -62,11 +65,14 @@ def execute(
     archive: Any,
     console: Console | None = None,
     live: bool = True,
+    stop_if: StopIf | None = None,
 ) -> RunRecord:
     """Run one pgbench benchmark and archive it. Returns the archived record.
 
     Raises PgrigError for bad input (nothing archived, nothing changed) and RunInterrupted
-    when the user pressed Ctrl-C (the aborted run is archived first).
+    when the user pressed Ctrl-C (the aborted run is archived first). `stop_if` is asked every
+    second with the p95 (ms) of the latest whole second; a reason it returns stops pgbench and
+    the run is archived "aborted" with that reason (a tuning guardrail, tune/guardrails.py).
     """
     from pgrig.provision import cluster
 
@@ -94,8 +100,9 @@ def execute(
         restore = _apply_run_settings(env, run_settings)
         try:
             return _run(
-                spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live
-            )
+                spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live,
+                stop_if,
+            )  # fmt: skip
         finally:
             restore()
     finally:
@@ -230,6 +237,7 @@ def _run(
     archive: Any,
     console: Console,
     live: bool,
+    stop_if: StopIf | None = None,
 ) -> RunRecord:
     from pgrig.host.facts import host_facts
     from pgrig.metrics import pg_snapshot
@@ -274,7 +282,9 @@ def _run(
     rec.extra.update(_connection_extra(env, spec))
     rec.id = archive.begin_run(rec)
     try:
-        return _measure(rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live)
+        return _measure(
+            rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
+        )
     except (RunInterrupted, KeyboardInterrupt):
         raise
     except BaseException as e:
@@ -298,6 +308,7 @@ def _measure(
     archive: Any,
     console: Console,
     live: bool,
+    stop_if: StopIf | None = None,
 ) -> RunRecord:
     from pgrig.archive import artifacts
     from pgrig.insights import collector as insights
@@ -328,6 +339,7 @@ def _measure(
         collection.stop()
         raise
     interrupted = False
+    stopped: str | None = None  # why stop_if ended the run early
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
     follower: TxlogFollower | None = None
@@ -363,9 +375,14 @@ def _measure(
         with ctx:
             while proc.poll() is None:
                 time.sleep(1.0)
-                if live:  # p95 of the latest whole second the log reader closed
+                p95 = stream.live()[1]  # of the latest whole second the log reader closed
+                if live:
                     tps = progress_points[-1].tps if progress_points else None
-                    view.update(tps=tps, p95_ms=stream.live()[1])
+                    view.update(tps=tps, p95_ms=p95)
+                stopped = stop_if(p95) if stop_if is not None else None
+                if stopped:
+                    proc.interrupt()
+                    break
         rc = proc.wait()
     except KeyboardInterrupt:
         interrupted = True
@@ -385,7 +402,7 @@ def _measure(
     (art_dir / "pgbench.stderr").write_text(stderr)
     rec.artifacts = {"pgbench.stdout": "pgbench.stdout", "pgbench.stderr": "pgbench.stderr"}
 
-    completed = rc == 0 and not interrupted
+    completed = rc == 0 and not interrupted and not stopped
     if follow is not None:
         rec.extra["txlog"] = {
             **follow.as_dict(),
@@ -405,6 +422,8 @@ def _measure(
 
     if interrupted:
         rec.status, rec.error = "aborted", "interrupted by the user (Ctrl-C)"
+    elif stopped:
+        rec.status, rec.error = "aborted", f"stopped early: {stopped}"
     elif rc != 0:
         rec.status = "failed"
         errs = pgbench_output.error_lines(stderr) or stderr.strip().splitlines()[-3:]

@@ -626,3 +626,33 @@ def _load(path: Path, source: str) -> _Profile:
     )
     rules = {k: str(v) for k, v in rules_raw.items()}
     return _Profile(info=info, settings=settings, rules=rules, notes=list(notes))
+
+
+def save_profile(
+    name: str, settings: dict[str, str], description: str, notes: list[str], force: bool = False
+) -> Path:
+    """Write a user profile (kind fixed) and load it back through the same checks as any
+    profile file; an existing user profile is only replaced with `force`."""
+    import json
+
+    if not valid_name(name):
+        raise PgrigError(f"bad profile name {name!r}: use letters, digits, '_', '.', '-'")
+    if not settings:
+        raise PgrigError(f"profile {name}: no settings to save")
+    path = paths.profiles_dir() / f"{name}.toml"
+    if path.exists() and not force:
+        raise PgrigError(f"profile {name} exists ({path}): add --force to replace it")
+    # TOML basic strings accept JSON's escapes (\" \\ \uXXXX), so json.dumps quotes safely
+    lines = [f"description = {json.dumps(description)}", 'kind = "fixed"']
+    lines.append("notes = [" + ", ".join(json.dumps(n) for n in notes) + "]")
+    lines += ["", "[settings]"] + [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    try:
+        _load(tmp, "user")
+    except PgrigError:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return path

@@ -52,8 +52,20 @@ def study_document(archive: Any, name: str) -> Document:
     from pgrig.reports import iteration, sweep
     from pgrig.reports.summary import load_study
 
+    if archive.get_study(name).kind == "tune":
+        return tune_document(archive, name)
     data = load_study(archive, name)
     return iteration.build(data) if data.spec.kind == "iterations" else sweep.build(data)
+
+
+def tune_document(archive: Any, name: str) -> Document:
+    """A tuning study (tune/runner.py): its record's extra, its runs, the baseline run whole."""
+    from pgrig.reports import tune_report
+
+    record = archive.get_study(name)
+    baseline = record.extra.get("baseline_run")
+    base = archive.get_run(baseline) if baseline is not None else None
+    return tune_report.build(record, archive.study_runs(name), base)
 
 
 def study_report(

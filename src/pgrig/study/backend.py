@@ -266,6 +266,12 @@ def _version_matches(actual: str | None, wanted: str) -> bool:
     return actual == wanted or actual.split(".")[0] == wanted
 
 
+def settings_saved(env_name: str) -> bool:
+    """Whether a study (or a tune) changed the environment's settings and has not yet put its
+    own back (a killed process leaves them changed: the next one restores them first)."""
+    return _original_file(env_name).exists()
+
+
 def _original_file(env_name: str) -> Path:
     return paths.home() / "studies" / f"{env_name}.settings.json"
 

@@ -35,6 +35,8 @@ class StudyPage:
 
 def build(record: StudyRecord, archive: Any) -> StudyPage:
     """Everything the page shows, from the archive (series are read for run stability)."""
+    if record.kind == "tune":
+        return _tune_page(record, archive)
     data = summary.load_study(archive, record.name, with_series=True)
     spec = data.spec
     doc = (
@@ -42,19 +44,35 @@ def build(record: StudyRecord, archive: Any) -> StudyPage:
         if spec.kind == "sweep" and spec.sweep is not None
         else iteration.build(data)
     )
-    sections = [
-        document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
-        for s in doc.sections
-    ]
+    total = sum(len(p.runs) for p in data.points) + len(data.orphans)
+    return _page(record, spec.kind, doc, total, len(data.points))
+
+
+def _tune_page(record: StudyRecord, archive: Any) -> StudyPage:
+    """A tuning study (pgrig tune): the report's document, like the other kinds."""
+    from pgrig.reports.publish import tune_document
+
+    doc = tune_document(archive, record.name)
+    total = len(archive.study_runs(record.name))
+    return _page(record, record.kind, doc, total, len(record.extra.get("trials") or []))
+
+
+def _page(
+    record: StudyRecord, kind: str, doc: document.Document, total_runs: int, points: int
+) -> StudyPage:
+    """The page of a report document: its charts apart, its sections without them."""
     return StudyPage(
         record=record,
-        kind=spec.kind,
+        kind=kind,
         title=doc.title,
         subtitle=doc.subtitle,
         charts=[(render(f.chart), f.caption) for f in doc.figures()],
-        sections=sections,
-        total_runs=sum(len(p.runs) for p in data.points) + len(data.orphans),
-        points=len(data.points),
+        sections=[
+            document.Section(s.title, [b for b in s.blocks if not isinstance(b, document.Figure)])
+            for s in doc.sections
+        ],
+        total_runs=total_runs,
+        points=points,
     )
 
 

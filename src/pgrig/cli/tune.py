@@ -1,0 +1,292 @@
+"""`pgrig tune ENV --workload ... --trials N`: search a faster configuration, then prove it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from pgrig.cli import common
+from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("tune")
+    def tune(
+        env: Annotated[str, typer.Argument(help="Environment name (managed).")],
+        workload: Annotated[
+            list[str] | None,
+            typer.Option("--workload", "-w", help="As for `pgrig run` (repeatable)."),
+        ] = None,
+        trials: Annotated[int, typer.Option("--trials", help="Trials of the search.")] = 20,
+        budget: Annotated[
+            str | None,
+            typer.Option(
+                "--budget", help="Time budget of the search, e.g. 30m (confirmation comes on top)."
+            ),
+        ] = None,
+        objective: Annotated[
+            str, typer.Option("--objective", help="tps | p95 | nopm (TPC-C).")
+        ] = "tps",
+        space: Annotated[
+            str, typer.Option("--space", help="default, or a TOML file of knobs and ranges.")
+        ] = "default",
+        allow_unsafe: Annotated[
+            bool,
+            typer.Option(
+                "--allow-unsafe",
+                help="Also search fsync, synchronous_commit and "
+                "full_page_writes (throw-away data only).",
+            ),
+        ] = False,
+        resume: Annotated[bool, typer.Option("--resume", help="Continue the study.")] = False,
+        restore: Annotated[
+            bool,
+            typer.Option("--restore", help="Only put back ENV's own settings (after a kill)."),
+        ] = False,
+        duration: Annotated[str, typer.Option("--duration", help="Measured time per run.")] = "20s",
+        warmup: Annotated[str, typer.Option("--warmup", help="Warm-up per run.")] = "0",
+        clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
+        threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
+        confirm_repeats: Annotated[
+            int,
+            typer.Option(
+                "--confirm-repeats",
+                help="Interleaved repeats per configuration (4: the fewest for 95% bounds).",
+            ),
+        ] = 4,
+        name: Annotated[str | None, typer.Option("--name", help="Study name (tune-ENV).")] = None,
+        db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler.")] = 0,
+        fmt: Annotated[
+            list[str] | None, typer.Option("--format", help="Report format: md, html.")
+        ] = None,
+        out: Annotated[Path | None, typer.Option("--out", help="Report directory.")] = None,
+        archive: Annotated[
+            str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
+        ] = None,
+    ) -> None:
+        """Search ENV's knob space with Optuna (TPE), each trial an archived run of a study,
+        then confirm the best against ENV's own settings and pgtune-oltp; ENV's settings are
+        put back at the end, after Ctrl-C and SIGTERM (after kill -9: `--restore`)."""
+        from pgrig.archive.store import Archive
+        from pgrig.reports import publish
+        from pgrig.tune import runner
+
+        console = common.err_console()
+        if restore:
+            done = runner.restore_leftovers(env)
+            console.print(
+                f"{escape(env)}: "
+                + ("its own settings are back" if done else "nothing to restore"),
+                highlight=False,
+            )
+            return
+        formats = publish.check_formats(fmt or ["md"])
+        study_name = name or f"tune-{env}"
+        req = _request(
+            env_name=env,
+            workload=workload,
+            trials=trials,
+            budget=budget,
+            objective_name=objective,
+            space_arg=space,
+            allow_unsafe=allow_unsafe,
+            duration=duration,
+            warmup=warmup,
+            clients=clients,
+            threads=threads,
+            confirm_repeats=confirm_repeats,
+            study_name=study_name,
+            db=db,
+            seed=seed,
+            console=console,
+        )
+        store = Archive(archive)
+        try:
+            result = _with_progress(console, req, store, resume)
+        except runner.TuneInterrupted as stop:
+            console.print(
+                f"[yellow]tuning study {escape(study_name)} interrupted[/yellow] after "
+                f"{stop.result.trials_done} trials; {escape(env)} has its own settings back; "
+                f"continue with the same command and --resume",
+                highlight=False,
+                soft_wrap=True,
+            )
+            sys.exit(130)
+        _summary(console, store, study_name)
+        for p in publish.study_report(store, study_name, formats, out):
+            console.print(f"report: {p}", highlight=False, soft_wrap=True)
+            common.out_console().print(str(p), highlight=False, soft_wrap=True)
+        if result.status != "done":
+            console.print(f"[red]{result.status}[/red]: {escape(result.error or '')}")
+            sys.exit(1)
+
+
+def _request(
+    *,
+    env_name: str,
+    workload: list[str] | None,
+    trials: int,
+    budget: str | None,
+    objective_name: str,
+    space_arg: str,
+    allow_unsafe: bool,
+    duration: str,
+    warmup: str,
+    clients: int,
+    threads: int,
+    confirm_repeats: int,
+    study_name: str,
+    db: str | None,
+    seed: int,
+    console: Console,
+) -> Any:
+    from pgrig.provision import cluster
+    from pgrig.request import RunRequest, from_flags
+    from pgrig.request.values import parse_duration
+    from pgrig.tune import confirm
+    from pgrig.tune import space as sp
+    from pgrig.tune.objective import objective
+    from pgrig.tune.runner import TuneRequest
+    from pgrig.workloads import specs
+
+    if not workload:
+        raise PgrigError("--workload is required (e.g. --workload pgbench:tpcb)")
+    if trials < 1:
+        raise PgrigError(f"--trials must be at least 1 (got {trials})")
+    if confirm_repeats < 2:
+        raise PgrigError(
+            f"--confirm-repeats must be at least 2 (got {confirm_repeats}): a verdict needs "
+            "repeats on each side"
+        )
+    budget_s = None
+    if budget is not None:
+        try:
+            budget_s = parse_duration(budget)
+        except ValueError as e:
+            raise PgrigError(f"--budget: {e}") from None
+    load = from_flags(
+        RunRequest,
+        env_name=env_name,
+        workload=specs.workload_label(workload),
+        database=db,
+        clients=clients,
+        threads=threads,
+        duration_s=duration,
+        warmup_s=warmup,
+    )
+    obj = objective(objective_name, load.workload)
+    env = cluster.get_environment(env_name)
+    if not env.managed:
+        raise PgrigError(
+            f"{env_name} is an external server: tuning changes settings and restarts the "
+            "server, so it needs a managed environment"
+        )
+    space = sp.for_server(
+        env.bindir or "", env.version or "", space_arg, allow_unsafe, disk_path=env.datadir
+    )
+    if allow_unsafe:
+        console.print(f"[bold red]{escape(space.notes[-1])}[/bold red]", highlight=False)
+    pgtune, _notes = cluster.resolve_profile(confirm.PGTUNE_PROFILE, env.major or 0, env.bindir)
+    return TuneRequest(
+        name=study_name,
+        load=load,
+        objective=obj,
+        space=space,
+        trials=trials,
+        budget_s=budget_s,
+        confirm_repeats=confirm_repeats,
+        allow_unsafe=allow_unsafe,
+        pgtune_settings=pgtune,
+        seed=seed,
+    )
+
+
+def _with_progress(console: Console, req: Any, store: Any, resume: bool) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pgrig.tune import runner
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
+    task = progress.add_task(f"tuning {req.name}", total=req.trials)
+
+    def on_trial(done: int, total: int, label: str) -> None:
+        progress.update(task, completed=done, total=total, description=label)
+
+    with progress:
+        return runner.run_tune(
+            req, archive=store, resume=resume, console=console, on_trial=on_trial
+        )
+
+
+def _summary(console: Console, store: Any, study_name: str) -> None:
+    """Best configuration and confirmation verdicts, in the engine's words."""
+    from pgrig.tune import confirm
+    from pgrig.tune.objective import METRIC_OF
+
+    rec = store.get_study(study_name)
+    x = rec.extra
+    best = x.get("best")
+    if not best:
+        return
+    console.print(
+        f"best: trial {best['trial'] + 1} (run {best.get('run_id')}): "
+        + escape(", ".join(f"{k}={v}" for k, v in best["settings"].items())),
+        highlight=False,
+        soft_wrap=True,
+    )
+    metric = METRIC_OF[x.get("objective", "tps")]
+    for v in confirm.verdicts(
+        store.study_runs(study_name), metric, float(x.get("threshold", 0.02))
+    ):
+        text = v.comparison.describe() if v.comparison is not None else f"no verdict: {v.reason}"
+        console.print(f"{v.question}: {escape(text)}", highlight=False, soft_wrap=True)
+    imp = x.get("importances") or {}
+    if imp:
+        top = sorted(imp.items(), key=lambda kv: -kv[1])[:5]
+        console.print(
+            "importances: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in top), highlight=False
+        )
+
+
+def show_study(store: Any, study_name: str, as_json: bool) -> None:
+    """`pgrig study show` of a tuning study: its trials, best and verdicts."""
+    rec = store.get_study(study_name)
+    x = rec.extra
+    if as_json:
+        keys = ("objective", "trials", "best", "importances", "baseline_run", "space", "notes")
+        common.print_json(
+            {"name": rec.name, "kind": rec.kind, "status": rec.status,
+             "created_at": rec.created_at, **{k: x.get(k) for k in keys}}
+        )  # fmt: skip
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{rec.name} (tune, {rec.status})")
+    for col in ("trial", "state", "value", "run", "why pruned"):
+        t.add_column(col, overflow="fold")
+    for trial in x.get("trials") or []:
+        value = trial.get("value")
+        t.add_row(
+            str(trial["number"] + 1),
+            trial["state"],
+            "-" if value is None else f"{value:,.2f}",
+            str(trial.get("run_id") or "-"),
+            escape(trial.get("reason") or ""),
+        )
+    common.out_console().print(t)
+    _summary(common.err_console(), store, study_name)

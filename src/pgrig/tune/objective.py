@@ -1,0 +1,53 @@
+"""What a tuning study optimises: TPS, p95 latency or NOPM of a trial's run.
+
+Each objective names a metric of the comparison engine (analysis/compare.METRICS), so a trial's
+value, the confirmation verdicts and every report read the same figure the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from pgrig.analysis.compare import METRICS, Metric
+from pgrig.archive.records import RunRecord
+from pgrig.errors import PgrigError
+
+ObjectiveName = Literal["tps", "p95", "nopm"]
+METRIC_OF: dict[str, str] = {"tps": "tps", "p95": "latency.p95", "nopm": "nopm"}
+OBJECTIVES = tuple(METRIC_OF)
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str
+    metric: Metric
+
+    @property
+    def direction(self) -> Literal["maximize", "minimize"]:
+        return "maximize" if self.metric.higher_is_better else "minimize"
+
+    @property
+    def label(self) -> str:
+        return self.metric.label
+
+    def value(self, rec: RunRecord) -> float | None:
+        """The run's figure, or None when it has none (a failed run, TPC-C-only NOPM)."""
+        if rec.status != "ok":
+            return None
+        v = self.metric.value(rec)
+        return float(v) if v is not None and math.isfinite(v) and v > 0 else None
+
+    def better(self, a: float, b: float) -> bool:
+        """a is better than b."""
+        return a > b if self.metric.higher_is_better else a < b
+
+
+def objective(name: str, workload: str) -> Objective:
+    """--objective NAME for this workload (NOPM only exists for TPC-C)."""
+    if name not in METRIC_OF:
+        raise PgrigError(f"--objective {name!r}: use one of {', '.join(OBJECTIVES)}")
+    if name == "nopm" and workload != "tpcc":
+        raise PgrigError("--objective nopm needs --workload tpcc (NOPM is a TPC-C figure)")
+    return Objective(name, METRICS[METRIC_OF[name]])

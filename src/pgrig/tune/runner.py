@@ -1,0 +1,514 @@
+"""Run a tuning study: baseline, Optuna trials, confirmation; resumable, always restoring.
+
+Order of events:
+  restore what an earlier killed study may have left -> check the space against the server ->
+  open (or, with resume, reopen) the pgrig study and the Optuna study -> baseline run with the
+  environment's own settings -> trials (TPE asks, the settings become the environment layer,
+  one archived run, the guardrails judge, Optuna is told) until N trials or the budget ->
+  confirmation (interleaved repeats, confirm.py) -> importances -> the environment's own
+  settings back (also after Ctrl-C and SIGTERM).
+
+The environment layer is changed through the study backend (study/backend.py), which keeps the
+environment's own settings in <home>/studies/<env>.settings.json until they are put back: after
+a kill -9, the next `pgrig tune ENV ...` (or `pgrig tune ENV --restore`) puts them back first.
+Trials are points "trial-NNN" of the pgrig study; the baseline is "baseline"; confirmation runs
+are "confirm-<config>" with their repeat number. The Optuna study lives in a journal file next
+to the archive (journal_path), so `--resume` continues where a run stopped: a trial that was
+running when interrupted is marked failed in Optuna and does not count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rich.console import Console
+from rich.markup import escape
+
+from pgrig import paths
+from pgrig.archive.records import RunRecord, StudyRecord
+from pgrig.errors import NotFound, PgrigError
+from pgrig.request import RunRequest
+from pgrig.study.backend import ProvisionBackend
+from pgrig.study.runner import Backend as StudyBackend
+from pgrig.study.runner import completed_runs
+from pgrig.study.spec import EnvSpec
+from pgrig.tune import confirm
+from pgrig.tune.guardrails import Guardrails
+from pgrig.tune.importance import knob_importances
+from pgrig.tune.objective import Objective
+from pgrig.tune.space import RESTART_GROUP, Space
+
+if TYPE_CHECKING:
+    from pgrig.load.runner import StopIf
+
+KIND = "tune"
+BASELINE_POINT = "baseline"
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    name: str
+    load: RunRequest  # the run of every trial (env, workload, clients, duration, ...)
+    objective: Objective
+    space: Space  # already checked against the server
+    trials: int
+    budget_s: float | None = None  # of the search; the confirmation comes on top
+    confirm_repeats: int = confirm.DEFAULT_REPEATS
+    allow_unsafe: bool = False
+    pgtune_settings: dict[str, str] = field(default_factory=dict)
+    threshold: float = 0.02
+    seed: int = 0
+
+    def spec_text(self) -> str:
+        """What defines the search: a resumed study must be asked the same question."""
+        return json.dumps(
+            {
+                "kind": KIND,
+                "environment": self.load.env_name,
+                "run": self.load.model_dump(mode="json", exclude={"scripts"}),
+                "objective": self.objective.name,
+                "space": self.space.as_dicts(),
+                "allow_unsafe": self.allow_unsafe,
+            },
+            indent=1,
+            sort_keys=True,
+        )
+
+
+@dataclass
+class TuneResult:
+    name: str
+    status: str  # done | interrupted | failed
+    trials_done: int = 0
+    best: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class TuneInterrupted(Exception):
+    def __init__(self, result: TuneResult):
+        super().__init__(f"tuning study {result.name} interrupted")
+        self.result = result
+
+
+def journal_path(archive_url: str, name: str) -> Path:
+    """The Optuna journal: next to an SQLite archive, else in the pgrig home."""
+    base = paths.home()
+    if archive_url.startswith("sqlite:///"):
+        base = Path(archive_url.removeprefix("sqlite:///")).parent
+    return base / "tune" / f"{name}.optuna.log"
+
+
+def env_spec(env_name: str) -> EnvSpec:
+    return EnvSpec(key="main", name=env_name, create=False, path="ENV")
+
+
+def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
+    """Put back an environment's own settings if a killed study or tune left them changed."""
+    from pgrig.study.backend import settings_saved
+
+    if not settings_saved(env_name):
+        return False
+    (backend or TuneBackend()).restore(env_spec(env_name))
+    return True
+
+
+class Backend(StudyBackend, Protocol):
+    """The study backend, whose runs may be stopped early by a guardrail."""
+
+    def execute(
+        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+    ) -> RunRecord: ...
+
+
+class TuneBackend(ProvisionBackend):
+    """The study backend, with runs that print no live view (the tune shows its own)."""
+
+    def execute(
+        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+    ) -> RunRecord:
+        from pgrig.load.runner import execute
+
+        return execute(request, archive=archive, console=console, live=False, stop_if=stop_if)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the study like Ctrl-C: the run is archived aborted, settings put back."""
+
+    def raise_interrupt(_sig: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    except ValueError:  # not the main thread: nothing to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_tune(
+    req: TuneRequest,
+    *,
+    archive: Any,
+    resume: bool = False,
+    backend: Backend | None = None,
+    console: Console | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_trial: Callable[[int, int, str], None] | None = None,
+) -> TuneResult:
+    """The whole study; raises TuneInterrupted on Ctrl-C/SIGTERM (settings restored first)."""
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    console = console or Console(stderr=True)
+    backend = backend or TuneBackend(console)
+    env = env_spec(req.load.env_name)
+    if restore_leftovers(env.name, backend):
+        console.print(
+            f"{env.name}: put back its own settings, left changed by a study that was killed",
+            highlight=False,
+        )
+    created = _open_study(req, archive, resume)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    journal = journal_path(archive.url, req.name)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    if created:  # a journal without its pgrig study is a leftover of a study that never ran
+        journal.unlink(missing_ok=True)
+    study = optuna.create_study(
+        study_name=req.name,
+        storage=JournalStorage(JournalFileBackend(str(journal))),
+        direction=req.objective.direction,
+        sampler=optuna.samplers.TPESampler(
+            seed=req.seed, n_startup_trials=max(3, min(10, req.trials // 2))
+        ),
+        load_if_exists=resume,
+    )
+    archive.update_study_extra(
+        req.name,
+        {
+            "journal": str(journal),
+            "space": req.space.as_dicts(),
+            "notes": req.space.notes,
+            "objective": req.objective.name,
+            "trials_planned": req.trials,
+            # baseline, trials (pruned ones are runs too) and the confirmation
+            "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats)),
+            "confirm_repeats": req.confirm_repeats,
+            "threshold": req.threshold,
+            "pgtune_settings": req.pgtune_settings,
+        },
+    )
+    walker = _Tuner(req, archive, backend, console, clock, study, on_trial)
+    started = False
+    try:
+        with sigterm_as_interrupt():
+            started = backend.ensure_environment(env)
+            walker.run()
+    except BaseException as e:
+        interrupted = isinstance(e, KeyboardInterrupt) or type(e).__name__ == "RunInterrupted"
+        _close(backend, env, started, console)
+        walker.save()
+        status = "interrupted" if interrupted else "failed"
+        if created and not interrupted and archive.delete_empty_study(req.name):
+            raise  # nothing ran: no study left behind, the corrected command starts afresh
+        archive.set_study_status(req.name, status)
+        if interrupted:
+            raise TuneInterrupted(TuneResult(req.name, status, walker.done())) from None
+        raise
+    _close(backend, env, started, console)
+    walker.save()
+    best = walker.best()
+    status = "done" if best is not None and walker.confirmed() else "failed"
+    archive.set_study_status(req.name, status)
+    error = None if best is not None else "no trial completed: nothing to confirm"
+    return TuneResult(req.name, status, walker.done(), best, error)
+
+
+def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> None:
+    """The environment's own settings back; a server the study started is stopped again."""
+    try:
+        if started:
+            backend.stop(env)
+        else:
+            backend.restore(env)
+        console.print(f"  {env.name}: its own settings are back", highlight=False)
+    except (PgrigError, OSError) as e:
+        console.print(
+            f"[red]could not restore {escape(env.name)}[/red]: {escape(str(e))}; "
+            f"`pgrig tune {env.name} --restore` tries again",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _open_study(req: TuneRequest, archive: Any, resume: bool) -> bool:
+    """Create the study (True), or reopen it with `resume` (False)."""
+    try:
+        existing = archive.get_study(req.name)
+    except NotFound:
+        existing = None
+    if existing is None:
+        archive.create_study(StudyRecord(name=req.name, kind=KIND, spec=req.spec_text()))
+        return True
+    if not resume:
+        raise PgrigError(
+            f"study {req.name!r} already exists (status {existing.status}): add --resume to "
+            "continue it, or --name to start a new one"
+        )
+    if existing.kind != KIND or existing.spec != req.spec_text():
+        raise PgrigError(
+            f"--resume: study {req.name!r} was started with another environment, load, "
+            "objective or space; use --name to start a new one"
+        )
+    archive.set_study_status(req.name, "running")
+    return False
+
+
+class _Tuner:
+    """The phases of one study, with what they found (saved to the study's extra)."""
+
+    def __init__(
+        self,
+        req: TuneRequest,
+        archive: Any,
+        backend: Backend,
+        console: Console,
+        clock: Callable[[], float],
+        study: Any,
+        on_trial: Callable[[int, int, str], None] | None,
+    ) -> None:
+        self.req, self.archive, self.backend, self.console = req, archive, backend, console
+        self.clock, self.study, self.on_trial = clock, study, on_trial
+        self.env = env_spec(req.load.env_name)
+        self.t0 = clock()
+        self.baseline_run: int | None = None
+        self.guard = Guardrails(None)
+        self._confirmed = False
+
+    # --- phases ------------------------------------------------------------------------------
+    def run(self) -> None:
+        self._fail_stale_trials()
+        self._baseline()
+        if self._confirmation_started():  # the best is settled: more trials need a new study
+            if self.done() < self.req.trials:
+                self.console.print(
+                    f"the confirmation has started: the search stays at {self.done()} trials "
+                    "(a longer search needs a new study, --name)",
+                    highlight=False,
+                )
+        else:
+            self._search()
+        if self.best() is not None:
+            self._confirm()
+
+    def _confirmation_started(self) -> bool:
+        prefix = confirm.point_key("")
+        runs = self.archive.study_runs(self.req.name)
+        return any((r.study_point or "").startswith(prefix) for r in runs)
+
+    def _baseline(self) -> None:
+        runs = [
+            r for r in self.archive.study_runs(self.req.name) if r.study_point == BASELINE_POINT
+        ]
+        ok = [r for r in runs if r.status == "ok"]
+        if not ok:
+            self.console.print("baseline: the environment's own settings", highlight=False)
+            self.backend.apply_settings(self.env, {})
+            rec = self._execute(BASELINE_POINT, 0)
+            self._say_run(rec)
+            if rec.status != "ok":
+                raise PgrigError(
+                    f"the baseline run {rec.id} {rec.status}: {rec.error or ''}; fix it with "
+                    f"`pgrig run {self.env.name} ...` before tuning"
+                )
+            ok = [rec]
+        self.baseline_run = ok[-1].id
+        self.guard = Guardrails(ok[-1].latency.p95)
+
+    def _search(self) -> None:
+        while self.done() < self.req.trials:
+            elapsed = self.clock() - self.t0
+            budget = self.req.budget_s
+            if budget is not None and elapsed + self._trial_estimate() > budget:
+                self.console.print(
+                    f"budget reached after {self.done()} trials ({elapsed:.0f} s of {budget:.0f})",
+                    highlight=False,
+                )
+                break
+            self._trial()
+            self.save()
+
+    def _trial(self) -> None:
+        import optuna
+
+        trial = self._ask()
+        settings = self.req.space.suggest(trial)
+        trial.set_user_attr("settings", settings)
+        label = f"trial {trial.number + 1} ({self.done() + 1}/{self.req.trials})"
+        if self.on_trial:
+            self.on_trial(self.done(), self.req.trials, label)
+        self.console.print(f"[bold]{label}[/bold]: {_settings_text(settings)}", highlight=False)
+        try:
+            self.backend.apply_settings(self.env, settings)
+        except PgrigError as e:  # the server refused the combination: a pruned trial
+            trial.set_user_attr("reason", f"settings refused: {e}")
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            self.console.print(f"  [yellow]pruned[/yellow]: {escape(str(e))}", highlight=False)
+            return
+        try:
+            rec = self._execute(f"trial-{trial.number:03d}", 0, self.guard.early_stop())
+        except BaseException as e:
+            stopped = getattr(e, "record", None)
+            if stopped is not None:
+                trial.set_user_attr("run_id", stopped.id)
+            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
+        trial.set_user_attr("run_id", rec.id)
+        value = self.req.objective.value(rec)
+        judged = self.guard.judge(rec)
+        self._say_run(rec)
+        if judged.pruned or value is None:
+            reason = judged.reason or f"run {rec.id} has no {self.req.objective.label}"
+            trial.set_user_attr("reason", reason)
+            if value is not None:
+                trial.report(value, step=0)  # TPE then knows how bad the region is
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            self.console.print(f"  [yellow]pruned[/yellow]: {escape(reason)}", highlight=False)
+            return
+        self.study.tell(trial, value)
+
+    def _ask(self) -> Any:
+        """The next trial; within a group of RESTART_GROUP trials the restart-only knobs keep
+        the group's first values, so the server restarts once per group, not per trial."""
+        restart = self.req.space.restart_names
+        index = self.done()
+        if restart and index % RESTART_GROUP != 0:
+            previous = [t for t in self.study.get_trials(deepcopy=False) if t.params]
+            if previous and all(k in previous[-1].params for k in restart):
+                fixed = {k: previous[-1].params[k] for k in restart}
+                self.study.enqueue_trial(fixed, skip_if_exists=False)
+        return self.study.ask()
+
+    def _confirm(self) -> None:
+        best = self.best()
+        assert best is not None
+        configs = {
+            confirm.BASELINE: {},
+            confirm.BEST: best["settings"],
+            confirm.PGTUNE: self.req.pgtune_settings,
+        }
+        runs = self.archive.study_runs(self.req.name)
+        done = completed_runs(runs)
+        todo = [
+            (c, r)
+            for c, r in confirm.plan(self.req.confirm_repeats)
+            if (confirm.point_key(c), r) not in done
+        ]
+        if todo:
+            self.console.print(
+                f"confirmation: {self.req.confirm_repeats} interleaved repeats of "
+                f"{', '.join(confirm.CONFIGS)} ({len(todo)} runs to go)",
+                highlight=False,
+            )
+        for i, (config, repeat) in enumerate(todo):
+            if self.on_trial:
+                self.on_trial(i, len(todo), f"confirmation run {i + 1}/{len(todo)}")
+            self.backend.apply_settings(self.env, configs[config])
+            rec = self._execute(confirm.point_key(config), repeat)
+            self._say_run(rec, f"{config} repeat {repeat + 1}: ")
+        self._confirmed = True
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _execute(self, point: str, repeat: int, stop_if: StopIf | None = None) -> RunRecord:
+        request = self.req.load.model_copy(
+            update={"study": self.req.name, "study_point": point, "repeat": repeat}
+        )
+        return self.backend.execute(request, self.archive, self.console, stop_if=stop_if)
+
+    def _fail_stale_trials(self) -> None:
+        """Trials left running by an interrupted process: failed, so they do not count."""
+        import optuna
+
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            self.study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+
+    def _trial_estimate(self) -> float:
+        return self.req.load.planned_seconds() or 0.0
+
+    def finished_trials(self) -> list[Any]:
+        import optuna
+
+        states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        return list(self.study.get_trials(deepcopy=False, states=states))
+
+    def done(self) -> int:
+        return len(self.finished_trials())
+
+    def confirmed(self) -> bool:
+        return self._confirmed
+
+    def best(self) -> dict[str, Any] | None:
+        import optuna
+
+        complete = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if not complete:
+            return None
+        t = self.study.best_trial
+        return {
+            "trial": t.number,
+            "value": t.value,
+            "run_id": t.user_attrs.get("run_id"),
+            "settings": self.req.space.settings(t.params),
+        }
+
+    def trials(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "number": t.number,
+                "state": t.state.name.lower(),
+                "value": t.value,
+                "run_id": t.user_attrs.get("run_id"),
+                "settings": t.user_attrs.get("settings") or self.req.space.settings(t.params),
+                "reason": t.user_attrs.get("reason"),
+            }
+            for t in self.study.get_trials(deepcopy=False)
+            if t.state.name != "WAITING"
+        ]
+
+    def save(self) -> None:
+        """What the report needs, in the study's extra (kept current after every trial)."""
+        importances, why = knob_importances(self.study)
+        self.archive.update_study_extra(
+            self.req.name,
+            {
+                "baseline_run": self.baseline_run,
+                "baseline_p95_ms": self.guard.baseline_p95_ms,
+                "trials": self.trials(),
+                "best": self.best(),
+                "importances": importances,
+                "importances_note": why,
+            },
+        )
+
+    def _say_run(self, rec: RunRecord, prefix: str = "") -> None:
+        obj = self.req.objective
+        value = obj.value(rec)
+        shown = f"{value:,.2f} {obj.label}" if value is not None else f"no {obj.label}"
+        p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
+        status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
+        self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
+
+
+def _settings_text(settings: dict[str, str]) -> str:
+    return escape(", ".join(f"{k}={v}" for k, v in settings.items()))

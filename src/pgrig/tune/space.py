@@ -1,0 +1,378 @@
+"""The knob space a tuning study searches: which settings, over which ranges, for this host.
+
+The default space follows the issue's groups (memory, WAL and checkpoints, planner costs,
+background writer, parallelism, asynchronous I/O on 18); its ranges derive from the host's RAM
+and CPUs (and the free disk space for max_wal_size). `--space FILE` replaces it by a TOML file:
+
+    [knobs.shared_buffers]
+    low = "128MB"          # sizes with a unit, or numbers (in `unit`, default none)
+    high = "2GB"
+    log = true             # sample on a log scale
+    [knobs.random_page_cost]
+    low = 1.1              # integer ends sample integers: write 1.0, not 1, for a real range
+    high = 4.0
+    [knobs.wal_compression]
+    choices = ["off", "lz4"]
+
+Durability-changing settings (fsync, synchronous_commit, full_page_writes) are left out unless
+the user allows unsafe settings. Every knob is then checked against the exact server version
+(`check_space`): names through the catalogue, both ends of each range and every choice through
+the real parser (`postgres -C`), like any setting pgrig applies; choices a build rejects
+(zstd without libzstd) are dropped with a note. Knobs that need a restart are marked, so the
+runner can keep them fixed over a group of trials (RESTART_GROUP).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from pgrig.errors import PgrigError
+from pgrig.provision import profiles
+
+MIB = 1024**2
+UNSAFE = ("fsync", "synchronous_commit", "full_page_writes")
+RESTART_GROUP = 4  # trials sharing the values of restart-only knobs (one restart per group)
+_KNOB_KEYS = {"low", "high", "log", "unit", "choices"}
+_UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
+
+
+class Suggester(Protocol):
+    """What a knob needs of an Optuna trial (optuna.trial.Trial has these methods)."""
+
+    def suggest_int(self, name: str, low: int, high: int, *, log: bool = False) -> int: ...
+
+    def suggest_float(self, name: str, low: float, high: float, *, log: bool = False) -> float: ...
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting to tune: a numeric range (int or float) in `unit`, or a list of choices."""
+
+    name: str
+    low: float = 0
+    high: float = 0
+    unit: str = ""  # appended to the number: "MB", "s", "ms" (PostgreSQL accepts these)
+    log: bool = False
+    integer: bool = True
+    choices: tuple[str, ...] = ()
+    restart: bool = False  # needs a server restart (context postmaster)
+    group: str = ""
+
+    def suggest(self, trial: Suggester) -> str:
+        """The value this trial tries, as setting text."""
+        if self.choices:
+            return str(trial.suggest_categorical(self.name, list(self.choices)))
+        if self.integer:
+            return self.text(
+                trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
+            )
+        return self.text(trial.suggest_float(self.name, self.low, self.high, log=self.log))
+
+    def text(self, value: Any) -> str:
+        """A sampled value (Optuna's parameter) as setting text: 512 -> '512MB'."""
+        if self.choices:
+            return str(value)
+        if self.integer:
+            return f"{int(value)}{self.unit}"
+        return f"{float(value):.4g}{self.unit}"
+
+    def ends(self) -> list[str]:
+        """Values that must all be valid: both ends of the range, or every choice."""
+        return list(self.choices) if self.choices else [self.text(self.low), self.text(self.high)]
+
+    def describe(self) -> str:
+        if self.choices:
+            return " | ".join(self.choices)
+        scale = ", log scale" if self.log else ""
+        return f"{self.text(self.low)} .. {self.text(self.high)}{scale}"
+
+
+@dataclass
+class Space:
+    knobs: list[Knob]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [k.name for k in self.knobs]
+
+    def knob(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+    @property
+    def restart_names(self) -> list[str]:
+        return [k.name for k in self.knobs if k.restart]
+
+    def suggest(self, trial: Suggester) -> dict[str, str]:
+        """Settings for one trial (restart-only knobs first: the runner may have fixed them)."""
+        ordered = sorted(self.knobs, key=lambda k: not k.restart)
+        return {k.name: k.suggest(trial) for k in ordered}
+
+    def settings(self, params: Mapping[str, Any]) -> dict[str, str]:
+        """A finished trial's Optuna parameters as settings (knobs it lacks are left out)."""
+        return {k.name: k.text(params[k.name]) for k in self.knobs if k.name in params}
+
+    def with_restart(self, needs_restart: Callable[[str], bool]) -> Space:
+        knobs = [replace(k, restart=needs_restart(k.name)) for k in self.knobs]
+        return Space(knobs, list(self.notes))
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """What the archive keeps with the study and the report shows."""
+        return [
+            {"name": k.name, "group": k.group, "range": k.describe(), "restart": k.restart}
+            for k in self.knobs
+        ]
+
+
+# --- the default space -----------------------------------------------------------------------
+def default_space(
+    major: int,
+    ram_bytes: int,
+    cpus: int,
+    *,
+    disk_free_bytes: int | None = None,
+    io_uring: bool = False,
+    allow_unsafe: bool = False,
+) -> Space:
+    """The issue's knob groups with ranges for this host; 18-only knobs only on 18+."""
+    if ram_bytes < 256 * MIB or cpus < 1:
+        raise PgrigError(f"tuning needs at least 256MB of RAM and 1 CPU (have {ram_bytes} B)")
+    ram_mb = ram_bytes // MIB
+    wal_mb = 16 * 1024 if disk_free_bytes is None else disk_free_bytes // MIB // 4
+    wal_mb = _clamp(wal_mb, 512, 16 * 1024)
+    parallel = min(cpus, 8)  # max_worker_processes defaults to 8: more would not start
+    knobs = [
+        Knob("shared_buffers", 128, max(256, ram_mb * 2 // 5), "MB", log=True, group="memory"),
+        Knob("effective_cache_size", max(128, ram_mb // 4), ram_mb, "MB", log=True, group="memory"),
+        Knob("work_mem", 1, _clamp(ram_mb // 128, 4, 1024), "MB", log=True, group="memory"),
+        Knob(
+            "maintenance_work_mem",
+            16,
+            _clamp(ram_mb // 8, 64, 2048),
+            "MB",
+            log=True,
+            group="memory",
+        ),
+        Knob("max_wal_size", 256, wal_mb, "MB", log=True, group="wal"),
+        Knob("checkpoint_timeout", 30, 1800, "s", log=True, group="wal"),
+        Knob("checkpoint_completion_target", 0.5, 0.95, integer=False, group="wal"),
+        Knob("wal_buffers", 1, 64, "MB", log=True, group="wal"),
+        Knob("wal_compression", choices=_wal_compression(major), group="wal"),
+        Knob("commit_delay", 0, 1000, group="wal"),  # microseconds
+        Knob("commit_siblings", 1, 20, group="wal"),
+        Knob("random_page_cost", 1.0, 4.0, integer=False, group="planner"),
+        Knob("effective_io_concurrency", 1, 512, log=True, group="planner"),
+        Knob("jit", choices=("on", "off"), group="planner"),
+        Knob("bgwriter_delay", 10, 1000, "ms", log=True, group="bgwriter"),
+        Knob("bgwriter_lru_maxpages", 0, 1000, group="bgwriter"),
+        Knob("bgwriter_lru_multiplier", 0.5, 10.0, integer=False, group="bgwriter"),
+        Knob("max_parallel_workers_per_gather", 0, parallel, group="parallel"),
+    ]
+    notes: list[str] = []
+    if major >= 18:
+        methods = ("worker", "sync", "io_uring") if io_uring else ("worker", "sync")
+        knobs.append(Knob("io_method", choices=methods, group="io"))
+        knobs.append(
+            Knob("io_workers", 1, min(profiles.IO_WORKERS_MAX, max(2, 2 * cpus)), group="io")
+        )
+        if not io_uring:
+            notes.append("io_method = io_uring left out: this build has no liburing")
+    else:
+        notes.append(
+            f"io_method and io_workers left out: PostgreSQL {major} has no asynchronous I/O"
+        )
+    if allow_unsafe:
+        knobs += [Knob(name, choices=("on", "off"), group="unsafe") for name in UNSAFE]
+        notes.append(unsafe_warning(UNSAFE))
+    else:
+        notes.append(
+            f"durability settings ({', '.join(UNSAFE)}) left out: --allow-unsafe adds them"
+        )
+    return Space(knobs, notes)
+
+
+def unsafe_warning(names: tuple[str, ...] | list[str]) -> str:
+    return (
+        f"UNSAFE: the search may turn off {', '.join(names)}: a crash can lose or corrupt data; "
+        "only for throw-away data, never for a configuration you will deploy as is"
+    )
+
+
+def _wal_compression(major: int) -> tuple[str, ...]:
+    """off/pglz/lz4/zstd on 15+ (the build may lack some: check_space drops those); 14: on/off."""
+    if major < 15:
+        return ("off", "on")
+    return ("off", "pglz", "lz4", "zstd")
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+# --- a space file ----------------------------------------------------------------------------
+def load_space(path: Path, allow_unsafe: bool = False) -> Space:
+    """A TOML space file; a problem is one error naming the file and the key."""
+    where = f"--space {path}"
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise PgrigError(f"{where}: cannot read: {e}") from None
+    extra = sorted(set(data) - {"knobs"})
+    if extra or not isinstance(data.get("knobs"), dict) or not data["knobs"]:
+        raise PgrigError(
+            f"{where}: expected only [knobs.<setting>] tables (found {extra or 'none'})"
+        )
+    knobs = [_knob(name, table, f"{where}: knobs.{name}") for name, table in data["knobs"].items()]
+    unsafe = [k.name for k in knobs if k.name in UNSAFE]
+    notes = []
+    if unsafe and not allow_unsafe:
+        raise PgrigError(
+            f"{where}: knobs.{unsafe[0]} changes durability: add --allow-unsafe "
+            "(only for throw-away data) or remove it"
+        )
+    if unsafe:
+        notes.append(unsafe_warning(unsafe))
+    return Space(knobs, notes)
+
+
+def _knob(name: str, table: Any, where: str) -> Knob:
+    from pgrig.provision import validator
+
+    try:
+        (name,) = validator.normalize({name: ""})
+    except PgrigError as e:
+        raise PgrigError(f"{where}: {e}") from None
+    if not isinstance(table, dict):
+        raise PgrigError(f"{where}: must be a table with low/high or choices")
+    unknown = sorted(set(table) - _KNOB_KEYS)
+    if unknown:
+        raise PgrigError(f"{where}: unknown key {unknown[0]} (use {', '.join(sorted(_KNOB_KEYS))})")
+    if "choices" in table:
+        choices = table["choices"]
+        if set(table) != {"choices"} or not isinstance(choices, list) or len(choices) < 2:
+            raise PgrigError(f"{where}: choices must be a list of 2+ values, alone")
+        return Knob(name, choices=tuple(_choice(c, where) for c in choices), group="file")
+    if "low" not in table or "high" not in table:
+        raise PgrigError(f"{where}: needs low and high (or choices)")
+    low, high, unit = _bounds(table["low"], table["high"], table.get("unit", ""), where)
+    log = table.get("log", False)
+    if not isinstance(log, bool):
+        raise PgrigError(f"{where}.log: must be true or false")
+    if log and low <= 0:
+        raise PgrigError(f"{where}.log: a log scale needs low > 0")
+    integer = all(isinstance(v, int) for v in (low, high))
+    return Knob(name, low, high, unit, log=log, integer=integer, group="file")
+
+
+def _choice(value: Any, where: str) -> str:
+    from pgrig.request.values import setting_text
+
+    try:
+        return setting_text(value)
+    except ValueError as e:
+        raise PgrigError(f"{where}.choices: {e}") from None
+
+
+def _bounds(low: Any, high: Any, unit: Any, where: str) -> tuple[float, float, str]:
+    """Numbers in `unit`, or both sizes with a unit ("128MB", "2GB": counted in MB or kB)."""
+    if isinstance(low, str) or isinstance(high, str):
+        if not (isinstance(low, str) and isinstance(high, str)) or unit:
+            raise PgrigError(f'{where}: give low and high both as sizes ("128MB") or numbers')
+        lo_b, hi_b = (_size(v, where) for v in (low, high))
+        unit = "MB" if lo_b % MIB == 0 and hi_b % MIB == 0 else "kB"
+        div = MIB if unit == "MB" else 1024
+        low, high = lo_b // div, hi_b // div
+    if unit not in _UNITS:
+        raise PgrigError(
+            f"{where}.unit: {unit!r} is not one of {', '.join(u for u in _UNITS if u)}"
+        )
+    for key, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise PgrigError(f"{where}.{key}: must be a number or a size (got {v!r})")
+    if low >= high:
+        raise PgrigError(f"{where}: low ({low}) must be below high ({high})")
+    return low, high, unit
+
+
+def _size(text: str, where: str) -> int:
+    try:
+        return profiles.parse_size(text)
+    except PgrigError as e:
+        raise PgrigError(f"{where}: {e}") from None
+
+
+# --- validation against the server -----------------------------------------------------------
+class Validator(Protocol):
+    def __call__(self, settings: dict[str, str]) -> None:
+        """Raise PgrigError (InvalidSetting) if the server would refuse these settings."""
+
+
+def check_space(space: Space, check: Validator) -> Space:
+    """Every range end and choice through `check` (the real parser); unsupported choices are
+    dropped with a note; any other refusal is one error naming --space and the setting."""
+    numeric = [k for k in space.knobs if not k.choices]
+    for side in (0, 1):
+        values = {k.name: k.ends()[side] for k in numeric}
+        try:
+            check(values)
+        except PgrigError as e:
+            raise PgrigError(f"--space: {e}") from None
+    knobs, notes = [], list(space.notes)
+    for k in space.knobs:
+        if not k.choices:
+            knobs.append(k)
+            continue
+        kept = []
+        for choice in k.choices:
+            try:
+                check({k.name: choice})
+                kept.append(choice)
+            except PgrigError as e:
+                notes.append(f"{k.name} = {choice} left out: {e}")
+        if len(kept) >= 2:
+            knobs.append(replace(k, choices=tuple(kept)))
+        else:
+            notes.append(f"{k.name} left out: fewer than two of its values are accepted")
+    return Space(knobs, notes)
+
+
+def for_server(
+    bindir: str | Path, version: str, space_arg: str, allow_unsafe: bool, disk_path: Path
+) -> Space:
+    """The space `--space` names (default, or a file) for this server build, every knob checked
+    by its parser, restart-only knobs marked from its catalogue; `disk_path`: where the WAL
+    grows (max_wal_size stays below a quarter of its free space)."""
+    import shutil
+
+    from pgrig.provision import binaries, catalog, validator
+
+    major = binaries.major_of(version)
+    if space_arg == "default":
+        space = default_space(
+            major,
+            profiles.host_ram_bytes(),
+            profiles.host_cpus(),
+            disk_free_bytes=shutil.disk_usage(disk_path).free,
+            io_uring=profiles.io_uring_supported(bindir, major),
+            allow_unsafe=allow_unsafe,
+        )
+    else:
+        path = Path(space_arg)
+        if not path.is_file():
+            raise PgrigError(f"--space {space_arg}: no such file (or use --space default)")
+        space = load_space(path, allow_unsafe)
+    cat = catalog.load_catalog(bindir, version)
+
+    def check(settings: dict[str, str]) -> None:
+        norm = validator.normalize(settings)
+        validator.check_reserved(norm)
+        validator.validate(bindir, major, cat, norm)
+
+    return check_space(space.with_restart(cat.needs_restart), check)
