@@ -32,8 +32,28 @@ def _register() -> None:
     serve.register(app)
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM and SIGHUP stop pgrig the way Ctrl-C does (a run is archived "aborted" with its
+    partial series, settings and pinning undone); a second signal during that cleanup is
+    ignored so the cleanup finishes."""
+    import signal
+
+    from pgrig.errors import Terminated
+
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
 def main() -> None:
     _register()
+    _terminate_as_interrupt()
     try:
         app()
     except common.PgrigError as e:

@@ -33,7 +33,7 @@ from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.host.checks import MIN_TMPFS
 from pgrig.load import command as pgbench_command
-from pgrig.load import pgbench_output, results
+from pgrig.load import guard, pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pgrig.metrics.os_metrics import OsSampler
     from pgrig.metrics.pooler_metrics import PoolerSampler
     from pgrig.metrics.sampler import Sampler
+    from pgrig.provision.env_lock import EnvLock
 
 
 class RunInterrupted(Exception):
@@ -68,11 +69,23 @@ def execute(
     Raises PgrigError for bad input (nothing archived, nothing changed) and RunInterrupted
     when the user pressed Ctrl-C (the aborted run is archived first).
     """
-    from pgrig.provision import cluster
-
     console = console or Console(stderr=True)
     spec = _with_scripts(spec)
     env = Environment.load(spec.env_name)
+    with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
+        return _execute(spec, env, lock, archive, console, live)
+
+
+def _execute(
+    spec: RunRequest,
+    env: Environment,
+    lock: EnvLock,
+    archive: Any,
+    console: Console,
+    live: bool,
+) -> RunRecord:
+    from pgrig.provision import cluster
+
     dbname = spec.database or DEFAULT_DATABASE
     if env.managed:
         cluster.ensure_running(env)
@@ -93,8 +106,19 @@ def execute(
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
         try:
+            guard.verify_live(env, run_settings, console)  # never misrecord
             return _run(
-                spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live
+                spec,
+                env,
+                dbname,
+                conninfo,
+                server,
+                scenario_info,
+                work,
+                archive,
+                console,
+                live,
+                lock,
             )
         finally:
             restore()
@@ -230,6 +254,7 @@ def _run(
     archive: Any,
     console: Console,
     live: bool,
+    lock: EnvLock,
 ) -> RunRecord:
     from pgrig.host.facts import host_facts
     from pgrig.metrics import pg_snapshot
@@ -273,6 +298,7 @@ def _run(
     )
     rec.extra.update(_connection_extra(env, spec))
     rec.id = archive.begin_run(rec)
+    lock.describe(rec.id)  # a refused second run names this one
     try:
         return _measure(rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live)
     except (RunInterrupted, KeyboardInterrupt):
@@ -327,7 +353,7 @@ def _measure(
         sampler.stop()
         collection.stop()
         raise
-    interrupted = False
+    interrupted = ""  # why the run was stopped early, if it was
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
     follower: TxlogFollower | None = None
@@ -367,8 +393,8 @@ def _measure(
                     tps = progress_points[-1].tps if progress_points else None
                     view.update(tps=tps, p95_ms=stream.live()[1])
         rc = proc.wait()
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as stop:
+        interrupted = guard.interruption(stop)
         rc = proc.interrupt() if proc else -2
     finally:
         if proc is not None:
@@ -404,7 +430,7 @@ def _measure(
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
 
     if interrupted:
-        rec.status, rec.error = "aborted", "interrupted by the user (Ctrl-C)"
+        rec.status, rec.error = "aborted", interrupted
     elif rc != 0:
         rec.status = "failed"
         errs = pgbench_output.error_lines(stderr) or stderr.strip().splitlines()[-3:]
@@ -562,7 +588,6 @@ def _client_prefix(spec: RunRequest) -> list[str]:
 def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
     """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
     the function that unpins them."""
-    from pgrig.load import pinning
     from pgrig.provision import pooler, postmaster
 
     cpus = _placement(spec).server
@@ -570,8 +595,7 @@ def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
     if not cpus or root is None:
         return lambda: None
     roots = [root] + (pooler.pids(env) if spec.via != "direct" else [])
-    previous = pinning.pin_trees(roots, cpus)
-    return lambda: pinning.restore(previous)
+    return guard.pin_journaled(env, roots, cpus)
 
 
 def _connection_extra(env: Environment, spec: RunRequest) -> dict[str, Any]:
