@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from functools import cache
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from pgrig.provision.environment import Environment
 
 __all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
 
@@ -63,3 +68,38 @@ def print_wide(renderable: Any) -> None:
         con.print(renderable)
     else:
         Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)
+
+
+# --- environments a command acts on ------------------------------------------------------------
+
+
+def recovered_env(name: str) -> Environment:
+    """The environment `name`, after undoing what a killed run left on it (settings, pinning:
+    provision/run_journal.py); each undo is told on stderr."""
+    from pgrig.provision import run_journal
+    from pgrig.provision.environment import Environment
+
+    env = Environment.load(name)
+    for line in run_journal.recover(env):
+        err_console().print(
+            f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
+        )
+    return env
+
+
+@contextlib.contextmanager
+def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environment]:
+    """For commands that change an environment under a run (env set/restart/stop/destroy,
+    db generate): refused while a run holds it, naming the run, unless --force; held for the
+    command's duration so no run starts meanwhile."""
+    from pgrig.provision.env_lock import EnvLock
+
+    env = recovered_env(name)
+    if force or not env.dir.is_dir():
+        yield env
+        return
+    lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
+    try:
+        yield env
+    finally:
+        lock.release()

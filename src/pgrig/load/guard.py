@@ -29,7 +29,7 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
     lock = EnvLock(env.dir, env.name).acquire()
     try:
         for line in run_journal.recover(env, holding_lock=True):
-            console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False)
+            console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
         yield lock
     finally:
         lock.release()
@@ -44,7 +44,7 @@ def verify_live(env: Environment, run_settings: Mapping[str, str], console: Cons
     roots = ([root] if root else []) + (pooler.pids(env) if env.pooler else [])
     notes += live_state.ensure_unpinned(env, roots)
     for line in notes:
-        console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False)
+        console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     return notes
 
 

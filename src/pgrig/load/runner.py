@@ -72,6 +72,7 @@ def execute(
     console = console or Console(stderr=True)
     spec = _with_scripts(spec)
     env = Environment.load(spec.env_name)
+    env.check_intact()
     with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
         return _execute(spec, env, lock, archive, console, live)
 

@@ -23,6 +23,7 @@ from pgrig.errors import InvalidSetting, NotFound, PgrigError
 from pgrig.provision import binaries, catalog, config, osuser, pooler, postmaster, validator
 from pgrig.provision.environment import (
     DEFAULT_DATABASE,
+    DamagedEnvironment,
     Environment,
     check_name,
     mask_dsn,
@@ -209,6 +210,12 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
     env.save()
 
 
+def rebuild(env: Environment, say: Progress) -> None:
+    """A new, empty cluster for an existing environment whose data directory is gone (env
+    repair): same version, port and settings layers."""
+    _build(env, auto_port=False, say=say)
+
+
 def _create_database(env: Environment, dbname: str) -> None:
     import psycopg
     from psycopg import sql
@@ -240,7 +247,11 @@ def destroy_environment(name: str) -> Environment | None:
             shutil.rmtree(d, ignore_errors=True)
             return None
         raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
-    env = Environment.load(name)
+    try:
+        env = Environment.load(name)
+    except DamagedEnvironment:  # env.json unreadable: its server is found by its pid file
+        _remove(Environment(name=name))
+        return None
     _remove(env)
     return env
 

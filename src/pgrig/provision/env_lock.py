@@ -31,16 +31,18 @@ class EnvLock:
         self.path = env_dir / LOCK_FILE
         self.env_name = env_name
         self.fd: int | None = None
+        self.what = "run"
 
-    def acquire(self, what: str = "run") -> EnvLock:
-        """Take the lock or raise EnvBusy naming the run that holds it."""
+    def acquire(self, what: str = "run", hint: str = "") -> EnvLock:
+        """Take the lock for `what` (a run, or a command such as "env set") or raise EnvBusy
+        naming what holds it; `hint` ends the message (" (or add --force)")."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise EnvBusy(busy_message(self.env_name, _read(self.path), what)) from None
-        self.fd = fd
+            raise EnvBusy(busy_message(self.env_name, _read(self.path), what) + hint) from None
+        self.fd, self.what = fd, what
         self.describe()
         return self
 
@@ -48,7 +50,7 @@ class EnvLock:
         """Write who holds the lock (and, once known, the run id)."""
         if self.fd is None:
             return
-        doc = {"pid": os.getpid(), "run_id": run_id}
+        doc = {"pid": os.getpid(), "run_id": run_id, "what": self.what}
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, json.dumps(doc).encode(), 0)
 
