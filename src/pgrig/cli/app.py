@@ -58,6 +58,8 @@ def main() -> None:
         app()
     except common.PgrigError as e:
         common.fail(str(e), e.exit_code)
+    except OSError as e:  # a read-only or full home, a file removed by hand: one line
+        common.fail(common.os_error_message(e), 1)
     except KeyboardInterrupt:
         common.err_console().print("[red]interrupted[/red]")
         sys.exit(130)

@@ -16,6 +16,7 @@ from rich.markup import escape
 from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
+    from pgrig.archive.store import Archive
     from pgrig.provision.environment import Environment
 
 __all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
@@ -54,6 +55,23 @@ def fail(message: str, code: int = 2) -> NoReturn:
         f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
     )
     sys.exit(code)
+
+
+def os_error_message(e: OSError) -> str:
+    """An OSError that reached the top (read-only home, disk full...), as one line with the
+    way out."""
+    import errno
+
+    from pgrig import paths
+
+    where = f"{e.filename}: " if e.filename else ""
+    line = f"{where}{e.strerror or e}"
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+        line += (
+            f" (pgrig writes under its home {paths.home()}: make it writable and not full, "
+            "or set PGRIG_HOME to another directory)"
+        )
+    return line
 
 
 def print_json(data: Any) -> None:
@@ -103,3 +121,22 @@ def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environ
         yield env
     finally:
         lock.release()
+
+
+def reading_archive(url: str | None) -> Archive:
+    """The archive for a command that only reads it: a SQLite file that does not exist yet is
+    an empty archive, not created (read-only commands create no file)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    from pgrig.archive.store import Archive, mask_url, normalize_url
+
+    full = normalize_url(url)
+    parsed = make_url(full)
+    db = parsed.database
+    if parsed.get_backend_name() == "sqlite" and db and db != ":memory:" and not Path(db).exists():
+        empty = Archive("sqlite://")  # in memory
+        empty.url = mask_url(full)  # messages name the archive the user meant
+        return empty
+    return Archive(url)

@@ -176,7 +176,8 @@ def set_(
         )
     if insights is not None and (assignments or reset):
         raise PgrigError("give --insights/--no-insights alone, not with settings to change")
-    with exclusive_env(name, "env set", force):
+    with exclusive_env(name, "env set", force) as env:
+        env.check_intact()
         if insights is not None:
             from pgrig.insights import setup
 

@@ -25,6 +25,7 @@ from pgrig.cli.common import (
     out_console,
     print_json,
     print_wide,
+    reading_archive,
 )
 
 if TYPE_CHECKING:
@@ -50,9 +51,7 @@ _STATUS_STYLE = {"ok": "green", "failed": "red", "aborted": "yellow", "running":
 
 
 def _open(url: str | None) -> Archive:
-    from pgrig.archive.store import Archive
-
-    return Archive(url)
+    return reading_archive(url)  # every command here only reads
 
 
 def _fmt(v: Any, digits: int = 2) -> str:

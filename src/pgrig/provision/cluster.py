@@ -405,7 +405,7 @@ def add_external(name: str, dsn: str) -> Environment:
 
 def describe(env: Environment) -> dict[str, Any]:
     """Everything `env show` prints (JSON-safe, no password)."""
-    st = postmaster.status(env)
+    st = _status(env)
     d: dict[str, Any] = {
         "name": env.name,
         "kind": env.kind,
@@ -452,6 +452,14 @@ def describe(env: Environment) -> dict[str, Any]:
     return d
 
 
+def _status(env: Environment, timeout: float = 2) -> str:
+    try:
+        env.check_intact()
+    except DamagedEnvironment:
+        return f"damaged: data directory missing (pgrig env repair {env.name})"
+    return postmaster.status(env, timeout=timeout)
+
+
 def list_rows() -> list[dict[str, Any]]:
     rows = []
     for env in Environment.all():
@@ -461,7 +469,7 @@ def list_rows() -> list[dict[str, Any]]:
                 "kind": env.kind,
                 "version": env.version,
                 "port": env.port,
-                "status": postmaster.status(env, timeout=1),
+                "status": _status(env, timeout=1),
                 "profile": env.profile if env.managed else None,
                 "target": env.masked_target(),
             }
