@@ -185,7 +185,7 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Studies in the archive, oldest first."""
-    store = common.reading_archive(archive)
+    store: Any = common.reading_archive(archive)
     rows = []
     for s in store.list_studies():
         runs = store.study_runs(s.name)
