@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from functools import cache
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 
 from pgrig.errors import PgrigError
 
@@ -38,15 +40,44 @@ MisrateOpt = Annotated[
 ]
 
 
+# C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
+# escape sequence must not drive the terminal (colours, titles, cursor moves, hyperlinks).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown as \\xNN (idempotent)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class SafeConsole(Console):
+    """A rich Console that prints every control character of the text it renders visibly.
+
+    Strings are escaped before rich measures them (render_str: messages, table cells), and
+    any other text at render time (segments only: rich's own styling is not text), so every
+    line of the CLI is covered without each call site having to remember it."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        # Strings (messages, table cells) before rich measures them: columns stay aligned.
+        return super().render_str(visible(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control is None and _CONTROLS.search(seg.text):
+                yield Segment(visible(seg.text), seg.style, seg.control)
+            else:
+                yield seg
+
+
 @cache
 def err_console() -> Console:
     """Progress, logs and human messages: always stderr, so stdout stays machine-readable."""
-    return Console(stderr=True)
+    return SafeConsole(stderr=True)
 
 
 @cache
 def out_console() -> Console:
-    return Console()
+    return SafeConsole()
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -85,7 +116,7 @@ def print_wide(renderable: Any) -> None:
     if con.is_terminal:
         con.print(renderable)
     else:
-        Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)
+        SafeConsole(width=max(con.width, 250), no_color=con.no_color).print(renderable)
 
 
 # --- environments a command acts on ------------------------------------------------------------
