@@ -96,10 +96,16 @@ def refuse_if_busy(env_dir: Path, env_name: str, what: str, force: bool = False)
 
 def busy_message(env_name: str, info: dict[str, Any] | None, what: str) -> str:
     info = info or {}
-    run = f"run {info['run_id']}" if info.get("run_id") is not None else "a run (starting)"
+    if info.get("run_id") is not None:
+        holder = f"run {info['run_id']}"
+    elif info.get("what") not in (None, "run"):
+        holder = f"`pgrig {info['what']}`"
+    else:
+        holder = "a run (starting)"
     pid = f", pgrig pid {info['pid']}" if info.get("pid") else ""
     return (
-        f"environment {env_name!r} is busy: {run} is in progress{pid}; {what} refused until it ends"
+        f"environment {env_name!r} is busy: {holder} is in progress{pid}; "
+        f"{what} refused until it ends"
     )
 
 
