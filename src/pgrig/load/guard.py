@@ -11,7 +11,7 @@ misrecorded, nothing of this run left behind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -35,11 +35,12 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
         lock.release()
 
 
-def verify_live(env: Environment, run_settings: Mapping[str, str], console: Console) -> list[str]:
-    """Restore the server's settings and placement to what the run records, or refuse."""
+def verify_live(env: Environment, console: Console) -> list[str]:
+    """Restore the server's settings (its layers and the run layer in force) and placement
+    to what the run records, or refuse; returns what was restored."""
     if not env.managed or not postmaster.is_running(env):
         return []
-    notes = live_state.ensure_settings(env, config.run_layer(env) if run_settings else {})
+    notes = live_state.ensure_settings(env, config.run_layer(env))
     root = postmaster.pid(env)
     roots = ([root] if root else []) + (pooler.pids(env) if env.pooler else [])
     notes += live_state.ensure_unpinned(env, roots)

@@ -107,7 +107,6 @@ def _execute(
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
         try:
-            guard.verify_live(env, run_settings, console)  # never misrecord
             return _run(
                 spec,
                 env,
@@ -264,6 +263,7 @@ def _run(
     pgbench = env.binary("pgbench")
     pgbench_version = _pgbench_version(pgbench)
 
+    restored = guard.verify_live(env, console)  # the server is what the record will say
     with database.connect(env, dbname) as conn:
         pg_snapshot.checkpoint(conn)
         settings = pg_snapshot.settings_snapshot(conn)
@@ -298,6 +298,8 @@ def _run(
         extra={"pgrig_version": __version__, "dataset": scenario_info},
     )
     rec.extra.update(_connection_extra(env, spec))
+    if restored:
+        rec.extra["restored_before_run"] = restored
     rec.id = archive.begin_run(rec)
     lock.describe(rec.id)  # a refused second run names this one
     try:
