@@ -199,3 +199,32 @@ def test_a_removed_data_directory_is_repaired(lab: str) -> None:
     )
     assert rec["status"] == "ok"
     pgrig("env", "destroy", "fragile", "--yes")
+
+
+def test_sigterm_of_a_study_archives_its_run_aborted(lab: str, tmp_path: Path) -> None:
+    study = tmp_path / "long.toml"
+    study.write_text(
+        f'[study]\nname = "long"\n\n[environment]\nname = "{lab}"\ncreate = false\n\n'
+        '[dataset]\nscenario = "pgbench"\nscale = 1\n\n'
+        '[run]\nworkload = "pgbench:select-only"\nduration = "30s"\n\n'
+        '[[iterations]]\nname = "only"\n'
+    )
+    proc = subprocess.Popen(
+        ["pgrig", "study", "run", str(study), "--no-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    running = servers.wait_for_running()
+    time.sleep(2)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    print(f"study: SIGTERM to exit: {time.monotonic() - t0:.2f} s")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    rec = json.loads(pgrig("runs", "show", str(running["id"]), "--json").stdout)
+    assert rec["status"] == "aborted" and rec["error"] == "stopped by SIGTERM"
+    studies = json.loads(pgrig("study", "list", "--json").stdout)
+    assert any(s["name"] == "long" and s["status"] == "interrupted" for s in studies)
+    assert not (_home() / "envs" / lab / "run-journal.json").exists()
