@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -247,3 +248,15 @@ def _rec(**kw: object) -> RunRecord:
 def _no_color(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.delenv("PGRIG_ARCHIVE", raising=False)
+
+
+def test_an_archive_in_a_read_only_directory_is_one_clear_line(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Archive().close()  # the archive exists
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: mode != os.W_OK and real_access(p, mode)
+    )  # as on a read-only mount
+    with pytest.raises(PgrigError, match=r"read-only directory: .*--archive PATH"):
+        common.reading_archive(None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -166,8 +167,16 @@ def reading_archive(url: str | None) -> Archive:
     full = normalize_url(url)
     parsed = make_url(full)
     db = parsed.database
-    if parsed.get_backend_name() == "sqlite" and db and db != ":memory:" and not Path(db).exists():
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:":
+        return Archive(url)
+    if not Path(db).exists():
         empty = Archive("sqlite://")  # in memory
         empty.url = mask_url(full)  # messages name the archive the user meant
         return empty
+    if not os.access(Path(db).parent, os.W_OK):
+        raise PgrigError(
+            f"archive {db} is in a read-only directory: SQLite writes its -wal/-shm files "
+            f"next to it even to read; make {Path(db).parent} writable, or copy the archive "
+            "to a writable place and pass --archive PATH"
+        )
     return Archive(url)
