@@ -228,3 +228,22 @@ def test_sigterm_of_a_study_archives_its_run_aborted(lab: str, tmp_path: Path) -
     studies = json.loads(pgrig("study", "list", "--json").stdout)
     assert any(s["name"] == "long" and s["status"] == "interrupted" for s in studies)
     assert not (_home() / "envs" / lab / "run-journal.json").exists()
+
+
+def test_kill_9_leaves_pgbouncer_unpinned_too(lab: str) -> None:
+    usable = frozenset(os.sched_getaffinity(0))
+    pgrig("env", "pooler", lab, "add")
+    try:
+        bouncer = int(next((_home() / "envs" / lab / "pooler").glob("*.pid")).read_text())
+        proc = _run_in_background(lab, "--via", "pooler", "--server-cpus", "0")
+        servers.wait_for_running()
+        _wait_for_file(_home() / "envs" / lab / "run-journal.json")
+        time.sleep(1.5)
+        assert _tree_masks(bouncer) == {frozenset({0})}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        pgrig("env", "start", lab)  # the next command touching the environment
+        assert _tree_masks(bouncer) == {usable}
+        assert _tree_masks(_postmaster(lab)) == {usable}
+    finally:
+        pgrig("env", "pooler", lab, "remove")
