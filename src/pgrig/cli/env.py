@@ -108,12 +108,11 @@ def destroy(
 def repair(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
     """Rebuild a damaged environment: env.json from its data directory, or a removed data
     directory (empty: generate the data again)."""
+    from pgrig.provision import env_lock
     from pgrig.provision import repair as repairing
     from pgrig.provision.environment import Environment, check_name
 
     check_name(name)
-    from pgrig.provision import env_lock
-
     env_dir = Environment(name=name).dir
     if env_dir.is_dir():
         env_lock.refuse_if_busy(env_dir, name, "env repair", force)
