@@ -36,7 +36,7 @@ from pgrig.load import command as pgbench_command
 from pgrig.load import guard, pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
-from pgrig.load.process import PgbenchProcess
+from pgrig.load.process import PgbenchProcess, die_with_parent
 from pgrig.load.txlog_follower import TxlogFollower
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
 from pgrig.request import RunRequest, load_values
@@ -515,6 +515,7 @@ def _separate_warmup(
         env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
         capture_output=True,
         check=False,
+        preexec_fn=die_with_parent,  # never outlives a killed pgrig (load/process.py)
     )
 
 
