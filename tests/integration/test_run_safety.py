@@ -99,6 +99,8 @@ def test_kill_9_leaves_no_settings_or_pinning_for_the_next_run(lab: str) -> None
     busy = pgrig("env", "set", lab, "work_mem=8MB", check=False)
     assert busy.returncode != 0 and f"run {running['id']}" in busy.stderr
     assert "--force" in busy.stderr
+    generating = pgrig("db", "generate", lab, "--scale", "1", check=False)
+    assert generating.returncode != 0 and f"run {running['id']} is in progress" in generating.stderr
 
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -215,7 +217,7 @@ def test_sigterm_of_a_study_archives_its_run_aborted(lab: str, tmp_path: Path) -
         stderr=subprocess.PIPE,
         text=True,
     )
-    running = servers.wait_for_running()
+    _wait_for_file(_home() / "envs" / lab / "run-journal.json")  # its run has started
     time.sleep(2)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
@@ -223,7 +225,7 @@ def test_sigterm_of_a_study_archives_its_run_aborted(lab: str, tmp_path: Path) -
     print(f"study: SIGTERM to exit: {time.monotonic() - t0:.2f} s")
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    rec = json.loads(pgrig("runs", "show", str(running["id"]), "--json").stdout)
+    [rec] = json.loads(pgrig("runs", "list", "--study", "long", "--json").stdout)
     assert rec["status"] == "aborted" and rec["error"] == "stopped by SIGTERM"
     studies = json.loads(pgrig("study", "list", "--json").stdout)
     assert any(s["name"] == "long" and s["status"] == "interrupted" for s in studies)
