@@ -3,6 +3,7 @@ kill -9 and SIGTERM of `pgrig run`, one run per environment, a damaged environme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -75,6 +76,21 @@ def _wait_for_file(path: Path, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
+def _kill_9(proc: subprocess.Popen[str]) -> None:
+    """kill -9 of `pgrig run`; its scratch directory (which only the reaper of dead runs can
+    clean) is removed here, so the test leaves nothing in /dev/shm."""
+    workdirs = set()
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            for arg in child.cmdline():
+                if arg.startswith("--log-prefix="):
+                    workdirs.add(Path(arg.split("=", 1)[1]).parent)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    for workdir in workdirs:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def _shm_of(command: str | None) -> list[str]:
     return [p for p in (command or "").split() if p.startswith("--log-prefix=/dev/shm/")]
 
@@ -102,8 +118,7 @@ def test_kill_9_leaves_no_settings_or_pinning_for_the_next_run(lab: str) -> None
     generating = pgrig("db", "generate", lab, "--scale", "1", check=False)
     assert generating.returncode != 0 and f"run {running['id']} is in progress" in generating.stderr
 
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=30)
+    _kill_9(proc)
 
     # the next command touching the environment undoes what the dead run changed
     shown = pgrig("env", "show", lab)
@@ -242,8 +257,7 @@ def test_kill_9_leaves_pgbouncer_unpinned_too(lab: str) -> None:
         _wait_for_file(_home() / "envs" / lab / "run-journal.json")
         time.sleep(1.5)
         assert _tree_masks(bouncer) == {frozenset({0})}
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+        _kill_9(proc)
         pgrig("env", "start", lab)  # the next command touching the environment
         assert _tree_masks(bouncer) == {usable}
         assert _tree_masks(_postmaster(lab)) == {usable}
