@@ -13,3 +13,13 @@ class NotFound(PgrigError):
 
 class InvalidSetting(PgrigError):
     """A configuration setting was rejected before anything was applied."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP reached pgrig: handled as Ctrl-C is (the run is archived "aborted")."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signal_name = signal.Signals(signum).name

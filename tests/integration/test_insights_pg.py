@@ -179,8 +179,10 @@ def test_external_server_and_insights_off(pgb: str, home: Path, tmp_path: Path) 
         "not collected: pg_stat_statements is not loaded yet: restart the environment to load it "
         "(pgrig env restart pgb)"
     )
-    notes = json.loads(pgrig("runs", "export", str(old["id"])).stdout)["insights"]["notes"]
-    assert "pgrig.conf was out of date: rewritten and reloaded" in notes
+    # Issue 10: the run checks the live server before recording and rewrites pgrig.conf itself
+    # (formerly the insights collector's note "pgrig.conf was out of date").
+    extra = json.loads(pgrig("runs", "export", str(old["id"])).stdout)["extra"]
+    assert any("pgrig.conf differs" in line for line in extra["restored_before_run"])
     assert "auto_explain.log_format = 'json'" in conf_path.read_text()
     pgrig("env", "restart", pgb)
     assert run(pgb, "-w", "pgbench:select-only", "-T", "2")["statements"]["collected"]

@@ -33,12 +33,34 @@ def _register() -> None:
     tune.register(app)
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM and SIGHUP stop pgrig the way Ctrl-C does (a run is archived "aborted" with its
+    partial series, settings and pinning undone); a second signal during that cleanup is
+    ignored so the cleanup finishes."""
+    import signal
+
+    from pgrig.errors import Terminated
+
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
 def main() -> None:
     _register()
+    _terminate_as_interrupt()
     try:
         app()
     except common.PgrigError as e:
         common.fail(str(e), e.exit_code)
+    except OSError as e:  # a read-only or full home, a file removed by hand: one line
+        common.fail(common.os_error_message(e), 1)
     except KeyboardInterrupt:
         common.err_console().print("[red]interrupted[/red]")
         sys.exit(130)

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import sys
+from collections.abc import Iterator
 from functools import cache
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 
 from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from pgrig.archive.store import Archive
+    from pgrig.provision.environment import Environment
 
 __all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
 
@@ -32,15 +41,44 @@ MisrateOpt = Annotated[
 ]
 
 
+# C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
+# escape sequence must not drive the terminal (colours, titles, cursor moves, hyperlinks).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown as \\xNN (idempotent)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class SafeConsole(Console):
+    """A rich Console that prints every control character of the text it renders visibly.
+
+    Strings are escaped before rich measures them (render_str: messages, table cells), and
+    any other text at render time (segments only: rich's own styling is not text), so every
+    line of the CLI is covered without each call site having to remember it."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        # Strings (messages, table cells) before rich measures them: columns stay aligned.
+        return super().render_str(visible(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control is None and _CONTROLS.search(seg.text):
+                yield Segment(visible(seg.text), seg.style, seg.control)
+            else:
+                yield seg
+
+
 @cache
 def err_console() -> Console:
     """Progress, logs and human messages: always stderr, so stdout stays machine-readable."""
-    return Console(stderr=True)
+    return SafeConsole(stderr=True)
 
 
 @cache
 def out_console() -> Console:
-    return Console()
+    return SafeConsole()
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -49,6 +87,23 @@ def fail(message: str, code: int = 2) -> NoReturn:
         f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
     )
     sys.exit(code)
+
+
+def os_error_message(e: OSError) -> str:
+    """An OSError that reached the top (read-only home, disk full...), as one line with the
+    way out."""
+    import errno
+
+    from pgrig import paths
+
+    where = f"{e.filename}: " if e.filename else ""
+    line = f"{where}{e.strerror or e}"
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+        line += (
+            f" (pgrig writes under its home {paths.home()}: make it writable and not full, "
+            "or set PGRIG_HOME to another directory)"
+        )
+    return line
 
 
 def print_json(data: Any) -> None:
@@ -62,4 +117,66 @@ def print_wide(renderable: Any) -> None:
     if con.is_terminal:
         con.print(renderable)
     else:
-        Console(width=max(con.width, 250), no_color=con.no_color).print(renderable)
+        SafeConsole(width=max(con.width, 250), no_color=con.no_color).print(renderable)
+
+
+# --- environments a command acts on ------------------------------------------------------------
+
+
+def recovered_env(name: str) -> Environment:
+    """The environment `name`, after undoing what a killed run left on it (settings, pinning:
+    provision/run_journal.py); each undo is told on stderr."""
+    from pgrig.provision import run_journal
+    from pgrig.provision.environment import Environment
+
+    env = Environment.load(name)
+    for line in run_journal.recover(env):
+        err_console().print(
+            f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
+        )
+    return env
+
+
+@contextlib.contextmanager
+def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environment]:
+    """For commands that change an environment under a run (env set/restart/stop/destroy,
+    db generate): refused while a run holds it, naming the run, unless --force; held for the
+    command's duration so no run starts meanwhile."""
+    from pgrig.provision.env_lock import EnvLock
+
+    env = recovered_env(name)
+    if force or not env.dir.is_dir():
+        yield env
+        return
+    lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
+    try:
+        yield env
+    finally:
+        lock.release()
+
+
+def reading_archive(url: str | None) -> Archive:
+    """The archive for a command that only reads it: a SQLite file that does not exist yet is
+    an empty archive, not created (read-only commands create no file)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    from pgrig.archive.store import Archive, mask_url, normalize_url
+
+    full = normalize_url(url)
+    parsed = make_url(full)
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:":
+        return Archive(url)
+    if not Path(db).exists():
+        empty = Archive("sqlite://")  # in memory
+        empty.url = mask_url(full)  # messages name the archive the user meant
+        return empty
+    if not os.access(Path(db).parent, os.W_OK):
+        raise PgrigError(
+            f"archive {db} is in a read-only directory: SQLite writes its -wal/-shm files "
+            f"next to it even to read; make {Path(db).parent} writable, or copy the archive "
+            "to a writable place and pass --archive PATH"
+        )
+    return Archive(url)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pgrig.cli import common
 from pgrig.errors import PgrigError
+
+if TYPE_CHECKING:
+    from pgrig.provision.environment import Environment
+    from pgrig.request import DatasetRequest
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -42,14 +46,14 @@ def generate(
     ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Even while a run is in progress on ENV.")
+    ] = False,
 ) -> None:
     """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows) or SQL."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from pgrig.provision import cluster
-    from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+    from pgrig.provision.environment import DEFAULT_DATABASE
     from pgrig.request import DatasetRequest, from_flags
-    from pgrig.workloads import datasets
 
     request = from_flags(
         DatasetRequest,
@@ -63,10 +67,31 @@ def generate(
         jobs=jobs,
         sql=str(sql) if sql is not None else None,
     )
-    environment = Environment.load(env)
     dbname = request.database or DEFAULT_DATABASE
-    if environment.managed:
-        cluster.ensure_running(environment)
+    # Loading data under a run would change what it measures (and may drop its tables).
+    with common.exclusive_env(env, "db generate", force) as environment:
+        environment.check_intact()
+        if environment.managed:
+            cluster.ensure_running(environment)
+        info = _generate(environment, request, env, dbname)
+    if as_json:
+        common.print_json({"env": env, "database": dbname, **info})
+    else:
+        found = info.get("size_bytes") or info.get("database_size_bytes")
+        size = int(found) if isinstance(found, int | float) else 0
+        common.err_console().print(
+            f"{request.scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
+            f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",
+            highlight=False,
+        )
+
+
+def _generate(
+    environment: Environment, request: DatasetRequest, env: str, dbname: str
+) -> dict[str, Any]:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pgrig.workloads import datasets
 
     progress = Progress(
         TextColumn("{task.description}"),
@@ -86,17 +111,7 @@ def generate(
                 description=f"{request.scenario}: {phase}",
             )
 
-        info = datasets.generate(environment, request, report)
-    if as_json:
-        common.print_json({"env": env, "database": dbname, **info})
-    else:
-        found = info.get("size_bytes") or info.get("database_size_bytes")
-        size = int(found) if isinstance(found, int | float) else 0
-        common.err_console().print(
-            f"{request.scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
-            f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",
-            highlight=False,
-        )
+        return datasets.generate(environment, request, report)
 
 
 @app.command("check")
@@ -108,13 +123,14 @@ def check(
 ) -> None:
     """Check a dataset's consistency (TPC-C conditions 1-10 and 12; 11 before any delivery)."""
     from pgrig.provision import cluster
-    from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+    from pgrig.provision.environment import DEFAULT_DATABASE
 
     if scenario != "tpcc":
         raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
     from pgrig.workloads import tpcc
 
-    environment = Environment.load(env)
+    environment = common.recovered_env(env)
+    environment.check_intact()
     if environment.managed:
         cluster.ensure_running(environment)
     results = tpcc.check(environment.conninfo(db or DEFAULT_DATABASE))

@@ -8,9 +8,17 @@ import time
 
 import typer
 
-from pgrig.cli.common import err_console, out_console, print_json
+from pgrig.cli.common import (
+    err_console,
+    exclusive_env,
+    out_console,
+    print_json,
+    recovered_env,
+)
 
 app = typer.Typer(no_args_is_help=True)
+
+FORCE = typer.Option(False, "--force", help="Even while a run is in progress on it.")
 
 
 def _say(msg: str) -> None:
@@ -75,15 +83,42 @@ def add(
 def destroy(
     name: str = typer.Argument(..., help="Environment name."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    force: bool = FORCE,
 ) -> None:
     """Stop the server and delete the environment with its data."""
-    from pgrig.provision import cluster
+    from pgrig.errors import PgrigError
+    from pgrig.provision import cluster, env_lock, environment
 
-    if not yes and sys.stdin.isatty():
+    environment.check_name(name)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise PgrigError(
+                f"env destroy {name}: no terminal to confirm on; add --yes to destroy it"
+            )
         typer.confirm(f"Destroy environment {name} and all its data?", abort=True)
+    env_dir = environment.Environment(name=name).dir
+    if env_dir.is_dir():  # a damaged environment can still be destroyed
+        env_lock.refuse_if_busy(env_dir, name, "env destroy", force)
     env = cluster.destroy_environment(name)
     what = "forgot" if env is not None and not env.managed else "destroyed"
     err_console().print(f"{what} {name}", highlight=False)
+
+
+@app.command("repair")
+def repair(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
+    """Rebuild a damaged environment: env.json from its data directory, or a removed data
+    directory (empty: generate the data again)."""
+    from pgrig.provision import env_lock
+    from pgrig.provision import repair as repairing
+    from pgrig.provision.environment import Environment, check_name
+
+    check_name(name)
+    env_dir = Environment(name=name).dir
+    if env_dir.is_dir():
+        env_lock.refuse_if_busy(env_dir, name, "env repair", force)
+    done = repairing.repair(name, _say)
+    for line in done or ["nothing to repair"]:
+        err_console().print(f"{name}: {line}", highlight=False, soft_wrap=True)
 
 
 @app.command("start")
@@ -91,26 +126,30 @@ def start(name: str = typer.Argument(..., help="Environment name.")) -> None:
     """Start the server of an environment (waits until it accepts connections)."""
     from pgrig.provision import cluster
 
+    recovered_env(name).check_intact()
     env, started = cluster.start_environment(name)
     msg = "started" if started else "already running"
     err_console().print(f"{name}: {msg} on port {env.port}", highlight=False)
 
 
 @app.command("stop")
-def stop(name: str = typer.Argument(..., help="Environment name.")) -> None:
+def stop(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
     """Stop the server of an environment (fast shutdown)."""
     from pgrig.provision import cluster
 
-    _, stopped = cluster.stop_environment(name)
+    with exclusive_env(name, "env stop", force):
+        _, stopped = cluster.stop_environment(name)
     err_console().print(f"{name}: {'stopped' if stopped else 'was not running'}")
 
 
 @app.command("restart")
-def restart(name: str = typer.Argument(..., help="Environment name.")) -> None:
+def restart(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
     """Restart the server of an environment."""
     from pgrig.provision import cluster
 
-    env = cluster.restart_environment(name)
+    with exclusive_env(name, "env restart", force) as env:
+        env.check_intact()
+        env = cluster.restart_environment(name)
     err_console().print(f"{name}: restarted on port {env.port}", highlight=False)
 
 
@@ -124,6 +163,7 @@ def set_(
         "--insights/--no-insights",
         help="Add or remove pgrig's insights layer (pg_stat_statements, auto_explain, logging).",
     ),
+    force: bool = FORCE,
 ) -> None:
     """Change environment settings: validated, written, then reloaded or restarted."""
     from pgrig.errors import PgrigError
@@ -135,14 +175,16 @@ def set_(
         )
     if insights is not None and (assignments or reset):
         raise PgrigError("give --insights/--no-insights alone, not with settings to change")
-    if insights is not None:
-        from pgrig.insights import setup
+    with exclusive_env(name, "env set", force) as env:
+        env.check_intact()
+        if insights is not None:
+            from pgrig.insights import setup
 
-        action, changed = setup.set_enabled(name, insights)
-    else:
-        action, changed = cluster.set_settings(
-            name, config.parse_assignments(assignments or []), reset
-        )
+            action, changed = setup.set_enabled(name, insights)
+        else:
+            action, changed = cluster.set_settings(
+                name, config.parse_assignments(assignments or []), reset
+            )
     if not changed:
         err_console().print(f"{name}: nothing changed")
         return
@@ -162,7 +204,7 @@ def show(
     """Version, status, port, paths and settings layers of an environment."""
     from pgrig.provision import cluster
 
-    d = cluster.describe(cluster.get_environment(name))
+    d = cluster.describe(recovered_env(name))
     if as_json:
         print_json(d)
         return
@@ -228,6 +270,8 @@ def psql(
 # --- `pgrig env pooler NAME add|remove|show|restart` (provision/pooler.py) ------------------------
 
 pooler_app = typer.Typer(no_args_is_help=True)
+
+FORCE = typer.Option(False, "--force", help="Even while a run is in progress on it.")
 app.add_typer(pooler_app, name="pooler", help="A connection pooler (pgbouncer) in front of NAME.")
 
 

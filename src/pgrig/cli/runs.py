@@ -25,7 +25,9 @@ from pgrig.cli.common import (
     out_console,
     print_json,
     print_wide,
+    reading_archive,
 )
+from pgrig.request.values import check_int64
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -50,9 +52,7 @@ _STATUS_STYLE = {"ok": "green", "failed": "red", "aborted": "yellow", "running":
 
 
 def _open(url: str | None) -> Archive:
-    from pgrig.archive.store import Archive
-
-    return Archive(url)
+    return reading_archive(url)  # every command here only reads
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -130,6 +130,7 @@ def list_cmd(
         tag=_parse_tag(tag),
         text=text,
     )
+    check_int64(limit, "--limit"), check_int64(offset, "--offset"), check_int64(pg or 0, "--pg")
     with _open(archive) as arch:
         runs = arch.list_runs(flt, limit=limit, offset=offset)
         if as_json:
@@ -248,7 +249,7 @@ def show_cmd(
 ) -> None:
     """One run: summary, per-script latencies, settings that differ from defaults, host."""
     with _open(archive) as arch:
-        rec = arch.get_run(run_id)
+        rec = arch.get_run(check_int64(run_id, "run id"))
     if as_json:
         print_json(show_json(rec))
         return
@@ -689,7 +690,7 @@ def export_cmd(
     if fmt not in ("json", "csv"):
         raise PgrigError(f"unknown export format {fmt!r}: use json or csv")
     with _open(archive) as arch:
-        rec = arch.get_run(run_id)
+        rec = arch.get_run(check_int64(run_id, "run id"))
     data = export_run(rec, fmt)  # type: ignore[arg-type]
     if out is None:
         sys.stdout.write(data)

@@ -185,7 +185,7 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Studies in the archive, oldest first."""
-    store = _archive(archive)
+    store: Any = common.reading_archive(archive)
     rows = []
     for s in store.list_studies():
         runs = store.study_runs(s.name)
@@ -229,7 +229,7 @@ def show(
     """A study's progress and TPS per point."""
     from pgrig.reports.summary import fmt, load_study
 
-    store = _archive(archive)
+    store = common.reading_archive(archive)
     if store.get_study(name).kind == "tune":
         from pgrig.cli import tune
 
@@ -293,7 +293,7 @@ def study_report(
     """Write the study's report (iteration table or sweep charts) from the archive."""
     from pgrig.reports import publish
 
-    _print_paths(publish.study_report(_archive(archive), name, fmt or ["md"], out))
+    _print_paths(publish.study_report(common.reading_archive(archive), name, fmt or ["md"], out))
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def report_run(
     """One run: figures, TPS over time (warm-up shaded), latency, stability, settings."""
     from pgrig.reports import publish
 
-    _print_paths(publish.run_report(_archive(archive), run_id, fmt or ["md"], out))
+    _print_paths(publish.run_report(common.reading_archive(archive), run_id, fmt or ["md"], out))
 
 
 @report_app.command("compare")
@@ -326,5 +326,7 @@ def report_compare(
 
     parsed = publish.parse_groups(groups)
     _print_paths(
-        publish.compare_report(_archive(archive), parsed, fmt or ["md"], out, threshold, misrate)
+        publish.compare_report(
+            common.reading_archive(archive), parsed, fmt or ["md"], out, threshold, misrate
+        )
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
-from pgrig.provision import config, insights_layer
+from pgrig.provision import config, insights_layer, run_journal
 from pgrig.provision.environment import Environment
 
 APPLICATION_NAME = "pgrig-insights"
@@ -227,7 +227,9 @@ class Collection:
     def _apply_rate(self, rate: float) -> None:
         """The insights layer's run-time values for `rate`, in pgrig.conf, reloaded."""
         assert self.budget is not None
-        config.write_conf(self.env, insights_runtime=sampling.runtime_settings(rate))
+        runtime = sampling.runtime_settings(rate)
+        run_journal.note_conf(self.env, sorted(runtime), run_journal.INSIGHTS)  # before
+        config.write_conf(self.env, insights_runtime=runtime)
         self.runtime_on = True
         self._reload()
         t = round(time.time() - self.window_start(), 3)
@@ -286,6 +288,7 @@ class Collection:
                     from pgrig.provision import postmaster
 
                     postmaster.reload(self.env)
+            run_journal.done(self.env, run_journal.INSIGHTS)
         except Exception as e:
             self.notes.append(f"could not silence auto_explain after the run: {_text(e)}")
         finally:

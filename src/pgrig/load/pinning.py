@@ -20,16 +20,17 @@ run can pin them and records where they ran.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.host import cpus as topology
 from pgrig.host.checks import nofile_for_clients as nofile_for_clients
 from pgrig.host.cpus import format_cpus as format_cpus
 from pgrig.provision import pooler
+from pgrig.provision.affinity import process_tree as process_tree
+from pgrig.provision.affinity import restore as restore
+from pgrig.provision.affinity import tasks
 from pgrig.request.values import CPU_COUNT_SUFFIX, check_cpus, cpu_count, parse_cpu_list
 
 
@@ -111,33 +112,11 @@ def client_prefix(cpus: list[int] | None) -> list[str]:
 # --- server processes --------------------------------------------------------------------------
 
 
-def process_tree(root: int, proc: str = "/proc") -> list[int]:
-    """`root` and its descendants (a postmaster's backends, workers and their children)."""
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in out:
-            continue
-        out.append(pid)
-        for task in _tasks(pid, proc):
-            with contextlib.suppress(OSError, ValueError):
-                text = Path(f"{proc}/{pid}/task/{task}/children").read_text()
-                todo.extend(int(x) for x in text.split())
-    return out
-
-
-def _tasks(pid: int, proc: str = "/proc") -> list[int]:
-    try:
-        return [int(t) for t in os.listdir(f"{proc}/{pid}/task")]
-    except (OSError, ValueError):
-        return []
-
-
 def pin_tree(root: int, cpus: list[int]) -> dict[int, set[int]]:
     """Pin every thread of `root` and its descendants; returns the previous mask per thread."""
     previous: dict[int, set[int]] = {}
     for pid in process_tree(root):
-        for tid in _tasks(pid) or [pid]:
+        for tid in tasks(pid) or [pid]:
             try:
                 previous[tid] = set(os.sched_getaffinity(tid))
                 os.sched_setaffinity(tid, cpus)
@@ -150,13 +129,6 @@ def pin_tree(root: int, cpus: list[int]) -> dict[int, set[int]]:
                     "(pinning the server needs root or the server's own OS user)"
                 ) from None
     return previous
-
-
-def restore(previous: dict[int, set[int]]) -> None:
-    """Put masks back on the threads that still exist (new backends die with the run)."""
-    for tid, mask in previous.items():
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(tid, mask)
 
 
 def pin_trees(roots: list[int], cpus: list[int]) -> dict[int, set[int]]:

@@ -1,18 +1,32 @@
 """The pgbench child process: started in its own session, stderr read off the hot path.
 
 pgbench writes `-P` progress lines to stderr; a daemon thread collects them so the main thread
-only renders. The process group is killed on every exit path, so no pgbench outlives pgrig.
+only renders. The process group is killed on every exit path, so no pgbench outlives pgrig;
+when pgrig itself is killed (-9), the kernel sends pgbench SIGKILL (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child must not import
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when pgrig dies (survives taskset's exec)."""
+    _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # pgrig already died between fork and prctl
+        os._exit(1)
 
 
 class PgbenchProcess:
@@ -36,6 +50,7 @@ class PgbenchProcess:
             stdout=self._stdout_file,
             stderr=subprocess.PIPE,
             start_new_session=True,  # Ctrl-C reaches pgrig, which then stops pgbench itself
+            preexec_fn=die_with_parent,  # kill -9 of pgrig: the kernel stops pgbench too
         )
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()

@@ -33,10 +33,10 @@ from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.host.checks import MIN_TMPFS
 from pgrig.load import command as pgbench_command
-from pgrig.load import pgbench_output, results
+from pgrig.load import guard, pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
-from pgrig.load.process import PgbenchProcess
+from pgrig.load.process import PgbenchProcess, die_with_parent
 from pgrig.load.txlog_follower import TxlogFollower
 from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
 from pgrig.request import RunRequest, load_values
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pgrig.metrics.os_metrics import OsSampler
     from pgrig.metrics.pooler_metrics import PoolerSampler
     from pgrig.metrics.sampler import Sampler
+    from pgrig.provision.env_lock import EnvLock
 
 
 StopIf = Callable[[float | None], str | None]
@@ -74,11 +75,25 @@ def execute(
     second with the p95 (ms) of the latest whole second; a reason it returns stops pgbench and
     the run is archived "aborted" with that reason (a tuning guardrail, tune/guardrails.py).
     """
-    from pgrig.provision import cluster
-
     console = console or Console(stderr=True)
     spec = _with_scripts(spec)
     env = Environment.load(spec.env_name)
+    env.check_intact()
+    with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
+        return _execute(spec, env, lock, archive, console, live, stop_if)
+
+
+def _execute(
+    spec: RunRequest,
+    env: Environment,
+    lock: EnvLock,
+    archive: Any,
+    console: Console,
+    live: bool,
+    stop_if: StopIf | None,
+) -> RunRecord:
+    from pgrig.provision import cluster
+
     dbname = spec.database or DEFAULT_DATABASE
     if env.managed:
         cluster.ensure_running(env)
@@ -101,7 +116,7 @@ def execute(
         try:
             return _run(
                 spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live,
-                stop_if,
+                lock, stop_if,
             )  # fmt: skip
         finally:
             restore()
@@ -237,6 +252,7 @@ def _run(
     archive: Any,
     console: Console,
     live: bool,
+    lock: EnvLock,
     stop_if: StopIf | None = None,
 ) -> RunRecord:
     from pgrig.host.facts import host_facts
@@ -246,6 +262,7 @@ def _run(
     pgbench = env.binary("pgbench")
     pgbench_version = _pgbench_version(pgbench)
 
+    restored = guard.verify_live(env, console)  # the server is what the record will say
     with database.connect(env, dbname) as conn:
         pg_snapshot.checkpoint(conn)
         settings = pg_snapshot.settings_snapshot(conn)
@@ -280,7 +297,10 @@ def _run(
         extra={"pgrig_version": __version__, "dataset": scenario_info},
     )
     rec.extra.update(_connection_extra(env, spec))
+    if restored:
+        rec.extra["restored_before_run"] = restored
     rec.id = archive.begin_run(rec)
+    lock.describe(rec.id)  # a refused second run names this one
     try:
         return _measure(
             rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
@@ -338,7 +358,7 @@ def _measure(
         sampler.stop()
         collection.stop()
         raise
-    interrupted = False
+    interrupted = ""  # why the user or a signal stopped the run, if they did
     stopped: str | None = None  # why stop_if ended the run early
     progress_points: list[Any] = []
     proc: PgbenchProcess | None = None
@@ -384,8 +404,8 @@ def _measure(
                     proc.interrupt()
                     break
         rc = proc.wait()
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as stop:
+        interrupted = guard.interruption(stop)
         rc = proc.interrupt() if proc else -2
     finally:
         if proc is not None:
@@ -421,7 +441,7 @@ def _measure(
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
 
     if interrupted:
-        rec.status, rec.error = "aborted", "interrupted by the user (Ctrl-C)"
+        rec.status, rec.error = "aborted", interrupted
     elif stopped:
         rec.status, rec.error = "aborted", f"stopped early: {stopped}"
     elif rc != 0:
@@ -505,6 +525,7 @@ def _separate_warmup(
         env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
         capture_output=True,
         check=False,
+        preexec_fn=die_with_parent,  # never outlives a killed pgrig (load/process.py)
     )
 
 
@@ -581,7 +602,6 @@ def _client_prefix(spec: RunRequest) -> list[str]:
 def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
     """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
     the function that unpins them."""
-    from pgrig.load import pinning
     from pgrig.provision import pooler, postmaster
 
     cpus = _placement(spec).server
@@ -589,8 +609,7 @@ def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
     if not cpus or root is None:
         return lambda: None
     roots = [root] + (pooler.pids(env) if spec.via != "direct" else [])
-    previous = pinning.pin_trees(roots, cpus)
-    return lambda: pinning.restore(previous)
+    return guard.pin_journaled(env, roots, cpus)
 
 
 def _connection_extra(env: Environment, spec: RunRequest) -> dict[str, Any]:

@@ -196,11 +196,15 @@ def load_catalog(bindir: str | Path, version: str) -> Catalog:
 
 
 def save_catalog(bindir: str | Path, catalog: Catalog) -> None:
+    """Best effort: a cache must not make a read-only home fail (the catalogue is rebuilt)."""
     f = _cache_file(Path(bindir), catalog.version)
-    f.parent.mkdir(parents=True, exist_ok=True)
     tmp = f.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(catalog.to_json(), indent=1))
-    os.replace(tmp, f)
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(catalog.to_json(), indent=1))
+        os.replace(tmp, f)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def enrich(bindir: str | Path, catalog: Catalog, conninfo: str) -> None:

@@ -23,6 +23,7 @@ from pgrig.errors import InvalidSetting, NotFound, PgrigError
 from pgrig.provision import binaries, catalog, config, osuser, pooler, postmaster, validator
 from pgrig.provision.environment import (
     DEFAULT_DATABASE,
+    DamagedEnvironment,
     Environment,
     check_name,
     mask_dsn,
@@ -209,6 +210,12 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
     env.save()
 
 
+def rebuild(env: Environment, say: Progress) -> None:
+    """A new, empty cluster for an existing environment whose data directory is gone (env
+    repair): same version, port and settings layers."""
+    _build(env, auto_port=False, say=say)
+
+
 def _create_database(env: Environment, dbname: str) -> None:
     import psycopg
     from psycopg import sql
@@ -240,7 +247,11 @@ def destroy_environment(name: str) -> Environment | None:
             shutil.rmtree(d, ignore_errors=True)
             return None
         raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
-    env = Environment.load(name)
+    try:
+        env = Environment.load(name)
+    except DamagedEnvironment:  # env.json unreadable: its server is found by its pid file
+        _remove(Environment(name=name))
+        return None
     _remove(env)
     return env
 
@@ -394,7 +405,7 @@ def add_external(name: str, dsn: str) -> Environment:
 
 def describe(env: Environment) -> dict[str, Any]:
     """Everything `env show` prints (JSON-safe, no password)."""
-    st = postmaster.status(env)
+    st = _status(env)
     d: dict[str, Any] = {
         "name": env.name,
         "kind": env.kind,
@@ -441,6 +452,14 @@ def describe(env: Environment) -> dict[str, Any]:
     return d
 
 
+def _status(env: Environment, timeout: float = 2) -> str:
+    try:
+        env.check_intact()
+    except DamagedEnvironment:
+        return f"damaged: data directory missing (pgrig env repair {env.name})"
+    return postmaster.status(env, timeout=timeout)
+
+
 def list_rows() -> list[dict[str, Any]]:
     rows = []
     for env in Environment.all():
@@ -450,7 +469,7 @@ def list_rows() -> list[dict[str, Any]]:
                 "kind": env.kind,
                 "version": env.version,
                 "port": env.port,
-                "status": postmaster.status(env, timeout=1),
+                "status": _status(env, timeout=1),
                 "profile": env.profile if env.managed else None,
                 "target": env.masked_target(),
             }

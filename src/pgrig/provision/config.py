@@ -236,12 +236,14 @@ class RunSettings:
         """Restore; returns what that took ("restart", "reload" or "none")."""
         if self.restored:
             return "none"
-        from pgrig.provision import postmaster
+        from pgrig.provision import postmaster, run_journal
 
         (self.env.dir / RUN_LAYER_FILE).unlink(missing_ok=True)
         write_conf(self.env, run={})
         self.restored = True
-        return postmaster.restart_or_reload(self.env, self.changed)
+        action = postmaster.restart_or_reload(self.env, self.changed)
+        run_journal.done(self.env, run_journal.CONF)
+        return action
 
 
 def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callable[[], str]:
@@ -249,7 +251,7 @@ def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callabl
 
     Returns a callable that restores the environment's own configuration.
     """
-    from pgrig.provision import catalog, postmaster, validator
+    from pgrig.provision import catalog, postmaster, run_journal, validator
 
     if not settings:
         return RunSettings(env, [], "none")
@@ -265,6 +267,7 @@ def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callabl
     new = layers(env, run)
     validator.validate(env.bindir or "", major, cat, run, new.origins())
     before = layers(env, {}).effective()
+    run_journal.note_conf(env, changed_names(before, new.effective()))  # before any change
     tmp = env.dir / f".{RUN_LAYER_FILE}.tmp"
     tmp.write_text(json.dumps(run, indent=2, sort_keys=True))
     os.replace(tmp, env.dir / RUN_LAYER_FILE)

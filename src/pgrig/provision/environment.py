@@ -21,6 +21,10 @@ from pgrig.request.vocabulary import NAME_MAX, valid_name
 DEFAULT_DATABASE = "pgrig"
 
 
+class DamagedEnvironment(PgrigError):
+    """env.json unreadable or the data directory gone: the message says how to repair."""
+
+
 @dataclass
 class Environment:
     name: str
@@ -125,7 +129,30 @@ class Environment:
         f = paths.envs_dir() / name / "env.json"
         if not f.exists():
             raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
-        return cls(**json.loads(f.read_text()))
+        try:
+            doc = json.loads(f.read_text())
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            return cls(**doc)
+        except OSError as e:
+            raise DamagedEnvironment(f"cannot read {f}: {e.strerror}") from None
+        except (ValueError, TypeError) as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DamagedEnvironment(
+                f"environment {name!r} is damaged: {f} is not valid ({reason}); "
+                f"`pgrig env repair {name}` rebuilds it from the data directory, "
+                f"`pgrig env destroy {name} --yes` removes it"
+            ) from None
+
+    def check_intact(self) -> None:
+        """A managed environment whose data directory is gone cannot run: say how to repair."""
+        if self.managed and not (self.datadir / "PG_VERSION").is_file():
+            raise DamagedEnvironment(
+                f"environment {self.name!r} is damaged: its data directory {self.datadir} is "
+                f"missing or incomplete; `pgrig env repair {self.name}` re-creates it empty "
+                f"(then `pgrig db generate {self.name} ...`), "
+                f"`pgrig env destroy {self.name} --yes` removes the environment"
+            )
 
     @classmethod
     def all(cls) -> list[Environment]:

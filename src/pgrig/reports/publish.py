@@ -14,6 +14,7 @@ from pgrig import paths
 from pgrig.analysis.compare import DEFAULT_MISRATE, DEFAULT_THRESHOLD, check_parameters
 from pgrig.errors import PgrigError
 from pgrig.reports.document import Document
+from pgrig.request.values import check_int64
 
 FORMATS = ("md", "html")
 
@@ -127,6 +128,7 @@ def parse_groups(texts: Iterable[str]) -> list[list[int]]:
     seen: set[int] = set()
     for g in groups:
         for i in g:
+            check_int64(i, "run id")
             if i in seen:
                 raise PgrigError(f"run {i} is listed twice: each run belongs to one group")
             seen.add(i)

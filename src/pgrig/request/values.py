@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pgrig.errors import PgrigError
+
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
 _UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
 _UNIT_S |= {"mins": 60.0, "h": 3600.0}
+INT64_MAX = 2**63 - 1  # ids, limits and offsets: the archive's BIGINT
 MAX_CPU = 8191  # Linux's largest CPU number (NR_CPUS 8192): bounds a range like 0-99999999
 CPU_COUNT_SUFFIX = "cores"  # --server-cpus 2cores: a count of cores, not CPU 2
 
@@ -92,3 +95,10 @@ def check_cpus(value: Any) -> str:
             f"(a list such as 0-3,6, or a count such as 2{CPU_COUNT_SUFFIX})"
         ) from None
     return text
+
+
+def check_int64(value: int, what: str) -> int:
+    """An id, limit or offset the archive can hold (SQLite and PostgreSQL: signed 64 bits)."""
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise PgrigError(f"{what} must be at most {INT64_MAX} (got {value})")
+    return value

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
+from pgrig.request.values import check_int64
 from pgrig.web import compare_view, run_view, runs_view, study_view
 from pgrig.web import format as fmt
 
@@ -130,12 +131,12 @@ def create_app(archive_url: str | None = None) -> FastAPI:
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run(run_id: int) -> HTMLResponse:
-        rec = archive.get_run(run_id)
+        rec = archive.get_run(check_int64(run_id, "run id"))
         return page("run.html", v=run_view.build(rec), r=rec)
 
     @app.get("/runs/{run_id}/artifacts/{name}")
     def artifact(run_id: int, name: str) -> FileResponse:
-        rec = archive.get_run(run_id)
+        rec = archive.get_run(check_int64(run_id, "run id"))
         path = run_view.resolve_artifact(rec, name)
         media = "text/plain; charset=utf-8" if path.name.endswith(TEXT_SUFFIXES) else None
         return FileResponse(

@@ -28,6 +28,7 @@ from pgrig.errors import PgrigError
 from pgrig.reports.run_charts import overlay_charts
 from pgrig.reports.summary import verdict_style
 from pgrig.reports.svg import render
+from pgrig.request.values import check_int64
 from pgrig.web import format as fmt
 from pgrig.web.run_view import _layer_of
 from pgrig.web.runs_view import cpus_of, duration_of
@@ -75,7 +76,7 @@ def parse_ids(values: list[str]) -> list[int]:
             if not part:
                 continue
             try:
-                n = int(part)
+                n = check_int64(int(part), "run id")
             except ValueError:
                 raise PgrigError(f"run ids must be whole numbers, not {part!r}") from None
             if n not in ids:

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from pgrig.archive.export import LOAD_FIELDS
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.errors import PgrigError
+from pgrig.request.values import check_int64
 
 PAGE_SIZES = (25, 50, 100, 200, 500)
 DEFAULT_PAGE_SIZE = 100
@@ -123,12 +124,13 @@ def parse_query(params: Mapping[str, str]) -> RunsQuery:
         q.page = _int(get["page"], "page")
         if q.page < 1:
             raise PgrigError("page must be 1 or more")
+        check_int64((q.page - 1) * q.per_page, "page x per")
     return q
 
 
 def _int(value: str, name: str) -> int:
     try:
-        return int(value)
+        return check_int64(int(value), name)
     except ValueError:
         raise PgrigError(f"{name} must be a whole number, not {value!r}") from None
 

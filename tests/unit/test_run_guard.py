@@ -1,0 +1,255 @@
+"""The environment's run lock, the run journal and its undo, the live-state checks, and the
+process rules (SIGTERM as Ctrl-C, pgbench dying with pgrig): provision/env_lock.py,
+provision/run_journal.py, provision/live_state.py, load/guard.py, load/process.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pgrig.errors import PgrigError, Terminated
+from pgrig.load import guard
+from pgrig.provision import affinity, env_lock, live_state, run_journal
+from pgrig.provision.environment import Environment
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _env(home: Path, name: str = "lab") -> Environment:
+    env = Environment(name=name, port=5999)
+    env.dir.mkdir(parents=True)
+    return env
+
+
+def _python(code: str) -> subprocess.Popen[str]:
+    """A child python running `code` (with this checkout's pgrig), prints "ready" when set."""
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+
+
+def _hold_lock(env: Environment, run_id: int | None) -> subprocess.Popen[str]:
+    child = _python(f"""
+        import time
+        from pathlib import Path
+        from pgrig.provision.env_lock import EnvLock
+        lock = EnvLock(Path({str(env.dir)!r}), {env.name!r}).acquire()
+        lock.describe({run_id!r})
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    return child
+
+
+# --- the run lock ------------------------------------------------------------------------------
+
+
+def test_second_run_is_refused_naming_the_running_run(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    child = _hold_lock(env, 42)
+    try:
+        with pytest.raises(env_lock.EnvBusy) as busy:
+            env_lock.EnvLock(env.dir, env.name).acquire()
+        message = str(busy.value)
+        assert "run 42 is in progress" in message and f"pid {child.pid}" in message
+        assert "\n" not in message
+        assert env_lock.holder(env.dir) == {"pid": child.pid, "run_id": 42, "what": "run"}
+        with pytest.raises(env_lock.EnvBusy, match=r"env set refused .*--force"):
+            env_lock.refuse_if_busy(env.dir, env.name, "env set")
+        env_lock.refuse_if_busy(env.dir, env.name, "env set", force=True)  # --force: allowed
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_lock_dies_with_its_holder_even_on_kill_9(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    child = _hold_lock(env, 7)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert env_lock.holder(env.dir) is None
+    with env_lock.EnvLock(env.dir, env.name) as lock:
+        lock.describe(8)  # a new open file: even the holder's own process sees it busy
+        assert env_lock.holder(env.dir) == {"pid": os.getpid(), "run_id": 8, "what": "run"}
+    assert env_lock.holder(env.dir) is None
+
+
+def test_holder_creates_no_file(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    assert env_lock.holder(env.dir) is None
+    assert list(env.dir.iterdir()) == []
+
+
+def test_a_command_holding_the_lock_is_named(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    child = _python(f"""
+        import time
+        from pathlib import Path
+        from pgrig.provision.env_lock import EnvLock
+        EnvLock(Path({str(env.dir)!r}), "lab").acquire("db generate")
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    try:
+        with pytest.raises(env_lock.EnvBusy, match="`pgrig db generate` is in progress"):
+            env_lock.EnvLock(env.dir, env.name).acquire()
+    finally:
+        child.kill()
+        child.wait()
+
+
+# --- the journal ---------------------------------------------------------------------------------
+
+
+def test_journal_entries_come_and_go(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    run_journal.note_conf(env, ["work_mem"])
+    run_journal.note_conf(env, ["a", "work_mem"])
+    run_journal.note_conf(env, ["auto_explain.sample_rate"], run_journal.INSIGHTS)
+    doc = run_journal.read(env)
+    assert doc[run_journal.CONF] == {"names": ["a", "work_mem"]}
+    run_journal.done(env, run_journal.CONF)
+    assert list(run_journal.read(env)) == [run_journal.INSIGHTS]
+    run_journal.done(env, run_journal.INSIGHTS)
+    assert not (env.dir / run_journal.JOURNAL_FILE).exists()
+    run_journal.done(env, run_journal.CONF)  # nothing noted: nothing created
+    assert list(env.dir.iterdir()) == []
+
+
+def test_recover_puts_a_killed_runs_pinning_back(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    cpus = sorted(os.sched_getaffinity(0))
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        run_journal.note_pinning(env, [victim.pid])
+        os.sched_setaffinity(victim.pid, {cpus[0]})  # what the dead run did
+        assert run_journal.recover(env) == [
+            f"CPU affinity of pid {victim.pid} and its children put back"
+        ]
+        assert os.sched_getaffinity(victim.pid) == set(cpus)
+        assert not (env.dir / run_journal.JOURNAL_FILE).exists()
+        assert run_journal.recover(env) == []
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_recover_leaves_a_live_runs_changes_alone(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    victim = subprocess.Popen(["sleep", "60"])
+    child = _hold_lock(env, 3)
+    try:
+        run_journal.note_pinning(env, [victim.pid])
+        assert run_journal.recover(env) == []  # run 3 is alive: its pinning is its own
+        assert run_journal.PINNING in run_journal.read(env)
+    finally:
+        child.kill()
+        child.wait()
+        victim.kill()
+        victim.wait()
+
+
+def test_recover_skips_a_reused_pid(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        run_journal.note_pinning(env, [victim.pid])
+        doc = run_journal.read(env)
+        doc[run_journal.PINNING]["roots"][0]["create_time"] -= 100  # another process then
+        (env.dir / run_journal.JOURNAL_FILE).write_text(__import__("json").dumps(doc))
+        assert run_journal.recover(env) == []
+        assert not (env.dir / run_journal.JOURNAL_FILE).exists()
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_affinity_drift_names_pinned_threads() -> None:
+    cpus = set(os.sched_getaffinity(0))
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        assert live_state.affinity_drift([victim.pid], cpus, exact=False) == []
+        if len(cpus) > 1:
+            os.sched_setaffinity(victim.pid, {min(cpus)})
+            assert live_state.affinity_drift([victim.pid], cpus, exact=False) == [victim.pid]
+            assert live_state.affinity_drift([victim.pid], {min(cpus)}, exact=True) == []
+            affinity.set_tree(victim.pid, cpus)
+            assert affinity.tree_masks(victim.pid) == {victim.pid: cpus}
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+# --- signals and children --------------------------------------------------------------------
+
+
+def test_sigterm_is_archived_as_stopped_by_sigterm() -> None:
+    assert guard.interruption(Terminated(signal.SIGTERM)) == "stopped by SIGTERM"
+    assert guard.interruption(KeyboardInterrupt()) == "interrupted by the user (Ctrl-C)"
+    assert isinstance(Terminated(signal.SIGHUP), KeyboardInterrupt)
+
+
+def test_pgbench_child_dies_with_a_killed_pgrig(tmp_path: Path) -> None:
+    """PgbenchProcess's child gets SIGKILL from the kernel when its parent is killed -9."""
+    parent = _python(f"""
+        import time
+        from pathlib import Path
+        from pgrig.load.process import PgbenchProcess
+        p = PgbenchProcess(["sleep", "60"], env={{}}, cwd=Path({str(tmp_path)!r}),
+                           stdout_path=Path({str(tmp_path / "out")!r}))
+        print(p.pid, flush=True)
+        time.sleep(60)
+    """)
+    assert parent.stdout is not None
+    child_pid = int(parent.stdout.readline())
+    assert psutil.pid_exists(child_pid)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child_pid, signal.SIGKILL)
+        pytest.fail("the child outlived its killed parent")
+
+
+def test_sigterm_of_the_cli_raises_terminated_once() -> None:
+    """The CLI's handler: the first SIGTERM interrupts, a second one during cleanup does not."""
+    child = _python("""
+        import os, signal, time
+        from pgrig.cli import app
+        from pgrig.errors import Terminated
+        app._terminate_as_interrupt()
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except Terminated as e:
+            os.kill(os.getpid(), signal.SIGTERM)  # ignored: the cleanup goes on
+            print("terminated", e.signal_name, flush=True)
+    """)
+    out, _ = child.communicate(timeout=30)
+    assert out.strip() == "terminated SIGTERM"
+
+
+def test_check_intact_names_the_repair(pgrig_home: Path) -> None:
+    env = _env(pgrig_home)
+    with pytest.raises(PgrigError, match=r"pgrig env repair lab"):
+        env.check_intact()
