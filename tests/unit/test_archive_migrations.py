@@ -118,7 +118,7 @@ def test_revision_0002_adds_the_run_request_columns_and_keeps_old_runs(url: str)
         )
     engine.dispose()
     with Archive(url) as a:
-        assert a.schema_revision() == "0002"
+        assert a.schema_revision() == SCHEMA_HEAD
         old = a.get_run(1)
         assert (old.clients, old.threads, old.via) == (4, 2, "direct")
         added = set(LOAD_FIELDS) - {"workload", "via", "clients", "threads", "duration_s"}
