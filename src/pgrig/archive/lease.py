@@ -16,9 +16,10 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psutil
 
@@ -40,6 +41,13 @@ class Owner:
     @classmethod
     def me(cls) -> Owner:
         return cls(socket.gethostname(), os.getpid(), psutil.Process().create_time())
+
+    @classmethod
+    def from_columns(cls, row: Mapping[Any, Any]) -> Owner:
+        """From as_columns() (a runs row, or a work directory's OWNER file)."""
+        return cls(
+            str(row["lease_host"] or ""), int(row["lease_pid"]), float(row["lease_pid_started"])
+        )
 
     def as_columns(self) -> dict[str, object]:
         return {"lease_host": self.host, "lease_pid": self.pid, "lease_pid_started": self.started}

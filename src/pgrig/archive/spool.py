@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import paths
+from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 
@@ -70,7 +71,7 @@ class PartialSeries:
 def read_partial_series(run_id: int) -> dict[str, dict[str, list[Any]]]:
     """The columnar series of a run's partial file ({} when there is none). A line cut by the
     death of the writer is skipped."""
-    path = paths.artifacts_dir() / str(run_id) / PARTIAL_SERIES
+    path = run_artifacts_dir(run_id, create=False) / PARTIAL_SERIES
     rows: dict[str, list[dict[str, Any]]] = {}
     try:
         with open(path) as f:
@@ -117,9 +118,7 @@ def write_spool(rec: RunRecord, archive_url: str, reason: str) -> Path:
     archive_url: the masked URL of the archive it belongs to."""
     if rec.id is None:
         raise PgrigError("only a begun run (with an id) can be spooled")
-    run_dir = paths.artifacts_dir() / str(rec.id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / RECORD_SPOOL
+    path = run_artifacts_dir(rec.id) / RECORD_SPOOL
     doc = {
         "format": _SPOOL_FORMAT,
         "archive": archive_url,

@@ -767,8 +767,7 @@ class Archive:
         if row["lease_pid"] is None:  # begun by a pgrig older than schema revision 0003
             started = _record_time(row["started_at"])
             return started is None or now - started > _LEGACY_STALE
-        owner = lease.Owner(row["lease_host"] or "", row["lease_pid"], row["lease_pid_started"])
-        gone = lease.is_gone(owner)
+        gone = lease.is_gone(lease.Owner.from_columns(row))
         if gone is None:
             return lease.expired(_record_time(row["heartbeat_at"]), now)
         return gone
@@ -786,7 +785,7 @@ class Archive:
         return row
 
     def running_owner(self, run_id: int) -> str | None:
-        """"pid N on HOST" when the run is live (running and its owner alive), else None."""
+        """ "pid N on HOST" when the run is live (running and its owner alive), else None."""
         with self._read() as conn:
             rows = self._lease_rows(conn, [runs_t.c.id == run_id])
             if not rows or rows[0]["status"] != "running":
@@ -856,9 +855,7 @@ class Archive:
             raise NotFound(f"run {rec.id} of {path} is not in archive {self.url} (deleted?)")
         here = found[0]
         if here.env_name != rec.env_name or here.started_at != _record_time(rec.started_at):
-            raise PgrigError(
-                f"run {rec.id} in archive {self.url} is not the run spooled in {path}"
-            )
+            raise PgrigError(f"run {rec.id} in archive {self.url} is not the run spooled in {path}")
         self.finish_run(rec, wait_s=wait_s)
         path.unlink(missing_ok=True)
         (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
