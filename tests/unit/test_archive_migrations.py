@@ -139,3 +139,64 @@ def test_revision_0002_adds_the_run_request_columns_and_keeps_old_runs(url: str)
     engine.dispose()
     assert "max_tries" not in columns and "clients" in columns
     assert kept == 2  # the downgrade dropped columns, not the runs' scripts
+
+
+def _archive_at_0002_with_a_run(url: str) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(url=url), "0002")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, started_at, status, env_name, managed, engine, workload,"
+                " via, clients, threads, warmup_s, protocol, repeat, server_version) VALUES (1, "
+                "'2026-01-01 00:00:00', 'ok', 'old', 1, 'postgresql', 'pgbench:tpcb-like', "
+                "'direct', 4, 2, 0, 'simple', 0, 'PostgreSQL 15.1')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO run_scripts (run_id, script_no, name, weight, transactions, failed,"
+                " retried, skipped, rollbacks) VALUES (1, 0, 'pgbench:tpcb', 1, 10, 0, 0, 0, 0)"
+            )
+        )
+        conn.execute(text("INSERT INTO run_tags (run_id, key, value) VALUES (1, 'k', 'v')"))
+    engine.dispose()
+
+
+def test_revision_0003_retypes_tables_without_losing_their_children(url: str) -> None:
+    # SQLite rebuilds runs, run_tags and studies: with foreign keys on, dropping the old runs
+    # would cascade to run_scripts and run_tags (the store migrates with them off).
+    _archive_at_0002_with_a_run(url)
+    with Archive(url) as a:  # SQLite: upgraded when opened
+        assert a.schema_before == "0002" and a.schema_revision() == SCHEMA_HEAD
+        old = a.get_run(1)
+        assert ([s.transactions for s in old.scripts], old.tags) == ([10], {"k": "v"})
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        columns = {c["name"]: c for c in inspect(conn).get_columns("runs")}
+        fks = conn.exec_driver_sql("PRAGMA foreign_key_list(run_scripts)").fetchall()
+    engine.dispose()
+    assert {"lease_host", "lease_pid", "lease_pid_started", "heartbeat_at"} <= set(columns)
+    assert str(columns["server_version"]["type"]) == "TEXT"
+    assert fks and fks[0][2] == "runs"  # the children still reference the rebuilt table
+
+
+def test_an_older_shared_schema_needs_an_explicit_upgrade(url: str) -> None:
+    _archive_at_0002_with_a_run(url)
+    message = r"schema revision '0002', older than this pgrig's '0003': run `pgrig archive upg"
+    with pytest.raises(PgrigError, match=message):
+        Archive(url, upgrade=False)  # what a PostgreSQL archive gets by default
+    with Archive(url, upgrade=True) as a:
+        assert a.schema_revision() == SCHEMA_HEAD and a.get_run(1).env_name == "old"
+
+
+def test_a_newer_schema_names_both_revisions(url: str) -> None:
+    Archive(url).close()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '0009'"))
+    engine.dispose()
+    with pytest.raises(PgrigError, match=r"revision '0009', newer than .* \(up to '0003'\): this"):
+        Archive(url)

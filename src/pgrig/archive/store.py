@@ -346,6 +346,7 @@ class Archive:
         self._sqlite = backend == "sqlite"
         self._engine = self._make_engine(parsed)
         self.recovered: list[str] = []  # what recover() did, one line each, for the CLI to show
+        self.schema_before: str | None = None  # the revision opening found
         try:
             self._ensure_schema(self._sqlite if upgrade is None else upgrade)
             if recover:
@@ -492,6 +493,7 @@ class Archive:
                 empty = revision is None and not inspect(conn).get_table_names()
         except DBAPIError as e:
             raise PgrigError(f"cannot open archive {self.url}: {_detail(e)}") from e
+        self.schema_before = revision  # what opening found (`pgrig archive upgrade` says it)
         if revision == SCHEMA_HEAD:
             return
         self._check_known(revision)
@@ -513,14 +515,6 @@ class Archive:
                 f"archive {self.url} has schema revision {revision!r}, newer than this pgrig "
                 f"knows (up to {SCHEMA_HEAD!r}): this pgrig is too old for it, upgrade pgrig"
             )
-
-    def upgrade_schema(self) -> tuple[str | None, str]:
-        """(revision before, revision after): `pgrig archive upgrade`."""
-        before = self.schema_revision()
-        if before != SCHEMA_HEAD:
-            self._check_known(before)
-            self._upgrade()
-        return before, SCHEMA_HEAD
 
     def _upgrade(self) -> None:
         from alembic import command
@@ -876,30 +870,6 @@ class Archive:
             self.recovered.append(f"run {run_id} imported from {path}")
         for run_id in self.mark_lost_runs():
             self.recovered.append(f"run {run_id} marked lost: its pgrig process is gone")
-
-    def mark_stale_running(self, older_than: timedelta) -> list[int]:
-        """Mark runs still "running" that started more than `older_than` ago as aborted (their
-        process died without finishing them). Returns their ids."""
-        cutoff = _db_time(datetime.now(UTC) - older_than, self._sqlite)
-        with self._write() as conn:
-            ids = list(
-                conn.execute(
-                    select(runs_t.c.id).where(
-                        runs_t.c.status == "running", runs_t.c.started_at < cutoff
-                    )
-                ).scalars()
-            )
-            if ids:
-                conn.execute(
-                    update(runs_t)
-                    .where(runs_t.c.id.in_(ids))
-                    .values(
-                        status="aborted",
-                        error="the run's process ended without finishing it",
-                        ended_at=_db_time(datetime.now(UTC), self._sqlite),
-                    )
-                )
-        return ids
 
     # --- studies -----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from functools import cache
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -13,7 +13,18 @@ from rich.markup import escape
 
 from pgrig.errors import PgrigError
 
-__all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
+if TYPE_CHECKING:
+    from pgrig.archive.store import Archive
+
+__all__ = [
+    "PgrigError",
+    "err_console",
+    "fail",
+    "open_archive",
+    "out_console",
+    "print_json",
+    "print_wide",
+]
 
 # Options of every command that compares runs. The defaults are analysis.compare's
 # DEFAULT_THRESHOLD and DEFAULT_MISRATE (a test checks): not imported, since numpy would then
@@ -30,6 +41,16 @@ MisrateOpt = Annotated[
     float,
     typer.Option("--misrate", help="1 - confidence of the bounds: 0.05 is 95%.", show_default=True),
 ]
+
+
+# Colours of run statuses on a terminal (archive.store.RUN_STATUSES).
+STATUS_STYLE = {
+    "ok": "green",
+    "failed": "red",
+    "aborted": "yellow",
+    "running": "cyan",
+    "lost": "magenta",
+}
 
 
 @cache
@@ -49,6 +70,17 @@ def fail(message: str, code: int = 2) -> NoReturn:
         f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
     )
     sys.exit(code)
+
+
+def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
+    """The archive of a command (--archive, else PGRIG_ARCHIVE, else SQLite in the home),
+    telling the user what opening it recovered (spooled runs imported, dead runs lost)."""
+    from pgrig.archive.store import Archive
+
+    archive = Archive(url, upgrade=upgrade)
+    for line in archive.recovered:
+        err_console().print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    return archive
 
 
 def print_json(data: Any) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 from pgrig.archive import lease, spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
-from pgrig.host.checks import MIN_TMPFS
 
 __all__ = ["RunLease", "finish_or_spool", "remove_orphan_work_dirs", "work_dir"]
 
@@ -48,8 +47,10 @@ def work_dir() -> Path:
     (load/txlog_follower.py), so the space used stays small whatever the duration.
     PGRIG_WORK_DIR overrides the place.
     """
+    from pgrig.host.checks import MIN_TMPFS
+
     base = os.environ.get("PGRIG_WORK_DIR")
-    if base is None and _tmpfs_ok("/dev/shm"):
+    if base is None and _tmpfs_ok("/dev/shm", MIN_TMPFS):
         base = "/dev/shm"
     path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=base))
     owner = lease.Owner.me()
@@ -57,7 +58,7 @@ def work_dir() -> Path:
     return path
 
 
-def _tmpfs_ok(path: str, min_free: int = MIN_TMPFS) -> bool:
+def _tmpfs_ok(path: str, min_free: int) -> bool:
     try:
         st = os.statvfs(path)
     except OSError:
