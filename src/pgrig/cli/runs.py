@@ -774,5 +774,9 @@ def import_cmd(
                 err_console().print("no spooled runs", highlight=False, markup=False)
             return
         file = path / spool.RECORD_SPOOL if path.is_dir() else path
+        if not file.exists():
+            if any(str(file) in line for line in arch.recovered):
+                return  # opening the archive imported it (and said so)
+            raise PgrigError(f"{file}: no spooled run there")
         run_id = arch.import_spooled(file)
     err_console().print(f"run {run_id} imported from {file}", highlight=False, markup=False)
