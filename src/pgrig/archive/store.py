@@ -558,7 +558,7 @@ class Archive:
         with self._write() as conn:
             row = _run_row(rec, self._study_id(conn, rec.study), self._sqlite)
             row.update(lease.Owner.me().as_columns(), heartbeat_at=self._now())
-            run_id = _inserted_id(conn.execute(insert(runs_t), row))
+            run_id = _inserted_id(conn.execute(insert(runs_t).values(row)))
             if rec.tags:
                 conn.execute(insert(tags_t), _tag_rows(run_id, rec.tags))
         rec.id = run_id
