@@ -432,6 +432,14 @@ class ArchiveSuite:
             assert again.mark_lost_runs() == []  # once
             assert [r.id for r in again.list_runs(RunFilter(status="lost"))] == [rec.id]
 
+    def test_a_lost_run_interrupts_its_study(self, archive: Archive, archive_url: str) -> None:
+        archive.create_study(StudyRecord(name="s", kind="sweep", spec="x"))
+        rec = full_record(study="s")
+        archive.begin_run(rec)
+        set_lease(archive_url, rec.id, pid=dead_pid())
+        assert archive.mark_lost_runs() == [rec.id]
+        assert archive.get_study("s").status == "interrupted"
+
     def test_another_hosts_run_is_lost_only_when_its_heartbeat_expired(
         self, archive: Archive, archive_url: str
     ) -> None:

@@ -747,6 +747,7 @@ class Archive:
             runs_t.c.error,
             runs_t.c.started_at,
             runs_t.c.ended_at,
+            runs_t.c.study_id,
             *(runs_t.c[c] for c in _LEASE_COLUMNS),
         ).where(*where)
         return list(conn.execute(q).mappings())
@@ -791,9 +792,11 @@ class Archive:
 
     def mark_lost_runs(self, wait_s: float = 1.0) -> list[int]:
         """Mark "lost" every running run whose owner is gone, with the partial series it
-        spooled (spool.py). Costs one indexed SELECT when nothing is running. A run whose
-        row is locked by another writer for more than `wait_s` is left for the next command."""
+        spooled (spool.py), and its running study "interrupted" (resumable). Costs one indexed
+        SELECT when nothing is running. A run whose row another writer holds for more than
+        `wait_s` is left for the next command."""
         from pgrig.archive import spool
+        from pgrig.archive.artifacts import run_artifacts_dir
 
         with self._read() as conn:
             now = self._clock(conn)
@@ -816,6 +819,14 @@ class Archive:
                     )
                     if done.rowcount != 1:
                         continue  # finished or marked meanwhile
+                    if row["study_id"] is not None:  # its study died with it: resumable
+                        conn.execute(
+                            update(studies_t)
+                            .where(
+                                studies_t.c.id == row["study_id"], studies_t.c.status == "running"
+                            )
+                            .values(status="interrupted")
+                        )
                     if encoded:
                         conn.execute(delete(series_t).where(series_t.c.run_id == row["id"]))
                         conn.execute(
@@ -828,6 +839,7 @@ class Archive:
             except PgrigError:
                 continue
             marked.append(row["id"])
+            spool.PartialSeries(run_artifacts_dir(row["id"], create=False)).remove()
         return marked
 
     def import_spooled(self, path: Path, wait_s: float | None = None) -> int:

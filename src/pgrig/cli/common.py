@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PgrigError",
+    "confirm",
     "err_console",
     "fail",
     "open_archive",
@@ -81,6 +82,16 @@ def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
     for line in archive.recovered:
         err_console().print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
     return archive
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Destructive commands ask on a terminal and refuse without one, unless --yes."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise PgrigError(f"{question.rstrip('?')}: add --yes (no terminal to ask on)")
+    if not typer.confirm(question, default=False):
+        raise PgrigError("nothing done: not confirmed")
 
 
 def print_json(data: Any) -> None:

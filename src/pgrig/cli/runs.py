@@ -22,6 +22,7 @@ from pgrig.cli.common import (
     MisrateOpt,
     PgrigError,
     ThresholdOpt,
+    confirm,
     err_console,
     open_archive,
     out_console,
@@ -724,7 +725,7 @@ def mark_cmd(
 @app.command("delete")
 def delete_cmd(
     run_id: Annotated[int, typer.Argument(help="Run id.")],
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     archive: ArchiveOpt = None,
 ) -> None:
     """Remove a run: its rows, series and blobs (one transaction), then its artifacts."""
@@ -733,19 +734,9 @@ def delete_cmd(
         owner = arch.running_owner(run_id)
         if owner is not None:
             raise PgrigError(f"cannot delete run {run_id}: it is running ({owner})")
-        _confirm(f"delete run {run_id} and its artifacts?", yes)
+        confirm(f"delete run {run_id} and its artifacts?", yes)
         arch.delete_run(run_id)
     err_console().print(f"run {run_id} deleted", highlight=False, markup=False)
-
-
-def _confirm(question: str, yes: bool) -> None:
-    """Destructive commands ask on a terminal and refuse without one unless --yes."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise PgrigError(f"{question.rstrip('?')}: add --yes (no terminal to ask on)")
-    if not typer.confirm(question, default=False):
-        raise PgrigError("nothing deleted")
 
 
 @app.command("import")
