@@ -151,6 +151,41 @@ def test_runs_on_a_postgresql_archive(lab: str, pg_archive: servers.Server) -> N
     ]
 
 
+STUDY = """
+[study]
+name = "on-pg"
+repeats = 1
+[environment]
+name = "lab"
+create = false
+version = "15"
+[dataset]
+scenario = "pgbench"
+scale = 1
+[run]
+workload = "pgbench:select-only"
+clients = 1
+threads = 1
+duration = "2s"
+[sweep]
+clients = [1, 2]
+"""
+
+
+def test_a_study_on_a_postgresql_archive(
+    lab: str, pg_archive: servers.Server, tmp_path: Path
+) -> None:
+    on_pg = ("--archive", f"postgresql://postgres@127.0.0.1:{pg_archive.port}/postgres")
+    study = tmp_path / "on-pg.toml"
+    study.write_text(STUDY)
+    pgrig("study", "run", str(study), "--no-report", *on_pg, timeout=300)
+    listed = json.loads(pgrig("runs", "list", "--study", "on-pg", "--json", *on_pg).stdout)
+    assert sorted(r["clients"] for r in listed) == [1, 2]
+    assert {r["status"] for r in listed} == {"ok"}
+    report = pgrig("study", "report", "on-pg", "--out", str(tmp_path / "report"), *on_pg)
+    assert report.stdout.strip()
+
+
 def test_a_shared_archive_is_upgraded_only_when_asked(pg_archive: servers.Server) -> None:
     from alembic import command
 
