@@ -799,9 +799,9 @@ class Archive:
         from pgrig.archive.artifacts import run_artifacts_dir
 
         with self._read() as conn:
-            now = self._clock(conn)
-            dead = [r for r in self._lease_rows(conn, [runs_t.c.status == "running"])]
-            dead = [r for r in dead if self._lost(r, now)]
+            running = self._lease_rows(conn, [runs_t.c.status == "running"])
+            now = self._clock(conn) if running else datetime.now(UTC)
+        dead = [r for r in running if self._lost(r, now)]
         marked = []
         for row in dead:
             series = spool.read_partial_series(row["id"])
@@ -842,7 +842,7 @@ class Archive:
             spool.PartialSeries(run_artifacts_dir(row["id"], create=False)).remove()
         return marked
 
-    def import_spooled(self, path: Path, wait_s: float | None = None) -> int:
+    def import_spooled(self, path: Path) -> int:
         """Import one spooled record (spool.py) in one transaction and remove the file.
 
         Refuses a spool of another archive, or one whose run id holds another run here."""
@@ -854,6 +854,11 @@ class Archive:
                 f"{path} belongs to archive {owner_url}, not {self.url}: open that archive "
                 "(--archive or PGRIG_ARCHIVE) to import it"
             )
+        return self._import_record(rec, path)
+
+    def _import_record(self, rec: RunRecord, path: Path, wait_s: float | None = None) -> int:
+        from pgrig.archive import spool
+
         assert rec.id is not None  # write_spool refuses records without one
         with self._read() as conn:
             found = self._select_runs(conn, [runs_t.c.id == rec.id])
@@ -869,15 +874,17 @@ class Archive:
 
     def recover(self) -> None:
         """Import this archive's spooled records, then mark dead runs lost. Each step is
-        skipped quietly when the archive is busy: the next command tries again."""
+        skipped when the archive is busy (said in `recovered`): the next command tries again."""
         from pgrig.archive import spool
 
         for path in spool.pending_spools():
             try:
-                run_id = self.import_spooled(path, wait_s=1.0)
+                owner_url, rec = spool.read_spool(path)
+                if owner_url != self.url:
+                    continue  # another archive's: imported when that one is opened
+                run_id = self._import_record(rec, path, wait_s=1.0)
             except PgrigError as e:
-                if "belongs to archive" not in str(e):
-                    self.recovered.append(f"spooled run not imported: {e}")
+                self.recovered.append(f"spooled run not imported: {e}")
                 continue
             self.recovered.append(f"run {run_id} imported from {path}")
         for run_id in self.mark_lost_runs():
