@@ -308,7 +308,6 @@ def _measure(
     run_lease = lifecycle.RunLease(
         archive, rec, art_dir, lambda: _partial_series(rec, sampler, progress_points)
     )
-    run_lease.start()  # heartbeat and partial series, until pgbench has ended
     proc: PgbenchProcess | None = None
     follower: TxlogFollower | None = None
     stream = TxlogStream(
@@ -319,6 +318,7 @@ def _measure(
         script_names=[s.name for s in spec.scripts],
         expected_sources=spec.threads,
     )
+    run_lease.start()  # heartbeat and partial series, until pgbench has ended
     try:
         view = LiveView(console, total_s, plan.lead_in_s, env.name)
 
