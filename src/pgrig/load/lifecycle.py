@@ -25,6 +25,7 @@ from typing import Any
 from pgrig.archive import lease, spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
+from pgrig.errors import PgrigError
 
 __all__ = ["RunLease", "finish_or_spool", "remove_orphan_work_dirs", "work_dir"]
 
@@ -52,9 +53,15 @@ def work_dir() -> Path:
     base = os.environ.get("PGRIG_WORK_DIR")
     if base is None and _tmpfs_ok("/dev/shm", MIN_TMPFS):
         base = "/dev/shm"
-    path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=base))
-    owner = lease.Owner.me()
-    (path / OWNER_FILE).write_text(json.dumps(owner.as_columns()))
+    try:
+        path = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=base))
+    except OSError as e:
+        raise PgrigError(f"cannot create a work directory in {base or '/tmp'}: {e}") from e
+    try:  # the OWNER file lets a later command clean up after a kill -9
+        (path / OWNER_FILE).write_text(json.dumps(lease.Owner.me().as_columns()))
+    except OSError as e:
+        shutil.rmtree(path, ignore_errors=True)
+        raise PgrigError(f"cannot write to the work directory {path}: {e}") from e
     return path
 
 
