@@ -186,6 +186,37 @@ def test_a_study_on_a_postgresql_archive(
     assert report.stdout.strip()
 
 
+def test_kill_9_of_a_study_leaves_it_resumable(lab: str, tmp_path: Path) -> None:
+    study = tmp_path / "killed.toml"
+    study.write_text(STUDY.replace('"on-pg"', '"killed"').replace('"2s"', '"6s"'))
+    proc = subprocess.Popen(
+        ["pgrig", "study", "run", str(study), "--no-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run = servers.wait_for_running(timeout=60)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        with contextlib.suppress(Exception):
+            proc.kill()
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+    listed = json.loads(pgrig("runs", "list", "--study", "killed", "--json").stdout)
+    assert [(r["id"], r["status"]) for r in listed] == [(run["id"], "lost")]
+    from pgrig.archive.store import Archive
+
+    with Archive() as archive:
+        assert archive.get_study("killed").status == "interrupted"
+    pgrig("study", "run", str(study), "--resume", "--no-report", timeout=300)
+    again = json.loads(pgrig("runs", "list", "--study", "killed", "--json").stdout)
+    assert sorted(r["status"] for r in again) == ["lost", "ok", "ok"]
+
+
 def test_a_shared_archive_is_upgraded_only_when_asked(pg_archive: servers.Server) -> None:
     from alembic import command
 
