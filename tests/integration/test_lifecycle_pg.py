@@ -151,6 +151,37 @@ def test_runs_on_a_postgresql_archive(lab: str, pg_archive: servers.Server) -> N
     ]
 
 
+def test_a_run_ending_while_the_postgresql_archive_is_down_is_imported(
+    lab: str, pg_archive: servers.Server
+) -> None:
+    on_pg = ("--archive", f"postgresql://postgres@127.0.0.1:{pg_archive.port}/postgres")
+    argv = ["pgrig", "run", lab, "--workload", "pgbench:select-only", "-c", "2"]
+    proc = subprocess.Popen(
+        [*argv, "--duration", "5", "--json", *on_pg],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pg_ctl = str(PG15 / "pg_ctl")
+    try:
+        deadline = time.time() + 60
+        while not json.loads(pgrig("runs", "list", "--status", "running", "--json", *on_pg).stdout):
+            assert time.time() < deadline, "no running run on the PostgreSQL archive"
+            time.sleep(0.3)
+        servers.as_postgres(pg_ctl, "-D", str(pg_archive.data), "-m", "fast", "-w", "stop")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(Exception):
+            proc.kill()
+        pg_archive.start()
+    assert proc.returncode == 0 and "is unavailable" in err, err
+    printed = json.loads(out)
+    listed = pgrig("runs", "list", "--json", *on_pg)
+    assert f"run {printed['id']} imported from" in " ".join(listed.stderr.split())
+    got = _show(printed["id"], *on_pg)
+    assert got["status"] == "ok" and got["tps"] == printed["tps"] and got["scripts"]
+
+
 STUDY = """
 [study]
 name = "on-pg"
