@@ -162,6 +162,10 @@ def test_revision_0003_retypes_tables_without_losing_their_children(url: str) ->
     with engine.connect() as conn:
         columns = {c["name"]: c for c in inspect(conn).get_columns("runs")}
         fks = conn.exec_driver_sql("PRAGMA foreign_key_list(run_scripts)").fetchall()
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "version_table": VERSION_TABLE}
+        )
+        assert compare_metadata(ctx, metadata) == []  # rebuilt tables: same indexes, keys
     engine.dispose()
     assert {"lease_host", "lease_pid", "lease_pid_started", "heartbeat_at"} <= set(columns)
     assert str(columns["server_version"]["type"]) == "TEXT"
