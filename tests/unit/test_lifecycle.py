@@ -96,7 +96,9 @@ def test_a_heartbeat_error_never_reaches_the_run() -> None:
     assert len(calls) >= 2 and hb.last_error == "RuntimeError: database is locked"
 
 
-def test_results_are_spooled_when_the_archive_cannot_take_them(pgrig_home: Path) -> None:
+def test_results_are_spooled_when_the_archive_cannot_take_them(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Archive() as archive:
         rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
         archive.begin_run(rec)
@@ -114,6 +116,13 @@ def test_results_are_spooled_when_the_archive_cannot_take_them(pgrig_home: Path)
         url, back = spool.read_spool(path)
         assert url == archive.url and back == rec
         assert lifecycle.finish_or_spool(archive, rec) is None  # the archive takes it
+
+        def disk_full(*_args: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(spool, "write_spool", disk_full)  # nor the disk: one line, no trace
+        with pytest.raises(PgrigError, match=r"could not be written to disk \(\[Errno 28\]"):
+            lifecycle.finish_or_spool(Locked(), rec)
 
 
 def _cli(*args: str, input: str | None = None) -> tuple[int, str]:

@@ -135,7 +135,14 @@ def finish_or_spool(archive: Any, rec: RunRecord) -> Path | None:
     try:
         archive.finish_run(rec)
     except Exception as e:
-        return spool.write_spool(rec, archive.url, f"{type(e).__name__}: {e}")
+        reason = f"{type(e).__name__}: {e}"
+        try:
+            return spool.write_spool(rec, archive.url, reason)
+        except OSError as disk:
+            raise PgrigError(
+                f"run {rec.id} is lost: archive {archive.url} could not store it ({reason}) "
+                f"and its record could not be written to disk ({disk})"
+            ) from e
     if rec.id is not None:  # the archive holds the whole series now
         spool.PartialSeries(run_artifacts_dir(rec.id, create=False)).remove()
     return None
