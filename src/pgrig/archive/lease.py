@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-__all__ = ["GRACE_S", "HEARTBEAT_S", "Heartbeat", "Owner", "is_gone"]
+__all__ = ["GRACE_S", "HEARTBEAT_S", "Heartbeat", "Owner", "expired", "is_gone"]
 
 HEARTBEAT_S = 5.0
 GRACE_S = 60.0  # another host's run is lost after a minute without a heartbeat
@@ -70,6 +70,7 @@ def is_gone(owner: Owner) -> bool | None:
 
 
 def expired(heartbeat_at: datetime | None, now: datetime) -> bool:
+    """Whether a heartbeat is older than GRACE_S on the archive's clock (or missing)."""
     return heartbeat_at is None or (now - heartbeat_at).total_seconds() > GRACE_S
 
 
