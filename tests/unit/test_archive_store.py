@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from pgrig import paths
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.lease import GRACE_S
 from pgrig.archive.records import (
@@ -23,7 +24,7 @@ from pgrig.archive.records import (
     ScriptResult,
     StudyRecord,
 )
-from pgrig.archive.spool import PartialSeries, write_spool
+from pgrig.archive.spool import PartialSeries, pending_spools, write_spool
 from pgrig.archive.store import SCHEMA_HEAD, Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.request import LOAD_FIELDS, LoadParams, load_values
@@ -487,7 +488,8 @@ class ArchiveSuite:
         with Archive(archive_url) as again:
             assert again.recovered == [f"run {rec.id} imported from {path}"]
             assert again.get_run(rec.id) == rec
-        assert not path.exists()
+        assert not path.exists() and pending_spools() == []
+        assert not (paths.spooled_dir() / str(rec.id)).exists()  # its marker went with it
         counts = child_rows(archive_url, rec.id)
         write_spool(rec, archive.url, "again")  # importing twice writes the same rows
         assert archive.import_spooled(path) == rec.id

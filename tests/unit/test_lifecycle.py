@@ -125,6 +125,14 @@ def test_results_are_spooled_when_the_archive_cannot_take_them(
             lifecycle.finish_or_spool(Locked(), rec)
 
 
+def test_spooled_runs_are_found_by_their_markers(pgrig_home: Path) -> None:
+    rec = RunRecord(env_name="e", workload="w", clients=1, threads=1, id=7)
+    path = spool.write_spool(rec, "sqlite:///x", "locked")
+    assert spool.pending_spools() == [path]
+    path.unlink()  # removed by hand: the marker goes at the next look
+    assert spool.pending_spools() == [] and not list((pgrig_home / "spooled").iterdir())
+
+
 def _cli(*args: str, input: str | None = None) -> tuple[int, str]:
     _register()
     result = runner.invoke(pgrig_app, list(args), input=input)

@@ -868,7 +868,8 @@ class Archive:
         if here.env_name != rec.env_name or here.started_at != _record_time(rec.started_at):
             raise PgrigError(f"run {rec.id} in archive {self.url} is not the run spooled in {path}")
         self.finish_run(rec, wait_s=wait_s)
-        path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)  # the file imported (it may have been given by path)
+        spool.forget(rec.id)
         (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
         return rec.id
 
