@@ -27,7 +27,12 @@ def upgrade(
 
     with common.open_archive(archive, upgrade=True) as arch:
         before = arch.schema_before
-    said = f"from {before} to {SCHEMA_HEAD}" if before != SCHEMA_HEAD else f"already at {before}"
+    if before is None:
+        said = f"created at {SCHEMA_HEAD}"
+    elif before != SCHEMA_HEAD:
+        said = f"from {before} to {SCHEMA_HEAD}"
+    else:
+        said = f"already at {before}"
     common.err_console().print(
         f"archive {arch.url}: schema {said}", highlight=False, markup=False, soft_wrap=True
     )
