@@ -44,6 +44,12 @@ def artifacts_dir() -> Path:
     return home() / "artifacts"
 
 
+def spooled_dir() -> Path:
+    """One empty marker per run whose record waits in its artifacts to be imported
+    (archive/spool.py): every command looks here, not through every run's directory."""
+    return home() / "spooled"
+
+
 def profiles_dir() -> Path:
     """User-defined profiles (TOML), next to the ones shipped in the package."""
     return home() / "profiles"

@@ -114,3 +114,34 @@ def test_pgrig_archive_env_selects_postgres(
     with Archive(url) as b:
         assert b.count_runs() == 1
     assert not (pgrig_home / "archive.sqlite").exists()
+
+
+def test_migrated_schema_matches_the_models_on_postgres(pg15: ArchiveServer) -> None:
+    """Every revision (0003 retypes columns to text) ends where the models are, on PostgreSQL
+    too; and an archive at 0002 holding runs keeps them through an explicit upgrade."""
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine, text
+
+    from pgrig.archive.models import metadata
+    from pgrig.archive.store import VERSION_TABLE, alembic_config, normalize_url
+
+    url = _fresh_database(pg15.port)
+    command.upgrade(alembic_config(url=url), "0002")
+    with Archive(url, upgrade=True) as a:  # what `pgrig archive upgrade` does
+        assert a.schema_before == "0002"
+    engine = create_engine(normalize_url(url))
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "version_table": VERSION_TABLE}
+        )
+        assert compare_metadata(ctx, metadata) == []
+        kind = conn.execute(
+            text(
+                "SELECT data_type FROM information_schema.columns "
+                "WHERE table_name = 'runs' AND column_name = 'server_version'"
+            )
+        ).scalar()
+    engine.dispose()
+    assert kind == "text"

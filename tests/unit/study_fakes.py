@@ -114,6 +114,7 @@ class FakeBackend:
         running: set[str] | None = None,
         fail_at: set[int] | None = None,
         interrupt_at: int | None = None,
+        interruption: type[KeyboardInterrupt] | KeyboardInterrupt = KeyboardInterrupt,
         bad_settings: dict[str, str] | None = None,
         missing_env: str | None = None,
         busy_at: set[int] | None = None,
@@ -122,6 +123,7 @@ class FakeBackend:
         self.busy_at = busy_at or set()  # runs that report a busy host
         self.fail_at = fail_at or set()
         self.interrupt_at = interrupt_at
+        self.interruption = interruption  # what reaches the study: Ctrl-C, or SIGTERM's Terminated
         self.bad_settings = bad_settings or {}
         self.missing_env = missing_env
         self.calls: list[tuple[Any, ...]] = []
@@ -176,7 +178,7 @@ class FakeBackend:
         self.executed += 1
         self.calls.append(("execute", spec.study_point, spec.repeat))
         if self.interrupt_at is not None and n == self.interrupt_at:
-            raise KeyboardInterrupt
+            raise self.interruption
         settings = self.settings.get(spec.env_name, {})
         tps = model_tps(settings, spec.clients) * math.exp(self.rng.gauss(0, self.noise))
         rec = make_record(

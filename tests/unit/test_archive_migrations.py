@@ -59,7 +59,8 @@ def test_a_newer_schema_is_refused(url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '9999_future'"))
     engine.dispose()
-    with pytest.raises(PgrigError, match=r"schema revision '9999_future', newer than this pgrig"):
+    newer = r"revision '9999_future', newer than this pgrig knows \(up to '0003'\): this pgrig is"
+    with pytest.raises(PgrigError, match=newer):  # names both revisions
         Archive(url)
 
 
@@ -99,26 +100,9 @@ def test_revision_0002_adds_the_run_request_columns_and_keeps_old_runs(url: str)
     from pgrig.archive.records import RunRecord, ScriptResult
     from pgrig.request import LOAD_FIELDS
 
-    command.upgrade(alembic_config(url=url), "0001")
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO runs (id, started_at, status, env_name, managed, engine, workload,"
-                " via, clients, threads, warmup_s, protocol, repeat) VALUES (1, "
-                "'2026-01-01 00:00:00', 'ok', 'old', 1, 'postgresql', 'pgbench:tpcb-like', "
-                "'direct', 4, 2, 0, 'simple', 0)"
-            )
-        )
-        conn.execute(
-            text(
-                "INSERT INTO run_scripts (run_id, script_no, name, weight, transactions, failed,"
-                " retried, skipped, rollbacks) VALUES (1, 0, 'pgbench:tpcb', 1, 10, 0, 0, 0, 0)"
-            )
-        )
-    engine.dispose()
+    _archive_with_an_old_run(url, "0001")
     with Archive(url) as a:
-        assert a.schema_revision() == "0002"
+        assert a.schema_revision() == SCHEMA_HEAD
         old = a.get_run(1)
         assert (old.clients, old.threads, old.via) == (4, 2, "direct")
         added = set(LOAD_FIELDS) - {"workload", "via", "clients", "threads", "duration_s"}
@@ -139,3 +123,59 @@ def test_revision_0002_adds_the_run_request_columns_and_keeps_old_runs(url: str)
     engine.dispose()
     assert "max_tries" not in columns and "clients" in columns
     assert kept == 2  # the downgrade dropped columns, not the runs' scripts
+
+
+def _archive_with_an_old_run(url: str, revision: str) -> None:
+    """An archive at `revision` holding run 1 (a script and a tag) as that revision wrote it."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url=url), revision)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, started_at, status, env_name, managed, engine, workload,"
+                " via, clients, threads, warmup_s, protocol, repeat, server_version) VALUES (1, "
+                "'2026-01-01 00:00:00', 'ok', 'old', 1, 'postgresql', 'pgbench:tpcb-like', "
+                "'direct', 4, 2, 0, 'simple', 0, 'PostgreSQL 15.1')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO run_scripts (run_id, script_no, name, weight, transactions, failed,"
+                " retried, skipped, rollbacks) VALUES (1, 0, 'pgbench:tpcb', 1, 10, 0, 0, 0, 0)"
+            )
+        )
+        conn.execute(text("INSERT INTO run_tags (run_id, key, value) VALUES (1, 'k', 'v')"))
+    engine.dispose()
+
+
+def test_revision_0003_retypes_tables_without_losing_their_children(url: str) -> None:
+    # SQLite rebuilds runs, run_tags and studies: with foreign keys on, dropping the old runs
+    # would cascade to run_scripts and run_tags (the store migrates with them off).
+    _archive_with_an_old_run(url, "0002")
+    with Archive(url) as a:  # SQLite: upgraded when opened
+        assert a.schema_before == "0002" and a.schema_revision() == SCHEMA_HEAD
+        old = a.get_run(1)
+        assert ([s.transactions for s in old.scripts], old.tags) == ([10], {"k": "v"})
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        columns = {c["name"]: c for c in inspect(conn).get_columns("runs")}
+        fks = conn.exec_driver_sql("PRAGMA foreign_key_list(run_scripts)").fetchall()
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "version_table": VERSION_TABLE}
+        )
+        assert compare_metadata(ctx, metadata) == []  # rebuilt tables: same indexes, keys
+    engine.dispose()
+    assert {"lease_host", "lease_pid", "lease_pid_started", "heartbeat_at"} <= set(columns)
+    assert str(columns["server_version"]["type"]) == "TEXT"
+    assert fks and fks[0][2] == "runs"  # the children still reference the rebuilt table
+
+
+def test_an_older_shared_schema_needs_an_explicit_upgrade(url: str) -> None:
+    _archive_with_an_old_run(url, "0002")
+    message = r"schema revision '0002', older than this pgrig's '0003': run `pgrig archive upg"
+    with pytest.raises(PgrigError, match=message):
+        Archive(url, upgrade=False)  # what a PostgreSQL archive gets by default
+    with Archive(url, upgrade=True) as a:
+        assert a.schema_revision() == SCHEMA_HEAD and a.get_run(1).env_name == "old"

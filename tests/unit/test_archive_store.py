@@ -3,6 +3,9 @@ tests/integration/test_archive_postgres.py, on both SQLite and a real PostgreSQL
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,6 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from pgrig import paths
+from pgrig.archive.artifacts import run_artifacts_dir
+from pgrig.archive.lease import GRACE_S
 from pgrig.archive.records import (
     LatencyStats,
     RunFilter,
@@ -18,6 +24,7 @@ from pgrig.archive.records import (
     ScriptResult,
     StudyRecord,
 )
+from pgrig.archive.spool import PartialSeries, pending_spools, write_spool
 from pgrig.archive.store import SCHEMA_HEAD, Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.request import LOAD_FIELDS, LoadParams, load_values
@@ -163,6 +170,39 @@ def child_rows(url: str, run_id: int) -> dict[str, int]:
                 ).scalar_one()
                 for t in CHILD_TABLES
             }
+    finally:
+        engine.dispose()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def set_lease(
+    url: str,
+    run_id: int,
+    *,
+    pid: int | None = None,
+    host: str | None = None,
+    heartbeat_age_s: float | None = None,
+) -> None:
+    """Rewrite a run's lease as another process or host would have left it."""
+    values: dict[str, object] = {}
+    if pid is not None:
+        values["lease_pid"] = pid
+    if host is not None:
+        values["lease_host"] = host
+    if heartbeat_age_s is not None:
+        at = datetime.now(UTC) - timedelta(seconds=heartbeat_age_s)
+        values["heartbeat_at"] = at.replace(tzinfo=None) if url.startswith("sqlite") else at
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.begin() as conn:
+            sets = ", ".join(f"{k} = :{k}" for k in values)
+            conn.execute(text(f"UPDATE runs SET {sets} WHERE id = :id"), {**values, "id": run_id})
     finally:
         engine.dispose()
 
@@ -370,15 +410,126 @@ class ArchiveSuite:
         assert archive.delete_empty_study("t")
         assert [s.name for s in archive.list_studies()] == ["used"]
 
-    def test_mark_stale_running(self, archive: Archive) -> None:
-        old = full_record(started_at=datetime.now(UTC) - timedelta(hours=3))
+    # --- the life cycle: leases, lost runs, spooled records (archive/lease.py, spool.py) ---------
+
+    def test_a_begun_run_holds_a_live_lease(self, archive: Archive, archive_url: str) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        owner = archive.running_owner(rec.id)
+        assert owner == f"pid {os.getpid()} on {socket.gethostname()}"
+        archive.heartbeat(rec.id)
+        with Archive(archive_url) as again:  # opening recovers: a live run is left alone
+            assert again.mark_lost_runs() == [] and again.recovered == []
+        with pytest.raises(PgrigError, match=rf"cannot delete run {rec.id}: it is running"):
+            archive.delete_run(rec.id)
+        with pytest.raises(PgrigError, match=rf"cannot mark run {rec.id}: it is running"):
+            archive.mark_run(rec.id, "lost", "by hand")
+
+    def test_a_run_whose_owner_died_is_lost_with_its_partial_series(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        set_lease(archive_url, rec.id, pid=dead_pid())
+        partial = PartialSeries(run_artifacts_dir(rec.id))
+        partial.append({"pgbench": {"t": [0.0, 1.0], "tps": [10.0, 12.0]}})
+        partial.append({"pgbench": {"t": [0.0, 1.0, 2.0], "tps": [10.0, 12.0, 11.0]}})
+        with partial.path.open("a") as f:
+            f.write('{"k": "pgbench", "r": {"t"')  # the writer died mid-line
+        with Archive(archive_url) as again:
+            assert again.recovered == [f"run {rec.id} marked lost: its pgrig process is gone"]
+            got = again.get_run(rec.id)
+            assert got.status == "lost" and "ended without finishing" in (got.error or "")
+            assert got.ended_at is not None
+            assert got.series == {"pgbench": {"t": [0.0, 1.0, 2.0], "tps": [10.0, 12.0, 11.0]}}
+            assert again.mark_lost_runs() == []  # once
+            assert [r.id for r in again.list_runs(RunFilter(status="lost"))] == [rec.id]
+
+    def test_a_lost_run_interrupts_its_study(self, archive: Archive, archive_url: str) -> None:
+        archive.create_study(StudyRecord(name="s", kind="sweep", spec="x"))
+        rec = full_record(study="s")
+        archive.begin_run(rec)
+        set_lease(archive_url, rec.id, pid=dead_pid())
+        assert archive.mark_lost_runs() == [rec.id]
+        assert archive.get_study("s").status == "interrupted"
+
+    def test_another_hosts_run_is_lost_only_when_its_heartbeat_expired(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        set_lease(archive_url, rec.id, host="another-host", heartbeat_age_s=5)
+        assert archive.mark_lost_runs() == []
+        set_lease(archive_url, rec.id, host="another-host", heartbeat_age_s=GRACE_S + 30)
+        assert archive.mark_lost_runs() == [rec.id]
+
+    def test_a_run_without_lease_is_lost_after_a_day(self, archive: Archive) -> None:
+        old = full_record(started_at=datetime.now(UTC) - timedelta(days=2))
         fresh = full_record(started_at=None)
-        archive.begin_run(old)
-        archive.begin_run(fresh)
-        assert archive.mark_stale_running(timedelta(hours=1)) == [old.id]
-        got = archive.get_run(old.id)
-        assert got.status == "aborted" and "without finishing" in got.error
+        archive.finish_run(old)  # status "running", inserted without begin_run: no lease
+        archive.finish_run(fresh)
+        assert archive.mark_lost_runs() == [old.id]
+        assert "older pgrig" in (archive.get_run(old.id).error or "")
         assert archive.get_run(fresh.id).status == "running"
+
+    def test_mark_and_delete(self, archive: Archive, archive_url: str) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        set_lease(archive_url, rec.id, host="another-host", heartbeat_age_s=GRACE_S + 30)
+        with pytest.raises(PgrigError, match=r"--status 'ok': a run can be marked aborted"):
+            archive.mark_run(rec.id, "ok", "x")
+        archive.mark_run(rec.id, "aborted", "marked aborted by me")
+        got = archive.get_run(rec.id)
+        assert (got.status, got.error) == ("aborted", "marked aborted by me")
+        assert got.ended_at is not None
+        run_artifacts_dir(rec.id).joinpath("server.log").write_text("x")
+        archive.delete_run(rec.id)
+        assert not run_artifacts_dir(rec.id, create=False).exists()
+        assert child_rows(archive_url, rec.id) == dict.fromkeys(CHILD_TABLES, 0)
+        with pytest.raises(NotFound):
+            archive.mark_run(rec.id, "lost", "x")
+
+    def test_a_spooled_record_is_imported_once_whole(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        rec.status, rec.ended_at = "ok", datetime(2026, 3, 1, 12, 1, 10, tzinfo=UTC)
+        path = write_spool(rec, archive.url, "OperationalError: database is locked")
+        set_lease(archive_url, rec.id, pid=dead_pid())  # the run's process has exited since
+        with Archive(archive_url) as again:
+            assert again.recovered == [f"run {rec.id} imported from {path}"]
+            assert again.get_run(rec.id) == rec
+        assert not path.exists() and pending_spools() == []
+        assert not (paths.spooled_dir() / str(rec.id)).exists()  # its marker went with it
+        counts = child_rows(archive_url, rec.id)
+        write_spool(rec, archive.url, "again")  # importing twice writes the same rows
+        assert archive.import_spooled(path) == rec.id
+        assert child_rows(archive_url, rec.id) == counts and archive.get_run(rec.id) == rec
+
+    def test_a_spool_of_another_archive_or_run_is_refused(self, archive: Archive) -> None:
+        rec = full_record()
+        archive.begin_run(rec)
+        path = write_spool(rec, "sqlite:///elsewhere.sqlite", "x")
+        with pytest.raises(PgrigError, match=r"belongs to archive sqlite:///elsewhere.sqlite"):
+            archive.import_spooled(path)
+        rec.env_name = "not-this-one"
+        write_spool(rec, archive.url, "x")
+        with pytest.raises(PgrigError, match=rf"run {rec.id} in archive .* is not the run"):
+            archive.import_spooled(path)
+        assert path.exists() and archive.get_run(rec.id).status == "running"
+
+    def test_long_server_versions_and_names_are_stored(self, archive: Archive) -> None:
+        version = (
+            "PostgreSQL 18.6 on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) "
+            "12.2.0, 64-bit"
+        )
+        assert len(version) > 64
+        rec = full_record(status="ok", server_version=version, owner="o" * 300)
+        rec.tags = {"k" * 300: "v"}
+        archive.finish_run(rec)
+        got = archive.get_run(rec.id)
+        assert (got.server_version, got.owner, got.tags) == (version, "o" * 300, rec.tags)
 
     def test_reopening_is_idempotent(self, archive: Archive, archive_url: str) -> None:
         archive.finish_run(full_record(status="ok"))

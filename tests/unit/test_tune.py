@@ -314,16 +314,17 @@ def test_a_study_whose_first_run_cannot_start_is_not_left_behind(archive: Archiv
     assert result.status == "done"  # the corrected command starts afresh (journal included)
 
 
-def test_sigterm_ends_the_study_like_ctrl_c() -> None:
-    import os
+def test_sigterm_ends_the_study_like_ctrl_c(archive: Archive) -> None:
+    # cli/app.py turns SIGTERM into Terminated (a KeyboardInterrupt) for every command
     import signal
 
-    from pgrig.tune.runner import sigterm_as_interrupt
+    from pgrig.errors import Terminated
 
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
-        os.kill(os.getpid(), signal.SIGTERM)
-    assert signal.getsignal(signal.SIGTERM) == before
+    backend = TuneFake(running={"e1"}, interrupt_at=2, interruption=Terminated(signal.SIGTERM))
+    with pytest.raises(TuneInterrupted):
+        run_tune(_request(trials=4), archive=archive, backend=backend)  # type: ignore[arg-type]
+    assert backend.calls[-1] == ("restore", "e1")
+    assert archive.get_study("t").status == "interrupted"
 
 
 def test_a_server_the_tune_started_is_stopped_again(archive: Archive) -> None:

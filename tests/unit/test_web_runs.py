@@ -137,3 +137,23 @@ def test_a_named_archive_must_exist(tmp_path: Path) -> None:
     with pytest.raises(PgrigError, match="does not exist"):
         create_app(f"sqlite:///{tmp_path / 'typo.sqlite'}")
     assert not (tmp_path / "typo.sqlite").exists()
+
+
+def test_a_dead_run_shows_as_lost(archive: Archive, client: TestClient, url: str) -> None:
+    """The page marks runs whose pgrig died (archive/lease.py) as a command would."""
+    import subprocess
+
+    from sqlalchemy import create_engine, text
+
+    from pgrig.archive.records import RunRecord
+
+    rec = RunRecord(env_name="e", workload="pgbench:tpcb-like", clients=1, threads=1)
+    archive.begin_run(rec)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text(f"UPDATE runs SET lease_pid = {dead.pid} WHERE id = {rec.id}"))
+    engine.dispose()
+    html = client.get("/runs?status=lost").text
+    assert _ids(html) == [rec.id] and 'class="status s-lost"' in html

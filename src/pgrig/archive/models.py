@@ -1,5 +1,9 @@
 """The archive's schema: portable types, one schema for SQLite and PostgreSQL.
 
+A length is given (String(n)) only where the values come from pgrig's own vocabulary (status,
+kinds, codecs, via, protocol); everything from users, servers or hosts is Text (a version()
+string of PostgreSQL 18.6 is 97 characters).
+
 `runs` stays narrow (scalars only) so listing 10,000 runs touches no large values; everything
 bulky (settings snapshot, host facts, series) lives in side tables as zlib-compressed JSON, one
 row per kind. Schema changes go through Alembic revisions in `migrations/versions/`; a unit test
@@ -139,7 +143,7 @@ studies = Table(
     "studies",
     metadata,
     Column("id", Integer, primary_key=True),
-    _req("name", String(200), unique=True),
+    _req("name", Text, unique=True),
     _req("kind", String(32)),  # iterations | sweep
     _req("spec", Text),  # the study file, verbatim
     _req("status", String(16)),
@@ -156,21 +160,21 @@ runs = Table(
     _req("status", String(16)),
     _opt("error", Text),
     # target
-    _req("env_name", String(100)),
+    _req("env_name", Text),
     _req("managed", Boolean),
     _opt("target", Text),  # masked DSN
-    _req("engine", String(32)),
-    _opt("server_version", String(64)),
+    _req("engine", Text),
+    _opt("server_version", Text),  # version(): 97 chars on 18.6
     _opt("server_major", Integer),
-    _opt("pgbench_version", String(64)),
-    _opt("database", String(100)),
-    _opt("scenario", String(32)),
+    _opt("pgbench_version", Text),
+    _opt("database", Text),
+    _opt("scenario", Text),
     _opt("scale", Integer),
     _opt("db_size_bytes", BigInteger),
     # load parameters: the run request's fields
     *_load_columns(),
     _opt("note", Text),
-    _opt("owner", String(100)),
+    _opt("owner", Text),
     # study membership
     _opt("study_id", Integer, ForeignKey("studies.id", ondelete="SET NULL")),
     _opt("study_point", Text),
@@ -193,8 +197,13 @@ runs = Table(
     _opt("hit_ratio", Float),
     # host summary (the full facts are a blob) and the exact command line
     _opt("host_cpus", Integer),
-    _opt("host_name", String(255)),
+    _opt("host_name", Text),
     _opt("command", Text),
+    # the lease of a running run (archive/lease.py): who runs it and its last sign of life
+    _opt("lease_host", Text),
+    _opt("lease_pid", Integer),
+    _opt("lease_pid_started", Float),  # the process's start time: a reused pid is not it
+    _opt("heartbeat_at", DateTime(timezone=True)),
     # the list filters
     Index(None, "started_at"),
     Index(None, "status"),
@@ -224,7 +233,7 @@ tags = Table(
     "run_tags",
     metadata,
     _run_fk(),
-    Column("key", String(200), primary_key=True),
+    Column("key", Text, primary_key=True),
     _req("value", Text),
     Index(None, "key", "value"),
 )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-RunStatus = Literal["running", "ok", "failed", "aborted"]
+RunStatus = Literal["running", "ok", "failed", "aborted", "lost"]
 LATENCY_FIELDS = ("avg", "stddev", "p50", "p90", "p95", "p99", "p999", "max")
 
 

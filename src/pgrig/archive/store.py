@@ -42,6 +42,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 
 from pgrig import paths
+from pgrig.archive import lease
 from pgrig.archive.export import SCRIPT_FIGURES, script_figures
 from pgrig.archive.models import BLOB_KINDS, LATENCY_COLUMNS
 from pgrig.archive.models import blobs as blobs_t
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 __all__ = [
+    "MARKABLE_STATUSES",
     "MIGRATIONS_DIR",
     "RUN_STATUSES",
     "SCHEMA_HEAD",
@@ -80,12 +82,17 @@ __all__ = [
 VERSION_TABLE = "pgrig_schema_version"
 # The newest revision in migrations/versions/ (a unit test keeps the two in step). Knowing it
 # without Alembic lets an up-to-date archive open with a single SELECT.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
-RUN_STATUSES = ("running", "ok", "failed", "aborted")
+RUN_STATUSES = ("running", "ok", "failed", "aborted", "lost")
+# What `pgrig runs mark` may set: the ends of a run pgrig could not record itself.
+MARKABLE_STATUSES = ("aborted", "failed", "lost")
+# A run begun by a pgrig older than revision 0003 has no lease: it is lost once this old.
+_LEGACY_STALE = timedelta(days=1)
 STUDY_STATUSES = ("running", "done", "interrupted", "failed")
 _PG_LOCK_KEY = 0x70677269  # "pgri": serialises concurrent schema upgrades on PostgreSQL
+_SQLITE_TIMEOUT_S = 30  # how long a write waits for another process's write lock
 _COMPRESS_ABOVE = 256  # bytes of JSON; smaller documents are stored as plain JSON
 
 _RECORD_FIELDS = {f.name for f in fields(RunRecord)}
@@ -95,7 +102,11 @@ _PLAIN_COLUMNS = tuple(
     for c in runs_t.columns
     if c.name in _RECORD_FIELDS and c.name not in ("id", "started_at", "ended_at")
 )
-_LIGHT_COLUMNS = (*runs_t.columns, studies_t.c.name.label("study_name"))
+_LEASE_COLUMNS = ("lease_host", "lease_pid", "lease_pid_started", "heartbeat_at")
+_LIGHT_COLUMNS = (
+    *(c for c in runs_t.columns if c.name not in _LEASE_COLUMNS),
+    studies_t.c.name.label("study_name"),
+)
 
 
 # --- URLs ----------------------------------------------------------------------------------
@@ -307,9 +318,20 @@ def _order_clause(order: str) -> list[Any]:
 
 class Archive:
     """All runs and studies. `Archive()` opens the default archive (PGRIG_ARCHIVE or SQLite in
-    the pgrig home), creating it or upgrading its schema to this code's revision as needed."""
+    the pgrig home).
 
-    def __init__(self, url: str | None = None) -> None:
+    Schema: a new (empty) archive is created at this code's revision. An SQLite archive (one
+    user's file) is upgraded automatically; a PostgreSQL archive is shared, so an older schema
+    is upgraded only when asked (`upgrade=True`: `pgrig archive upgrade`), never behind the
+    back of the team's other, older clients. A schema newer than this code is refused.
+
+    Opening also recovers what dead runs left (`recover`): spooled records of this archive are
+    imported, then runs whose owner died are marked "lost" (archive/lease.py, spool.py).
+    """
+
+    def __init__(
+        self, url: str | None = None, *, upgrade: bool | None = None, recover: bool = True
+    ) -> None:
         self._url = normalize_url(url)
         self.url = mask_url(self._url)  # safe to show
         try:
@@ -323,8 +345,12 @@ class Archive:
             )
         self._sqlite = backend == "sqlite"
         self._engine = self._make_engine(parsed)
+        self.recovered: list[str] = []  # what recover() did, one line each, for the CLI to show
+        self.schema_before: str | None = None  # the revision opening found
         try:
-            self._ensure_schema()
+            self._ensure_schema(self._sqlite if upgrade is None else upgrade)
+            if recover:
+                self.recover()
         except BaseException:
             self._engine.dispose()
             raise
@@ -353,7 +379,9 @@ class Archive:
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise PgrigError(f"cannot create the archive directory for {self.url}: {e}") from e
-        kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
+        kwargs: dict[str, Any] = {
+            "connect_args": {"timeout": _SQLITE_TIMEOUT_S, "check_same_thread": False}
+        }
         if memory:
             from sqlalchemy.pool import StaticPool
 
@@ -391,10 +419,56 @@ class Archive:
     def _write(self) -> Iterator[Connection]:
         """One transaction: committed when the block ends, rolled back on any exception."""
         try:
+            with self._engine.connect() as conn, self._write_on(conn):
+                yield conn
+        except OperationalError as e:
+            raise self._db_error(e) from e
+
+    @contextmanager
+    def _write_on(self, conn: Connection) -> Iterator[None]:
+        conn.execution_options(pgrig_write=True)
+        with conn.begin():
+            yield
+
+    @contextmanager
+    def _migration_connection(self) -> Iterator[Connection]:
+        """A connection for migrations. On SQLite, foreign keys are off while it migrates
+        (SQLite's procedure for altering tables): a batch rebuild drops the old table, which
+        would cascade to the rows referencing it. The pragma only works outside a transaction,
+        hence on the driver's connection before SQLAlchemy begins one."""
+        with self._engine.connect() as conn:
+            raw = conn.connection.driver_connection if self._sqlite else None
+            if raw is not None:
+                raw.execute("PRAGMA foreign_keys=OFF")
+            try:
+                yield conn
+            finally:
+                if raw is not None:
+                    raw.execute("PRAGMA foreign_keys=ON")
+
+    def _check_foreign_keys(self, conn: Connection) -> None:
+        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise PgrigError(f"archive {self.url}: migration broke references: {broken[:3]}")
+
+    @contextmanager
+    def _try_write(self, wait_s: float) -> Iterator[Connection]:
+        """A write transaction that waits at most `wait_s` for the lock (SQLite; PostgreSQL
+        row locks are short): housekeeping must not hang a command behind another writer."""
+        try:
             with self._engine.connect() as conn:
-                conn.execution_options(pgrig_write=True)
-                with conn.begin():
-                    yield conn
+                raw = conn.connection.driver_connection if self._sqlite else None
+                if raw is not None:
+                    raw.execute(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+                try:
+                    with self._write_on(conn):
+                        if not self._sqlite:
+                            ms = int(wait_s * 1000)
+                            conn.execute(text(f"SET LOCAL lock_timeout = '{ms}ms'"))
+                        yield conn
+                finally:
+                    if raw is not None:
+                        raw.execute(f"PRAGMA busy_timeout={_SQLITE_TIMEOUT_S * 1000}")
         except OperationalError as e:
             raise self._db_error(e) from e
 
@@ -412,35 +486,50 @@ class Archive:
         with self._read() as conn:
             return self._read_revision(conn)
 
-    def _ensure_schema(self) -> None:
+    def _ensure_schema(self, upgrade: bool) -> None:
         try:
             with self._engine.connect() as conn:
                 revision = self._read_revision(conn)
+                empty = revision is None and not inspect(conn).get_table_names()
         except DBAPIError as e:
             raise PgrigError(f"cannot open archive {self.url}: {_detail(e)}") from e
-        if revision != SCHEMA_HEAD:
-            self._upgrade(revision)
+        self.schema_before = revision  # what opening found (`pgrig archive upgrade` says it)
+        if revision == SCHEMA_HEAD:
+            return
+        self._check_known(revision)
+        if not (upgrade or empty):
+            raise PgrigError(
+                f"archive {self.url} has schema revision {revision!r}, older than this pgrig's "
+                f"{SCHEMA_HEAD!r}: run `pgrig archive upgrade` (every client of this archive "
+                f"then needs a pgrig that knows {SCHEMA_HEAD!r})"
+            )
+        self._upgrade()
 
-    def _upgrade(self, revision: str | None) -> None:
-        from alembic import command
+    def _check_known(self, revision: str | None) -> None:
         from alembic.script import ScriptDirectory
 
-        cfg = alembic_config()
-        script = ScriptDirectory.from_config(cfg)
+        script = ScriptDirectory.from_config(alembic_config())
         known = {s.revision for s in script.walk_revisions()}
         if revision is not None and revision not in known:
             raise PgrigError(
                 f"archive {self.url} has schema revision {revision!r}, newer than this pgrig "
-                f"knows (up to {SCHEMA_HEAD!r}): upgrade pgrig to use it"
+                f"knows (up to {SCHEMA_HEAD!r}): this pgrig is too old for it, upgrade pgrig"
             )
+
+    def _upgrade(self) -> None:
+        from alembic import command
+
+        cfg = alembic_config()
         try:
-            with self._write() as conn:
+            with self._migration_connection() as conn, self._write_on(conn):
                 if not self._sqlite:
                     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
                 # Another process may have migrated while we waited for the lock.
                 if self._read_revision(conn) != SCHEMA_HEAD:
                     cfg.attributes["connection"] = conn
                     command.upgrade(cfg, "head")
+                if self._sqlite:
+                    self._check_foreign_keys(conn)
         except DBAPIError as e:
             raise PgrigError(
                 f"cannot bring archive {self.url} to schema revision {SCHEMA_HEAD}: {_detail(e)}"
@@ -468,18 +557,20 @@ class Archive:
         rec.started_at = rec.started_at or datetime.now(UTC)
         with self._write() as conn:
             row = _run_row(rec, self._study_id(conn, rec.study), self._sqlite)
-            run_id = _inserted_id(conn.execute(insert(runs_t), row))
+            row.update(lease.Owner.me().as_columns(), heartbeat_at=self._now())
+            run_id = _inserted_id(conn.execute(insert(runs_t).values(row)))
             if rec.tags:
                 conn.execute(insert(tags_t), _tag_rows(run_id, rec.tags))
         rec.id = run_id
         return run_id
 
-    def finish_run(self, rec: RunRecord) -> None:
+    def finish_run(self, rec: RunRecord, *, wait_s: float | None = None) -> None:
         """Store everything about a run in ONE transaction: the row, scripts, tags, blobs, series.
 
         On any error nothing of it is written (a begun run stays as it was). A record that was
         never begun (rec.id is None, e.g. an import) is inserted whole and gets its id.
-        Sets rec.ended_at (now, if unset and the run is no longer running).
+        Sets rec.ended_at (now, if unset and the run is no longer running). `wait_s`: wait at
+        most this long for another writer's lock (default: the archive's usual timeout).
         """
         _check_status(rec.status)
         if rec.status != "running" and rec.ended_at is None:
@@ -488,7 +579,7 @@ class Archive:
         # Encode before the transaction: the write lock is held as briefly as possible.
         blobs = [(kind, *_encode(getattr(rec, kind))) for kind in BLOB_KINDS if getattr(rec, kind)]
         series = [(kind, *_encode(cols)) for kind, cols in rec.series.items()]
-        with self._write() as conn:
+        with self._write() if wait_s is None else self._try_write(wait_s) as conn:
             row = _run_row(rec, self._study_id(conn, rec.study), self._sqlite)
             if rec.id is None:
                 run_id = _inserted_id(conn.execute(insert(runs_t), row))
@@ -608,36 +699,197 @@ class Archive:
             return conn.execute(q).scalar_one()
 
     def delete_run(self, run_id: int) -> None:
-        """Remove a run and everything stored with it (not its artifact files)."""
+        """Remove a run and everything stored with it in one transaction, then its artifact
+        files in this home. A live run (its owner still runs it) is refused."""
+        from pgrig.archive.artifacts import remove_run_artifacts
+
         with self._write() as conn:
+            self._refuse_live(conn, run_id, "delete")
             for table in (tags_t, blobs_t, series_t, scripts_t):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             if conn.execute(delete(runs_t).where(runs_t.c.id == run_id)).rowcount != 1:
                 raise NotFound(f"run {run_id} is not in archive {self.url}")
+        remove_run_artifacts(run_id)
 
-    def mark_stale_running(self, older_than: timedelta) -> list[int]:
-        """Mark runs still "running" that started more than `older_than` ago as aborted (their
-        process died without finishing them). Returns their ids."""
-        cutoff = _db_time(datetime.now(UTC) - older_than, self._sqlite)
-        with self._write() as conn:
-            ids = list(
-                conn.execute(
-                    select(runs_t.c.id).where(
-                        runs_t.c.status == "running", runs_t.c.started_at < cutoff
-                    )
-                ).scalars()
+    def mark_run(self, run_id: int, status: str, reason: str) -> None:
+        """Set the status of a run pgrig could not finish (`pgrig runs mark`); a live run is
+        refused. `reason` becomes its error unless it has one."""
+        if status not in MARKABLE_STATUSES:
+            raise PgrigError(
+                f"--status {status!r}: a run can be marked {', '.join(MARKABLE_STATUSES)}"
             )
-            if ids:
-                conn.execute(
-                    update(runs_t)
-                    .where(runs_t.c.id.in_(ids))
-                    .values(
-                        status="aborted",
-                        error="the run's process ended without finishing it",
-                        ended_at=_db_time(datetime.now(UTC), self._sqlite),
+        with self._write() as conn:
+            row = self._refuse_live(conn, run_id, "mark")
+            values: dict[str, Any] = {"status": status, "error": row["error"] or reason}
+            if row["ended_at"] is None:
+                values["ended_at"] = row["heartbeat_at"] or row["started_at"]
+            conn.execute(update(runs_t).where(runs_t.c.id == run_id).values(**values))
+
+    # --- leases: see archive/lease.py ------------------------------------------------------------
+
+    def _now(self) -> Any:
+        """The archive's clock on PostgreSQL (hosts sharing it agree on it), else ours."""
+        return func.now() if not self._sqlite else _db_time(datetime.now(UTC), True)
+
+    def heartbeat(self, run_id: int) -> None:
+        """Stamp a running run as alive (its heartbeat thread calls this every few seconds)."""
+        with self._write() as conn:
+            conn.execute(
+                update(runs_t)
+                .where(runs_t.c.id == run_id, runs_t.c.status == "running")
+                .values(heartbeat_at=self._now())
+            )
+
+    def _lease_rows(self, conn: Connection, where: list[Any]) -> list[RowMapping]:
+        q = select(
+            runs_t.c.id,
+            runs_t.c.status,
+            runs_t.c.error,
+            runs_t.c.started_at,
+            runs_t.c.ended_at,
+            runs_t.c.study_id,
+            *(runs_t.c[c] for c in _LEASE_COLUMNS),
+        ).where(*where)
+        return list(conn.execute(q).mappings())
+
+    def _clock(self, conn: Connection) -> datetime:
+        if self._sqlite:
+            return datetime.now(UTC)
+        return _record_time(conn.execute(select(func.now())).scalar_one()) or datetime.now(UTC)
+
+    def _lost(self, row: RowMapping, now: datetime) -> bool:
+        """Whether a running run's owner is gone (the rules are in archive/lease.py)."""
+        if row["lease_pid"] is None:  # begun by a pgrig older than schema revision 0003
+            started = _record_time(row["started_at"])
+            return started is None or now - started > _LEGACY_STALE
+        gone = lease.is_gone(lease.Owner.from_columns(row))
+        if gone is None:
+            return lease.expired(_record_time(row["heartbeat_at"]), now)
+        return gone
+
+    def _refuse_live(self, conn: Connection, run_id: int, verb: str) -> RowMapping:
+        rows = self._lease_rows(conn, [runs_t.c.id == run_id])
+        if not rows:
+            raise NotFound(f"run {run_id} is not in archive {self.url}")
+        row = rows[0]
+        if row["status"] == "running" and not self._lost(row, self._clock(conn)):
+            raise PgrigError(
+                f"cannot {verb} run {run_id}: it is running (pgrig pid {row['lease_pid']} on "
+                f"{row['lease_host']}); stop that run first"
+            )
+        return row
+
+    def running_owner(self, run_id: int) -> str | None:
+        """ "pid N on HOST" when the run is live (running and its owner alive), else None."""
+        with self._read() as conn:
+            rows = self._lease_rows(conn, [runs_t.c.id == run_id])
+            if not rows or rows[0]["status"] != "running":
+                return None
+            row = rows[0]
+            if self._lost(row, self._clock(conn)):
+                return None
+            return f"pid {row['lease_pid']} on {row['lease_host']}"
+
+    def mark_lost_runs(self, wait_s: float = 1.0) -> list[int]:
+        """Mark "lost" every running run whose owner is gone, with the partial series it
+        spooled (spool.py), and its running study "interrupted" (resumable). Costs one indexed
+        SELECT when nothing is running. A run whose row another writer holds for more than
+        `wait_s` is left for the next command."""
+        from pgrig.archive import spool
+        from pgrig.archive.artifacts import run_artifacts_dir
+
+        with self._read() as conn:
+            running = self._lease_rows(conn, [runs_t.c.status == "running"])
+            now = self._clock(conn) if running else datetime.now(UTC)
+        dead = [r for r in running if self._lost(r, now)]
+        marked = []
+        for row in dead:
+            series = spool.read_partial_series(row["id"])
+            encoded = [(kind, *_encode(cols)) for kind, cols in series.items()]
+            try:
+                with self._try_write(wait_s) as conn:
+                    done = conn.execute(
+                        update(runs_t)
+                        .where(runs_t.c.id == row["id"], runs_t.c.status == "running")
+                        .values(
+                            status="lost",
+                            ended_at=row["heartbeat_at"] or row["started_at"],
+                            error=_lost_reason(row),
+                        )
                     )
-                )
-        return ids
+                    if done.rowcount != 1:
+                        continue  # finished or marked meanwhile
+                    if row["study_id"] is not None:  # its study died with it: resumable
+                        conn.execute(
+                            update(studies_t)
+                            .where(
+                                studies_t.c.id == row["study_id"], studies_t.c.status == "running"
+                            )
+                            .values(status="interrupted")
+                        )
+                    if encoded:
+                        conn.execute(delete(series_t).where(series_t.c.run_id == row["id"]))
+                        conn.execute(
+                            insert(series_t),
+                            [
+                                {"run_id": row["id"], "kind": k, "codec": c, "data": d}
+                                for k, c, d in encoded
+                            ],
+                        )
+            except PgrigError:
+                continue
+            marked.append(row["id"])
+            spool.PartialSeries(run_artifacts_dir(row["id"], create=False)).remove()
+        return marked
+
+    def import_spooled(self, path: Path) -> int:
+        """Import one spooled record (spool.py) in one transaction and remove the file.
+
+        Refuses a spool of another archive, or one whose run id holds another run here."""
+        from pgrig.archive import spool
+
+        owner_url, rec = spool.read_spool(path)
+        if owner_url != self.url:
+            raise PgrigError(
+                f"{path} belongs to archive {owner_url}, not {self.url}: open that archive "
+                "(--archive or PGRIG_ARCHIVE) to import it"
+            )
+        return self._import_record(rec, path)
+
+    def _import_record(self, rec: RunRecord, path: Path, wait_s: float | None = None) -> int:
+        from pgrig.archive import spool
+
+        assert rec.id is not None  # write_spool refuses records without one
+        with self._read() as conn:
+            found = self._select_runs(conn, [runs_t.c.id == rec.id])
+        if not found:
+            raise NotFound(f"run {rec.id} of {path} is not in archive {self.url} (deleted?)")
+        here = found[0]
+        if here.env_name != rec.env_name or here.started_at != _record_time(rec.started_at):
+            raise PgrigError(f"run {rec.id} in archive {self.url} is not the run spooled in {path}")
+        self.finish_run(rec, wait_s=wait_s)
+        path.unlink(missing_ok=True)  # the file imported (it may have been given by path)
+        spool.forget(rec.id)
+        (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
+        return rec.id
+
+    def recover(self) -> None:
+        """Import this archive's spooled records, then mark dead runs lost. Each step is
+        skipped when the archive is busy (said in `recovered`): the next command tries again."""
+        from pgrig.archive import spool
+
+        for path in spool.pending_spools():
+            try:
+                owner_url, rec = spool.read_spool(path)
+                if owner_url != self.url:
+                    continue  # another archive's: imported when that one is opened
+                run_id = self._import_record(rec, path, wait_s=1.0)
+            except PgrigError as e:
+                self.recovered.append(f"spooled run not imported: {e}")
+                continue
+            self.recovered.append(f"run {run_id} imported from {path}")
+        for run_id in self.mark_lost_runs():
+            self.recovered.append(f"run {run_id} marked lost: its pgrig process is gone")
 
     # --- studies -----------------------------------------------------------------------------
 
@@ -756,6 +1008,15 @@ class Archive:
             warnings = _decode(codec, data).get("warnings")
             if warnings:
                 by_id[run_id].extra["warnings"] = warnings
+
+
+def _lost_reason(row: RowMapping) -> str:
+    if row["lease_pid"] is None:
+        return "the run's pgrig process ended without finishing it (no lease: older pgrig)"
+    return (
+        f"lost: pgrig process {row['lease_pid']} on {row['lease_host']} ended without "
+        "finishing the run (series up to its last heartbeat kept)"
+    )
 
 
 def _detail(e: DBAPIError) -> str:

@@ -19,13 +19,14 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each group module exposes `app` (a Typer) or `register(app)` for top-level commands.
-    from pgrig.cli import db, env, host, pg, profile, run, runs, serve, study, tune
+    from pgrig.cli import archive, db, env, host, pg, profile, run, runs, serve, study, tune
 
     app.add_typer(pg.app, name="pg", help="PostgreSQL versions: list and install.")
     app.add_typer(env.app, name="env", help="Environments (clusters pgrig manages).")
     app.add_typer(profile.app, name="profile", help="Configuration profiles.")
     app.add_typer(db.app, name="db", help="Generate and check data.")
     app.add_typer(runs.app, name="runs", help="The archive of runs.")
+    app.add_typer(archive.app, name="archive", help="The archive itself: schema upgrades.")
     app.add_typer(host.app, name="host", help="Check, tune and restore the host.")
     run.register(app)
     study.register(app)
@@ -52,10 +53,19 @@ def _terminate_as_interrupt() -> None:
         signal.signal(sig, handler)
 
 
+def _clean_after_dead_runs() -> None:
+    """Every command first removes the work directories of pgrig processes that died (kill -9,
+    OOM): one glob of /dev/shm. Their runs are marked lost when the archive is opened."""
+    from pgrig.load import lifecycle
+
+    lifecycle.remove_orphan_work_dirs()
+
+
 def main() -> None:
     _register()
     _terminate_as_interrupt()
     try:
+        _clean_after_dead_runs()
         app()
     except common.PgrigError as e:
         common.fail(str(e), e.exit_code)

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from pgrig.archive.store import Archive
     from pgrig.provision.environment import Environment
 
-__all__ = ["PgrigError", "err_console", "fail", "out_console", "print_json", "print_wide"]
+__all__ = [
+    "PgrigError",
+    "confirm",
+    "err_console",
+    "fail",
+    "open_archive",
+    "out_console",
+    "print_json",
+    "print_wide",
+]
 
 # Options of every command that compares runs. The defaults are analysis.compare's
 # DEFAULT_THRESHOLD and DEFAULT_MISRATE (a test checks): not imported, since numpy would then
@@ -70,6 +79,16 @@ class SafeConsole(Console):
                 yield seg
 
 
+# Colours of run statuses on a terminal (archive.store.RUN_STATUSES).
+STATUS_STYLE = {
+    "ok": "green",
+    "failed": "red",
+    "aborted": "yellow",
+    "running": "cyan",
+    "lost": "magenta",
+}
+
+
 @cache
 def err_console() -> Console:
     """Progress, logs and human messages: always stderr, so stdout stays machine-readable."""
@@ -104,6 +123,27 @@ def os_error_message(e: OSError) -> str:
             "or set PGRIG_HOME to another directory)"
         )
     return line
+
+
+def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
+    """The archive of a command (--archive, else PGRIG_ARCHIVE, else SQLite in the home),
+    telling the user what opening it recovered (spooled runs imported, dead runs lost)."""
+    from pgrig.archive.store import Archive
+
+    archive = Archive(url, upgrade=upgrade)
+    for line in archive.recovered:
+        err_console().print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    return archive
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Destructive commands ask on a terminal and refuse without one, unless --yes."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise PgrigError(f"{question.rstrip('?')}: add --yes (no terminal to ask on)")
+    if not typer.confirm(question, default=False):
+        raise PgrigError("nothing done: not confirmed")
 
 
 def print_json(data: Any) -> None:
@@ -168,7 +208,7 @@ def reading_archive(url: str | None) -> Archive:
     parsed = make_url(full)
     db = parsed.database
     if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:":
-        return Archive(url)
+        return open_archive(url)
     if not Path(db).exists():
         empty = Archive("sqlite://")  # in memory
         empty.url = mask_url(full)  # messages name the archive the user meant
@@ -179,4 +219,4 @@ def reading_archive(url: str | None) -> Archive:
             f"next to it even to read; make {Path(db).parent} writable, or copy the archive "
             "to a writable place and pass --archive PATH"
         )
-    return Archive(url)
+    return open_archive(url)

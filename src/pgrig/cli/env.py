@@ -9,6 +9,7 @@ import time
 import typer
 
 from pgrig.cli.common import (
+    confirm,
     err_console,
     exclusive_env,
     out_console,
@@ -86,16 +87,10 @@ def destroy(
     force: bool = FORCE,
 ) -> None:
     """Stop the server and delete the environment with its data."""
-    from pgrig.errors import PgrigError
     from pgrig.provision import cluster, env_lock, environment
 
     environment.check_name(name)
-    if not yes:
-        if not sys.stdin.isatty():
-            raise PgrigError(
-                f"env destroy {name}: no terminal to confirm on; add --yes to destroy it"
-            )
-        typer.confirm(f"Destroy environment {name} and all its data?", abort=True)
+    confirm(f"Destroy environment {name} and all its data?", yes)
     env_dir = environment.Environment(name=name).dir
     if env_dir.is_dir():  # a damaged environment can still be destroyed
         env_lock.refuse_if_busy(env_dir, name, "env destroy", force)

@@ -116,7 +116,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run pgbench against ENV, sample the host and the server, and archive the result."""
         from pgrig.archive.export import run_to_json
-        from pgrig.archive.store import Archive
         from pgrig.load.runner import RunInterrupted, execute
         from pgrig.request import RunRequest, from_flags
         from pgrig.workloads import specs
@@ -151,7 +150,7 @@ def register(app: typer.Typer) -> None:
             client_cpus=client_cpus,
             keep_txlog=keep_txlog,
         )
-        store = Archive(archive)
+        store = common.open_archive(archive)
         console = common.err_console()
         records = []
         for k in range(repeat):
@@ -184,7 +183,7 @@ def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
     console = common.err_console()
-    colour = {"ok": "green", "failed": "red", "aborted": "yellow"}.get(rec.status, "white")
+    colour = common.STATUS_STYLE.get(rec.status, "white")
     lat = rec.latency
     console.print(
         f"run [bold]{rec.id}[/bold] [{colour}]{rec.status}[/{colour}]"

@@ -17,11 +17,14 @@ import typer
 
 from pgrig.cli.common import (
     MISRATE,
+    STATUS_STYLE,
     THRESHOLD,
     MisrateOpt,
     PgrigError,
     ThresholdOpt,
+    confirm,
     err_console,
+    open_archive,
     out_console,
     print_json,
     print_wide,
@@ -48,11 +51,9 @@ ArchiveOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
-_STATUS_STYLE = {"ok": "green", "failed": "red", "aborted": "yellow", "running": "cyan"}
-
 
 def _open(url: str | None) -> Archive:
-    return reading_archive(url)  # every command here only reads
+    return reading_archive(url)  # for the commands that only read
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -74,7 +75,7 @@ def _when(rec: RunRecord) -> str:
 
 
 def _status(status: str) -> str:
-    return f"[{_STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    return f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
 
 
 def _bytes(n: int | None) -> str:
@@ -104,7 +105,7 @@ def _parse_tag(tag: str | None) -> tuple[str, str] | None:
 def list_cmd(
     env: Annotated[str | None, typer.Option("--env", help="Only this environment.")] = None,
     status: Annotated[
-        str | None, typer.Option("--status", help="running, ok, failed or aborted.")
+        str | None, typer.Option("--status", help="running, ok, failed, aborted or lost.")
     ] = None,
     study: Annotated[str | None, typer.Option("--study", help="Only this study's runs.")] = None,
     workload: Annotated[
@@ -215,7 +216,7 @@ def _list_table(runs: list[RunRecord], width: int) -> Any:
     for row in rows:
         t.add_row(
             *(
-                Text(row[n], style=_STATUS_STYLE.get(row[n], "") if n == "status" else "")
+                Text(row[n], style=STATUS_STYLE.get(row[n], "") if n == "status" else "")
                 for n, _ in columns
             )
         )
@@ -703,3 +704,73 @@ def export_cmd(
     err_console().print(
         f"run {run_id} exported to {out}", highlight=False, emoji=False, markup=False
     )
+
+
+# --- the life cycle: mark, delete, import ------------------------------------------------------
+
+
+@app.command("mark")
+def mark_cmd(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    status: Annotated[
+        str, typer.Option("--status", help="aborted, failed or lost.", show_default=False)
+    ],
+    archive: ArchiveOpt = None,
+) -> None:
+    """Set the status of a run that pgrig could not finish (a live run is refused)."""
+    import getpass
+
+    with open_archive(archive) as arch:
+        arch.mark_run(run_id, status, f"marked {status} by {getpass.getuser()}")
+    err_console().print(f"run {run_id} marked {status}", highlight=False, markup=False)
+
+
+@app.command("delete")
+def delete_cmd(
+    run_id: Annotated[int, typer.Argument(help="Run id.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    archive: ArchiveOpt = None,
+) -> None:
+    """Remove a run: its rows, series and blobs (one transaction), then its artifacts."""
+    with open_archive(archive) as arch:
+        arch.get_run(run_id)  # not found: said before asking anything
+        owner = arch.running_owner(run_id)
+        if owner is not None:
+            raise PgrigError(f"cannot delete run {run_id}: it is running ({owner})")
+        confirm(f"delete run {run_id} and its artifacts?", yes)
+        arch.delete_run(run_id)
+    err_console().print(f"run {run_id} deleted", highlight=False, markup=False)
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="A spooled run (record.spool.json) or its run directory."),
+    ] = None,
+    archive: ArchiveOpt = None,
+) -> None:
+    """Import runs spooled when the archive was unavailable (every command does it too)."""
+    from pgrig.archive import spool
+
+    with open_archive(archive) as arch:
+        if path is None:
+            left = spool.pending_spools()
+            if left:
+                err_console().print(
+                    f"{len(left)} spooled runs belong to other archives or could not be "
+                    f"imported: {', '.join(str(p) for p in left)}",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
+                )
+            elif not arch.recovered:
+                err_console().print("no spooled runs", highlight=False, markup=False)
+            return
+        file = path / spool.RECORD_SPOOL if path.is_dir() else path
+        if not file.exists():
+            if any(str(file) in line for line in arch.recovered):
+                return  # opening the archive imported it (and said so)
+            raise PgrigError(f"{file}: no spooled run there")
+        run_id = arch.import_spooled(file)
+    err_console().print(f"run {run_id} imported from {file}", highlight=False, markup=False)

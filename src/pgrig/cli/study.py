@@ -35,9 +35,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _archive(url: str | None) -> Any:
-    from pgrig.archive.store import Archive
-
-    return Archive(url)
+    return common.open_archive(url)
 
 
 def _print_paths(paths: list[Path]) -> None:

@@ -58,11 +58,7 @@ def fill_results(
             )
     if window_start_s is None and progress_points:
         # No usable log (killed before flushing): keep pgbench's own per-second progress.
-        rec.series["pgbench"] = {
-            "t": [p.elapsed_s - spec.warmup_s for p in progress_points],
-            "tps": [p.tps for p in progress_points],
-            "lat_avg": [p.latency_ms for p in progress_points],
-        }
+        rec.series["pgbench"] = progress_series(progress_points, spec.warmup_s)
     if summary is not None:
         rec.extra["pgbench_summary"] = summary.as_dict() if hasattr(summary, "as_dict") else None
     attach_samples(rec, series_raw, window_start_s)
@@ -74,6 +70,29 @@ def fill_results(
         rec.tpm = figures.get("tpm")
         rec.rollbacks = figures.get("rollbacks")
         rec.extra["tpcc"] = figures
+
+
+def progress_series(points: list[Any], warmup_s: float) -> dict[str, list[Any]]:
+    """pgbench's own per-second progress (-P 1) as a series, t from the window's start."""
+    return {
+        "t": [p.elapsed_s - warmup_s for p in points],
+        "tps": [p.tps for p in points],
+        "lat_avg": [p.latency_ms for p in points],
+    }
+
+
+def sample_origin(rec: RunRecord) -> float | None:
+    """Where the window starts when the per-transaction log did not tell: the planned start."""
+    return rec.started_at.timestamp() + rec.warmup_s if rec.started_at is not None else None
+
+
+def rebased(cols: dict[str, list[Any]], origin: float) -> dict[str, list[Any]] | None:
+    """A sampler's columns with epoch "ts" replaced by "t", seconds from `origin`."""
+    cols = dict(cols)
+    ts = cols.pop("ts", None)
+    if ts is None:
+        return None
+    return {"t": [round(x - origin, 3) for x in ts], **cols}
 
 
 def stability_record(t: list[float], tps: list[float]) -> dict[str, Any]:
@@ -99,9 +118,7 @@ def attach_samples(
     """Sampler rows carry epoch seconds; re-base them on the measured window's start."""
     from pgrig.metrics.sampler import window_summary
 
-    origin = window_start_s
-    if origin is None and rec.started_at is not None:
-        origin = rec.started_at.timestamp() + rec.warmup_s
+    origin = window_start_s if window_start_s is not None else sample_origin(rec)
     if origin is None:
         return
     figures = window_summary(series_raw, origin, origin + (rec.measured_s or 0.0) + 0.5)
@@ -109,11 +126,9 @@ def attach_samples(
         setattr(rec, field, figures.get(field))
     _attach_cpu_share(rec, series_raw.get("os", {}), origin)
     for kind, cols in series_raw.items():
-        cols = dict(cols)
-        ts = cols.pop("ts", None)
-        if ts is None:
-            continue
-        rec.series[kind] = {"t": [round(x - origin, 3) for x in ts], **cols}
+        kept = rebased(cols, origin)
+        if kept is not None:
+            rec.series[kind] = kept
 
 
 def _attach_cpu_share(rec: RunRecord, os_cols: dict[str, list], origin: float) -> None:

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from pgrig import __version__
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.host.checks import MIN_TMPFS
 from pgrig.load import command as pgbench_command
-from pgrig.load import guard, pgbench_output, results
+from pgrig.load import guard, lifecycle, pgbench_output, results
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
 from pgrig.load.process import PgbenchProcess, die_with_parent
@@ -100,7 +100,7 @@ def _execute(
     conninfo = env.conninfo(dbname)
     server = _server_facts(env, dbname)
     _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
-    work = Path(_workdir())
+    work = lifecycle.work_dir()
     try:
         scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
         spec = spec.model_copy(
@@ -147,30 +147,6 @@ def _max_tries(spec: RunRequest, recommended: int, env: Environment) -> int:
         return spec.max_tries
     major = pgbench_command.pgbench_major(env.binary("pgbench")) or 0
     return recommended if major >= 15 else spec.max_tries
-
-
-def _workdir() -> str:
-    """Scratch space for pgbench's per-transaction logs, in memory (tmpfs) when possible.
-
-    Measured here: pgbench -S at ~21k tps lost 7-13% of its throughput writing its log to an
-    ext4 disk, and nothing measurable writing it to tmpfs. The log reader frees what it has read
-    (load/txlog_follower.py), so the space used stays small whatever the duration.
-    PGRIG_WORK_DIR overrides the place.
-    """
-    import tempfile
-
-    base = os.environ.get("PGRIG_WORK_DIR")
-    if base is None and _tmpfs_ok("/dev/shm"):
-        base = "/dev/shm"
-    return tempfile.mkdtemp(prefix="pgrig-run-", dir=base)
-
-
-def _tmpfs_ok(path: str, min_free: int = MIN_TMPFS) -> bool:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return False
-    return os.access(path, os.W_OK) and st.f_bavail * st.f_frsize >= min_free
 
 
 def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
@@ -313,7 +289,7 @@ def _run(
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
             with contextlib.suppress(Exception):
-                archive.finish_run(rec)
+                _finish(rec, archive, console)
         raise
 
 
@@ -361,6 +337,9 @@ def _measure(
     interrupted = ""  # why the user or a signal stopped the run, if they did
     stopped: str | None = None  # why stop_if ended the run early
     progress_points: list[Any] = []
+    run_lease = lifecycle.RunLease(
+        archive, rec, art_dir, lambda: _partial_series(rec, sampler, progress_points)
+    )
     proc: PgbenchProcess | None = None
     follower: TxlogFollower | None = None
     stream = TxlogStream(
@@ -371,6 +350,7 @@ def _measure(
         script_names=[s.name for s in spec.scripts],
         expected_sources=spec.threads,
     )
+    run_lease.start()  # heartbeat and partial series, until pgbench has ended
     try:
         view = LiveView(console, total_s, plan.lead_in_s, env.name)
 
@@ -408,6 +388,7 @@ def _measure(
         interrupted = guard.interruption(stop)
         rc = proc.interrupt() if proc else -2
     finally:
+        run_lease.stop()
         if proc is not None:
             proc.ensure_dead()
         follow = follower.stop() if follower is not None else None  # reads the last lines
@@ -456,10 +437,35 @@ def _measure(
     collection.finish(rec, art_dir)
     # Stored relative to the artifacts root, so an archive stays valid if the home moves.
     rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
-    archive.finish_run(rec)
+    _finish(rec, archive, console)
     if interrupted:
         raise RunInterrupted(rec)
     return rec
+
+
+def _partial_series(rec: RunRecord, sampler: Sampler, points: list[Any]) -> dict[str, Any]:
+    """The series gathered so far, as a lost run would keep them (load/lifecycle.py)."""
+    out: dict[str, Any] = {"pgbench": results.progress_series(list(points), rec.warmup_s)}
+    origin = results.sample_origin(rec)
+    if origin is not None:
+        for kind, cols in sampler.snapshot().items():
+            kept = results.rebased(cols, origin)
+            if kept is not None:
+                out[kind] = kept
+    return out
+
+
+def _finish(rec: RunRecord, archive: Any, console: Console) -> None:
+    """The run's last write; if the archive cannot take it, the record is spooled (and said)."""
+    spooled = lifecycle.finish_or_spool(archive, rec)
+    if spooled is not None:
+        console.print(
+            f"[yellow]warning:[/yellow] archive {escape(archive.url)} is unavailable: run "
+            f"{rec.id} is saved in {escape(str(spooled))}; the next pgrig command imports it "
+            f"(or `pgrig runs import {escape(str(spooled))}`)",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _keep_server_log(rec: RunRecord, art_dir: Path, env: Environment, offset: int | None) -> None:

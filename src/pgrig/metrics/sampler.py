@@ -131,8 +131,7 @@ class Sampler:
         stuck = self._thread is not None and self._thread.is_alive()
         if stuck:  # a source hangs (a frozen server): leave it alone, copy what is complete
             self.errors["sampler"] = "a source was still sampling when the run stopped"
-            n = min((cols.n for cols in self._columns.values()), default=0)
-            return {name: cols.snapshot(n) for name, cols in self._columns.items()}
+            return self.snapshot()
         for source in self._sources:
             close = getattr(source, "close", None)
             if close is not None:
@@ -141,6 +140,11 @@ class Sampler:
                 except Exception as e:
                     self.errors[source.name] = _text(e)
         return {name: cols.data for name, cols in self._columns.items()}
+
+    def snapshot(self) -> Series:
+        """Copies of the rows every source completed so far, while the thread samples on."""
+        n = min((cols.n for cols in self._columns.values()), default=0)
+        return {name: cols.snapshot(n) for name, cols in self._columns.items()}
 
     @property
     def running(self) -> bool:

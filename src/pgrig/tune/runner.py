@@ -19,11 +19,9 @@ running when interrupted is marked failed in Optuna and does not count.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -138,24 +136,6 @@ class TuneBackend(ProvisionBackend):
         return execute(request, archive=archive, console=console, live=False, stop_if=stop_if)
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the study like Ctrl-C: the run is archived aborted, settings put back."""
-
-    def raise_interrupt(_sig: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    except ValueError:  # not the main thread: nothing to install
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_tune(
     req: TuneRequest,
     *,
@@ -212,9 +192,9 @@ def run_tune(
     walker = _Tuner(req, archive, backend, console, clock, study, on_trial)
     started = False
     try:
-        with sigterm_as_interrupt():
-            started = backend.ensure_environment(env)
-            walker.run()
+        # SIGTERM/SIGHUP arrive as KeyboardInterrupt (cli/app.py installs that for every command)
+        started = backend.ensure_environment(env)
+        walker.run()
     except BaseException as e:
         interrupted = isinstance(e, KeyboardInterrupt) or type(e).__name__ == "RunInterrupted"
         _close(backend, env, started, console)

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
+from pgrig.load import lifecycle
 from pgrig.request.values import check_int64
 from pgrig.web import compare_view, run_view, runs_view, study_view
 from pgrig.web import format as fmt
@@ -85,6 +86,7 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     """
     _check_exists(archive_url)
     archive = Archive(archive_url)
+    lifecycle.remove_orphan_work_dirs()
     env = templates()
     app = FastAPI(title="pgrig", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.archive = archive
@@ -117,6 +119,7 @@ def create_app(archive_url: str | None = None) -> FastAPI:
 
     @app.get("/runs", response_class=HTMLResponse)
     def runs(request: Request) -> HTMLResponse:
+        archive.mark_lost_runs()  # a long-lived server sees runs die too (archive/lease.py)
         q = runs_view.parse_query(request.query_params)
         return page("runs.html", p=runs_view.load_page(archive, q), q=q)
 

@@ -17,13 +17,14 @@ from urllib.parse import urlencode
 
 from pgrig.archive.export import LOAD_FIELDS
 from pgrig.archive.records import RunFilter, RunRecord
+from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
 from pgrig.request.values import check_int64
 
 PAGE_SIZES = (25, 50, 100, 200, 500)
 DEFAULT_PAGE_SIZE = 100
 DEFAULT_ORDER = "-id"
-STATUSES = ("running", "ok", "failed", "aborted")
+STATUSES = RUN_STATUSES
 # Sortable columns of the table: the key used in URLs → the archive's runs column.
 SORT_COLUMNS = {
     "id": "id",
