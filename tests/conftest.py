@@ -13,6 +13,13 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# Under pytest-xdist each worker picks managed servers' ports from a range of its own, so two
+# workers never race for the same free port (modules with their own range set it themselves).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and "PGRIG_PORT_RANGE" not in os.environ:
+    _first = 30000 + 500 * int(_WORKER[2:])
+    os.environ["PGRIG_PORT_RANGE"] = f"{_first}-{_first + 499}"
+
 
 def _shared_pg_cache() -> Path:
     if os.environ.get("PGRIG_PG_DIR"):

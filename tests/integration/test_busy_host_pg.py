@@ -14,7 +14,7 @@ from servers import pgrig
 
 from pgrig.metrics.cpu_share import BUSY_HOST_CORE_PCT, BUSY_HOST_MACHINE_PCT
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.quiet_host]
 
 RUN = ["--workload", "pgbench:select-only", "-c", "2", "--duration", "5", "--warmup", "1"]
 

@@ -39,6 +39,7 @@ def exported(run_id: int) -> dict:
     return json.loads(pgrig("runs", "export", str(run_id), "--format", "json").stdout)
 
 
+@pytest.mark.quiet_host
 def test_five_stable_runs_have_whole_seconds_and_no_drift(lab: str) -> None:
     """The bar of issue 9: five 20 s select-only runs; drift flagged in at most one; every
     exported series has exactly 20 points at t >= 0 (t = 0..19), none below half the median."""
