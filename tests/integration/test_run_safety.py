@@ -76,9 +76,9 @@ def _wait_for_file(path: Path, timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def _kill_9(proc: subprocess.Popen[str]) -> None:
-    """kill -9 of `pgrig run`; its scratch directory (which only the reaper of dead runs can
-    clean) is removed here, so the test leaves nothing in /dev/shm."""
+def _kill_9(proc: subprocess.Popen[str]) -> set[Path]:
+    """kill -9 of `pgrig run`; returns its scratch directories (the next pgrig command removes
+    them: load/lifecycle.py)."""
     workdirs = set()
     for child in psutil.Process(proc.pid).children(recursive=True):
         with contextlib.suppress(psutil.Error):
@@ -87,8 +87,7 @@ def _kill_9(proc: subprocess.Popen[str]) -> None:
                     workdirs.add(Path(arg.split("=", 1)[1]).parent)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
-    for workdir in workdirs:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return workdirs
 
 
 def _shm_of(command: str | None) -> list[str]:
@@ -118,11 +117,16 @@ def test_kill_9_leaves_no_settings_or_pinning_for_the_next_run(lab: str) -> None
     generating = pgrig("db", "generate", lab, "--scale", "1", check=False)
     assert generating.returncode != 0 and f"run {running['id']} is in progress" in generating.stderr
 
-    _kill_9(proc)
+    workdirs = _kill_9(proc)
+    assert workdirs and all(w.is_dir() for w in workdirs)
 
-    # the next command touching the environment undoes what the dead run changed
-    shown = pgrig("env", "show", lab)
-    assert "undone" in shown.stderr and "put back" in shown.stderr
+    # the bar: the next `runs list` shows the run lost, removes its work directory and
+    # undoes what the dead run changed
+    listed = pgrig("runs", "list", "--json")
+    assert not any(w.exists() for w in workdirs)
+    [lost] = [r for r in json.loads(listed.stdout) if r["id"] == running["id"]]
+    assert lost["status"] == "lost", lost
+    assert "undone" in listed.stderr and "put back" in listed.stderr
     assert _show(lab, "work_mem") == before
     assert _tree_masks(root) == {usable}
     assert not (_home() / "envs" / lab / "run-journal.json").exists()

@@ -346,6 +346,7 @@ class Archive:
         self._sqlite = backend == "sqlite"
         self._engine = self._make_engine(parsed)
         self.recovered: list[str] = []  # what recover() did, one line each, for the CLI to show
+        self.lost_runs: list[int] = []  # the runs recover() marked lost (their envs: to undo)
         self.schema_before: str | None = None  # the revision opening found
         try:
             self._ensure_schema(self._sqlite if upgrade is None else upgrade)
@@ -889,6 +890,7 @@ class Archive:
                 continue
             self.recovered.append(f"run {run_id} imported from {path}")
         for run_id in self.mark_lost_runs():
+            self.lost_runs.append(run_id)
             self.recovered.append(f"run {run_id} marked lost: its pgrig process is gone")
 
     # --- studies -----------------------------------------------------------------------------

@@ -133,7 +133,16 @@ def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
     archive = Archive(url, upgrade=upgrade)
     for line in archive.recovered:
         err_console().print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    _undo_lost_runs(archive)
     return archive
+
+
+def _undo_lost_runs(archive: Archive) -> None:
+    """A run just marked lost may have left its settings and pinning on its environment:
+    undone now (run_journal), not only when a later command touches that environment."""
+    for name in sorted({archive.get_run(run_id).env_name for run_id in archive.lost_runs}):
+        with contextlib.suppress(PgrigError, OSError):  # gone or damaged: `env repair` says
+            recovered_env(name)
 
 
 def confirm(question: str, yes: bool) -> None:
