@@ -290,6 +290,8 @@ def compare_document(
     diff = _settings_diff([g[0] for g in groups], labels)
     if diff is not None:
         doc.sections.append(Section("Settings that differ", [diff]))
+    for g, label in zip(groups[1:], labels[1:], strict=True):
+        doc.sections.append(what_changed_section(groups[0], g, f"{label} against {labels[0]}"))
     overlays = run_charts.overlay_charts(
         [(f"{label} (run {g[0].id})", g[0].series) for g, label in zip(groups, labels, strict=True)]
     )
@@ -297,6 +299,28 @@ def compare_document(
         note = Paragraph("The first run of each group, per second; warm-up shaded.", "note")
         doc.sections.append(Section("Over time", [*_figures("overlay-", overlays), note]))
     return doc
+
+
+def what_changed_section(base: list[RunRecord], cand: list[RunRecord], title: str) -> Section:
+    """What changed between two groups (pgrig.insights.changes), as the same tables
+    `pgrig runs compare` and the web compare page show."""
+    from pgrig.insights.changes import tables, what_changed
+
+    blocks: list[Any] = [
+        Paragraph(
+            "Statements, plans, the server log, the wait profile and the host of B against A, "
+            "from the runs' insights (per run where a group has repeats).",
+            "note",
+        )
+    ]
+    for t in tables(what_changed(base, cand)):
+        if t.rows:
+            blocks.append(Table.build(t.columns, t.rows, caption=t.title, numeric=t.numeric))
+            if t.note:
+                blocks.append(Paragraph(t.note, "note"))
+        else:
+            blocks.append(Paragraph(f"{t.title}: {t.note}", "note"))
+    return Section(f"What changed: {title}", blocks)
 
 
 def _group_label(g: list[RunRecord]) -> str:
