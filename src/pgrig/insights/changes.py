@@ -22,7 +22,6 @@ A part not collected on a side says why (the first run's reason), instead of emp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig.analysis.compare import format_ratio
@@ -30,7 +29,7 @@ from pgrig.analysis.host_diff import host_differences
 from pgrig.archive.records import RunRecord
 from pgrig.insights.compare import plan_changes
 from pgrig.insights.plans import clip, fingerprint, normalize_query
-from pgrig.insights.summary import parts
+from pgrig.insights.summary import TextTable, parts
 
 TOP_STATEMENTS = 10
 TOP_WAITS = 8
@@ -197,18 +196,7 @@ def _waits(ia: list, ib: list) -> dict[str, Any]:
 # --- the same tables for every surface ----------------------------------------------------------
 
 
-@dataclass
-class ChangeTable:
-    """One part of what changed as plain text: each renderer escapes it for its format."""
-
-    title: str
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[str | list[str]]] = field(default_factory=list)  # a list: lines of a cell
-    note: str | None = None  # why there are no rows, or how to read them
-    numeric: frozenset[int] = frozenset()  # right-aligned columns
-
-
-def tables(doc: dict[str, Any], text_chars: int = 90) -> list[ChangeTable]:
+def tables(doc: dict[str, Any], text_chars: int = 90) -> list[TextTable]:
     """The `what_changed` document as titled tables (CLI, report and web render these)."""
     return [
         _statement_table(doc["statements"], text_chars),
@@ -229,10 +217,10 @@ def _ms(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def _statement_table(doc: dict[str, Any], text_chars: int) -> ChangeTable:
+def _statement_table(doc: dict[str, Any], text_chars: int) -> TextTable:
     title = "Statements (pg_stat_statements, per run)"
     if not doc.get("collected"):
-        return ChangeTable(title, note=doc.get("reason"))
+        return TextTable(title, note=doc.get("reason"))
     cols = ["statement", "total ms A", "total ms B", "change ms", "mean ms A", "mean ms B",
             "mean B/A", "calls A", "calls B", "shared read A", "shared read B", "temp written A",
             "temp written B"]  # fmt: skip
@@ -258,13 +246,13 @@ def _statement_table(doc: dict[str, Any], text_chars: int) -> ChangeTable:
         f"top-level time A {_ms(doc['total_ms']['a'])} ms, B {_ms(doc['total_ms']['b'])} ms. "
         "'-': not among that side's top statements."
     )
-    return ChangeTable(title, cols, rows, note, frozenset(range(1, len(cols))))
+    return TextTable(title, cols, rows, note, frozenset(range(1, len(cols))))
 
 
-def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> ChangeTable:
+def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> TextTable:
     title = "Plan changes"
     if not changes:
-        return ChangeTable(title, note="No statement's dominant plan differs between A and B.")
+        return TextTable(title, note="No statement's dominant plan differs between A and B.")
     rows: list[list[str | list[str]]] = []
     for ch in changes:
         sides = []
@@ -273,35 +261,35 @@ def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> ChangeTable:
             sides.append([f"plan {side['hash']} ({side['samples']} samples{mean})",
                           *side["outline"]])  # fmt: skip
         rows.append([clip(ch.get("text") or "", text_chars), *sides])
-    return ChangeTable(title, ["statement", "A", "B"], rows)
+    return TextTable(title, ["statement", "A", "B"], rows)
 
 
-def _log_table(doc: dict[str, Any]) -> ChangeTable:
+def _log_table(doc: dict[str, Any]) -> TextTable:
     title = "Server log"
     if not doc.get("collected"):
-        return ChangeTable(title, note=doc.get("reason"))
+        return TextTable(title, note=doc.get("reason"))
     rows: list[list[str | list[str]]] = [
         [c["label"], _count(c["a"]), _count(c["b"])] for c in doc["counts"] if c["differs"]
     ]
     note = None if rows else "The same counts in A and B (checkpoints, autovacuum, errors, ...)."
-    return ChangeTable(title, ["per run", "A", "B"], rows, note, frozenset({1, 2}))
+    return TextTable(title, ["per run", "A", "B"], rows, note, frozenset({1, 2}))
 
 
-def _wait_table(doc: dict[str, Any]) -> ChangeTable:
+def _wait_table(doc: dict[str, Any]) -> TextTable:
     title = "Wait profile (share of active time)"
     if not doc.get("collected"):
-        return ChangeTable(title, note=doc.get("reason"))
+        return TextTable(title, note=doc.get("reason"))
     rows: list[list[str | list[str]]] = [
         [e["event"], f"{e['a_pct']:.1f}%", f"{e['b_pct']:.1f}%", f"{e['change_pp']:+.1f}"]
         for e in doc["events"][:TOP_WAITS]
     ]
     note = None if rows else "No active backend seen by the sampler on either side."
-    return ChangeTable(title, ["event", "A", "B", "change, points"], rows, note,
+    return TextTable(title, ["event", "A", "B", "change, points"], rows, note,
                        frozenset({1, 2, 3}))  # fmt: skip
 
 
-def _host_table(lines: list[str]) -> ChangeTable:
+def _host_table(lines: list[str]) -> TextTable:
     title = "Host differences"
     if not lines:
-        return ChangeTable(title, note="None recorded: the same host state in A and B.")
-    return ChangeTable(title, ["difference"], [[line] for line in lines])
+        return TextTable(title, note="None recorded: the same host state in A and B.")
+    return TextTable(title, ["difference"], [[line] for line in lines])

@@ -25,7 +25,8 @@ from pgrig.analysis.compare import (
 )
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.insights.changes import ChangeTable, tables, what_changed
+from pgrig.insights.changes import tables, what_changed
+from pgrig.insights.summary import TextTable
 from pgrig.reports.run_charts import overlay_charts
 from pgrig.reports.summary import verdict_style
 from pgrig.reports.svg import render
@@ -172,7 +173,7 @@ class Changes:
     """What changed from the baseline to one column (pgrig.insights.changes)."""
 
     column: Column
-    tables: list[ChangeTable]
+    tables: list[TextTable]
 
 
 @dataclass
