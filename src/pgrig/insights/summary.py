@@ -57,7 +57,8 @@ def why(
     insights: dict[str, Any] | None, top: int = 5, text_chars: int = 90
 ) -> list[tuple[str, str]]:
     """(label, text) lines; parts not collected give their reason."""
-    rows = [line for part in why_parts(insights, top, text_chars) for line in part.lines]
+    lines = _part_lines(parts(insights), top, text_chars)
+    rows = [line for key in PARTS for line in lines[key]]
     for note in (insights or {}).get("notes") or []:
         rows.append(("note", note))
     return rows
@@ -68,12 +69,7 @@ def why_parts(
 ) -> list[WhyPart]:
     """Each part: its `runs show` lines (`top` statements) and its tables (`rows` each)."""
     p = parts(insights)
-    lines = {
-        "statements": _statements(p["statements"], top, text_chars),
-        "plans": _plans(p["plans"], text_chars),
-        "log_digest": _log(p["log_digest"]),
-        "waits": _waits(p["waits"]),
-    }
+    lines = _part_lines(p, top, text_chars)
     out = []
     for key in PARTS:
         doc = p[key]
@@ -81,6 +77,15 @@ def why_parts(
         tables = [] if reason else _TABLES.get(key, _no_tables)(doc, rows)
         out.append(WhyPart(key, TITLES[key], reason, lines[key], tables))
     return out
+
+
+def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[tuple[str, str]]]:
+    return {
+        "statements": _statements(p["statements"], top, text_chars),
+        "plans": _plans(p["plans"], text_chars),
+        "log_digest": _log(p["log_digest"]),
+        "waits": _waits(p["waits"]),
+    }
 
 
 def _no_tables(_doc: dict[str, Any], _rows: int) -> list[TextTable]:
@@ -141,7 +146,7 @@ def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
             f.get("relation") or "-",
             f"{f['estimated_rows']:,.0f}",
             f"{f['actual_rows']:,.0f}",
-            f"{f['loops']:,}",
+            _int(f.get("loops")),
             f"{f['factor']:g}x {f['direction']}",
             f"{f['misestimate_samples']} of {f['samples']}",
         ]
