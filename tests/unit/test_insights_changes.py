@@ -177,3 +177,21 @@ def test_parts_not_collected_say_why() -> None:
     notes = {t.title: t.note for t in tables(doc)}
     assert notes["Server log"] == doc["log"]["reason"]
     assert notes["Host differences"] == "None recorded: the same host state in A and B."
+
+
+def test_evidence_of_a_group_is_per_run() -> None:
+    from pgrig.insights.changes import evidence
+
+    seq = plans(SEQ, "bbb")  # 5 samples of one seq scan
+    idx = plans(
+        ["Nested Loop", "  Seq Scan on a", "  SubPlan 1: Index Only Scan using i on b"], "c"
+    )
+    r1 = run([], digest(ck_warn=1, requested=3, vacuum=1), waits(10, CPU=2, IO_DataFileRead=8), seq)
+    r2 = run([], digest(requested=1, analyze=2), waits(30, CPU=20, IO_DataFileRead=10), idx)
+    assert evidence([r1, r2]) == [
+        "checkpoints requested 2 (0.5 'too frequently')",  # (3 + 1) / 2, (1 + 0) / 2
+        "autovacuum 1.5",  # (1 + 0 + 0 + 2) / 2
+        "plan scans seq 5 / index 2.5",  # (5 + 5) / 2 seq, (0 + 5) / 2 index
+        "top wait CPU 55%",  # (2 + 20) of (10 + 30)
+    ]
+    assert evidence([RunRecord(env_name="e", workload="w", clients=1, threads=1)]) == []

@@ -293,3 +293,48 @@ def _host_table(lines: list[str]) -> TextTable:
     if not lines:
         return TextTable(title, note="None recorded: the same host state in A and B.")
     return TextTable(title, ["difference"], [[line] for line in lines])
+
+
+# --- evidence of one group of runs (a study point) ----------------------------------------------
+
+_SEQ_SCANS = ("Seq Scan", "Parallel Seq Scan")
+_INDEX_SCANS = ("Index Scan", "Index Only Scan", "Bitmap Index Scan")
+
+
+def evidence(runs: Sequence[RunRecord]) -> list[str]:
+    """Short lines of what a group's runs show (per run, over the runs that collected it):
+    requested checkpoints and the log's warnings, autovacuum runs, sequential against index
+    scans in the sampled plans, the top wait event. Empty when nothing was collected."""
+    docs = [r.insights for r in runs]
+    lines = []
+    logs, _ = _collected(docs, "log_digest")
+    if logs:
+        mean = {key: sum(count(d) for d in logs) / len(logs) for key, _, count in LOG_COUNTS}
+        text = f"checkpoints requested {_count(mean['checkpoints_requested'])}"
+        if mean["checkpoint_warnings"]:
+            text += f" ({_count(mean['checkpoint_warnings'])} 'too frequently')"
+        lines.append(text)
+        lines.append(f"autovacuum {_count(mean['autovacuum'] + mean['autoanalyze'])}")
+    plans, _ = _collected(docs, "plans")
+    if plans:
+        seq, index = _scans(plans)
+        lines.append(f"plan scans seq {_count(seq)} / index {_count(index)}")
+    waits, _ = _collected(docs, "waits")
+    shares = _wait_shares(waits)
+    if shares:
+        event, share = max(shares.items(), key=lambda kv: (kv[1], kv[0]))
+        lines.append(f"top wait {event} {share:.0f}%")
+    return lines
+
+
+def _scans(docs: list[dict[str, Any]]) -> tuple[float, float]:
+    """Sequential and index scan nodes in the sampled plans (each plan counted per sample),
+    per run."""
+    seq = index = 0
+    for doc in docs:
+        for st in doc.get("statements") or []:
+            for p in st.get("plans") or []:
+                nodes = [line.strip().split(": ", 1)[-1] for line in p.get("outline") or []]
+                seq += p.get("samples", 0) * sum(n.startswith(_SEQ_SCANS) for n in nodes)
+                index += p.get("samples", 0) * sum(n.startswith(_INDEX_SCANS) for n in nodes)
+    return seq / len(docs), index / len(docs)
