@@ -56,3 +56,42 @@ def from_web(page: str) -> Answer:
     verdict = re.search(r'<div class="verdict">(.*?)</div>', row, re.S)
     assert verdict, row
     return html.unescape(ratio.group(1)) if ratio else "-", html.unescape(verdict.group(1))
+
+
+# --- what changed (pgrig.insights.changes): the tables every compare surface shows -----------
+
+Rows = list[list[list[str]]]  # table rows, each cell as its lines
+
+
+def changes_from_tables(tables: list, title: str) -> Rows:
+    """A table of `insights.changes.tables(...)`: the cells as the surfaces should show them."""
+    t = next(t for t in tables if t.title == title)
+    return [[[c] if isinstance(c, str) else list(c) for c in row] for row in t.rows]
+
+
+def changes_from_markdown(text: str, title: str) -> Rows:
+    """The rows of the table captioned `title` in the Markdown of `pgrig report compare`."""
+    lines = text.splitlines()
+    at = lines.index(f"*{title}*")
+    rows = []
+    for ln in lines[at + 4 :]:  # caption, blank, header, separator
+        if not ln.startswith("| "):
+            break
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", ln)[1:-1]]
+        rows.append([[_unmark(x) for x in c.split("<br>")] for c in cells])
+    return rows
+
+
+def changes_from_web(page: str, title: str) -> Rows:
+    """The rows of the what-changed table `title` on the web compare page."""
+    table = page.split(f'data-part="{html.escape(title)}">')[1].split("</table>")[0]
+    body = table.split("<tbody>")[1]
+    rows = []
+    for row in re.findall(r"<tr>(.*?)</tr>", body, re.S):
+        cells = []
+        for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S):
+            pre = re.fullmatch(r'<pre class="plan">(.*)</pre>', cell, re.S)
+            inner = pre.group(1).split("\n") if pre else [cell]
+            cells.append([html.unescape(x) for x in inner])
+        rows.append(cells)
+    return rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
@@ -997,6 +997,22 @@ class Archive:
         """Light records (list_runs) given their extra["warnings"], in one query."""
         with self._read() as conn:
             self._add_warnings(conn, recs)
+        return recs
+
+    def add_blobs(self, recs: list[RunRecord], kinds: Sequence[str]) -> list[RunRecord]:
+        """Light records given their blobs of these kinds (e.g. host, insights), in one query."""
+        unknown = set(kinds) - set(BLOB_KINDS)
+        if unknown:
+            raise ValueError(f"unknown blob kinds {sorted(unknown)}")
+        by_id = {r.id: r for r in recs if r.id is not None}
+        if not by_id or not kinds:
+            return recs
+        q = select(blobs_t.c.run_id, blobs_t.c.kind, blobs_t.c.codec, blobs_t.c.data).where(
+            blobs_t.c.kind.in_(list(kinds)), blobs_t.c.run_id.in_(list(by_id))
+        )
+        with self._read() as conn:
+            for run_id, kind, codec, data in conn.execute(q):
+                setattr(by_id[run_id], kind, _decode(codec, data))
         return recs
 
     def _add_warnings(self, conn: Connection, recs: list[RunRecord]) -> None:

@@ -36,6 +36,12 @@ def create(
     with_pooler: str | None = typer.Option(
         None, "--pooler", help="Also start a pooler: pgbouncer (see `env pooler NAME add`)."
     ),
+    insights: bool = typer.Option(
+        True,
+        "--insights/--no-insights",
+        help="pgrig's insights layer (pg_stat_statements, auto_explain, logging); "
+        "change it later with `pgrig env set NAME --insights/--no-insights`.",
+    ),
 ) -> None:
     """Create and start a managed PostgreSQL server (everything validated first)."""
     from pgrig.provision import cluster, config, pooler
@@ -48,7 +54,13 @@ def create(
         pooler.binary()
     with err_console().status("creating environment…"):
         env = cluster.create_environment(
-            name, pg, profile=profile, settings=settings, port=port, progress=_say
+            name,
+            pg,
+            profile=profile,
+            settings=settings,
+            port=port,
+            progress=_say,
+            insights=insights,
         )
         if pooler_cfg is not None:
             try:

@@ -533,10 +533,10 @@ def compare_cmd(
         metrics.append((label, path, va, vb, _plain_ratio(va, vb), lower_better))
     context = [(n, _group_context(ga, n), _group_context(gb, n)) for n in _CONTEXT]
     settings = _settings_diff(ga[0], gb[0])
-    host_diffs = _host_differences(ga[0], gb[0])
-    from pgrig.insights.compare import plan_changes
+    from pgrig.insights.changes import what_changed
 
-    changes = plan_changes([r.insights for r in ga], [r.insights for r in gb])
+    changed = what_changed(ga, gb)
+    host_diffs, changes = changed["host"], changed["plan_changes"]
     if as_json:
         from pgrig.archive.export import json_safe
 
@@ -556,6 +556,7 @@ def compare_cmd(
                     "host_differences": host_diffs,
                     "study_repeats": repeats,
                     "plan_changes": changes,
+                    "what_changed": changed,
                 }
             )
         )
@@ -563,6 +564,7 @@ def compare_cmd(
     _print_compare(ga, gb, metrics, context, settings, comparisons)
     _print_host_differences(host_diffs)
     _print_plan_changes(changes)
+    _print_what_changed(changed)
     if repeats:
         a_ids, b_ids = (",".join(map(str, g)) for g in repeats)
         err_console().print(
@@ -572,12 +574,6 @@ def compare_cmd(
             markup=False,
             soft_wrap=True,
         )
-
-
-def _host_differences(ra: RunRecord, rb: RunRecord) -> list[str]:
-    from pgrig.analysis.host_diff import host_differences
-
-    return host_differences(ra.host, rb.host, ra.extra, rb.extra)
 
 
 def _print_host_differences(lines: list[str]) -> None:
@@ -669,6 +665,33 @@ def _print_plan_changes(changes: list[dict[str, Any]]) -> None:
     con.print(f"[bold]plan changes[/bold] ({len(changes)} statements)")
     for line in change_lines(changes):
         con.print(escape(line), highlight=False)
+
+
+def _print_what_changed(changed: dict[str, Any]) -> None:
+    """Statements, server log and waits of B against A (pgrig.insights.changes; host
+    differences and plan changes are printed above from the same document)."""
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    from pgrig.insights.changes import tables
+
+    con = out_console()
+    for t in tables(changed):
+        if t.title in ("Plan changes", "Host differences"):
+            continue
+        if not t.rows:
+            con.print(Text(f"{t.title.lower()}: {t.note}", style="dim"), soft_wrap=True)
+            continue
+        table = Table(title=escape(t.title.lower()), title_justify="left", title_style="bold",
+                      box=None)  # fmt: skip
+        for i, col in enumerate(t.columns):
+            table.add_column(escape(col), justify="right" if i in t.numeric else "left")
+        for row in t.rows:
+            table.add_row(*(escape(c if isinstance(c, str) else "\n".join(c)) for c in row))
+        print_wide(table)
+        if t.note:
+            con.print(Text(t.note, style="dim"), soft_wrap=True)
 
 
 # --- export ------------------------------------------------------------------------------------

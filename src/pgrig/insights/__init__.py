@@ -7,7 +7,8 @@ Modules, one job each:
 - sampling: the plan budget that sets auto_explain's sample rate during a run
 - server_log, log_digest: the run's server log as records, and their digest
 - waits: the wait profile from the PostgreSQL sampler's series
-- compare: plan changes between two runs; summary: the "why" lines and the JSON parts
+- compare: plan changes between two runs; summary: the "why" lines, their tables and the JSON
+  parts; changes: what changed between A and B (every compare surface) and a group's evidence
 - setup: the insights layer of a managed environment on or off
 The settings pgrig adds to managed environments are provision/insights_layer.py.
 Nothing is imported here: `pgrig runs show` reads summaries without loading psycopg.

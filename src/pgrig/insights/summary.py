@@ -3,11 +3,15 @@
 - parts(insights): the four documents `runs show --json` prints under statements, plans,
   log_digest and waits (runs archived before insights existed say so in each);
 - why(insights): short labelled lines for the "why" section of `runs show`: top statements,
-  misestimates, plan changes during the run, the log's highlights, top waits.
+  misestimates, plan changes during the run, the log's highlights, top waits;
+- why_parts(insights): the same lines per part with the part's tables (top statements,
+  misestimated nodes, plan changes during the run, wait events), for the run page and the run
+  report. Text is plain: each renderer escapes it for its format.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig.insights.plans import clip
@@ -21,19 +25,209 @@ def parts(insights: dict[str, Any] | None) -> dict[str, Any]:
     return {p: doc.get(p) or {"collected": False, "reason": NO_INSIGHTS} for p in PARTS}
 
 
+@dataclass
+class TextTable:
+    """A titled table of plain text (cells: a string, or a list of lines)."""
+
+    title: str
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[str | list[str]]] = field(default_factory=list)
+    note: str | None = None  # why there are no rows, or how to read them
+    numeric: frozenset[int] = frozenset()  # right-aligned columns
+
+
+@dataclass
+class WhyPart:
+    key: str  # statements | plans | log_digest | waits
+    title: str
+    reason: str | None  # why the part was not collected; None when it was
+    lines: list[tuple[str, str]]  # the `runs show` lines of this part
+    tables: list[TextTable] = field(default_factory=list)
+
+
+TITLES = {
+    "statements": "Statements",
+    "plans": "Plans",
+    "log_digest": "Server log",
+    "waits": "Wait profile",
+}
+
+
 def why(
     insights: dict[str, Any] | None, top: int = 5, text_chars: int = 90
 ) -> list[tuple[str, str]]:
     """(label, text) lines; parts not collected give their reason."""
-    p = parts(insights)
-    rows: list[tuple[str, str]] = []
-    rows += _statements(p["statements"], top, text_chars)
-    rows += _plans(p["plans"], text_chars)
-    rows += _log(p["log_digest"])
-    rows += _waits(p["waits"])
+    lines = _part_lines(parts(insights), top, text_chars)
+    rows = [line for key in PARTS for line in lines[key]]
     for note in (insights or {}).get("notes") or []:
         rows.append(("note", note))
     return rows
+
+
+def why_parts(
+    insights: dict[str, Any] | None, top: int = 5, text_chars: int = 90, rows: int = 10
+) -> list[WhyPart]:
+    """Each part: its `runs show` lines (`top` statements) and its tables (`rows` each)."""
+    p = parts(insights)
+    lines = _part_lines(p, top, text_chars)
+    out = []
+    for key in PARTS:
+        doc = p[key]
+        reason = None if doc.get("collected") else str(doc.get("reason") or "not collected")
+        tables = [] if reason else _TABLES.get(key, _no_tables)(doc, rows)
+        out.append(WhyPart(key, TITLES[key], reason, lines[key], tables))
+    return out
+
+
+def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[tuple[str, str]]]:
+    return {
+        "statements": _statements(p["statements"], top, text_chars),
+        "plans": _plans(p["plans"], text_chars),
+        "log_digest": _log(p["log_digest"]),
+        "waits": _waits(p["waits"]),
+    }
+
+
+def _no_tables(_doc: dict[str, Any], _rows: int) -> list[TextTable]:
+    return []
+
+
+def _statement_table(doc: dict[str, Any], rows: int) -> list[TextTable]:
+    cols = [
+        "#",
+        "share",
+        "total ms",
+        "calls",
+        "mean ms",
+        "rows",
+        "shared hit",
+        "shared read",
+        "hit %",
+        "temp written",
+        "statement",
+    ]
+    out: list[list[str | list[str]]] = []
+    for i, st in enumerate(doc.get("top", [])[:rows], 1):
+        text = st["text"] + ("" if st.get("toplevel", True) else " (nested)")
+        out.append(
+            [
+                str(i),
+                _pct(st.get("share_pct")),
+                f"{st['total_ms']:,.1f}",
+                f"{st['calls']:,}",
+                f"{st['mean_ms']:.3f}",
+                _int(st.get("rows")),
+                _int(st.get("shared_blks_hit")),
+                _int(st.get("shared_blks_read")),
+                _pct(st.get("hit_ratio")),
+                _int(st.get("temp_blks_written")),
+                text,
+            ]
+        )
+    note = None if out else "No statement ran in the measured window."
+    return [TextTable("Top statements by total time", cols, out, note, frozenset(range(1, 10)))]
+
+
+def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
+    cols = [
+        "statement",
+        "node",
+        "relation",
+        "estimated rows",
+        "actual rows per loop",
+        "loops",
+        "factor",
+        "flagged samples",
+    ]
+    flags: list[list[str | list[str]]] = [
+        [
+            f["text"],
+            f["node"],
+            f.get("relation") or "-",
+            f"{f['estimated_rows']:,.0f}",
+            f"{f['actual_rows']:,.0f}",
+            _int(f.get("loops")),
+            f"{f['factor']:g}x {f['direction']}",
+            f"{f['misestimate_samples']} of {f['samples']}",
+        ]
+        for f in (doc.get("misestimates") or [])[:rows]
+    ]
+    none = "No node's estimated and actual rows differ by 10x or more."
+    out = [TextTable("Misestimates", cols, flags, None if flags else none, frozenset({3, 4, 5, 6}))]
+    sampled: list[list[str | list[str]]] = []
+    for st in (doc.get("statements") or [])[:rows]:
+        p = st["plans"][0] if st.get("plans") else {}
+        flagged = sum(x.get("misestimate_samples", 0) for x in st.get("plans") or [])
+        sampled.append(
+            [
+                st["text"],
+                f"{st['samples']:,}",
+                f"{st['sampled_ms']:,.1f}",
+                str(len(st.get("plans") or [])),
+                list(p.get("outline") or []),
+                str(flagged),
+            ]
+        )
+    out.append(
+        TextTable(
+            "Sampled plans (auto_explain)",
+            [
+                "statement",
+                "samples",
+                "sampled ms",
+                "plans",
+                "most sampled plan",
+                "misestimated samples",
+            ],
+            sampled,
+            None if sampled else "No plan was sampled.",
+            frozenset({1, 2, 3, 5}),
+        )
+    )
+    changes: list[list[str | list[str]]] = [
+        [
+            ch["text"],
+            ch["pattern"],
+            [
+                f"{x['hash']} x{x['samples']} {_span(x['first_t'], x['last_t'])}".strip()
+                for x in ch["plans"]
+            ],
+        ]
+        for ch in doc.get("changes") or []
+    ]
+    if changes:
+        out.append(
+            TextTable("Plan changes during the run", ["statement", "pattern", "plans"], changes)
+        )
+    return out
+
+
+def _wait_table(doc: dict[str, Any], rows: int) -> list[TextTable]:
+    events: list[list[str | list[str]]] = [
+        [e["event"], e["type"], _pct(e["share_pct"]), f"{e['seen']:,}"]
+        for e in doc.get("events", [])[:rows]
+    ]
+    note = None if events else "No active backend seen by the sampler."
+    return [
+        TextTable(
+            "Wait events, share of active time",
+            ["event", "type", "share", "seen"],
+            events,
+            note,
+            frozenset({2, 3}),
+        )
+    ]
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def _int(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+_TABLES = {"statements": _statement_table, "plans": _plan_tables, "waits": _wait_table}
 
 
 def _statements(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[str, str]]:

@@ -106,8 +106,10 @@ def create_environment(
     settings: Mapping[str, str] | None = None,
     port: int | None = None,
     progress: Progress | None = None,
+    insights: bool = True,
 ) -> Environment:
-    """Create, start and return a managed environment (validated first, all or nothing)."""
+    """Create, start and return a managed environment (validated first, all or nothing);
+    insights=False leaves out pgrig's insights layer (provision/insights_layer.py)."""
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
     check_name(name)
@@ -136,6 +138,7 @@ def create_environment(
         profile_settings=prof_settings,
         settings=env_settings,
         created_at=_now(),
+        insights=insights,
     )
     if len(str(env.socket_dir / f".s.PGSQL.{env.port}")) > SOCKET_PATH_MAX:
         raise PgrigError(

@@ -3,7 +3,9 @@
 Per iteration: TPS centre of the repeats with its bounds, the change against the previous
 iteration and against iteration 0 (each a ratio with bounds and a verdict at the study's
 threshold), what was changed, p95 latency, CPU and the buffer-cache hit ratio; a chart of TPS
-per iteration with bounds and every repeat.
+per iteration with bounds and every repeat. The evidence column says what the runs show
+(requested checkpoints, autovacuum, sequential against index scans in sampled plans, the top
+wait: pgrig.insights.changes.evidence) and flags a host that differed from iteration 0's.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pgrig.reports.document import Cell, CellValue, Document, Paragraph, Section
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
     cpu_cell,
+    evidence_cell,
     runs_section,
     setup_section,
     stability_cell,
@@ -94,6 +97,7 @@ def build(data: StudyData) -> Document:
     prev: PointSummary | None = None
     any_notes = any(ps.point.note for ps in points)
     any_nopm = any(ps.nopm is not None for ps in points)
+    any_evidence = any(r.insights or r.host for ps in points for r in ps.ok)
     for ps in points:
         it = spec.iterations[ps.point.index]
         d_prev = compare_points(prev, ps, spec.threshold, spec.misrate) if prev else None
@@ -120,6 +124,8 @@ def build(data: StudyData) -> Document:
             fmt(ps.hit_ratio, 1),
             stability_cell(ps),
         ]
+        if any_evidence:
+            row.append(evidence_cell(ps, points[0]))
         if any_notes:
             row.append(ps.point.note or "")
         rows.append(row)
@@ -128,6 +134,8 @@ def build(data: StudyData) -> Document:
     if any_nopm:
         columns.append("NOPM")
     columns += ["p95 ms", "CPU us/sy/wa/id %", "hit %", "stability"]
+    if any_evidence:
+        columns.append("evidence")
     if any_notes:
         columns.append("note")
     table = Table.build(columns, rows, numeric=numeric_columns(columns))

@@ -15,8 +15,18 @@ from typing import Any
 
 from pgrig.analysis.compare import METRICS, Comparison, compare_runs, group_value
 from pgrig.archive.records import RunRecord
+from pgrig.insights.summary import TextTable
 from pgrig.reports import run_charts
-from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
+from pgrig.reports.document import (
+    Cell,
+    CellValue,
+    Document,
+    Figure,
+    KeyValues,
+    Paragraph,
+    Section,
+    Table,
+)
 from pgrig.reports.iteration import comparison_notes, delta_cell
 from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import (
@@ -193,15 +203,71 @@ def run_document(rec: RunRecord) -> Document:
         )
     doc.sections += _metric_sections(rec)
     doc.sections.append(_settings_section(rec))
+    doc.sections.append(why_section(rec))
     if rec.host:
-        doc.sections.append(
-            Section("Host", [KeyValues([(k, _short(v)) for k, v in rec.host.items()])])
-        )
+        facts = [(k, _short(v)) for k, v in rec.host.items() if k != "checks"]
+        doc.sections.append(Section("Host", [KeyValues(facts)]))
+    doc.sections.append(host_checks_section(rec))
     if rec.artifacts:
         doc.sections.append(
             Section("Artifacts", [KeyValues([(k, str(v)) for k, v in rec.artifacts.items()])])
         )
     return doc
+
+
+def why_section(rec: RunRecord) -> Section:
+    """Why the run performed as it did (insights.summary.why_parts, as the run page shows)."""
+    from pgrig.insights.summary import why_parts
+
+    blocks: list[Any] = []
+    for part in why_parts(rec.insights):
+        if part.reason:
+            blocks.append(Paragraph(f"{part.title}: {part.reason}", "note"))
+            continue
+        lines: list[list[str]] = [[label, text] for label, text in part.lines]
+        blocks.append(Table.build([part.title, ""], lines))
+        for t in part.tables:
+            blocks += text_table_blocks(t)
+    blocks += [Paragraph(str(n), "note") for n in (rec.insights or {}).get("notes") or []]
+    return Section("Why", blocks)
+
+
+def text_table_blocks(t: TextTable) -> list[Any]:
+    """An insights table as report blocks: the table captioned with its title and its note,
+    or only "title: note" when it has no rows."""
+    if not t.rows:
+        return [Paragraph(f"{t.title}: {t.note}", "note")] if t.note else []
+    blocks: list[Any] = [Table.build(t.columns, t.rows, caption=t.title, numeric=t.numeric)]
+    if t.note:
+        blocks.append(Paragraph(t.note, "note"))
+    return blocks
+
+
+def host_checks_section(rec: RunRecord) -> Section:
+    """The host checks recorded at the start of the run (host.checks)."""
+    checks = [c for c in rec.host.get("checks") or [] if isinstance(c, dict)]
+    if not checks:
+        text = "No host checks recorded with this run (runs before host checks existed)."
+        return Section("Host checks", [Paragraph(text, "note")])
+    rows: list[list[CellValue]] = [
+        [
+            str(c.get("name")),
+            Cell.of(_opt(c.get("value"))),
+            Cell.of(_opt(c.get("recommended"))),
+            Cell([str(c.get("status"))], _CHECK_STYLES.get(str(c.get("status")), "muted")),
+            str(c.get("why") or ""),
+        ]
+        for c in checks
+    ]
+    table = Table.build(["check", "value", "recommended", "status", "why"], rows)
+    return Section("Host checks", [table])
+
+
+_CHECK_STYLES = {"ok": "good", "warn": "warn"}
+
+
+def _opt(v: Any) -> str | None:
+    return None if v is None else str(v)
 
 
 def _short(v: Any, width: int = 200) -> str:
@@ -290,6 +356,8 @@ def compare_document(
     diff = _settings_diff([g[0] for g in groups], labels)
     if diff is not None:
         doc.sections.append(Section("Settings that differ", [diff]))
+    for g, label in zip(groups[1:], labels[1:], strict=True):
+        doc.sections.append(what_changed_section(groups[0], g, f"{label} against {labels[0]}"))
     overlays = run_charts.overlay_charts(
         [(f"{label} (run {g[0].id})", g[0].series) for g, label in zip(groups, labels, strict=True)]
     )
@@ -297,6 +365,23 @@ def compare_document(
         note = Paragraph("The first run of each group, per second; warm-up shaded.", "note")
         doc.sections.append(Section("Over time", [*_figures("overlay-", overlays), note]))
     return doc
+
+
+def what_changed_section(base: list[RunRecord], cand: list[RunRecord], title: str) -> Section:
+    """What changed between two groups (pgrig.insights.changes), as the same tables
+    `pgrig runs compare` and the web compare page show."""
+    from pgrig.insights.changes import tables, what_changed
+
+    blocks: list[Any] = [
+        Paragraph(
+            "Statements, plans, the server log, the wait profile and the host of B against A, "
+            "from the runs' insights (per run where a group has repeats).",
+            "note",
+        )
+    ]
+    for t in tables(what_changed(base, cand)):
+        blocks += text_table_blocks(t)
+    return Section(f"What changed: {title}", blocks)
 
 
 def _group_label(g: list[RunRecord]) -> str:

@@ -115,6 +115,23 @@ def stability_cell(ps: PointSummary) -> Cell:
     return Cell(lines, style) if lines else Cell.of(None)
 
 
+def evidence_cell(ps: PointSummary, baseline: PointSummary) -> Cell:
+    """What the point's runs show (insights) and whether its host differed from the
+    baseline point's (analysis/host_diff.py, first ok run of each)."""
+    from pgrig.analysis.host_diff import host_differences
+
+    lines = ps.evidence
+    style = None
+    if ps is not baseline and ps.ok and baseline.ok:
+        a, b = baseline.ok[0], ps.ok[0]
+        diffs = host_differences(a.host, b.host, a.extra, b.extra)
+        if diffs:
+            more = f" (+{len(diffs) - 1} more)" if len(diffs) > 1 else ""
+            lines = [*lines, f"host differs from {baseline.point.label}: {diffs[0]}{more}"]
+            style = "warn"
+    return Cell(lines, style) if lines else Cell.of(None)
+
+
 def busy_host_runs(runs: list[RunRecord]) -> list[RunRecord]:
     """The runs that carry the busy-host warning (metrics/cpu_share.py)."""
     return [r for r in runs if any(w.get("code") == BUSY_HOST for w in r.warnings())]

@@ -84,6 +84,13 @@ class PointSummary:
     stability: list[RunStability] = field(default_factory=list)
 
     @property
+    def evidence(self) -> list[str]:
+        """What the point's runs show (pgrig.insights.changes.evidence), per run."""
+        from pgrig.insights.changes import evidence
+
+        return evidence(self.ok)
+
+    @property
     def samples(self) -> list[float]:
         return [r.tps for r in self.ok if r.tps is not None and r.tps > 0]
 
@@ -226,7 +233,8 @@ def load_study(archive: Any, name: str, with_series: bool = True) -> StudyData:
     for r in runs:
         by_point.get(r.study_point or "", orphans).append(r)
     series: dict[int, dict[str, Any]] = {}
-    if with_series:
+    if with_series:  # the reports: per-second TPS, and the evidence (insights, host, extra)
+        archive.add_blobs([r for r in runs if r.status == "ok"], ("host", "insights", "extra"))
         for r in runs:
             if r.status == "ok" and r.id is not None:
                 series[r.id] = r.series = archive.run_series(r.id, ["pgbench"])

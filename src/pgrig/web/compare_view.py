@@ -8,7 +8,7 @@ Ratios, bounds and verdicts come from the comparison engine (pgrig.analysis.comp
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -25,6 +25,8 @@ from pgrig.analysis.compare import (
 )
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.insights.changes import tables, what_changed
+from pgrig.insights.summary import TextTable
 from pgrig.reports.run_charts import overlay_charts
 from pgrig.reports.summary import verdict_style
 from pgrig.reports.svg import render
@@ -167,6 +169,14 @@ class Column:
 
 
 @dataclass
+class Changes:
+    """What changed from the baseline to one column (pgrig.insights.changes)."""
+
+    column: Column
+    tables: list[TextTable]
+
+
+@dataclass
 class ComparePage:
     columns: list[Column]
     metrics: list[MetricRow]
@@ -176,6 +186,7 @@ class ComparePage:
     charts: list[Markup]
     repeats_url: str | None = None  # the same comparison over the runs' study points
     method_note: str = METHOD_NOTE
+    changes: list[Changes] = field(default_factory=list)  # each column against the baseline
 
     @property
     def groups(self) -> list[list[int]]:
@@ -201,7 +212,10 @@ def build(groups: list[list[RunRecord]], repeats_url: str | None = None) -> Comp
     settings, same = settings_diff(columns)
     runs = [r for g in groups for r in g]
     charts = [render(c) for c in overlay_charts([(run_label(r), r.series) for r in runs])]
-    return ComparePage(columns, rows, setup_rows(columns), settings, same, charts, repeats_url)
+    changes = [Changes(c, tables(what_changed(base, c.runs))) for c in columns[1:]]
+    return ComparePage(
+        columns, rows, setup_rows(columns), settings, same, charts, repeats_url, changes=changes
+    )
 
 
 def study_repeats_url(archive: Any, groups: list[list[RunRecord]]) -> str | None:

@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
+from pgrig.insights.summary import WhyPart, why_parts
 from pgrig.reports import run_charts
 from pgrig.reports.svg import render
 from pgrig.web import format as fmt
@@ -52,6 +53,9 @@ class RunPage:
     host: list[tuple[str, str]]
     artifacts: list[ArtifactRow]
     extra: list[tuple[str, str]] = field(default_factory=list)
+    why: list[WhyPart] = field(default_factory=list)  # pgrig.insights.summary
+    insights_notes: list[str] = field(default_factory=list)
+    host_checks: list[dict[str, Any]] = field(default_factory=list)  # host.checks, as recorded
 
 
 def build(rec: RunRecord) -> RunPage:
@@ -65,10 +69,19 @@ def build(rec: RunRecord) -> RunPage:
         load_charts=[render(c) for c in run_charts.load_charts(pgbench)],
         metrics=metrics,
         settings=settings_rows(rec),
-        host=host_rows(rec.host),
+        host=host_rows({k: v for k, v in rec.host.items() if k != "checks"}),
         artifacts=artifact_rows(rec),
         extra=extra_rows(rec.extra),
+        why=why_parts(rec.insights),
+        insights_notes=[str(n) for n in (rec.insights or {}).get("notes") or []],
+        host_checks=host_checks(rec.host),
     )
+
+
+def host_checks(host: dict[str, Any]) -> list[dict[str, Any]]:
+    """The host checks recorded at the start of the run (host.checks), in their order."""
+    checks = host.get("checks")
+    return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
 
 
 def settings_rows(rec: RunRecord) -> list[SettingRow]:
