@@ -88,7 +88,6 @@ def row(markdown: str, index: int) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
 
 
-@pytest.mark.quiet_host
 def test_study_run_writes_reports_and_leaves_no_server(home: Path, verdicts) -> None:
     proc, text = verdicts
     assert "[15/15]" in proc.stderr and "ETA" in proc.stderr
@@ -104,7 +103,6 @@ def test_study_run_writes_reports_and_leaves_no_server(home: Path, verdicts) -> 
     assert "| 15 |" in text or text.count("| ok |") == 15
 
 
-@pytest.mark.quiet_host
 def test_same_configuration_is_equivalent_or_inconclusive(verdicts) -> None:
     _, text = verdicts
     cells = row(text, 1)
@@ -119,7 +117,6 @@ def test_same_configuration_is_equivalent_or_inconclusive(verdicts) -> None:
         assert 0.98 <= low <= 1 <= high <= 1.02
 
 
-@pytest.mark.quiet_host
 def test_synchronous_commit_off_is_faster_with_interval(verdicts) -> None:
     _, text = verdicts
     cells = row(text, 2)
@@ -130,7 +127,6 @@ def test_synchronous_commit_off_is_faster_with_interval(verdicts) -> None:
     assert low > 1.02 and low <= ratio <= high
 
 
-@pytest.mark.quiet_host
 def test_list_and_show(home: Path, verdicts) -> None:
     proc = pgrig("study", "list", "--json")
     assert proc.returncode == 0 and '"status": "done"' in proc.stdout

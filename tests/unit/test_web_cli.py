@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import typer
@@ -27,7 +28,10 @@ def test_serve_command_rejects_bad_options() -> None:
 
 def test_serve_refuses_a_missing_archive_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.sqlite"
-    r = CliRunner().invoke(_app(), ["serve", "--archive", str(missing), "--port", "56798"])
+    with socket.socket() as probe:  # a port nothing listens on (tests run in parallel)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    r = CliRunner().invoke(_app(), ["serve", "--archive", str(missing), "--port", str(port)])
     assert r.exit_code != 0 and "does not exist" in str(r.exception)
     assert not missing.exists()
 
