@@ -75,7 +75,6 @@ def main() -> None:
         print(f"series snapshot at {args.seconds} s (copied every 10 s): {snap:.2f} ms")
     opened = _ms(lambda: Archive().close(), 10)
     print(f"open the archive, nothing to recover: {opened:.2f} ms median")
-    print("figures measured on a shared machine are polluted: re-measure on a quiet host")
     shutil.rmtree(home, ignore_errors=True)
 
 
