@@ -2,7 +2,8 @@
 
     python bench/overhead.py [--env bench-overhead] [--pg 18] [--rounds 5] [--duration 30]
 
-Creates (or reuses) an environment, generates pgbench data, then alternates
+Creates (or reuses) an environment, generates pgbench data, turns its insights layer off (its
+cost is measured by bench/insights_overhead.py; --insights keeps it), then alternates
 `pgbench -S -c 8 -j 2 -T 30` and `pgrig run --workload pgbench:select-only -c 8 -j 2
 --duration 30` in ABBA order, and prints each pair and the median ratio pgrig/raw (the bar:
 >= 0.97).
@@ -43,9 +44,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument(
+        "--insights",
+        action="store_true",
+        help="keep the insights layer on (its cost has its own bar: bench/insights_overhead.py)",
+    )
     args = ap.parse_args()
 
     ensure_env(args.env, args.pg, args.scale)
+    # The harness alone by default: samplers, log reader, archive. pg_stat_statements (loaded
+    # for both sides) and auto_explain sampling (pgrig's runs only) are the insights' cost.
+    sh(["pgrig", "env", "set", args.env, "--insights" if args.insights else "--no-insights"])
+    print(f"insights layer: {'on' if args.insights else 'off'}", flush=True)
     info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
     pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
     libpq = {
