@@ -29,7 +29,8 @@ from pgrig.archive.artifacts import GZIP_LEVEL
 
 READ_CHUNK = 8 << 20  # bytes per read: big chunks keep the per-chunk cost (polars) negligible
 PUNCH_STEP = 1 << 20  # free the pages behind the reader once it is this far past the last hole
-POLL_S = 0.5  # pause between looks: the live p95 shows closed seconds, once a second
+POLL_S = 1.0  # pause between looks: each look has a fixed cost (bench/overhead.py), and the
+# live p95 shows closed seconds, once a second
 
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
