@@ -81,22 +81,35 @@ def test_snapshot_query_uses_the_versions_column_names() -> None:
 # --- the plan budget -------------------------------------------------------------------------
 
 
-def test_budget_spreads_plans_over_the_run() -> None:
-    budget = sampling.PlanBudget(budget=5000, rate=0.01)
-    rate_per_s, duration, t, spent = 12000.0, 60.0, 0.0, 0.0
+def _simulate(budget: sampling.PlanBudget, rate_per_s: float, duration: float) -> float:
+    """Plans the server logs over a run of `duration` s at `rate_per_s` statements a second."""
+    t, spent = 0.0, 0.0
     while t < duration:
         step = min(sampling.next_check(t), duration) - t
         spent += budget.rate * rate_per_s * step  # what the server logs meanwhile
         t += step
         budget.revise(rate_per_s * step, step, duration - t)
-    assert 4000 < spent <= 5000 * 1.05
+    return spent
+
+
+def test_budget_spreads_plans_over_the_run() -> None:
+    budget = sampling.PlanBudget(budget=2400, rate=0.01)  # 40 plans/s: under the cap
+    spent = _simulate(budget, rate_per_s=12000.0, duration=60.0)
+    assert 1900 < spent <= 2400 * 1.05
     assert budget.rate == 0.0  # the run's end: silent
+
+
+def test_short_runs_log_at_most_max_per_s_plans() -> None:
+    budget = sampling.PlanBudget(budget=5000, rate=0.01)
+    spent = _simulate(budget, rate_per_s=12000.0, duration=20.0)
+    first_second = 0.01 * 12000.0  # before the first measurement
+    assert 500 < spent <= first_second + sampling.MAX_PER_S * 19 * 1.05
 
 
 def test_budget_changes_rate_only_by_2x_or_more() -> None:
     budget = sampling.PlanBudget(budget=1000, rate=0.01)
     assert budget.revise(calls=1000, seconds=1, remaining_s=66) is None  # 990/66k: 0.015
-    assert budget.revise(calls=1000, seconds=1, remaining_s=10) == pytest.approx(0.098)
+    assert budget.revise(calls=1000, seconds=1, remaining_s=20) == pytest.approx(0.049)
     assert budget.spent == pytest.approx(20.0)
     assert budget.revise(calls=1e7, seconds=1, remaining_s=10) == 0.0  # budget spent
     assert sampling.runtime_settings(0.0)["auto_explain.log_min_duration"] == "-1"

@@ -5,9 +5,11 @@ instrument and log it, nested statements included; with log_min_duration = 0 eve
 statement is logged. So the expected number of plans is sample_rate times the statements run
 (top-level and nested, as pg_stat_statements with track = all counts them). The collector
 reads that count now and then and asks PlanBudget for the rate that spends what is left of
-the budget evenly over the rest of the run: the server log, the run's artifacts and the time
-to read them stay bounded (a few MB) for a 10-second run and a 10-hour one alike, and the
-overhead stays a small, measured fraction (bench/insights_overhead.py).
+the budget evenly over the rest of the run, never more than MAX_PER_S plans a second: the
+server log, the run's artifacts and the time to read them stay bounded (a few MB) for a
+10-second run and a 10-hour one alike, and the overhead stays a small, measured fraction
+(bench/insights_overhead.py). The cap matters for short runs: a budget spent over 20 s meant
+~250 plans/s of log writes on the disk that also takes the WAL's fsyncs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 BUDGET = 5000  # plans per run: about 2 kB each in the log (JSON with buffers)
+MAX_PER_S = 50.0  # plans a second at most, whatever is left of the budget
 FIRST_RATE = 0.01  # until the first measurement (1 s into the run)
 # When the rate is revised (s after the start): often while connections ramp up, then every
 # EVERY_S. Each revision corrects the previous one's estimate of the statement rate.
@@ -42,7 +45,8 @@ class PlanBudget:
         elif calls <= 0 or seconds <= 0:
             new = 1.0 if self.rate > 0 else self.rate  # nothing ran: stay ready
         else:
-            new = min(1.0, left / (calls / seconds * remaining_s))
+            per_s = calls / seconds
+            new = min(1.0, left / (per_s * remaining_s), MAX_PER_S / per_s)
         new = float(f"{new:.3g}")
         if new == self.rate:
             return None
