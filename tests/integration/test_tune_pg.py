@@ -228,6 +228,8 @@ def test_default_space_passes_the_real_parser(
     assert (major == "18") == ("io_method" in s.restart_names)
     assert set(space.UNSAFE) <= set(s.names)
     assert "lz4" in s.knob("wal_compression").choices  # both builds have lz4
+    assert s.knob("wal_sync_method").choices == space.WAL_SYNC_METHODS  # all valid on Linux
+    assert "wal_sync_method" not in s.restart_names  # a reload applies it
 
 
 def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_path: Path) -> None:

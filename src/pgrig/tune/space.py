@@ -36,6 +36,9 @@ from pgrig.provision import profiles
 
 MIB = 1024**2
 UNSAFE = ("fsync", "synchronous_commit", "full_page_writes")
+# Linux's methods (fsync_writethrough exists elsewhere only): check_space drops what the server
+# rejects.
+WAL_SYNC_METHODS = ("fdatasync", "open_datasync", "fsync", "open_sync")
 RESTART_GROUP = 4  # trials sharing the values of restart-only knobs (one restart per group)
 _KNOB_KEYS = {"low", "high", "log", "unit", "choices"}
 _UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
@@ -165,6 +168,9 @@ def default_space(
         Knob("checkpoint_completion_target", 0.5, 0.95, integer=False, group="wal"),
         Knob("wal_buffers", 1, 64, "MB", log=True, group="wal"),
         Knob("wal_compression", choices=_wal_compression(major), group="wal"),
+        # How the WAL is flushed at commit: all methods are durable on storage that honours
+        # them, and on fsync-bound workloads they can differ (bench/tpcb_knob_ceiling.py).
+        Knob("wal_sync_method", choices=WAL_SYNC_METHODS, group="wal"),
         Knob("commit_delay", 0, 1000, group="wal"),  # microseconds
         Knob("commit_siblings", 1, 20, group="wal"),
         Knob("random_page_cost", 1.0, 4.0, integer=False, group="planner"),
