@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
 from abba import interleave
+from lab import client_env, pgbench_tps
 
 
 def sh(argv: list[str], env: dict[str, str] | None = None) -> str:
@@ -58,17 +58,11 @@ def main() -> None:
     print(f"insights layer: {'on' if args.insights else 'off'}", flush=True)
     info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
     pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
-    libpq = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PG")},
-        "PGHOST": info.get("host", "127.0.0.1"),
-        "PGPORT": str(info["port"]),
-        "PGUSER": info.get("user", "postgres"),
-        "PGDATABASE": "pgrig",
-    }
+    libpq = client_env(args.env)
 
     def raw_tps() -> float:
         out = sh([pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(args.duration)], libpq)
-        return float(re.search(r"^tps = ([\d.]+)", out, re.M).group(1))  # type: ignore[union-attr]
+        return pgbench_tps(out)
 
     def pgrig_tps() -> float:
         argv = ["pgrig", "run", args.env, "--workload", "pgbench:select-only", "--clients", "8",

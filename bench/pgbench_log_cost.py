@@ -13,14 +13,16 @@ bench/overhead.py creates (run that first).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 
 from abba import interleave
+from lab import client_env, pgbench_tps
+
+from pgrig.provision.environment import Environment
 
 
 def main() -> None:
@@ -29,17 +31,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--duration", type=int, default=15)
     a = ap.parse_args()
-    subprocess.run(["pgrig", "env", "start", a.env], capture_output=True, check=True)
-    out = subprocess.run(["pgrig", "env", "show", a.env, "--json"], capture_output=True, text=True)
-    info = json.loads(out.stdout)
-    pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
-    libpq = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("PG")},
-        "PGHOST": info.get("host", "127.0.0.1"),
-        "PGPORT": str(info["port"]),
-        "PGUSER": info.get("user", "postgres"),
-        "PGDATABASE": "pgrig",
-    }
+    started = subprocess.run(["pgrig", "env", "start", a.env], capture_output=True, text=True)
+    if started.returncode != 0:
+        raise SystemExit(f"pgrig env start {a.env}: {started.stderr.strip()}")
+    pgbench = str(Path(Environment.load(a.env).bindir or "") / "pgbench")
+    libpq = client_env(a.env)
     scratch = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
     def tps(logged: bool) -> float:
@@ -49,7 +45,7 @@ def main() -> None:
             argv = [pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(a.duration),
                     "-M", "simple", *extra]  # fmt: skip
             run = subprocess.run(argv, env=libpq, capture_output=True, text=True, check=True)
-            return float(re.search(r"^tps = ([\d.]+)", run.stdout, re.M).group(1))  # type: ignore[union-attr]
+            return pgbench_tps(run.stdout)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 

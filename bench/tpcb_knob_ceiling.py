@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
-import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
+
+from lab import client_env, pgbench_tps, scratch_home
+
+from pgrig.provision.environment import Environment
 
 ENV = "ceiling"
 SESSION = {  # name -> PGOPTIONS
@@ -61,22 +61,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="pgrig-ceiling-", dir="/tmp"))
-    home.chmod(0o755)
-    os.environ["PGRIG_HOME"] = str(home)
-    os.environ.pop("PGRIG_ARCHIVE", None)
-    try:
+    with scratch_home("pgrig-ceiling-", ENV):
         pgrig("env", "create", ENV, "--pg", a.pg, "--profile", "default")
         pgrig("db", "generate", ENV, "--scenario", "pgbench", "--scale", str(a.scale))
-        info = json.loads(pgrig("env", "show", ENV, "--json"))
-        libpq = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("PG")},
-            "PGHOST": "127.0.0.1",
-            "PGPORT": str(info["port"]),
-            "PGUSER": info.get("user", "postgres"),
-            "PGDATABASE": "pgrig",
-        }
-        bindir = Path(info["paths"]["bindir"])
+        libpq = client_env(ENV)
+        bindir = Path(Environment.load(ENV).bindir or "")
         tps: dict[str, list[float]] = collections.defaultdict(list)
         waits: collections.Counter[str] = collections.Counter()
         for r in range(a.rounds):
@@ -99,9 +88,6 @@ def main() -> None:
         print("wait profile of the defaults (share of active backends seen):")
         for event, n in waits.most_common(8):
             print(f"  {event:28s} {100 * n / seen:5.1f}%")
-    finally:
-        subprocess.run(["pgrig", "env", "destroy", ENV, "--yes"], capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def pgbench(
@@ -116,15 +102,16 @@ def pgbench(
     argv = [str(bindir / "pgbench"), "-n", "-b", "tpcb-like", "-c", str(a.clients), "-j", "2",
             "-T", str(a.duration)]  # fmt: skip
     stop = threading.Event()
-    sampler = threading.Thread(target=sample_waits, args=(psql, libpq, waits, stop))
+    sampler = None
     if waits is not None:
+        sampler = threading.Thread(target=sample_waits, args=(psql, libpq, waits, stop))
         sampler.start()
     out = subprocess.run(argv, env={**libpq, "PGOPTIONS": options}, text=True,
                          capture_output=True, check=True).stdout  # fmt: skip
     stop.set()
-    if waits is not None:
+    if sampler is not None:
         sampler.join()
-    return float(next(line.split()[2] for line in out.splitlines() if line.startswith("tps =")))
+    return pgbench_tps(out)
 
 
 def sample_waits(

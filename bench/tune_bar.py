@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from lab import scratch_home
 
 ENV = "bar"
 STUDY = "tune-bar"
@@ -45,28 +43,25 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the scratch home (and report)")
     a = ap.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="pgrig-tune-bar-", dir="/tmp"))
-    home.chmod(0o755)
-    os.environ["PGRIG_HOME"] = str(home)
-    os.environ.pop("PGRIG_ARCHIVE", None)
     t0 = time.monotonic()
     try:
-        pgrig("env", "create", ENV, "--pg", a.pg, "--profile", "default")
-        pgrig("db", "generate", ENV, "--scenario", "pgbench", "--scale", str(a.scale))
-        print(f"environment {ENV}: PostgreSQL {a.pg} defaults, pgbench scale {a.scale}", flush=True)
-        pgrig(
-            "tune", ENV, "--workload", "pgbench:tpcb", "--clients", str(a.clients),
-            "--threads", str(a.threads), "--trials", str(a.trials),
-            "--duration", f"{a.duration:g}s", "--confirm-repeats", str(a.confirm_repeats),
-            "--name", STUDY, "--format", "md",
-            stream=True,
-        )  # fmt: skip
-        verdicts(a)
-        print(f"report: {home / 'reports' / STUDY / (STUDY + '.md')}")
+        with scratch_home("pgrig-tune-bar-", ENV, keep=a.keep) as home:
+            pgrig("env", "create", ENV, "--pg", a.pg, "--profile", "default")
+            pgrig("db", "generate", ENV, "--scenario", "pgbench", "--scale", str(a.scale))
+            print(
+                f"environment {ENV}: PostgreSQL {a.pg} defaults, pgbench scale {a.scale}",
+                flush=True,
+            )
+            pgrig(
+                "tune", ENV, "--workload", "pgbench:tpcb", "--clients", str(a.clients),
+                "--threads", str(a.threads), "--trials", str(a.trials),
+                "--duration", f"{a.duration:g}s", "--confirm-repeats", str(a.confirm_repeats),
+                "--name", STUDY, "--format", "md",
+                stream=True,
+            )  # fmt: skip
+            verdicts(a)
+            print(f"report: {home / 'reports' / STUDY / (STUDY + '.md')}")
     finally:
-        subprocess.run(["pgrig", "env", "destroy", ENV, "--yes"], capture_output=True)
-        if not a.keep:
-            shutil.rmtree(home, ignore_errors=True)
         print(f"wall time {time.monotonic() - t0:.0f} s")
 
 
