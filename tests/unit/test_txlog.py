@@ -19,9 +19,11 @@ import pytest
 from pgrig.analysis import hdr
 from pgrig.analysis.txlog import (
     SCHEMA,
+    UNKNOWN,
     TxlogStream,
     TxlogSummary,
     complete_lines,
+    parse_chunk,
     parse_lines,
 )
 from pgrig.analysis.window import WindowPlan
@@ -202,6 +204,37 @@ def test_empty_and_unknown_word() -> None:
         b"0 1 weird 0 1795240218 1\n0 2 100 0 1795240218 2\n", has_lag=False, has_retries=False
     )
     assert df["status"].to_list() == [None, "ok"]
+
+
+@pytest.mark.parametrize(("major", "case", "has_lag", "has_retries"), CASES)
+def test_chunk_columns_equal_the_frame(
+    major: int, case: str, has_lag: bool, has_retries: bool
+) -> None:
+    """The stream's numpy columns (integer read for all-number chunks) say what parse_lines
+    says, on every captured log."""
+    for p in logs(major, case):
+        data = complete_lines(p.read_bytes())[0]
+        df = parse_lines(data, has_lag=has_lag, has_retries=has_retries)
+        c = parse_chunk(data, has_lag=has_lag, has_retries=has_retries)
+        codes = df["status"].to_physical().fill_null(UNKNOWN).to_list()
+        assert c.code.tolist() == codes
+        assert c.latency.tolist() == df["latency_us"].fill_null(0).to_list()
+        assert c.script.tolist() == df["script"].to_list()
+        assert c.end_us.tolist() == df["end_us"].to_list()
+        assert (c.lag is not None) == has_lag and (c.retries is not None) == has_retries
+        if c.lag is not None:
+            assert c.lag.tolist() == df["lag_us"].to_list()
+        if c.retries is not None:
+            assert c.retries.tolist() == df["retries"].to_list()
+
+
+def test_chunk_with_an_unknown_word_without_an_e() -> None:
+    c = parse_chunk(
+        b"0 1 odd 0 1795240218 1\n0 2 100 0 1795240218 2\n", has_lag=False, has_retries=False
+    )
+    assert c.code.tolist() == [UNKNOWN, 0] and c.latency.tolist() == [0, 100]
+    with pytest.raises(PgrigError, match="cannot parse pgbench log"):
+        parse_chunk(b"0 1 100 0 17952x0218 2\n", has_lag=False, has_retries=False)
 
 
 # --- the stream on real logs: the same figures as an exact whole-file computation -------------

@@ -5,12 +5,13 @@ where time_us may read `skipped`, `failed`, `serialization` or `deadlock`. pgben
 file per thread: <prefix>.<pid> and <prefix>.<pid>.<n>.
 
 `TxlogStream` takes the lines in chunks (whatever a reader found appended to a file), parses each
-chunk with polars and folds it into fixed-size state: per script and per part of the run
-(before, inside and after the measured window) the count of each status, retries, the latency
-moments and an HDR histogram (analysis/hdr.py: exact below 2 ms, within 0.05% above); per grid
-second (analysis/window.py) the counts and, until every thread has written past that second, a
-histogram for its percentiles. Nothing grows with the number of transactions; per second only
-one row of figures is kept. Results are the same whatever the chunking.
+chunk with polars (as plain integers when no line carries a word) and folds it with numpy into
+fixed-size state: per script and per part of the run (before, inside and after the measured window)
+the count of each status, retries, the latency moments and an HDR histogram (analysis/hdr.py: exact
+below 2 ms, within 0.05% above); per grid second (analysis/window.py) the counts and, until every
+thread has written past that second, a histogram for its percentiles. Nothing grows with the number
+of transactions; per second only one row of figures is kept. Results are the same whatever the
+chunking.
 
 Counts, means, standard deviations, maxima and lag are exact; latency percentiles are exact
 below 2,048 us and within 0.05% relative error above.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -61,11 +62,13 @@ _STATUS_LEVELS = pl.Series("status", list(STATUSES), dtype=STATUS)
 # parsing
 
 
-def _raw_schema(has_lag: bool, has_retries: bool) -> dict[str, pl.DataType]:
+def _raw_schema(
+    has_lag: bool, has_retries: bool, time: pl.DataType | None = None
+) -> dict[str, pl.DataType]:
     schema: dict[str, pl.DataType] = {
         "client": pl.Int32(),
         "txno": pl.Int64(),
-        "time": pl.Utf8(),
+        "time": time or pl.Utf8(),
         "script": pl.Int16(),
         "epoch_s": pl.Int64(),
         "epoch_us": pl.Int64(),
@@ -139,15 +142,97 @@ def parse_lines(
     """
     if not data:
         return pl.DataFrame(schema=SCHEMA)
-    schema = _raw_schema(has_lag, has_retries)
     check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
     try:
-        raw = pl.read_csv(data, separator=" ", has_header=False, schema=schema, quote_char=None)
+        raw = _read(data, _raw_schema(has_lag, has_retries))
         return raw.select(_columns(has_lag, has_retries))
     except pl.exceptions.PolarsError as e:
         text = str(e).strip()
         first_line = text.splitlines()[0] if text else type(e).__name__
         raise PgrigError(f"cannot parse pgbench log ({source}): {first_line}") from None
+
+
+def _read(
+    data: bytes, schema: dict[str, pl.DataType], columns: list[int] | None = None
+) -> pl.DataFrame:
+    return pl.read_csv(
+        data, separator=" ", has_header=False, schema=schema, quote_char=None, columns=columns
+    )
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Parsed lines as numpy columns: the stream's working form (numpy folds a chunk several
+    times cheaper than polars group-bys; bench/txlog_rate.py)."""
+
+    latency: np.ndarray  # int64 us; 0 unless ok
+    code: np.ndarray  # uint8: index in STATUSES, UNKNOWN for a word pgbench does not write
+    script: np.ndarray
+    end_us: np.ndarray
+    lag: np.ndarray | None  # int64 (with -R)
+    retries: np.ndarray | None  # int64 (with --max-tries other than 1)
+    bucket: np.ndarray | None = None  # hdr.bucket_index of latency (set by the stream)
+
+    def take(self, sel: np.ndarray | slice) -> _Chunk:
+        if isinstance(sel, slice):
+            return self
+
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[sel]
+
+        return _Chunk(
+            latency=self.latency[sel],
+            code=self.code[sel],
+            script=self.script[sel],
+            end_us=self.end_us[sel],
+            lag=pick(self.lag),
+            retries=pick(self.retries),
+            bucket=pick(self.bucket),
+        )
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.code == OK
+
+
+UNKNOWN = len(STATUSES)
+# Every word pgbench writes instead of a latency has an "e": a one-byte search (memchr) tells
+# the usual all-number chunk; a word without one fails the integer read and takes the other way.
+assert all("e" in word for word in STATUSES[1:])
+
+
+def parse_chunk(
+    data: bytes, *, has_lag: bool, has_retries: bool, source: str = "pgbench log"
+) -> _Chunk:
+    """Complete log lines -> numpy columns. Lines that are all numbers (the usual chunk) are
+    read as integers, without the columns the figures do not use; a chunk with a word in it
+    takes parse_lines' way."""
+    if b"e" not in data:
+        check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
+        extra = [6] * has_lag + [6 + has_lag] * has_retries
+        try:
+            raw = _read(data, _raw_schema(has_lag, has_retries, pl.Int64()), [2, 3, 4, 5, *extra])
+        except pl.exceptions.PolarsError:
+            pass  # a word pgbench does not write, or a broken line: parse_lines tells which
+        else:
+            latency = raw["time"].to_numpy()
+            return _Chunk(
+                latency=latency,
+                code=np.zeros(latency.size, np.uint8),
+                script=raw["script"].to_numpy(),
+                end_us=raw["epoch_s"].to_numpy() * 1_000_000 + raw["epoch_us"].to_numpy(),
+                lag=raw["lag_us"].to_numpy() if has_lag else None,
+                retries=raw["retries"].to_numpy() if has_retries else None,
+            )
+    df = parse_lines(data, has_lag=has_lag, has_retries=has_retries, source=source)
+    return _Chunk(
+        latency=df["latency_us"].fill_null(0).to_numpy(),
+        code=df["status"].to_physical().fill_null(UNKNOWN).cast(pl.UInt8).to_numpy(),
+        script=df["script"].to_numpy(),
+        end_us=df["end_us"].to_numpy(),
+        lag=df["lag_us"].to_numpy() if has_lag else None,
+        retries=df["retries"].to_numpy() if has_retries else None,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -179,6 +264,26 @@ class _Totals:
         self.m2 += m2 + delta * delta * self.n * n / total
         self.n = total
         self.max_us = _max(self.max_us, max_us)
+
+    def add(self, c: _Chunk) -> None:
+        """Fold the lines of one script and part."""
+        self.status += np.bincount(c.code, minlength=UNKNOWN + 1)[: len(STATUSES)]
+        if c.retries is not None:
+            self.retried += int(np.count_nonzero(c.retries > 0))
+            self.retries += int(c.retries.sum())
+        ok = c.ok
+        lat = c.latency[ok]
+        if lat.size == 0:
+            return
+        mean = float(lat.mean())
+        self.add_moments(lat.size, mean, float(np.square(lat - mean).sum()), int(lat.max()))
+        assert c.bucket is not None
+        self.hist = hdr.add(self.hist, c.bucket[ok])
+        if c.lag is not None:
+            lag = c.lag[ok]
+            self.lag_n += lag.size
+            self.lag_sum += int(lag.sum())
+            self.lag_max = _max(self.lag_max, int(lag.max()))
 
     def merge(self, other: _Totals) -> None:
         self.status += other.status
@@ -218,15 +323,28 @@ class _Second:
     failed: int = 0
     skipped: int = 0
     max_us: int | None = None
-    parts: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)  # (index, count)
+    hist: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ok latencies
     quantiles: dict[str, float | None] | None = None  # set when closed
 
+    def add(self, c: _Chunk) -> int:
+        """Fold the lines that ended in this second; returns how many came after it closed."""
+        by_status = np.bincount(c.code, minlength=UNKNOWN + 1)
+        n_ok = int(by_status[OK])
+        self.ok += n_ok
+        self.failed += int(sum(by_status[k] for k in FAILED_CODES))
+        self.skipped += int(by_status[SKIPPED])
+        late = int(by_status[: len(STATUSES)].sum()) if self.quantiles is not None else 0
+        if n_ok:
+            ok = c.ok
+            self.max_us = _max(self.max_us, int(c.latency[ok].max()))
+            if self.quantiles is None:
+                assert c.bucket is not None
+                self.hist = hdr.add(self.hist, c.bucket[ok])
+        return late
+
     def close(self) -> None:
-        counts = np.zeros(0, np.int64)
-        for index, weight in self.parts:
-            counts = hdr.add(counts, index, weight)
-        self.quantiles = hdr.quantiles(counts, SERIES_QUANTILES)
-        self.parts = []
+        self.quantiles = hdr.quantiles(self.hist, SERIES_QUANTILES)
+        self.hist = np.zeros(0, np.int64)
 
 
 # Parts of a -T run, by end time. Window seconds are kept apart ("pending", keyed by their grid
@@ -332,115 +450,52 @@ class TxlogStream:
             return
         for source, data in chunks:  # every file has this run's fields
             check_fields(data, **self._format, source=source)
-        df = parse_lines(b"".join(d for _, d in chunks), **self._format, source=chunks[0][0])
+        lines = parse_chunk(b"".join(d for _, d in chunks), **self._format, source=chunks[0][0])
         with self._lock:
             for source, data in chunks:  # a thread writes its lines in end-time order
                 last = _end_of_last_line(data)
                 self._horizon[source] = max(self._horizon.get(source, last), last)
-            self._fold(df)
+            self._fold(lines)
 
     @property
     def _format(self) -> dict[str, bool]:
         return {"has_lag": self.has_lag, "has_retries": self.has_retries}
 
-    def _fold(self, df: pl.DataFrame) -> None:
-        self.lines += df.height
-        ok = pl.col("status") == "ok"
-        span = df.select(
-            pl.col("end_us").min().alias("first_end"),
-            pl.col("end_us").max().alias("last_end"),
-            (pl.col("end_us") - pl.col("latency_us")).filter(ok).min().alias("start"),
-        ).row(0, named=True)
-        self._first_end = _min(self._first_end, span["first_end"])
-        self._last_end = _max(self._last_end, span["last_end"])
-        self._first_start_ok = _min(self._first_start_ok, span["start"])
-
-        second = ((pl.col("end_us") - self.origin_us) // US).alias("second")
-        frame = df.with_columns(
-            second,
-            pl.col("status").to_physical().alias("code"),
-            self._part_expr().alias("part"),
-        )
-        ok_lat = frame.filter(ok)["latency_us"].to_numpy()
-        ok_frame = frame.filter(ok).with_columns(pl.Series("bucket", hdr.bucket_index(ok_lat)))
-        self._fold_totals(frame, ok_frame)
-        self._fold_seconds(frame, ok_frame)
+    def _fold(self, c: _Chunk) -> None:
+        self.lines += c.code.size
+        ok = c.ok
+        self._first_end = _min(self._first_end, int(c.end_us.min()))
+        self._last_end = _max(self._last_end, int(c.end_us.max()))
+        if ok.any():
+            self._first_start_ok = _min(
+                self._first_start_ok, int((c.end_us[ok] - c.latency[ok]).min())
+            )
+        c = replace(c, bucket=hdr.bucket_index(c.latency))
+        for part, in_part in _groups(self._part_of(c.end_us)):
+            lines = c.take(in_part)
+            for script, of_script in _groups(lines.script):
+                self._cell(part, script).add(lines.take(of_script))
+        for second, in_second in _groups((c.end_us - self.origin_us) // US):
+            if second not in self._seconds:
+                self._seconds[second] = _Second()
+                self._open.add(second)
+            self.late_lines += self._seconds[second].add(c.take(in_second))
         if self._window_start_us is None and (self._totals.get(PRE) or self._can_resolve()):
             self._resolve_start()
         self._close_seconds()
 
-    def _part_expr(self) -> pl.Expr:
+    def _part_of(self, end_us: np.ndarray) -> np.ndarray:
+        """The part of the run (PRE, WINDOW, POST, or a pending window second) of each line."""
         if self._bounds is None:
-            return pl.lit(WINDOW, pl.Int64)
+            return np.full(end_us.size, WINDOW, np.int64)
         w0 = self._window_start_us if self._window_start_us is not None else self._bounds[0]
         w1 = max(self._bounds[1], w0)
-        end = pl.col("end_us")
-        inside = pl.lit(WINDOW, pl.Int64)
-        if self._window_start_us is None:  # window seconds stay apart until the start is known
-            inside = (end - self.origin_us) // US
-        return pl.when(end < w0).then(PRE).when(end < w1).then(inside).otherwise(POST)
-
-    def _fold_totals(self, frame: pl.DataFrame, ok_frame: pl.DataFrame) -> None:
-        keys = ["part", "script"]
-        code = pl.col("code")
-        counts = frame.group_by(keys).agg(
-            *[(code == k).sum().alias(name) for k, name in enumerate(STATUSES)],
-            (pl.col("retries") > 0).sum().alias("retried"),
-            pl.col("retries").sum().alias("retries"),
-        )
-        lat = pl.col("latency_us")
-        moments = ok_frame.group_by(keys).agg(
-            pl.len().alias("n"),
-            lat.mean().alias("mean"),
-            ((lat - lat.mean()) ** 2).sum().alias("m2"),
-            lat.max().alias("max"),
-            pl.col("lag_us").count().alias("lag_n"),
-            pl.col("lag_us").sum().alias("lag_sum"),
-            pl.col("lag_us").max().alias("lag_max"),
-        )
-        hist = ok_frame.group_by([*keys, "bucket"]).len()
-        for part, script, *by_status, retried, total in counts.iter_rows():
-            t = self._cell(part, script)
-            t.status += np.asarray(by_status, dtype=np.int64)
-            t.retried += retried or 0
-            t.retries += total or 0
-        for part, script, n, mean, m2, mx, lag_n, lag_sum, lag_max in moments.iter_rows():
-            t = self._cell(part, script)
-            t.add_moments(n, mean, m2, mx)
-            t.lag_n += lag_n
-            t.lag_sum += lag_sum or 0
-            t.lag_max = _max(t.lag_max, lag_max)
-        for (part, script), group in hist.partition_by(keys, as_dict=True).items():
-            t = self._cell(part, script)
-            t.hist = hdr.add(t.hist, group["bucket"].to_numpy(), group["len"].to_numpy())
+        # window seconds stay apart until the start is known
+        inside = WINDOW if self._window_start_us is not None else (end_us - self.origin_us) // US
+        return np.where(end_us < w0, PRE, np.where(end_us < w1, inside, POST))
 
     def _cell(self, part: int, script: int) -> _Totals:
         return self._totals.setdefault(part, {}).setdefault(script, _Totals())
-
-    def _fold_seconds(self, frame: pl.DataFrame, ok_frame: pl.DataFrame) -> None:
-        code = pl.col("code")
-        per_second = frame.group_by("second").agg(
-            (code == OK).sum().alias("ok"),
-            code.is_in(FAILED_CODES).sum().alias("failed"),
-            (code == SKIPPED).sum().alias("skipped"),
-            pl.col("latency_us").max().alias("max"),
-        )
-        for second, n_ok, n_failed, n_skipped, mx in per_second.iter_rows():
-            if second not in self._seconds:
-                self._seconds[second] = _Second()
-                self._open.add(second)
-            s = self._seconds[second]
-            s.ok += n_ok
-            s.failed += n_failed
-            s.skipped += n_skipped
-            s.max_us = _max(s.max_us, mx)
-            if s.quantiles is not None:
-                self.late_lines += n_ok + n_failed + n_skipped
-        hist = ok_frame.group_by("second", "bucket").len()
-        for (second,), group in hist.partition_by("second", as_dict=True).items():
-            s = self._seconds[second]
-            if s.quantiles is None:
-                s.parts.append((group["bucket"].to_numpy(), group["len"].to_numpy()))
 
     # --- closing seconds and deciding the window start ------------------------------------------
     def _close_limit(self) -> int | None:
@@ -587,6 +642,19 @@ class TxlogStream:
                 out[k].append(_ms(q.get(k)))
             out["max"].append(_ms(s.max_us))
         return out
+
+
+def _groups(key: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
+    """(value, selector) per distinct value of key; a chunk is usually one part, one script
+    and one or two seconds, so the common case costs a min and a max."""
+    if key.size == 0:
+        return []
+    lo, hi = int(key.min()), int(key.max())
+    if lo == hi:
+        return [(lo, slice(None))]
+    # a few consecutive seconds: a count finds them without sorting
+    values = np.flatnonzero(np.bincount(key - lo)) + lo if hi - lo < 4096 else np.unique(key)
+    return [(int(v), key == v) for v in values]
 
 
 def _end_of_last_line(data: bytes) -> int:
