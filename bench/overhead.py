@@ -1,12 +1,22 @@
 """Harness overhead: raw pgbench against `pgrig run` with the samplers on, interleaved.
 
     python bench/overhead.py [--env bench-overhead] [--pg 18] [--rounds 5] [--duration 30]
+                             [--split] [--client-cpus 1]
 
 Creates (or reuses) an environment, generates pgbench data, turns its insights layer off (its
 cost is measured by bench/insights_overhead.py; --insights keeps it), then alternates
 `pgbench -S -c 8 -j 2 -T 30` and `pgrig run --workload pgbench:select-only -c 8 -j 2
 --duration 30` in ABBA order, and prints each pair and the median ratio pgrig/raw (the bar:
 >= 0.97).
+
+--split adds a third arm, raw pgbench with pgrig's logging options (`-l` on tmpfs, `-P 1`, no
+pgrig), and prints the split: what pgbench pays for its per-transaction log (log/raw) and what
+pgrig's own process and samplers add on top (pgrig/log).
+
+--client-cpus pins pgbench in both arms (`taskset -c` for raw pgbench, pgrig's own
+--client-cpus): on a small VM, where pgbench's threads land against the backends decides
+between throughput states up to 15% apart from one run to the next, and pinning fixes that
+state, so the pairs measure the harness rather than the scheduler's draw.
 """
 
 from __future__ import annotations
@@ -14,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
-from abba import interleave
+from abba import interleave, rotate, summarize
 from lab import client_env, pgbench_tps
 
 
@@ -44,6 +56,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--client-cpus", help="pin pgbench to these CPUs in every arm (e.g. 1)")
+    ap.add_argument("--split", action="store_true", help="also raw pgbench with -l -P 1")
     ap.add_argument(
         "--insights",
         action="store_true",
@@ -59,18 +73,38 @@ def main() -> None:
     info = json.loads(sh(["pgrig", "env", "show", args.env, "--json"]))
     pgbench = os.path.join(info["paths"]["bindir"], "pgbench")
     libpq = client_env(args.env)
+    scratch = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
-    def raw_tps() -> float:
-        out = sh([pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(args.duration)], libpq)
-        return pgbench_tps(out)
+    pin = ["taskset", "-c", args.client_cpus] if args.client_cpus else []
+    if args.client_cpus:
+        print(f"pgbench pinned to CPUs {args.client_cpus} in both arms", flush=True)
+
+    def raw_tps(logged: bool = False) -> float:
+        argv = [*pin, pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(args.duration)]
+        if not logged:
+            return pgbench_tps(sh(argv, libpq))
+        work = tempfile.mkdtemp(prefix="pgrig-bench-log-", dir=scratch)
+        try:  # what pgrig adds to pgbench's command line, the log on tmpfs as pgrig puts it
+            return pgbench_tps(sh([*argv, "-l", f"--log-prefix={work}/txlog", "-P", "1"], libpq))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def pgrig_tps() -> float:
         argv = ["pgrig", "run", args.env, "--workload", "pgbench:select-only", "--clients", "8",
                 "--threads", "2", "--duration", str(args.duration), "--json",
                 "--tag", "bench=overhead"]  # fmt: skip
+        if args.client_cpus:
+            argv += ["--client-cpus", args.client_cpus]
         return float(json.loads(sh(argv))["tps"])
 
-    interleave(raw_tps, pgrig_tps, args.rounds, ("raw pgbench", "pgrig"))
+    if not args.split:
+        interleave(raw_tps, pgrig_tps, args.rounds, ("raw pgbench", "pgrig"))
+        return
+    arms = {"raw": raw_tps, "log": lambda: raw_tps(logged=True), "pgrig": pgrig_tps}
+    res = rotate(arms, args.rounds)
+    for a, b, bar in (("raw", "pgrig", 0.97), ("raw", "log", None), ("log", "pgrig", None)):
+        ratios = [y / x for x, y in zip(res[a], res[b], strict=True)]
+        summarize(ratios, f"{b}/{a}", bar)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,19 @@ def test_pgbench_child_dies_with_a_killed_pgrig(tmp_path: Path) -> None:
         pytest.fail("the child outlived its killed parent")
 
 
+def test_the_run_loop_sees_pgbench_exit_and_leaves_no_descriptor(tmp_path: Path) -> None:
+    from pgrig.load.process import PgbenchProcess
+
+    fds = len(os.listdir("/proc/self/fd"))
+    p = PgbenchProcess(["sleep", "0.3"], env={}, cwd=tmp_path, stdout_path=tmp_path / "out")
+    assert p.running_after(0.01)  # still sleeping
+    while p.running_after(1.0):  # the runner's loop: ends once the child has exited
+        pass
+    assert p.poll() == 0 and not p.running_after(1.0)
+    assert p.wait() == 0
+    assert len(os.listdir("/proc/self/fd")) == fds  # stdout file, stderr pipe and pidfd closed
+
+
 def test_sigterm_of_the_cli_raises_terminated_once() -> None:
     """The CLI's handler: the first SIGTERM interrupts, a second one during cleanup does not."""
     child = _python("""

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +54,7 @@ class PgbenchProcess:
             start_new_session=True,  # Ctrl-C reaches pgrig, which then stops pgbench itself
             preexec_fn=die_with_parent,  # kill -9 of pgrig: the kernel stops pgbench too
         )
+        self._pidfd: int | None = None
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
 
@@ -71,11 +74,35 @@ class PgbenchProcess:
     def poll(self) -> int | None:
         return self.proc.poll()
 
+    def running_after(self, seconds: float) -> bool:
+        """Wait up to `seconds`; False as soon as pgbench has exited. A pidfd wakes pgrig once,
+        at the exit (Popen.wait(timeout) would poll 20 times a second beside the load)."""
+        if self.proc.poll() is not None:
+            return False
+        if self._pidfd is None:
+            try:
+                self._pidfd = os.pidfd_open(self.proc.pid)
+            except OSError:  # a kernel without pidfds
+                self._pidfd = -1
+        if self._pidfd < 0:
+            time.sleep(seconds)
+        else:
+            select.select([self._pidfd], [], [], seconds)
+        return self.proc.poll() is None
+
     def wait(self, timeout: float | None = None) -> int:
         rc = self.proc.wait(timeout)
         self._reader.join(timeout=5)
         self._stdout_file.close()
+        self._close_descriptors()
         return rc
+
+    def _close_descriptors(self) -> None:
+        if self._pidfd is not None and self._pidfd >= 0:
+            os.close(self._pidfd)
+        self._pidfd = -1
+        if self.proc.stderr is not None and not self._reader.is_alive():
+            self.proc.stderr.close()  # read to its end by the reader thread
 
     def interrupt(self, grace_s: float = 5.0) -> int:
         """Stop pgbench: SIGINT, then SIGKILL for the whole group if it lingers."""
@@ -100,3 +127,4 @@ class PgbenchProcess:
                 self.wait(5)
         if not self._stdout_file.closed:
             self._stdout_file.close()
+        self._close_descriptors()

@@ -373,8 +373,7 @@ def _measure(
         _track_client(os_sampler, proc.pid)
         ctx = view if live else contextlib.nullcontext(view)
         with ctx:
-            while proc.poll() is None:
-                time.sleep(1.0)
+            while proc.running_after(1.0):
                 p95 = stream.live()[1]  # of the latest whole second the log reader closed
                 if live:
                     tps = progress_points[-1].tps if progress_points else None
