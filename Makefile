@@ -13,9 +13,9 @@ test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
 	$(PYTHON) -m ruff check src tests bench scripts
 	$(PYTHON) -m mypy
-	# Most tests wait on real servers and pgbench runs: three at a time. The few that judge the
+	# Most tests wait on real servers and pgbench runs: four at a time. The few that judge the
 	# host's noise (drift, verdicts, the busy-host warning) then run alone on a quiet host.
-	$(PYTHON) -m pytest -q -p no:cacheprovider -n 3 --dist loadfile -m "not quiet_host"
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile -m "not quiet_host"
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m quiet_host
 
 lint:

@@ -48,7 +48,7 @@ scale = 1
 workload = "pgbench:tpcb-like"
 clients = 1
 threads = 1
-duration = "5s"
+duration = "3s"
 warmup = "1s"
 
 [[iterations]]
