@@ -1,11 +1,11 @@
 """Harness overhead: raw pgbench against `pgrig run` with the samplers on, interleaved.
 
     python bench/overhead.py [--env bench-overhead] [--pg 18] [--rounds 5] [--duration 30]
-                             [--split] [--client-cpus 1]
+                             [--split] [--client-cpus 1] [--builtin select-only]
 
 Creates (or reuses) an environment, generates pgbench data, turns its insights layer off (its
 cost is measured by bench/insights_overhead.py; --insights keeps it), then alternates
-`pgbench -S -c 8 -j 2 -T 30` and `pgrig run --workload pgbench:select-only -c 8 -j 2
+`pgbench -b select-only -c 8 -j 2 -T 30` and `pgrig run --workload pgbench:select-only -c 8 -j 2
 --duration 30` in ABBA order, and prints each pair and the median ratio pgrig/raw (the bar:
 >= 0.97).
 
@@ -17,6 +17,9 @@ pgrig's own process and samplers add on top (pgrig/log).
 --client-cpus): on a small VM, where pgbench's threads land against the backends decides
 between throughput states up to 15% apart from one run to the next, and pinning fixes that
 state, so the pairs measure the harness rather than the scheduler's draw.
+
+--builtin picks pgbench's built-in script (select-only, the default, is the worst case: the
+most transactions per second, so the most per-transaction logging per second).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=10)
     ap.add_argument("--client-cpus", help="pin pgbench to these CPUs in every arm (e.g. 1)")
     ap.add_argument("--split", action="store_true", help="also raw pgbench with -l -P 1")
+    ap.add_argument("--builtin", default="select-only", help="pgbench's built-in script")
     ap.add_argument(
         "--insights",
         action="store_true",
@@ -80,7 +84,8 @@ def main() -> None:
         print(f"pgbench pinned to CPUs {args.client_cpus} in both arms", flush=True)
 
     def raw_tps(logged: bool = False) -> float:
-        argv = [*pin, pgbench, "-n", "-S", "-c", "8", "-j", "2", "-T", str(args.duration)]
+        argv = [*pin, pgbench, "-n", "-b", args.builtin, "-c", "8", "-j", "2",
+                "-T", str(args.duration)]  # fmt: skip
         if not logged:
             return pgbench_tps(sh(argv, libpq))
         work = tempfile.mkdtemp(prefix="pgrig-bench-log-", dir=scratch)
@@ -90,7 +95,7 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
     def pgrig_tps() -> float:
-        argv = ["pgrig", "run", args.env, "--workload", "pgbench:select-only", "--clients", "8",
+        argv = ["pgrig", "run", args.env, "--workload", f"pgbench:{args.builtin}", "--clients", "8",
                 "--threads", "2", "--duration", str(args.duration), "--json",
                 "--tag", "bench=overhead"]  # fmt: skip
         if args.client_cpus:
