@@ -83,7 +83,12 @@ def main() -> None:
     if args.client_cpus:
         print(f"pgbench pinned to CPUs {args.client_cpus} in both arms", flush=True)
 
+    psql = os.path.join(info["paths"]["bindir"], "psql")
+
     def raw_tps(logged: bool = False) -> float:
+        # pgrig starts every run from a CHECKPOINT; so does raw pgbench here, or a write
+        # workload would compare runs with and without full-page writes of every first touch
+        sh([psql, "-X", "-q", "-c", "CHECKPOINT"], libpq)
         argv = [*pin, pgbench, "-n", "-b", args.builtin, "-c", "8", "-j", "2",
                 "-T", str(args.duration)]  # fmt: skip
         if not logged:
