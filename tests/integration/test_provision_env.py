@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 
@@ -112,6 +113,35 @@ def test_create_show_list_psql_stop_start_destroy(pgrig_home: Path, pg15: tuple[
     assert not env.dir.exists()
     assert postmaster.pid(env) is None
     one_line_error(cli("env", "show", "lab"), "'lab' does not exist")
+
+
+def test_destroying_a_crashed_server_frees_its_shared_memory(pgrig_home: Path) -> None:
+    """A postmaster killed with -9 leaves its System V block and /dev/shm segments; PostgreSQL
+    frees them only when a server starts on the same directory, so destroy must do that."""
+    ok("env", "create", "crash", "--pg", "15")
+    env = Environment.load("crash")
+    lock = (env.datadir / "postmaster.pid").read_text().splitlines()
+    shmid = lock[6].split()[1]
+    server = [psutil.Process(int(lock[0]))]
+    server += server[0].children()
+    segments = {
+        m.path for p in server for m in p.memory_maps() if m.path.startswith("/dev/shm/PostgreSQL.")
+    }
+    assert segments, "no dynamic shared memory segment seen"
+    server[0].kill()
+    _, alive = psutil.wait_procs(server, timeout=15)
+    assert not alive, "the crashed server's processes did not exit"
+    assert shmid in sysv_segments() and all(Path(s).exists() for s in segments)  # the leak
+
+    proc = ok("env", "destroy", "crash", "--yes")
+    assert "warning" not in proc.stderr, proc.stderr
+    assert shmid not in sysv_segments()
+    assert not [s for s in segments if Path(s).exists()]
+
+
+def sysv_segments() -> set[str]:
+    rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {row.split()[1] for row in rows}
 
 
 def test_bad_inputs_fail_in_one_line_and_change_nothing(

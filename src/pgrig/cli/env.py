@@ -106,7 +106,9 @@ def destroy(
     env_dir = environment.Environment(name=name).dir
     if env_dir.is_dir():  # a damaged environment can still be destroyed
         env_lock.refuse_if_busy(env_dir, name, "env destroy", force)
-    env = cluster.destroy_environment(name)
+    env = cluster.destroy_environment(
+        name, say=lambda msg: err_console().print(msg, highlight=False)
+    )
     what = "forgot" if env is not None and not env.managed else "destroyed"
     err_console().print(f"{what} {name}", highlight=False)
 

@@ -162,12 +162,12 @@ def create_environment(
         _build(env, auto_port=port is None, say=say)
         catalog.enrich(bindir, cat, env.conninfo("postgres"))
     except postmaster.StartError as e:
-        _remove(env)
+        _remove(env, say)
         raise PgrigError(
             f"server did not start with these settings: {e.reason} (environment not created)"
         ) from None
     except BaseException:
-        _remove(env)
+        _remove(env, say)
         raise
     say(f"created {name} (PostgreSQL {version}, port {env.port}) in {time.monotonic() - t0:.1f} s")
     return env
@@ -227,7 +227,7 @@ def _create_database(env: Environment, dbname: str) -> None:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
 
 
-def _remove(env: Environment) -> None:
+def _remove(env: Environment, say: Progress | None = None) -> None:
     """Stop (immediately) and delete everything of an environment."""
     _stop_pooler(env)
     if env.managed and postmaster.pid(env) is not None:
@@ -238,10 +238,13 @@ def _remove(env: Environment) -> None:
             if server is not None:
                 server.signal(signal.SIGKILL)
                 server.wait_gone(5.0)
+    left = postmaster.release_crashed_memory(env)  # a server killed before, or just now
+    if left is not None and say is not None:
+        say(f"warning: {left}")
     shutil.rmtree(env.dir, ignore_errors=True)
 
 
-def destroy_environment(name: str) -> Environment | None:
+def destroy_environment(name: str, say: Progress | None = None) -> Environment | None:
     """Stop and delete an environment (external ones only forget the DSN)."""
     check_name(name)
     d = paths.envs_dir() / name
@@ -253,9 +256,9 @@ def destroy_environment(name: str) -> Environment | None:
     try:
         env = Environment.load(name)
     except DamagedEnvironment:  # env.json unreadable: its server is found by its pid file
-        _remove(Environment(name=name))
+        _remove(Environment(name=name), say)
         return None
-    _remove(env)
+    _remove(env, say)
     return env
 
 

@@ -147,9 +147,7 @@ def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
         return
     if Daemon.find(old_pid, POSTGRES) is not None:
         return  # a real postmaster: let pg_ctl report it
-    shmid = None
-    if len(lines) >= 7 and len(lines[6].split()) == 2:
-        shmid = lines[6].split()[1]
+    shmid = _lock_shmid(lock)
     deadline = time.monotonic() + timeout
     while shmid is not None and _shm_attached(shmid) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -162,16 +160,62 @@ def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
 
 
 def _shm_attached(shmid: str) -> bool:
-    """nattch of a System V segment from /proc/sysvipc/shm (False when it is gone)."""
+    """Whether processes still use a System V segment (False when it is gone)."""
+    return bool(_shm_nattch(shmid))
+
+
+def _shm_nattch(shmid: str) -> int | None:
+    """nattch of a System V segment from /proc/sysvipc/shm; None when there is no such one."""
     try:
         rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
     except OSError:
-        return False
+        return None
     for row in rows:
         cols = row.split()
         if len(cols) > 6 and cols[1] == shmid:
-            return int(cols[6]) > 0
-    return False
+            return int(cols[6])
+    return None
+
+
+def _lock_shmid(lock: Path) -> str | None:
+    """The System V segment id on line 7 of postmaster.pid ("key id"), if any."""
+    try:
+        fields = lock.read_text().splitlines()[6].split()
+    except (OSError, IndexError):
+        return None
+    return fields[1] if len(fields) == 2 else None
+
+
+def release_crashed_memory(env: Environment, timeout: float = 60) -> str | None:
+    """Free the shared memory of a postmaster that was killed (-9, OOM killer) before its data
+    directory is deleted; None when nothing is left, else what is and how to free it.
+
+    PostgreSQL frees a dead server's System V block, and the /dev/shm segments it lists, when
+    the next server starts on the same data directory (it finds the block by the directory's
+    inode), and never otherwise: deleting the directory of a crashed server leaks both for good.
+    A single-user backend (no port, no listener) does that start: it frees them, recovers and
+    stops.
+    """
+    lock = env.datadir / "postmaster.pid"
+    if not env.managed or is_running(env) or not lock.exists():
+        return None
+    shmid = _lock_shmid(lock)
+    if shmid is None or _shm_nattch(shmid) is None:
+        return None  # nothing of the dead server is left
+    try:
+        _clear_stale_lock(env)
+        osuser.run_as_server(
+            [env.binary("postgres"), "--single", "-D", str(env.datadir), "postgres"],
+            timeout=timeout,
+        )
+    except PgrigError:
+        pass  # said below, by what is left
+    if _shm_nattch(shmid) is None:
+        return None
+    return (
+        f"the crashed server's shared memory could not be freed: `ipcrm -m {shmid}` "
+        "(and its PostgreSQL.* files in /dev/shm) once nothing uses it"
+    )
 
 
 def wait_ready(env: Environment, timeout: float = 30) -> None:
