@@ -139,6 +139,36 @@ def test_destroying_a_crashed_server_frees_its_shared_memory(pgrig_home: Path) -
     assert not [s for s in segments if Path(s).exists()]
 
 
+def test_a_port_taken_between_choice_and_start_is_chosen_again(
+    make_env: Callable[..., Environment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (or a client's ephemeral port) takes the chosen port just before the
+    postmaster binds it: the real server fails ("could not create any TCP/IP sockets") and
+    create takes the next free port."""
+    real_start = postmaster.start
+    taken: list[socket.socket] = []
+
+    def start_after_someone_took_the_port(env: Environment, timeout: int = 60) -> bool:
+        if not taken:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as free_port() checks
+            s.bind(("127.0.0.1", env.port or 0))
+            s.listen()
+            taken.append(s)
+        return real_start(env, timeout)
+
+    monkeypatch.setattr(postmaster, "start", start_after_someone_took_the_port)
+    try:
+        env = make_env("race", "15")
+        lost = taken[0].getsockname()[1]
+    finally:
+        for s in taken:
+            s.close()
+    assert env.port != lost
+    assert Environment.load("race").port == env.port
+    assert show(env, "port") == str(env.port)
+
+
 def sysv_segments() -> set[str]:
     rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
     return {row.split()[1] for row in rows}

@@ -203,8 +203,11 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
             postmaster.start(env)
             break
         except PgrigError as e:
-            # another process may have taken the automatically chosen port meanwhile
-            if not auto_port or attempt == 2 or "already in use" not in str(e).lower():
+            # another process may have taken the automatically chosen port meanwhile (a
+            # client's ephemeral port too): the log's FATAL line is "could not create any
+            # TCP/IP sockets", after a LOG line "... Address already in use"
+            lost = ("already in use", "could not create any tcp/ip sockets")
+            if not auto_port or attempt == 2 or not any(w in str(e).lower() for w in lost):
                 raise
             env.port = free_port(exclude=[env.port or 0])
             config.write_conf(env, run={})
