@@ -14,7 +14,9 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Under pytest-xdist each worker picks managed servers' ports from a range of its own, so two
-# workers never race for the same free port (modules with their own range set it themselves).
+# workers never race for the same free port (modules with their own range set it themselves:
+# 26300-27049, one range per module). Every range stays below the kernel's ephemeral ports
+# (32768-60999), where any client connection of a parallel test could hold a chosen port.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER.startswith("gw") and "PGRIG_PORT_RANGE" not in os.environ:
     _first = 30000 + 500 * int(_WORKER[2:])

@@ -22,7 +22,7 @@ from pgrig.archive.records import RunRecord
 from pgrig.archive.store import SCHEMA_HEAD, Archive
 from pgrig.errors import PgrigError
 
-PORTS = range(56440, 56500)
+PORTS = range(26440, 26500)
 USER, PASSWORD = "pgrig_archive", "s3cret-Pa55"
 
 pytestmark = [

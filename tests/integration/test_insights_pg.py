@@ -1,6 +1,6 @@
 """Insights against real servers: statements, plans, misestimates, plan changes, log digest.
 
-Managed environments in a scratch pgrig home on ports 56850-56899 (PGRIG_PORT_RANGE), real
+Managed environments in a scratch pgrig home on ports 26850-26899 (PGRIG_PORT_RANGE), real
 pgbench, real auto_explain and pg_stat_statements (pgrig's insights layer loads them).
 The bars of issue 11:
 - TPC-C with --stock-level hammerdb: the Stock-Level plan is flagged on order_line; with the
@@ -23,7 +23,7 @@ import servers
 from servers import pgrig
 
 pytestmark = pytest.mark.integration
-PORTS = "56850-56899"
+PORTS = "26850-26899"
 
 
 @pytest.fixture(scope="module")

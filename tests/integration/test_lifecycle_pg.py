@@ -21,7 +21,7 @@ import pytest
 import servers
 from servers import PG15, pgrig
 
-PORTS = range(57000, 57050)
+PORTS = range(27000, 27050)
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,6 +1,6 @@
 """Samplers against real PostgreSQL servers: load, wait events, snapshots, a crash, PG 17+.
 
-Servers run as OS user postgres under /tmp on ports 56300-56389, listen on 127.0.0.1 only
+Servers run as OS user postgres under /tmp on ports 26300-26389, listen on 127.0.0.1 only
 and are always removed, even when a test fails half-way.
 """
 
@@ -29,7 +29,7 @@ from pgrig.metrics.sampler import Sampler, window_summary
 
 pytestmark = pytest.mark.integration
 
-PORTS = range(56300, 56390)
+PORTS = range(26300, 26390)
 
 
 class Server(servers.Server):

@@ -2,7 +2,7 @@
 per-transaction figures equal to an exact computation over the kept log (real pgbench, PG15).
 
 Managed environments pick their own ports; this module needs no port range of its own
-(56700-56749 is reserved for it should it start servers.Server clusters).
+(26950-26999 is reserved for it should it start servers.Server clusters).
 """
 
 from __future__ import annotations

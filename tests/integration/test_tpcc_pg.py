@@ -1,6 +1,6 @@
 """TPC-C against real servers: load, initial state, a 60 s run, consistency, fidelity.
 
-Servers run as OS user postgres under /tmp on ports 56500-56599, listen on 127.0.0.1 only,
+Servers run as OS user postgres under /tmp on ports 26500-26599, listen on 127.0.0.1 only,
 run with fsync=off (correctness tests, not performance) and are always removed.
 The 60 s run (W=2, 16 clients) is the slow part of this module; everything else is seconds.
 """
@@ -27,7 +27,7 @@ from pgrig.workloads.tpcc import loader, scripts, sql
 
 pytestmark = pytest.mark.integration
 
-PORTS = range(56500, 56600)
+PORTS = range(26500, 26600)
 
 
 def _pg18() -> Path | None:

@@ -23,7 +23,7 @@ if not Path(web_harness.CHROMIUM).exists():
         allow_module_level=True,
     )
 
-PORTS = (56750, 56799)
+PORTS = (26900, 26949)
 XSS = "<script>alert(1)</script>"
 
 

@@ -1,6 +1,6 @@
 """What changed between two real runs, on every compare surface; an environment without insights.
 
-One managed PostgreSQL 15 environment in a scratch pgrig home on ports 56700-56799
+One managed PostgreSQL 15 environment in a scratch pgrig home on ports 26700-26799
 (PGRIG_PORT_RANGE), pgbench select-only at scale 1 for 4 s, then the same with
 random_page_cost = 1e300: the point select's plan turns from an index scan into a sequential
 scan, and `pgrig runs compare --json`, `pgrig report compare` and the web compare page show
@@ -22,7 +22,7 @@ from servers import pgrig
 from pgrig.insights.changes import tables
 
 pytestmark = pytest.mark.integration
-PORTS = "56700-56799"
+PORTS = "26700-26799"
 SELECT = "SELECT abalance FROM pgbench_accounts WHERE aid = ?"
 
 
