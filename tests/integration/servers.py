@@ -194,8 +194,8 @@ def scratch_home(prefix: str) -> Iterator[Path]:
         try:
             yield home
         finally:
-            for env_json in home.glob("envs/*/env.json"):
-                pgrig("env", "destroy", env_json.parent.name, "--yes", check=False)
+            for env_json in home.glob("envs/*/env.json"):  # --force: a run may still end
+                pgrig("env", "destroy", env_json.parent.name, "--yes", "--force", check=False)
             pid_files = [
                 *home.glob("envs/*/data/postmaster.pid"),
                 *home.glob("envs/*/pooler/*.pid"),

@@ -279,8 +279,6 @@ def psql(
 # --- `pgrig env pooler NAME add|remove|show|restart` (provision/pooler.py) ------------------------
 
 pooler_app = typer.Typer(no_args_is_help=True)
-
-FORCE = typer.Option(False, "--force", help="Even while a run is in progress on it.")
 app.add_typer(pooler_app, name="pooler", help="A connection pooler (pgbouncer) in front of NAME.")
 
 
