@@ -213,3 +213,9 @@ def pgbench_lab(prefix: str) -> Iterator[str]:
         pgrig("env", "create", "lab", "--pg", "15")
         pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
         yield "lab"
+
+
+def sysv_segments() -> set[str]:
+    """Ids of the System V shared memory segments that exist (a postmaster's lives there)."""
+    rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return {row.split()[1] for row in rows}

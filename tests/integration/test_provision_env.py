@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
+import servers
 
 from pgrig.errors import InvalidSetting, PgrigError
 from pgrig.provision import config, postmaster
@@ -131,11 +132,11 @@ def test_destroying_a_crashed_server_frees_its_shared_memory(pgrig_home: Path) -
     server[0].kill()
     _, alive = psutil.wait_procs(server, timeout=15)
     assert not alive, "the crashed server's processes did not exit"
-    assert shmid in sysv_segments() and all(Path(s).exists() for s in segments)  # the leak
+    assert shmid in servers.sysv_segments() and all(Path(s).exists() for s in segments)  # the leak
 
     proc = ok("env", "destroy", "crash", "--yes")
     assert "warning" not in proc.stderr, proc.stderr
-    assert shmid not in sysv_segments()
+    assert shmid not in servers.sysv_segments()
     assert not [s for s in segments if Path(s).exists()]
 
 
@@ -167,11 +168,6 @@ def test_a_port_taken_between_choice_and_start_is_chosen_again(
     assert env.port != lost
     assert Environment.load("race").port == env.port
     assert show(env, "port") == str(env.port)
-
-
-def sysv_segments() -> set[str]:
-    rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
-    return {row.split()[1] for row in rows}
 
 
 def test_bad_inputs_fail_in_one_line_and_change_nothing(

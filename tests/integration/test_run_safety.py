@@ -206,6 +206,7 @@ def test_sigterm_archives_an_aborted_run_with_its_series(lab: str) -> None:
 def test_a_removed_data_directory_is_repaired(lab: str) -> None:
     pgrig("env", "create", "fragile", "--pg", "15")
     data = _home() / "envs" / "fragile" / "data"
+    shmid = (data / "postmaster.pid").read_text().splitlines()[6].split()[1]
     shutil.rmtree(data)  # by hand, with the server running
     proc = pgrig("run", "fragile", "-w", "pgbench:select-only", "-T", "1", check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
@@ -214,6 +215,7 @@ def test_a_removed_data_directory_is_repaired(lab: str) -> None:
     repaired = pgrig("env", "repair", "fragile")
     assert "re-created empty" in repaired.stderr
     assert (data / "PG_VERSION").exists()
+    assert shmid not in servers.sysv_segments()  # the old server freed its shared memory
     pgrig("db", "generate", "fragile", "--scale", "1")
     rec = json.loads(
         pgrig("run", "fragile", "-w", "pgbench:select-only", "-T", "1", "--json").stdout

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,16 +97,29 @@ def _binaries(datadir: Path, major: int) -> tuple[Path, str]:
 
 
 def stop_orphans(datadir: Path) -> int:
-    """Kill servers whose working directory is `datadir` (removed under them); their count."""
+    """Stop servers whose working directory is `datadir` (removed under them); their count.
+
+    The postmaster gets SIGQUIT (an immediate shutdown): it stops its backends and frees its
+    shared memory on the way out. SIGKILL would leak that memory for good, since no later
+    server can find it by a data directory that is gone. SIGKILL only for what lingers.
+    """
     target = str(datadir)
-    killed = []
-    for proc in psutil.process_iter(["name"]):
+    found = []
+    for proc in psutil.process_iter(["name", "ppid"]):
         if proc.info["name"] not in daemon.POSTGRES:
             continue
         with contextlib.suppress(psutil.Error):
             cwd = proc.cwd()
             if cwd == target or cwd.startswith(target + " ") or cwd.startswith(target + "/"):
-                proc.kill()
-                killed.append(proc)
-    psutil.wait_procs(killed, timeout=10)  # their port is free before the new server starts
-    return len(killed)
+                found.append(proc)
+    pids = {p.pid for p in found}
+    for proc in found:
+        if proc.info["ppid"] not in pids:  # a postmaster, not one of its backends
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGQUIT)
+    _, lingering = psutil.wait_procs(found, timeout=10)
+    for proc in lingering:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(lingering, timeout=10)  # their port is free before the new server starts
+    return len(found)
