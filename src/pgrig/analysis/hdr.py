@@ -43,16 +43,14 @@ def bucket_value(index: np.ndarray) -> np.ndarray:
     return np.where(i < EXACT_BELOW, i.astype(np.float64), (lo + hi - 1) / 2.0)
 
 
-def add(counts: np.ndarray, index: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """counts + the histogram of index (weighted); grows counts when an index does not fit."""
+def add(counts: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """counts + the histogram of index; grows counts when an index does not fit."""
     if index.size == 0:
         return counts
     needed = int(index.max()) + 1
     if needed > counts.size:
         counts = np.concatenate([counts, np.zeros(needed - counts.size, dtype=np.int64)])
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    hist = np.bincount(index, weights=w, minlength=counts.size)
-    counts += np.rint(hist).astype(np.int64) if w is not None else hist.astype(np.int64)
+    counts += np.bincount(index, minlength=counts.size)
     return counts
 
 
