@@ -147,7 +147,7 @@ def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:
         return
     if Daemon.find(old_pid, POSTGRES) is not None:
         return  # a real postmaster: let pg_ctl report it
-    shmid = _lock_shmid(lock)
+    shmid = _lock_shmid(lines)
     deadline = time.monotonic() + timeout
     while shmid is not None and _shm_attached(shmid) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -177,12 +177,9 @@ def _shm_nattch(shmid: str) -> int | None:
     return None
 
 
-def _lock_shmid(lock: Path) -> str | None:
+def _lock_shmid(lines: list[str]) -> str | None:
     """The System V segment id on line 7 of postmaster.pid ("key id"), if any."""
-    try:
-        fields = lock.read_text().splitlines()[6].split()
-    except (OSError, IndexError):
-        return None
+    fields = lines[6].split() if len(lines) > 6 else []
     return fields[1] if len(fields) == 2 else None
 
 
@@ -196,10 +193,12 @@ def release_crashed_memory(env: Environment, timeout: float = 60) -> str | None:
     A single-user backend (no port, no listener) does that start: it frees them, recovers and
     stops.
     """
-    lock = env.datadir / "postmaster.pid"
-    if not env.managed or is_running(env) or not lock.exists():
+    if not env.managed or is_running(env):
         return None
-    shmid = _lock_shmid(lock)
+    try:
+        shmid = _lock_shmid((env.datadir / "postmaster.pid").read_text().splitlines())
+    except OSError:  # no lock file: the server stopped cleanly, or never ran
+        return None
     if shmid is None or _shm_nattch(shmid) is None:
         return None  # nothing of the dead server is left
     try:
