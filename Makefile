@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make demo` and `make test`.
 PYTHON ?= python3
 
-.PHONY: setup demo test lint format bench
+.PHONY: setup demo test unit lint format bench
 
 setup:
 	bash scripts/setup.sh
@@ -12,11 +12,16 @@ demo: setup
 test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
 	$(PYTHON) -m ruff check src tests bench scripts
+	$(PYTHON) -m ruff format --check src tests bench scripts
 	$(PYTHON) -m mypy
 	# Most tests wait on real servers and pgbench runs: four at a time. The few that judge the
 	# host's noise (drift, verdicts, the busy-host warning) then run alone on a quiet host.
 	$(PYTHON) -m pytest -q -p no:cacheprovider -n 4 --dist loadfile -m "not quiet_host"
 	$(PYTHON) -m pytest -q -p no:cacheprovider -m quiet_host
+
+# The fast tier: no servers, no pgbench (seconds, not minutes).
+unit:
+	$(PYTHON) -m pytest -q -p no:cacheprovider -n 2 tests/unit
 
 lint:
 	$(PYTHON) -m ruff check src tests bench scripts

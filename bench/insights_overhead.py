@@ -18,66 +18,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 
-from abba import interleave
-
-
-def sh(*argv: str) -> str:
-    out = subprocess.run(list(argv), capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{out.stderr}")
-    return out.stdout
-
-
-def prepare(name: str, pg: str, scale: int) -> None:
-    envs = json.loads(sh("pgrig", "env", "list", "--json"))
-    if not any(e["name"] == name for e in envs):
-        sh("pgrig", "env", "create", name, "--pg", pg)
-        sh("pgrig", "db", "generate", name, "--scenario", "pgbench", "--scale", str(scale))
-    sh("pgrig", "env", "start", name)
+from lab import Side, ensure_env, load_options, pgrig, pgrig_runs_abba
 
 
 def switch(name: str, insights: bool) -> None:
     """The side's state on a freshly started server (a changed library list restarts it)."""
-    out = sh("pgrig", "env", "set", name, "--insights" if insights else "--no-insights")
+    out = pgrig("env", "set", name, "--insights" if insights else "--no-insights")
     if "server restarted" not in out:
-        sh("pgrig", "env", "restart", name)
+        pgrig("env", "restart", name)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pg", default="15")
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--duration", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--workload", default="pgbench:select-only")
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--scale", type=int, default=10)
+    load_options(ap, rounds=8, duration=20, warmup=5, clients=8)
     args = ap.parse_args()
     env = "bench-insights"
-    prepare(env, args.pg, args.scale)
-    last: dict = {}
-
-    def tps(insights: bool) -> float:
-        nonlocal last
-        switch(env, insights)
-        argv = ["pgrig", "run", env, "--workload", args.workload, "--clients", str(args.clients),
-                "--threads", str(args.threads), "--duration", str(args.duration),
-                "--warmup", str(args.warmup), "--json",
-                "--tag", "bench=insights-overhead"]  # fmt: skip
-        rec = json.loads(sh(*argv))
-        if insights:
-            last = json.loads(sh("pgrig", "runs", "show", str(rec["id"]), "--json"))
-        return float(rec["tps"])
-
+    ensure_env(env, args.pg, args.scale)
     try:
-        interleave(lambda: tps(False), lambda: tps(True), args.rounds,
-                   ("insights off", "insights on"))  # fmt: skip
+        on = pgrig_runs_abba(
+            env,
+            args,
+            "insights-overhead",
+            Side("insights off", before=lambda: switch(env, False)),
+            Side("insights on", before=lambda: switch(env, True)),
+        )
     finally:
-        sh("pgrig", "env", "set", env, "--insights")
+        pgrig("env", "set", env, "--insights")
+    last = json.loads(pgrig("runs", "show", str(on["id"]), "--json")) if on else {}
     plans, st = last.get("plans", {}), last.get("statements", {})
     print(
         f"last 'on' run: {plans.get('samples', 0):,} plans sampled "

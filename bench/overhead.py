@@ -1,7 +1,15 @@
 """Harness overhead: raw pgbench against `pgrig run` with the samplers on, interleaved.
 
     python bench/overhead.py [--env bench-overhead] [--pg 18] [--rounds 5] [--duration 30]
-                             [--split] [--client-cpus 1] [--builtin select-only]
+                             [--pairs | --split | --two] [--client-cpus 1|none]
+                             [--builtin select-only]
+
+--pairs (the default): the two bars of `--txlog` (load/txlog_mode.py), four arms rotated in
+every round (raw, raw -l, pgrig, pgrig --txlog full; reversed order every other round), pgbench
+pinned (--client-cpus, CPU 1 by default):
+  pgrig with its default (--txlog auto: sampled above 10,000 TPS) / raw pgbench without -l
+  (bar >= 0.99), and pgrig --txlog full / raw pgbench with -l and -P 1 (bar >= 0.99).
+--two: the older two-arm form (raw pgbench against pgrig's default, bar >= 0.97).
 
 Creates (or reuses) an environment, generates pgbench data, turns its insights layer off (its
 cost is measured by bench/insights_overhead.py; --insights keeps it), then alternates
@@ -28,28 +36,10 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 from abba import interleave, rotate, summarize
-from lab import client_env, pgbench_tps
-
-
-def sh(argv: list[str], env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{out.stderr}")
-    return out.stdout
-
-
-def ensure_env(name: str, pg: str, scale: int) -> None:
-    """The bench environment, created with pgbench data at `scale` if missing, running."""
-    envs = json.loads(sh(["pgrig", "env", "list", "--json"]))
-    if not any(e["name"] == name for e in envs):
-        sh(["pgrig", "env", "create", name, "--pg", pg])
-        sh(["pgrig", "db", "generate", name, "--scale", str(scale)])
-    sh(["pgrig", "env", "start", name])
+from lab import client_env, ensure_env, pgbench_tps, sh
 
 
 def main() -> None:
@@ -59,8 +49,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--duration", type=int, default=30)
     ap.add_argument("--scale", type=int, default=10)
-    ap.add_argument("--client-cpus", help="pin pgbench to these CPUs in every arm (e.g. 1)")
+    ap.add_argument(
+        "--client-cpus",
+        default="1",
+        help="pin pgbench to these CPUs in every arm (default 1; none: no pinning)",
+    )
     ap.add_argument("--split", action="store_true", help="also raw pgbench with -l -P 1")
+    ap.add_argument("--two", action="store_true", help="only raw pgbench against pgrig")
     ap.add_argument("--builtin", default="select-only", help="pgbench's built-in script")
     ap.add_argument(
         "--insights",
@@ -68,6 +63,8 @@ def main() -> None:
         help="keep the insights layer on (its cost has its own bar: bench/insights_overhead.py)",
     )
     args = ap.parse_args()
+    if args.client_cpus == "none" or (os.cpu_count() or 1) < 2:
+        args.client_cpus = None
 
     ensure_env(args.env, args.pg, args.scale)
     # The harness alone by default: samplers, log reader, archive. pg_stat_statements (loaded
@@ -99,16 +96,34 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def pgrig_tps() -> float:
+    modes: list[str] = []
+
+    def pgrig_tps(txlog: str = "auto") -> float:
         argv = ["pgrig", "run", args.env, "--workload", f"pgbench:{args.builtin}", "--clients", "8",
                 "--threads", "2", "--duration", str(args.duration), "--json",
-                "--tag", "bench=overhead"]  # fmt: skip
+                "--tag", "bench=overhead", "--txlog", txlog]  # fmt: skip
         if args.client_cpus:
             argv += ["--client-cpus", args.client_cpus]
-        return float(json.loads(sh(argv))["tps"])
+        doc = json.loads(sh(argv))
+        if txlog == "auto":
+            modes.append(str(doc.get("txlog")))
+        return float(doc["tps"])
 
-    if not args.split:
+    if args.two:
         interleave(raw_tps, pgrig_tps, args.rounds, ("raw pgbench", "pgrig"))
+        return
+    if not args.split:
+        arms = {
+            "raw": raw_tps,
+            "raw -l": lambda: raw_tps(logged=True),
+            "pgrig": pgrig_tps,
+            "pgrig full": lambda: pgrig_tps("full"),
+        }
+        res = rotate(arms, args.rounds)
+        print(f"pgrig's default chose --txlog {', '.join(sorted(set(modes)))}", flush=True)
+        for a, b in (("raw", "pgrig"), ("raw -l", "pgrig full")):
+            ratios = [y / x for x, y in zip(res[a], res[b], strict=True)]
+            summarize(ratios, f"{b}/{a}", 0.99)
         return
     arms = {"raw": raw_tps, "log": lambda: raw_tps(logged=True), "pgrig": pgrig_tps}
     res = rotate(arms, args.rounds)

@@ -19,14 +19,13 @@ import argparse
 import collections
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-from lab import client_env, pgbench_tps, scratch_home
+from lab import client_env, pgbench_tps, pgrig, scratch_home
 
-from pgrig.provision.environment import Environment
+from pgrig.provision.state.environment import Environment
 
 ENV = "ceiling"
 SESSION = {  # name -> PGOPTIONS
@@ -43,13 +42,6 @@ RESTART = {
         "checkpoint_completion_target=0.9",
     ],
 }  # fmt: skip
-
-
-def pgrig(*args: str) -> str:
-    proc = subprocess.run(["pgrig", *args], text=True, capture_output=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"pgrig {' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 def main() -> None:

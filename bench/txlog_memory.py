@@ -14,69 +14,21 @@ long run at most 1.3x the short one; scratch space under 200 MB.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import threading
-import time
-from pathlib import Path
 
-from overhead import ensure_env  # bench/ is on sys.path when a bench script runs
-
-
-def allocated(directory: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            with contextlib.suppress(OSError):  # removed meanwhile
-                total += os.stat(os.path.join(root, name)).st_blocks * 512
-    return total
+from lab import ensure_env, watched_run  # bench/ is on sys.path when a bench runs
 
 
 def measure(args: argparse.Namespace, duration: int) -> dict:
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    work = Path(tempfile.mkdtemp(prefix="pgrig-membench-", dir=base))
-    work.chmod(0o755)
-    peak_scratch = 0
-    done = threading.Event()
-
-    def watch() -> None:
-        nonlocal peak_scratch
-        while not done.is_set():
-            peak_scratch = max(peak_scratch, allocated(work))
-            time.sleep(0.1)
-
     argv = ["pgrig", "run", args.env, "--workload", "pgbench:select-only",
             "-c", str(args.clients), "-j", str(args.threads), "--duration", str(duration),
             "--json", "--tag", "bench=txlog-memory"]  # fmt: skip
-    out_path = work.parent / f"{work.name}.json"
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        with open(out_path, "w") as out:
-            env = {**os.environ, "PGRIG_WORK_DIR": str(work)}
-            proc = subprocess.Popen(argv, stdout=out, env=env)
-            _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        done.set()
-        watcher.join()
-        if proc.returncode != 0:
-            sys.exit(f"pgrig run failed ({proc.returncode})")
-        rec = json.loads(out_path.read_text())
-    finally:
-        done.set()
-        shutil.rmtree(work, ignore_errors=True)
-        out_path.unlink(missing_ok=True)
+    run = watched_run(argv, "pgrig-membench-", every_s=0.1)
     return {
         "duration": duration,
-        "tps": rec["tps"],
-        "transactions": rec["transactions"],
-        "peak_rss_mb": usage.ru_maxrss / 1024,  # KiB on Linux
-        "peak_scratch_mb": peak_scratch / 1e6,
+        "tps": run.doc["tps"],
+        "transactions": run.doc["transactions"],
+        "peak_rss_mb": run.peak_rss / 2**20,
+        "peak_scratch_mb": run.peak_scratch / 1e6,
     }
 
 

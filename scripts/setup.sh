@@ -9,7 +9,13 @@ SUDO=""
 pkgs=()
 command -v pgbouncer >/dev/null 2>&1 || pkgs+=(pgbouncer)
 command -v sysbench >/dev/null 2>&1 || pkgs+=(sysbench)
+# pgBackRest for backup runs (backup:pgbackrest-full|diff|incr, provision/pgbackrest.py).
+command -v pgbackrest >/dev/null 2>&1 || pkgs+=(pgbackrest)
 [ -x /usr/lib/postgresql/15/bin/pgbench ] || pkgs+=(postgresql-15 postgresql-contrib)
+# pg_wait_sampling for PostgreSQL 15 (wait profiles sampled inside the server, where loaded).
+[ -f /usr/lib/postgresql/15/lib/pg_wait_sampling.so ] || pkgs+=(postgresql-15-pg-wait-sampling)
+# sshd for the namespaced hosts of scripts/test-hosts.sh (the multi-host tests), ssh-keygen.
+[ -x /usr/sbin/sshd ] || pkgs+=(openssh-server openssh-client)
 if [ "${PGRIG_WITH_BROWSER:-0}" = "1" ] && ! command -v chromium >/dev/null 2>&1; then
   pkgs+=(chromium fonts-dejavu-core)
 fi

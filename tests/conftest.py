@@ -46,7 +46,11 @@ def pgrig_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _stop_servers(home: Path) -> None:
     """No server outlives its test, even when the test failed half-way."""
-    for pid_file in home.glob("envs/*/data/postmaster.pid"):
+    pid_files = [
+        *home.glob("envs/*/data/postmaster.pid"),
+        *home.glob("envs/*/replicas/*/data/postmaster.pid"),  # streaming replicas
+    ]
+    for pid_file in pid_files:
         try:
             pid = int(pid_file.read_text().splitlines()[0])
             os.kill(pid, 9)

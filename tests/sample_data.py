@@ -358,10 +358,16 @@ def _repeats(
     archive: Any, rng: random.Random, study: str, point: str, repeats: int, first_id: int,
     tps: float, duration: int, **kwargs: Any,
 ) -> list[int]:  # fmt: skip
-    """`repeats` ok runs of one study point, ids from first_id, TPS within 3% of `tps`."""
-    return [
-        store(archive, make_run(first_id + rep, rng, tps=tps * rng.uniform(0.97, 1.03),
-                                study=study, study_point=point, repeat=rep, note="", tpcc=False,
-                                duration=duration, warmup=5, status="ok", **kwargs))
+    """`repeats` ok runs of one study point, ids from first_id, TPS within 3% of `tps`; the
+    repeats of a point share its workload, server and data (as a study's do)."""
+    recs = [
+        make_run(first_id + rep, rng, tps=tps * rng.uniform(0.97, 1.03), study=study,
+                 study_point=point, repeat=rep, note="", tpcc=False, duration=duration,
+                 warmup=5, status="ok", **kwargs)
         for rep in range(repeats)
     ]  # fmt: skip
+    same = ("env_name", "workload", "server_version", "server_major", "pgbench_version", "scale")
+    for rec in recs[1:]:
+        for attr in same:
+            setattr(rec, attr, getattr(recs[0], attr))
+    return [store(archive, rec) for rec in recs]

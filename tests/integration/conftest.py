@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.provision.environment import Environment
+from pgrig.provision.state.environment import Environment
 
 
 def _find(major: str) -> tuple[Path, str] | None:
-    from pgrig.provision import binaries
+    from pgrig.provision.server import binaries
 
     try:
         return binaries.find_bindir(major)

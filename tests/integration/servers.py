@@ -5,10 +5,16 @@
   removes it, `throwaway(bindir, make)` does the same after skipping when no server can run.
 - `scratch_home(prefix)`: a pgrig home for a whole module (PGRIG_HOME set, PGRIG_ARCHIVE
   unset), with every environment in it destroyed and every server and pooler killed after.
-- `pgbench_lab(prefix)`: a scratch home with environment "lab" (PG15, pgbench scale 1).
-- `pgrig(...)`: the pgrig command line, failing the test with its stderr when asked to check.
-- `start_long_run(env)`, `wait_for_running()`: a run in the background to interrupt, and the
-  moment `pgrig runs list` shows it running.
+- `pgbench_lab(prefix)`: a scratch home with environment "lab" (PG15, pgbench scale 1);
+  `show(env, name)`: what SHOW prints for a setting on an environment's server.
+- `pgrig(...)`: the pgrig command line, failing the test with its stderr when asked to check;
+  `ok_run(env, *flags)`: a `pgrig run` that must end ok, and its record as archived.
+- `start_long_run(env)`, `wait_for_running()`, `wait_for_measuring(proc)`: a run in the
+  background to interrupt, the moment `pgrig runs list` shows it running, and the moment its
+  pgbench has measured a few seconds; `pgbench_children(proc)`: the pgbench processes below it.
+- `pg18_lab(prefix, env, *create_args)`: a scratch home sharing the PostgreSQL 18 build cache
+  with environment `env` (pgbench scale 1), skipping when no 18 build is cached;
+  `postmasters_under(home)`: the postmasters whose data directory is inside a home.
 
 Imported by name (`import servers`): pytest puts this folder on sys.path (tests/ is no package).
 """
@@ -26,9 +32,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+import psutil
 import pytest
+
+if TYPE_CHECKING:
+    from pgrig.archive.records import RunRecord
 
 PG15 = Path("/usr/lib/postgresql/15/bin")
 
@@ -158,6 +168,17 @@ def pgrig(
     return proc
 
 
+def ok_run(*args: str) -> RunRecord:
+    """`pgrig run ARGS --json`, which must end ok; the run as the archive keeps it."""
+    from pgrig.archive.store import Archive
+
+    doc = json.loads(pgrig("run", *args, "--json").stdout)
+    assert doc["status"] == "ok", doc["error"]
+    rec = Archive(None).get_run(doc["id"])
+    assert rec is not None
+    return rec
+
+
 def pgbench_env(name: str, *create_args: str) -> str:
     """`pgrig env create NAME --pg 15 ARGS...` with pgbench data at scale 1; returns NAME."""
     pgrig("env", "create", name, "--pg", "15", *create_args)
@@ -166,9 +187,13 @@ def pgbench_env(name: str, *create_args: str) -> str:
 
 
 def start_long_run(env: str) -> subprocess.Popen[str]:
-    """A 30 s select-only `pgrig run --json` in the background, for a test to interrupt."""
+    """A 30 s select-only `pgrig run --json` in the background, for a test to interrupt.
+
+    Every transaction logged (--txlog full): an interrupted run then keeps the figures of what
+    it measured. (In sampled and off modes the totals come from pgbench's own summary, which an
+    interrupted pgbench never prints: such a run records none rather than a guess.)"""
     argv = ["pgrig", "run", env, "--workload", "pgbench:select-only", "-c", "2"]
-    argv += ["--duration", "30", "--json"]
+    argv += ["--duration", "30", "--txlog", "full", "--json"]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -181,6 +206,59 @@ def wait_for_running(timeout: float = 30) -> dict:
             return runs[0]
         time.sleep(0.3)
     raise AssertionError("no running run appeared in `pgrig runs list`")
+
+
+def wait_for_measuring(
+    run: subprocess.Popen[str], seconds: float = 2.0, timeout: float = 60
+) -> None:
+    """Returns once the run's pgbench has run `seconds` past its 1 s lead-in (a run started
+    with no --warmup): transactions flowing when it keeps a per-transaction log, else started.
+
+    "running" in the archive comes before the samplers and pgbench start; on a loaded machine
+    that gap alone can exceed a fixed sleep, and a run interrupted before its window holds
+    honestly no transactions. pgbench's per-transaction log (-l, buffered) is non-empty once
+    transactions are flowing."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        argv = next((_cmdline(p) for p in pgbench_children(run)), None)
+        if argv is not None:
+            prefix = next((a.split("=", 1)[1] for a in argv if a.startswith("--log-prefix=")), "")
+            logs = Path(prefix).parent.glob(Path(prefix).name + ".*") if prefix else ()
+            if not prefix or any(_size(p) for p in logs):
+                time.sleep(1.0 + seconds)  # the lead-in, then `seconds` of the measured window
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the run's pgbench measured nothing within {timeout:.0f} s")
+
+
+def pgbench_children(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The pgbench processes below a pgrig command (none once it or they ended)."""
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    found = []
+    for k in kids:
+        try:
+            if k.name() == "pgbench":
+                found.append(k)
+        except psutil.Error:  # ended meanwhile
+            continue
+    return found
+
+
+def _cmdline(process: psutil.Process) -> list[str] | None:
+    try:
+        return list(process.cmdline())
+    except psutil.Error:  # ended meanwhile
+        return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 @contextlib.contextmanager
@@ -198,6 +276,7 @@ def scratch_home(prefix: str) -> Iterator[Path]:
                 pgrig("env", "destroy", env_json.parent.name, "--yes", "--force", check=False)
             pid_files = [
                 *home.glob("envs/*/data/postmaster.pid"),
+                *home.glob("envs/*/replicas/*/data/postmaster.pid"),
                 *home.glob("envs/*/pooler/*.pid"),
             ]
             for pid_file in pid_files:
@@ -213,6 +292,50 @@ def pgbench_lab(prefix: str) -> Iterator[str]:
         pgrig("env", "create", "lab", "--pg", "15")
         pgrig("db", "generate", "lab", "--scenario", "pgbench", "--scale", "1")
         yield "lab"
+
+
+def show(env: str, name: str) -> str:
+    """What `SHOW name` prints on environment `env`'s server (psql as postgres over TCP)."""
+    port = json.loads(pgrig("env", "show", env, "--json").stdout)["port"]
+    out = subprocess.run(
+        ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc", f"SHOW {name}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def pg_build_cache() -> Path:
+    """Where pgrig keeps PostgreSQL builds (shared by every home: PGRIG_PG_DIR)."""
+    if os.environ.get("PGRIG_PG_DIR"):
+        return Path(os.environ["PGRIG_PG_DIR"])
+    return Path("/var/lib/pgrig/pg") if os.geteuid() == 0 else Path.home() / ".pgrig" / "pg"
+
+
+@contextlib.contextmanager
+def pg18_lab(prefix: str, env: str, *create_args: str) -> Iterator[Path]:
+    """A scratch home using the shared build cache, with environment `env` on PostgreSQL 18
+    (`env create ENV --pg 18 CREATE_ARGS...`) holding pgbench scale-1 data; yields the home."""
+    cache = pg_build_cache()
+    if not list(cache.glob("18.*/bin/postgres")):
+        pytest.skip("PostgreSQL 18 is not in the build cache (run `pgrig pg install 18`)")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PGRIG_PG_DIR", str(cache))
+        with scratch_home(prefix) as home:
+            pgrig("env", "create", env, "--pg", "18", *create_args)
+            pgrig("db", "generate", env, "--scenario", "pgbench", "--scale", "1")
+            yield home
+
+
+def postmasters_under(home: Path) -> list[psutil.Process]:
+    """The postmasters (postgres -D DIR) whose command line names a path inside `home`."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and "-D" in cmd and str(home) in " ".join(cmd):
+            found.append(proc)
+    return found
 
 
 def sysv_segments() -> set[str]:

@@ -165,7 +165,7 @@ def test_compare_names_the_host_difference(lab: str, home: Path) -> None:
 
 def test_a_cpu_count_pins_server_and_pgbouncer(lab: str) -> None:
     from pgrig.provision import pooler
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
 
     pgrig("env", "pooler", lab, "add", "pgbouncer", "--pool-size", "4")
     env = Environment.load(lab)

@@ -44,7 +44,10 @@ def pgb(home: Path) -> str:
 def run(*args: str) -> dict:
     rec = json.loads(pgrig("run", *args, "--json", timeout=300).stdout)
     assert rec["status"] == "ok", rec
-    return json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
+    shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
+    # one document (issue 24, item 5): statements, plans, log digest and waits included
+    assert rec == shown
+    return shown
 
 
 def _artifact(doc: dict, name: str, home: Path) -> Path:

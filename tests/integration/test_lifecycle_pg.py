@@ -107,7 +107,8 @@ def test_a_run_ending_on_a_locked_archive_is_imported_complete(lab: str) -> None
             holder.close()
     assert proc.returncode == 0, err
     assert status == ("running",)  # the archive could not take the results...
-    spooled = Path(os.environ["PGRIG_HOME"]) / "artifacts" / str(run["id"]) / "record.spool.json"
+    home = Path(os.environ["PGRIG_HOME"])
+    spooled = home / "artifacts" / "home" / str(run["id"]) / "record.spool.json"
     assert "is unavailable" in err and str(spooled) in " ".join(err.split()), err
     printed = json.loads(out)
     listed = pgrig("runs", "list", "--json")  # ...the next command imports them
@@ -251,7 +252,7 @@ def test_kill_9_of_a_study_leaves_it_resumable(lab: str, tmp_path: Path) -> None
 def test_a_shared_archive_is_upgraded_only_when_asked(pg_archive: servers.Server) -> None:
     from alembic import command
 
-    from pgrig.archive.store import alembic_config
+    from pgrig.archive.store import SCHEMA_HEAD, alembic_config
 
     servers.as_postgres(
         str(PG15 / "psql"), "-h", "127.0.0.1", "-p", str(pg_archive.port), "-U", "postgres",
@@ -262,8 +263,8 @@ def test_a_shared_archive_is_upgraded_only_when_asked(pg_archive: servers.Server
     refused = pgrig("runs", "list", "--archive", url, check=False)
     assert refused.returncode == 2
     message = " ".join(refused.stderr.split())
-    assert "schema revision '0002', older than this pgrig's '0003'" in message
+    assert f"schema revision '0002', older than this pgrig's '{SCHEMA_HEAD}'" in message
     assert "run `pgrig archive upgrade`" in message and "Traceback" not in refused.stderr
     upgraded = pgrig("archive", "upgrade", "--archive", url)
-    assert "schema from 0002 to 0003" in upgraded.stderr
+    assert f"schema from 0002 to {SCHEMA_HEAD}" in upgraded.stderr
     assert pgrig("runs", "list", "--archive", url).returncode == 0

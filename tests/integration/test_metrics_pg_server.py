@@ -216,7 +216,7 @@ def _pg17_plus_bindir() -> Path | None:
     candidates: list[Path] = []
     for major in ("18", "17"):
         try:
-            from pgrig.provision import binaries
+            from pgrig.provision.server import binaries
 
             candidates.append(binaries.find_bindir(major)[0])
         except Exception:

@@ -13,8 +13,9 @@ import psutil
 import pytest
 import servers
 
-from pgrig.provision import osuser, pooler
-from pgrig.provision.environment import Environment
+from pgrig.provision import pooler
+from pgrig.provision.server import osuser
+from pgrig.provision.state.environment import Environment
 
 pytestmark = pytest.mark.integration
 
@@ -148,6 +149,14 @@ def test_stop_start_restart_remove(lab: str) -> None:
     assert pooler.pids(env) == [] and all(gone(p) for p in old)
     pgrig("env", "start", lab)
     assert pooler.status(env) == "running"
+    # the pooler alone, each way twice: the second says nothing was to be done
+    running = pooler.pids(env)
+    assert pgrig("env", "pooler", lab, "stop").stderr.strip() == f"{lab}: pooler stopped"
+    assert pooler.pids(env) == [] and all(gone(p) for p in running)
+    assert pgrig("env", "pooler", lab, "stop").stderr.strip() == f"{lab}: pooler was not running"
+    assert pgrig("env", "pooler", lab, "start").stderr.strip() == f"{lab}: pooler started"
+    assert pooler.status(env) == "running"
+    assert pgrig("env", "pooler", lab, "start").stderr.strip() == f"{lab}: pooler already running"
     secrets = passwords(env)
     pgrig("env", "pooler", lab, "restart")
     assert pooler.status(env) == "running" and passwords(env) != secrets

@@ -15,7 +15,7 @@ from pgrig.archive.artifacts import artifact_path
 from pgrig.archive.store import Archive
 from pgrig.load.runner import execute
 from pgrig.provision import pooler
-from pgrig.provision.environment import Environment
+from pgrig.provision.state.environment import Environment
 from pgrig.request import RunRequest
 from pgrig.workloads import datasets, specs, tickets
 
@@ -53,6 +53,7 @@ def test_thousand_clients_both_paths(make_env, pgrig_home: Path, low_nofile: Non
             warmup_s=warmup,
             duration_s=duration,
             via=via,
+            txlog="full",  # the late-start window rules of one logged pgbench process
         )
         rec = execute(spec, archive=archive, live=False)
         stderr = artifact_path(rec.artifacts["pgbench.stderr"]).read_text()

@@ -18,8 +18,9 @@ import pytest
 import servers
 
 from pgrig.errors import InvalidSetting, PgrigError
-from pgrig.provision import config, postmaster
-from pgrig.provision.environment import Environment
+from pgrig.provision.server import postmaster
+from pgrig.provision.settings import config, run_settings
+from pgrig.provision.state.environment import Environment
 
 pytestmark = pytest.mark.integration
 
@@ -259,7 +260,7 @@ def test_set_reloads_or_restarts_by_context(managed_env: Environment) -> None:
 def test_apply_run_settings_and_restore(managed_env: Environment) -> None:
     env = managed_env
     pid = postmaster.pid(env)
-    restore = config.apply_run_settings(env, {"work_mem": "48MB"})
+    restore = run_settings.apply_run_settings(env, {"work_mem": "48MB"})
     assert restore.action == "reload" and postmaster.pid(env) == pid  # type: ignore[attr-defined]
     assert show(env, "work_mem") == "48MB"
     assert "work_mem = '48MB'  # run" in (env.datadir / "pgrig.conf").read_text()
@@ -267,7 +268,7 @@ def test_apply_run_settings_and_restore(managed_env: Environment) -> None:
     assert show(env, "work_mem") == "4MB" and restore() == "none"
     assert not (env.dir / config.RUN_LAYER_FILE).exists()
 
-    restore = config.apply_run_settings(env, {"shared_buffers": "32MB", "jit": "off"})
+    restore = run_settings.apply_run_settings(env, {"shared_buffers": "32MB", "jit": "off"})
     assert restore.action == "restart"  # type: ignore[attr-defined]
     assert show(env, "shared_buffers") == "32MB" and show(env, "jit") == "off"
     assert restore() == "restart"
@@ -275,17 +276,17 @@ def test_apply_run_settings_and_restore(managed_env: Environment) -> None:
 
     conf = (env.datadir / "pgrig.conf").read_bytes()
     with pytest.raises(InvalidSetting, match="io_method does not exist in PostgreSQL 15"):
-        config.apply_run_settings(env, {"io_method": "worker"})
+        run_settings.apply_run_settings(env, {"io_method": "worker"})
     with pytest.raises(InvalidSetting, match=r"^invalid value for work_mem: 'x' \(from run"):
-        config.apply_run_settings(env, {"work_mem": "x"})
+        run_settings.apply_run_settings(env, {"work_mem": "x"})
     assert (env.datadir / "pgrig.conf").read_bytes() == conf
     assert not (env.dir / config.RUN_LAYER_FILE).exists()
     with pytest.raises(PgrigError, match=r"run settings not applied.*wal_level"):
-        config.apply_run_settings(env, {"wal_level": "minimal"})
+        run_settings.apply_run_settings(env, {"wal_level": "minimal"})
     assert postmaster.status(env) == "running" and show(env, "wal_level") == "replica"
     assert (env.datadir / "pgrig.conf").read_bytes() == conf
     assert not (env.dir / config.RUN_LAYER_FILE).exists()
-    assert config.apply_run_settings(env, {})() == "none"
+    assert run_settings.apply_run_settings(env, {})() == "none"
     postmaster.checkpoint(env, "pgrig")
     assert postmaster.server_log_path(env) == env.logfile
 
@@ -318,7 +319,7 @@ def test_pg18_environment_with_18_only_settings(
     print(f"\nenv create (PG {pg18[1]}) took {time.monotonic() - t0:.2f} s")
     assert env.version == pg18[1] and env.bindir == str(pg18[0])
     assert show(env, "io_method") == "worker" and show(env, "io_workers") == "2"
-    restore = config.apply_run_settings(env, {"io_workers": "3"})
+    restore = run_settings.apply_run_settings(env, {"io_workers": "3"})
     assert restore.action == "reload" and show(env, "io_workers") == "3"  # type: ignore[attr-defined]
     restore()
     assert show(env, "io_workers") == "2"

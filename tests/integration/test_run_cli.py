@@ -42,6 +42,10 @@ def test_run_reports_measured_window_and_series(lab: str) -> None:
         "3",
         "--warmup",
         "1",
+        # the lead-in and window of ONE pgbench process, every transaction logged (auto would
+        # sample a fast select-only run: test_txlog_modes_pg.py covers that mode)
+        "--txlog",
+        "full",
     )
     assert rec["status"] == "ok"
     assert rec["tps"] > 0
@@ -169,7 +173,7 @@ def test_script_syntax_error_shows_pgbench_message(lab: str, tmp_path: Path) -> 
 def test_ctrl_c_archives_an_aborted_run_and_leaves_no_pgbench(lab: str) -> None:
     proc = servers.start_long_run(lab)
     servers.wait_for_running()
-    time.sleep(2)
+    servers.wait_for_measuring(proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

@@ -45,7 +45,7 @@ def test_five_stable_runs_have_whole_seconds_and_no_drift(lab: str) -> None:
     exported series has exactly 20 points at t >= 0 (t = 0..19), none below half the median."""
     flagged = 0
     for _ in range(5):
-        rec = run(lab, "-c", "4", "-j", "2", "--duration", "20")
+        rec = run(lab, "-c", "4", "-j", "2", "--duration", "20", "--txlog", "full")  # whole seconds
         assert rec["status"] == "ok" and rec["measured_s"] == 20.0
         full = exported(rec["id"])
         series = full["series"]["pgbench"]

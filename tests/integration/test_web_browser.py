@@ -102,7 +102,7 @@ def test_runs_page_sort_filter_page_and_compare(page: object, site: tuple) -> No
     page.click("th >> text=Result")  # sort by result, highest first
     cells = page.locator("table.runs tbody tr td:nth-child(6)").all_inner_texts()
     tps = [  # TPC-C runs show NOPM first and their TPS under it: the sort is by TPS
-        float(t.split("\n")[-1].split()[0].replace(",", "")) for t in cells if t.strip() != "–"
+        float(t.split("\n")[-1].split()[0].replace(",", "")) for t in cells if t.strip() != "-"
     ]
     assert tps == sorted(tps, reverse=True) and len(tps) > 10
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -118,8 +119,10 @@ class FakeBackend:
         bad_settings: dict[str, str] | None = None,
         missing_env: str | None = None,
         busy_at: set[int] | None = None,
+        decorate: Callable[[RunRecord, RunRequest], None] | None = None,
     ):
         self.noise = noise
+        self.decorate = decorate  # adds to each run what a test needs (e.g. hosts' figures)
         self.busy_at = busy_at or set()  # runs that report a busy host
         self.fail_at = fail_at or set()
         self.interrupt_at = interrupt_at
@@ -199,6 +202,8 @@ class FakeBackend:
         rec.tags = dict(spec.tags)
         if n in self.busy_at:
             rec.add_warning("busy_host", "busy host: other processes used 97% of one core")
+        if self.decorate is not None and rec.status == "ok":
+            self.decorate(rec, spec)
         started, ended, status = rec.started_at, rec.ended_at, rec.status
         rec.status, rec.ended_at = "running", None
         archive.begin_run(rec)

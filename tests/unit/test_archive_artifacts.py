@@ -17,12 +17,14 @@ from pgrig.archive.artifacts import (
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 
+HOME = "sqlite:///{home}/archive.sqlite"
 
-def test_run_directory_is_under_home(pgrig_home: Path) -> None:
-    d = run_artifacts_dir(12)
-    assert d == pgrig_home / "artifacts" / "12" and d.is_dir()
+
+def test_run_directory_is_under_home_keyed_by_its_archive(pgrig_home: Path) -> None:
+    d = run_artifacts_dir(12, archive=HOME.format(home=pgrig_home))
+    assert d == pgrig_home / "artifacts" / "home" / "12" and d.is_dir()
     with pytest.raises(PgrigError, match="invalid run id"):
-        run_artifacts_dir(0)
+        run_artifacts_dir(0, archive=HOME.format(home=pgrig_home))
 
 
 def test_compress_file_round_trip(tmp_path: Path) -> None:
@@ -42,16 +44,21 @@ def test_store_artifact_records_a_relative_path(pgrig_home: Path, tmp_path: Path
     rec = RunRecord(env_name="e", workload="w", clients=1, threads=1, id=5)
     log = tmp_path / "server.log"
     log.write_text("LOG:  checkpoint starting\n")
-    rel = store_artifact(rec, log, "server log")
-    assert rel == "5/server.log.gz" and rec.artifacts == {"server log": rel}
+    url = HOME.format(home=pgrig_home)
+    rel = store_artifact(rec, log, "server log", archive=url)
+    assert rel == "home/5/server.log.gz" and rec.artifacts == {"server log": rel}
     assert gzip.decompress(artifact_path(rel).read_bytes()) == log.read_bytes()
     out = tmp_path / "pgbench.stdout"
     out.write_text("tps = 1\n")
-    assert store_artifact(rec, out, compress=False, move=True) == "5/pgbench.stdout"
-    assert not out.exists() and artifact_path("5/pgbench.stdout").read_text() == "tps = 1\n"
+    assert store_artifact(rec, out, compress=False, move=True, archive=url) == (
+        "home/5/pgbench.stdout"
+    )
+    assert not out.exists() and artifact_path("home/5/pgbench.stdout").read_text() == "tps = 1\n"
     with pytest.raises(PgrigError, match="points outside"):
         artifact_path("../../etc/passwd")
     with pytest.raises(PgrigError, match="needs an id"):
-        store_artifact(RunRecord(env_name="e", workload="w", clients=1, threads=1), log)
-    remove_run_artifacts(5)
-    assert not (pgrig_home / "artifacts" / "5").exists()
+        store_artifact(
+            RunRecord(env_name="e", workload="w", clients=1, threads=1), log, archive=url
+        )
+    remove_run_artifacts(5, archive=url, recorded=rec.artifacts)
+    assert not (pgrig_home / "artifacts" / "home" / "5").exists()

@@ -133,7 +133,7 @@ def test_bad_tag_is_a_clear_error(url: str) -> None:
 def test_show(url: str) -> None:
     out = _run("show", "2", "--archive", url)
     assert "shared_buffers" in out and "work_mem" not in out  # only non-defaults
-    assert "512MB" in out and "8MB" in out and "65536" not in out  # as SHOW prints them
+    assert "512 MiB" in out and "8 MiB" in out and "65536" not in out  # human units
     assert "bench1" in out and "pgbench -c 10" in out and "sweep1" in out
     doc = json.loads(_run("show", "2", "--archive", url, "--json"))
     assert doc["id"] == 2 and doc["tps"] == 1500.0
@@ -146,7 +146,7 @@ def test_show(url: str) -> None:
 def test_compare(url: str) -> None:
     out = _run("compare", "1", "2", "--archive", url)
     assert "x1.500" in out and "x0.700" in out and "shared_buffers" in out
-    assert "128MB" in out and "512MB" in out and "16384" not in out  # as SHOW prints them
+    assert "128 MiB" in out and "512 MiB" in out and "16384" not in out  # human units
     doc = json.loads(_run("compare", "1", "2", "--archive", url, "--json"))
     assert doc["a"] == {"runs": [{"id": 1, "status": "ok"}]}
     assert doc["metrics"]["tps"] == {"a": 1000.0, "b": 1500.0, "ratio": 1.5}

@@ -61,6 +61,7 @@ LOAD_SAMPLE = {
     "all_warehouses": True,
     "tpcc_stock_level": "hammerdb",
     "keep_txlog": True,
+    "txlog": "sampled",
 }
 
 
@@ -431,7 +432,7 @@ class ArchiveSuite:
         rec = full_record()
         archive.begin_run(rec)
         set_lease(archive_url, rec.id, pid=dead_pid())
-        partial = PartialSeries(run_artifacts_dir(rec.id))
+        partial = PartialSeries(run_artifacts_dir(rec.id, archive=archive.url))
         partial.append({"pgbench": {"t": [0.0, 1.0], "tps": [10.0, 12.0]}})
         partial.append({"pgbench": {"t": [0.0, 1.0, 2.0], "tps": [10.0, 12.0, 11.0]}})
         with partial.path.open("a") as f:
@@ -482,9 +483,9 @@ class ArchiveSuite:
         got = archive.get_run(rec.id)
         assert (got.status, got.error) == ("aborted", "marked aborted by me")
         assert got.ended_at is not None
-        run_artifacts_dir(rec.id).joinpath("server.log").write_text("x")
+        run_artifacts_dir(rec.id, archive=archive.url).joinpath("server.log").write_text("x")
         archive.delete_run(rec.id)
-        assert not run_artifacts_dir(rec.id, create=False).exists()
+        assert not run_artifacts_dir(rec.id, create=False, archive=archive.url).exists()
         assert child_rows(archive_url, rec.id) == dict.fromkeys(CHILD_TABLES, 0)
         with pytest.raises(NotFound):
             archive.mark_run(rec.id, "lost", "x")
@@ -500,8 +501,8 @@ class ArchiveSuite:
         with Archive(archive_url) as again:
             assert again.recovered == [f"run {rec.id} imported from {path}"]
             assert again.get_run(rec.id) == rec
-        assert not path.exists() and pending_spools() == []
-        assert not (paths.spooled_dir() / str(rec.id)).exists()  # its marker went with it
+        assert not path.exists() and pending_spools(archive.url) == []
+        assert not list(paths.spooled_dir().iterdir())  # its marker went with it
         counts = child_rows(archive_url, rec.id)
         write_spool(rec, archive.url, "again")  # importing twice writes the same rows
         assert archive.import_spooled(path) == rec.id
@@ -514,7 +515,7 @@ class ArchiveSuite:
         with pytest.raises(PgrigError, match=r"belongs to archive sqlite:///elsewhere.sqlite"):
             archive.import_spooled(path)
         rec.env_name = "not-this-one"
-        write_spool(rec, archive.url, "x")
+        path = write_spool(rec, archive.url, "x")
         with pytest.raises(PgrigError, match=rf"run {rec.id} in archive .* is not the run"):
             archive.import_spooled(path)
         assert path.exists() and archive.get_run(rec.id).status == "running"

@@ -122,3 +122,36 @@ def test_shell_quote_roundtrips() -> None:
     line = shell_quote(argv)
     assert shlex.split(line) == argv
     assert "'/a b/it'\"'\"'s.sql@3'" in line
+
+
+@pytest.mark.parametrize(
+    ("pghost", "network"),
+    [("10.0.0.5", True), ("db1.lab", True), ("/var/run/pg", False), ("127.0.0.1", False),
+     ("localhost", False), ("::1", False), (None, False)],
+)  # fmt: skip
+def test_over_the_network_the_database_argument_bounds_a_silent_server(
+    pghost: str | None, network: bool
+) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    argv = build(spec(database="a b'c"), target_host=pghost)
+    if not network:
+        assert argv[-1] == "a b'c"  # as before: nothing added where no network can fail
+        return
+    params = conninfo_to_dict(argv[-1])  # pgbench expands a connection string as libpq does
+    assert params == {
+        "dbname": "a b'c", "keepalives": "1", "keepalives_idle": "2",
+        "keepalives_interval": "1", "keepalives_count": "3", "tcp_user_timeout": "5000",
+    }  # fmt: skip
+
+
+def test_a_remote_environments_connections_bound_a_silent_server() -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from pgrig.provision.state.environment import Environment
+
+    remote = Environment(name="lab", kind="remote", on="db1", host="10.0.0.5", port=5432)
+    params = conninfo_to_dict(remote.conninfo("bench"))
+    assert params["tcp_user_timeout"] == "5000" and params["keepalives"] == "1"
+    here = Environment(name="here", kind="managed", host="127.0.0.1", port=5432)
+    assert "tcp_user_timeout" not in conninfo_to_dict(here.conninfo("bench"))

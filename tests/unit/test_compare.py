@@ -102,7 +102,7 @@ def test_repeats_use_hodges_lehmann_ratio_and_distribution_free_bounds() -> None
     assert c.baseline_runs == (1, 2, 3, 4, 5) and c.candidate_runs == (10, 11, 12, 13, 14)
     assert c.describe() == (
         f"{format_ratio(c.ratio, c.lower, c.upper)} faster; "
-        "5 vs 5 repeats, 95% bounds, threshold 2%"
+        "5 vs 5 repeats, 95% bounds, Mann-Whitney (unpaired), threshold 2%"
     )
     back = compare_runs(group(cand, 10), group(base))
     assert back.verdict == "slower"
@@ -313,3 +313,16 @@ def test_no_detected_change_is_ever_called_equivalent() -> None:
             assert c.verdict == "slower"
         assert "no detectable change" not in c.describe()
     assert all(seen[v] > 50 for v in engine.VERDICTS), seen
+
+
+def test_repeats_needed_past_what_the_setup_resolves_is_said_in_words() -> None:
+    import dataclasses
+
+    base = [1000.0, 1030.0, 985.0, 1010.0]
+    cand = [1040.0, 1075.0, 1025.0, 1060.0]
+    c = compare_runs(group(base), group(cand, 10))
+    huge = dataclasses.replace(c, repeats_needed=17_025)
+    text = huge.verdict_text()
+    assert "more than 100 repeats per side: below what this setup can resolve" in text
+    assert "17,025" not in text
+    assert "about 100 repeats" in dataclasses.replace(c, repeats_needed=100).verdict_text()

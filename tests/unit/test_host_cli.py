@@ -15,7 +15,7 @@ from pgrig.cli import host as host_cli
 from pgrig.cli import runs as runs_cli
 from pgrig.errors import PgrigError
 from pgrig.host import knobs, tune
-from pgrig.provision import osuser
+from pgrig.provision.server import osuser
 
 runner = CliRunner()
 
@@ -131,4 +131,5 @@ def test_runs_show_and_compare_name_host_differences(pgrig_home: Path) -> None:
         == []
     )
     shown = invoke(runs_cli.app, "show", "1", "--archive", url)
-    assert "host checks" in shown and "swappiness" in shown and "recommended 3 (<= 10)" in shown
+    assert "host checks" in shown and "swappiness" in shown and "recommended" in shown
+    assert "3 (<= 10)" in shown

@@ -60,3 +60,43 @@ def test_runs_archived_before_host_checks_compare_by_their_flat_facts() -> None:
     lines = host_differences(legacy, new)
     assert "governor: A powersave, B performance" in lines
     assert "swappiness: A 60, B 3" in lines and "turbo: A on, B off" in lines
+
+
+def test_network_path_and_saturated_load_host_differ_like_settings() -> None:
+    loop = {
+        "network": {
+            "paths": [
+                {
+                    "from": "localhost",
+                    "to": "127.0.0.1:14000",
+                    "address": "127.0.0.1",
+                    "loopback": True,
+                    "kind": "loopback",
+                }
+            ]
+        }
+    }
+    other_port = {
+        "network": {
+            "paths": [
+                {
+                    "from": "localhost",
+                    "to": "127.0.0.1:14001",
+                    "address": "127.0.0.1",
+                    "kind": "loopback",
+                }
+            ]
+        }
+    }
+    net = {
+        "network": {"paths": [
+            {"from": h, "to": "10.232.0.2:5432", "address": "10.232.0.2", "kind": "network"}
+            for h in ("c2", "c1")
+        ]},
+        "warnings": [{"code": "load_host_saturated", "message": "..."}],
+    }  # fmt: skip
+    assert host_differences({}, {}, loop, other_port) == []  # another port is not another path
+    diff = host_differences({}, {}, loop, net)
+    assert "network path: A localhost over loopback, B c1, c2 over network to 10.232.0.2" in diff
+    assert "load host saturated: A no, B yes" in diff
+    assert host_differences({}, {}, {}, net) == ["load host saturated: A no, B yes"]

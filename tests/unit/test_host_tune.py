@@ -12,7 +12,7 @@ from host_fakes import FakeKernel, make_machine, snapshot_tree
 from pgrig.errors import PgrigError
 from pgrig.host import knobs, state, tune
 from pgrig.host.checks import Context, run_checks
-from pgrig.provision import osuser
+from pgrig.provision.server import osuser
 
 
 @pytest.fixture

@@ -94,7 +94,8 @@ def test_show_prints_why(url: str) -> None:
     assert "Index Scan using order_line_pkey on order_line: estimated" in out
     assert "'checkpoints are occurring too frequently' 3 times" in out
     assert "plan switched UPDATE district" in out
-    assert "CPU 50.0%, IO:WALSync 50.0%" in out
+    # one second of 4 states: Wilson bounds of 2 in 4
+    assert "CPU 50% [15, 85], IO:WALSync 50% [15, 85] (of 4 samples" in out
 
 
 def test_compare_shows_plan_changes(url: str) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pgrig.insights import sampling, statements, summary, waits
-from pgrig.provision import config, insights_layer
-from pgrig.provision.environment import Environment
+from pgrig.provision.settings import config, insights_layer
+from pgrig.provision.state.environment import Environment
 
 # --- statements ------------------------------------------------------------------------------
 

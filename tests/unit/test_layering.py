@@ -1,31 +1,39 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
-The order (docs/architecture.md): cli > web > reports > tune > study > load > workloads, metrics,
-host, insights > provision > analysis > archive > request > the shared modules (paths, errors,
-__init__, units).
+The order (docs/architecture.md): cli > web > reports > views > tune > study, track > load >
+workloads, metrics, host, insights > provision > hosts > archive > analysis > record > request >
+the shared modules (paths, errors, __init__, units, format, table). Analysis reads run records
+(record/), never the archive that stores them. Inside a package too, no two modules import each
+other, directly or round a loop (every import counts, also one inside a function or only for
+typing): a loop means neither module can be read, tested or changed alone.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "pgrig"
 
 RANK = {
-    "cli": 11,
-    "web": 10,
-    "reports": 9,
+    "cli": 12,
+    "web": 11,
+    "reports": 10,
+    "views": 9,
     "tune": 8,
     "study": 7,
+    "track": 7,
     "load": 6,
     "workloads": 5,
     "metrics": 5,
     "host": 5,
     "insights": 5,
     "provision": 4,
+    "hosts": 3.5,  # other machines over SSH: provision, metrics and load reach them
+    "archive": 3.2,  # stores records; analysis must not reach it
     "analysis": 3,
-    "archive": 2,
+    "record": 2,  # the run record, its documents, the archive's protocols
     "request": 1,
 }
 SHARED = 0  # paths.py, errors.py, the package root
@@ -75,4 +83,92 @@ def test_no_package_imports_from_above_itself() -> None:
 def test_shared_modules_import_no_package() -> None:
     for path in SRC.glob("*.py"):
         for module in _imports(path):
-            assert _package_of(module) in (None, "", "paths", "errors"), f"{path.name}: {module}"
+            allowed = (None, "", "paths", "errors", "units")  # format.py shows settings by units
+            assert _package_of(module) in allowed, f"{path.name}: {module}"
+
+
+def test_analysis_reads_records_not_the_archive() -> None:
+    """The statistics take run records (pgrig.record), whatever stores them."""
+    assert RANK["analysis"] < RANK["archive"] and RANK["record"] < RANK["analysis"]
+    for path in (SRC / "analysis").rglob("*.py"):
+        assert not [m for m in _imports(path) if _package_of(m) == "archive"], path.name
+
+
+def _module_names() -> dict[str, Path]:
+    names = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _module_imports(path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The pgrig modules `path` imports: `from pgrig.a import b` is module pgrig.a.b when there
+    is one (its package's __init__ only runs first), else pgrig.a (b is a name of it)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in modules:
+                    yield f"{node.module}.{alias.name}"
+                elif node.module in modules:
+                    yield node.module
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name in modules)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[node] = min(low[node], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(frozenset(component))
+    return found
+
+
+def test_the_cycle_finder_finds_loops() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "d"}}
+    assert _cycles(graph) == [frozenset({"a", "b", "c"})]
+    assert _cycles({"x": {"y"}, "y": {"x"}, "z": {"x"}}) == [frozenset({"x", "y"})]
+
+
+def test_no_module_imports_round_a_loop() -> None:
+    modules = _module_names()
+    graph = {
+        name: {m for m in _module_imports(path, modules) if m != name}
+        for name, path in modules.items()
+    }
+    loops = [sorted(c) for c in _cycles(graph)]
+    assert not loops, f"modules importing each other (break the loop): {loops}"

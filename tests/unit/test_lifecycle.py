@@ -63,7 +63,9 @@ def test_heartbeat_stamps_and_spools_off_the_calling_thread(pgrig_home: Path) ->
         archive.begin_run(rec)
         assert rec.id is not None
         rows = {"pgbench": {"t": [0.0], "tps": [5.0]}}
-        run_lease = lifecycle.RunLease(archive, rec, run_artifacts_dir(rec.id), lambda: rows)
+        run_lease = lifecycle.RunLease(
+            archive, rec, run_artifacts_dir(rec.id, archive=archive.url), lambda: rows
+        )
         run_lease._heartbeat.interval = 0.05
         before = _heartbeat_at(archive, rec.id)
         run_lease.start()
@@ -72,7 +74,9 @@ def test_heartbeat_stamps_and_spools_off_the_calling_thread(pgrig_home: Path) ->
         time.sleep(0.5)
         run_lease.stop()
         assert _heartbeat_at(archive, rec.id) > before
-        assert spool.read_partial_series(rec.id) == rows  # each row written once
+        assert (
+            spool.read_partial_series(rec.id, archive=archive.url) == rows
+        )  # each row written once
 
 
 def _heartbeat_at(archive: Archive, run_id: int) -> datetime:
@@ -112,7 +116,7 @@ def test_results_are_spooled_when_the_archive_cannot_take_them(
                 raise RuntimeError("archive: database is locked")
 
         path = lifecycle.finish_or_spool(Locked(), rec)
-        assert path == run_artifacts_dir(rec.id) / spool.RECORD_SPOOL
+        assert path == run_artifacts_dir(rec.id, archive=archive.url) / spool.RECORD_SPOOL
         url, back = spool.read_spool(path)
         assert url == archive.url and back == rec
         assert lifecycle.finish_or_spool(archive, rec) is None  # the archive takes it
@@ -128,9 +132,12 @@ def test_results_are_spooled_when_the_archive_cannot_take_them(
 def test_spooled_runs_are_found_by_their_markers(pgrig_home: Path) -> None:
     rec = RunRecord(env_name="e", workload="w", clients=1, threads=1, id=7)
     path = spool.write_spool(rec, "sqlite:///x", "locked")
-    assert spool.pending_spools() == [path]
+    assert spool.pending_spools("sqlite:///x") == [path]
+    assert spool.pending_spools("sqlite:///y") == []  # another archive's: never seen
     path.unlink()  # removed by hand: the marker goes at the next look
-    assert spool.pending_spools() == [] and not list((pgrig_home / "spooled").iterdir())
+    assert spool.pending_spools("sqlite:///x") == [] and not list(
+        (pgrig_home / "spooled").iterdir()
+    )
 
 
 def _cli(*args: str, input: str | None = None) -> tuple[int, str]:
@@ -190,6 +197,6 @@ def test_runs_import_of_a_path(pgrig_home: Path) -> None:
 
 def test_archive_upgrade_says_what_it_did(pgrig_home: Path) -> None:
     code, out = _cli("archive", "upgrade")
-    assert code == 0 and "schema created at 0003" in out
+    assert code == 0 and "schema created at 0004" in out
     code, out = _cli("archive", "upgrade")
-    assert code == 0 and "already at 0003" in out
+    assert code == 0 and "already at 0004" in out

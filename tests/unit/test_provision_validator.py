@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import InvalidSetting
-from pgrig.provision import catalog, validator
-from pgrig.provision.catalog import Catalog
+from pgrig.provision.settings import catalog, validator
+from pgrig.provision.settings.catalog import Catalog
 
 
 def _cases(fixtures_dir: Path) -> dict[tuple[int, str], str]:

@@ -55,9 +55,11 @@ def test_settings_print_as_show_prints_them() -> None:
         }  # fmt: skip
     settings = next(s for s in run_document(a).sections if s.title == "Settings")
     rows = next(t for t in settings.blocks if isinstance(t, Table)).rows
-    assert [c.lines for c in rows[0]][:3] == [["shared_buffers"], ["48MB"], ["128MB"]]
+    # human units (pgrig/format.py): binary units, exact when whole, else one decimal
+    assert [c.lines for c in rows[0]][:3] == [["shared_buffers"], ["48 MiB"], ["128 MiB"]]
     text = markdown.render(compare_document([[a], [b]]), "compare")
-    assert "| shared_buffers | 48MB | 6171024kB |" in text and "61448kB" not in text
+    assert "| shared_buffers | 48 MiB | 5.9 GiB |" in text
+    assert "6171024kB" not in text and "61448kB" not in text
 
 
 def test_run_report_files(tmp_path: Path) -> None:

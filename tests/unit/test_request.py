@@ -240,7 +240,10 @@ def dataset_error(**kw: Any) -> str:
         ({"rows": 10}, "--rows applies only to --scenario tickets (got 'pgbench')"),
         ({"jobs": 4}, "--jobs applies only to --scenario tpcc or tickets (got 'pgbench')"),
         ({"sql": "a.sql"}, "--sql applies only to --scenario custom (got 'pgbench')"),
-        ({"scenario": "tpcd"}, "--scenario must be one of pgbench, tpcc, tickets, custom"),
+        (
+            {"scenario": "tpcd"},
+            "--scenario must be one of pgbench, tpcc, tickets, custom, sysbench",
+        ),
     ],
 )
 def test_dataset_refusals(kw: dict[str, Any], message: str) -> None:

@@ -81,7 +81,10 @@ def test_tpcc_options_with_tpcc(app: typer.Typer, pgrig_home: Path) -> None:
         (["--jobs", "4"], "--jobs applies only to --scenario tpcc or tickets (got 'pgbench')"),
         (["--rows", "10"], "--rows applies only to --scenario tickets (got 'pgbench')"),
         (["--scenario", "pgbench", "--sql", "x.sql"], "--sql applies only to --scenario custom"),
-        (["--scenario", "tpcd"], "--scenario must be one of pgbench, tpcc, tickets, custom"),
+        (
+            ["--scenario", "tpcd"],
+            "--scenario must be one of pgbench, tpcc, tickets, custom, sysbench",
+        ),
     ],
 )
 def test_db_generate_refusals(

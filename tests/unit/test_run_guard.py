@@ -4,6 +4,7 @@ provision/run_journal.py, provision/live_state.py, load/guard.py, load/process.p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,8 +18,9 @@ import pytest
 
 from pgrig.errors import PgrigError, Terminated
 from pgrig.load import guard
-from pgrig.provision import affinity, env_lock, live_state, run_journal
-from pgrig.provision.environment import Environment
+from pgrig.provision.server import affinity
+from pgrig.provision.state import env_lock, live_state, run_journal
+from pgrig.provision.state.environment import Environment
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -43,7 +45,7 @@ def _hold_lock(env: Environment, run_id: int | None) -> subprocess.Popen[str]:
     child = _python(f"""
         import time
         from pathlib import Path
-        from pgrig.provision.env_lock import EnvLock
+        from pgrig.provision.state.env_lock import EnvLock
         lock = EnvLock(Path({str(env.dir)!r}), {env.name!r}).acquire()
         lock.describe({run_id!r})
         print("ready", flush=True)
@@ -97,7 +99,7 @@ def test_a_command_holding_the_lock_is_named(pgrig_home: Path) -> None:
     child = _python(f"""
         import time
         from pathlib import Path
-        from pgrig.provision.env_lock import EnvLock
+        from pgrig.provision.state.env_lock import EnvLock
         EnvLock(Path({str(env.dir)!r}), "lab").acquire("db generate")
         print("ready", flush=True)
         time.sleep(60)
@@ -231,17 +233,44 @@ def test_pgbench_child_dies_with_a_killed_pgrig(tmp_path: Path) -> None:
         pytest.fail("the child outlived its killed parent")
 
 
+def _descriptors() -> dict[int, str]:
+    """This process's open descriptors and what each refers to ('pipe:[123]', a path...)."""
+    out = {}
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor, closed already
+            out[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+    return out
+
+
 def test_the_run_loop_sees_pgbench_exit_and_leaves_no_descriptor(tmp_path: Path) -> None:
+    """Deterministic on a busy machine: the child exits when the test says so (not after a
+    sleep that may end before the first check), and the descriptors checked are the ones this
+    process object opened, identified by what they refer to (a count of the whole process's
+    descriptors also moves when another test's object is collected meanwhile)."""
     from pgrig.load.process import PgbenchProcess
 
-    fds = len(os.listdir("/proc/self/fd"))
-    p = PgbenchProcess(["sleep", "0.3"], env={}, cwd=tmp_path, stdout_path=tmp_path / "out")
-    assert p.running_after(0.01)  # still sleeping
+    go = tmp_path / "go"
+    child = ["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.02; done"]
+    before = _descriptors()
+    p = PgbenchProcess(child, env={}, cwd=tmp_path, stdout_path=tmp_path / "out")
+    assert p.running_after(0.01)  # still waiting: the pidfd is open now
+    opened = {fd: what for fd, what in _descriptors().items() if before.get(fd) != what}
+    ours = {
+        "stdout file": p._stdout_file.fileno(),
+        "stderr pipe": p.proc.stderr.fileno() if p.proc.stderr else -1,
+        "pidfd": p._pidfd if p._pidfd is not None else -1,
+    }
+    assert opened.get(ours["stdout file"]) == str(tmp_path / "out")
+    assert opened.get(ours["stderr pipe"], "").startswith("pipe:")
+    assert "pidfd" in opened.get(ours["pidfd"], "")
+    go.touch()
     while p.running_after(1.0):  # the runner's loop: ends once the child has exited
         pass
     assert p.poll() == 0 and not p.running_after(1.0)
     assert p.wait() == 0
-    assert len(os.listdir("/proc/self/fd")) == fds  # stdout file, stderr pipe and pidfd closed
+    after = _descriptors()
+    left = {fd: what for fd, what in opened.items() if after.get(fd) == what}
+    assert left == {}, f"still open after wait(): {left} (ours: {ours})"
 
 
 def test_sigterm_of_the_cli_raises_terminated_once() -> None:

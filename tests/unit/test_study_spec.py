@@ -76,9 +76,10 @@ def test_name_override_and_default_name() -> None:
         (
             'scenario = "pgbench"',
             'scenario = "tpcd"',
-            "dataset.scenario: must be one of pgbench, tpcc, tickets, custom (got 'tpcd')",
+            "dataset.scenario: must be one of pgbench, tpcc, tickets, custom, sysbench "
+            "(got 'tpcd')",
         ),
-        ("scale = 1", "", "dataset.scale: required for scenario = 'pgbench'"),
+        ("scale = 1", "", "dataset.scale: is required for scenario pgbench"),
         ('workload = "pgbench:select-only"', 'workload = "nothere.sql"', "run.workload: file"),
         (
             'name = "a"',
@@ -91,8 +92,16 @@ def test_name_override_and_default_name() -> None:
             'name = "b"\nenvironment = "pg18"',
             "iterations[1].environment: 'pg18' is not defined",
         ),
-        ("[study]", "[study]\nthreshold = 2", "study.threshold: a fraction"),
-        ("[study]", '[study]\norder = "random"', "study.order: 'random' is not one of"),
+        (
+            "[study]",
+            "[study]\nthreshold = 2",
+            "study.threshold: must be a fraction such as 0.02 (2%), between 0 and 1 (got 2)",
+        ),
+        (
+            "[study]",
+            '[study]\norder = "random"',
+            "study.order: must be one of sequential, interleaved (got 'random')",
+        ),
         (
             'duration = "5s"',
             'duration = "5s"\ntransactions = 10',
@@ -206,7 +215,7 @@ def test_missing_sections() -> None:
     text = ITER.replace('[environment]\nversion = "15"\n', "")
     assert error_of(text).startswith("environment: missing")
     text = ITER.replace('[run]\nworkload = "pgbench:select-only"\n', "[run]\n")
-    assert error_of(text).startswith("run.workload: required")
+    assert error_of(text).startswith("run.workload: is required")
 
 
 def test_setting_values_become_postgres_text() -> None:
@@ -260,7 +269,7 @@ def test_existing_environment_by_name() -> None:
     text = ITER.replace('version = "15"', 'name = "lab"\ncreate = false')
     env = next(iter(parse(text).environments.values()))
     assert env.name == "lab" and env.version is None and not env.create
-    assert "environment.name: required when create = false" in error_of(
+    assert "environment.name: is required when create = false" in error_of(
         ITER.replace('version = "15"', 'version = "15"\ncreate = false')
     )
 
@@ -340,7 +349,7 @@ settings.work_mem = ["4MB", "64MB"]
             "sweep.compare: 'vias' is not a swept dimension (did you mean 'via'?); "
             "swept: clients, via",
         ),
-        ("clients = [2]\ncompare = 3", "sweep.compare: expected a string, got"),
+        ("clients = [2]\ncompare = 3", "sweep.compare: expected a string (got 3)"),
         ('environment = ["nope"]', "sweep.environment[0]: 'nope' is not defined"),
         ("colour = [1]", "sweep.colour: unknown key"),
         (
@@ -362,7 +371,7 @@ def test_pgbouncer_needs_a_pooler() -> None:
     text = BASE + '\n[sweep]\nvia = ["direct", "pooler"]\n'
     assert error_of(text).startswith("environment.pooler: runs go through pgbouncer")
     bad = SWEEP.replace("pool_size = 4", "pool_size = 0")
-    assert error_of(bad).startswith("environment.pooler: pool_size must be >= 1")
+    assert error_of(bad).startswith("environment.pooler.pool_size: must be >= 1 (got 0)")
     assert parse(SWEEP).sweep.dimensions[0].values == ("direct", "pgbouncer")
 
 
@@ -432,3 +441,40 @@ def test_workloads_resolve_before_anything_runs() -> None:
     assert error_of(swept).startswith("sweep.workload: unknown pgbench builtin 'nope'")
     it = ITER.replace('name = "b"', 'name = "b"\nrun = { workload = "pgbench:nope" }')
     assert error_of(it).startswith("iterations[1].run.workload: unknown pgbench builtin")
+
+
+@pytest.mark.parametrize(
+    ("needle", "replacement", "expected"),
+    [
+        # the tables are declared (study/tables.py): nested tables keep the full key path
+        (
+            'version = "15"',
+            'version = "15"\npooler = { size = 3 }',
+            "environment.pooler.size: unknown key (did you mean 'pool_size'?); allowed here: "
+            "kind, mode, pool_size",
+        ),
+        (
+            'version = "15"',
+            'version = "15"\npooler = { mode = "bogus" }',
+            "environment.pooler.mode: must be one of session, transaction, statement (got 'bogus')",
+        ),
+        (
+            '[environment]\nversion = "15"\n',
+            '[environments.old]\nversion = "15"\n[environments.new]\nreplicas = 1\n',
+            "environments.new.version: is required (or give name = an existing pgrig environment)",
+        ),
+        ("[study]", "[study]\ntags = { team = [1] }", "study.tags.team: expected a string"),
+        (
+            "[study]",
+            "[study]\nmisrate = 0",
+            "study.misrate: must be a probability such as 0.05, between 0 and 1 (got 0)",
+        ),
+        ("repeats = 2", "repeats = 101", "study.repeats: 101 is more than 100"),
+        ('name = "b"', 'name = "b"\nreset = "work_mem"', "iterations[1].reset: expected a list"),
+        ('name = "b"', 'name = "b"\nnote = 3', "iterations[1].note: expected a string (got 3)"),
+        ("[run]", "[runs]\n[run]", "runs: unknown key (did you mean 'run'?)"),
+    ],
+)
+def test_declared_tables_name_the_key_path(needle: str, replacement: str, expected: str) -> None:
+    assert needle in ITER
+    assert expected in error_of(ITER.replace(needle, replacement, 1))

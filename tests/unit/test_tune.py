@@ -77,13 +77,25 @@ def test_space_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[knobs.fsync]\nchoices = [true, false]\n", "knobs.fsync changes durability"),
+        ("[knobs.fsync]\nchoices = [true, false]\n", "knobs.fsync: changes durability"),
         ("[knobs.work_mem]\nlow = 4\n", "needs low and high"),
         ("[knobs.work_mem]\nlow = 8\nhigh = 4\n", "low (8) must be below high (4)"),
         ("[knobs.work_mem]\nlow = 0\nhigh = 4\nlog = true\n", "log scale needs low > 0"),
-        ("[knobs.work_mem]\nlow = 1\nhigh = 4\nstep = 1\n", "unknown key step"),
+        ("[knobs.work_mem]\nlow = 1\nhigh = 4\nstep = 1\n", "knobs.work_mem.step: unknown key"),
         ('[knobs.work_mem]\nlow = "1MB"\nhigh = 4\n', "both as sizes"),
-        ("[other]\n", "expected only [knobs.<setting>]"),
+        ("[other]\n", "other: unknown key; allowed here: knobs"),
+        # the declared model (tune/space_file.py): every problem names its key path
+        ('[knobs.work_mem]\nlow = "1MB"\nhigh = "lots"\n', "knobs.work_mem.high: bad size 'lots'"),
+        (
+            '[knobs.work_mem]\nlow = 1\nhigh = 4\nunit = "pc"\n',
+            "knobs.work_mem.unit: must be one of",
+        ),
+        ('[knobs.jit]\nchoices = ["on", [1]]\n', "knobs.jit.choices[1]: expected a string"),
+        ("[knob.work_mem]\nlow = 1\nhigh = 2\n", "knob: unknown key (did you mean 'knobs'?)"),
+        (
+            "[knobs.work_mem]\nlow = 1\nhigh = 4\nlog = 1\n",
+            "knobs.work_mem.log: expected true or false",
+        ),
     ],
 )
 def test_space_file_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -368,7 +380,7 @@ def test_profile_save_from_study(archive: Archive, pgrig_home: Path) -> None:
     from typer.testing import CliRunner
 
     from pgrig.cli.app import _register, app
-    from pgrig.provision import profiles
+    from pgrig.provision.settings import profiles
 
     run_tune(_request(trials=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     _register()
@@ -403,3 +415,44 @@ def test_default_confirmation_repeats_give_95_percent_bounds() -> None:
     command = group.commands["tune"]
     default = next(p.default for p in command.params if p.name == "confirm_repeats")
     assert default == confirm.DEFAULT_REPEATS
+
+
+def test_report_evidence_and_best_table_in_human_units() -> None:
+    """The evidence section's means, computed independently here from the runs' series; the
+    best table in binary units (pgtune's "6171024kB" is 5.9 GiB) and the profile hint naming
+    the study, not a knob."""
+    from pgrig.archive.records import RunRecord, StudyRecord
+    from pgrig.reports import markdown, tune_report
+
+    def run(config: str, repeat: int, tps: float, wal: list[float], ckpt: list[float],
+            idle: float) -> RunRecord:  # fmt: skip
+        rec = RunRecord(env_name="e", workload="pgbench:tpcb", clients=16, threads=2)
+        rec.id, rec.status, rec.tps, rec.duration_s, rec.measured_s = 10 + repeat, "ok", tps, 3, 3
+        rec.study_point, rec.repeat = confirm.point_key(config), repeat
+        rec.cpu_idle, rec.cpu_iowait = idle, 0.5
+        t = [-1.0, 0.0, 1.0, 2.0, 3.0]  # -1 is the warm-up, 3 is after the window: both left out
+        zero = [0.0] * 5
+        rec.series["pg"] = {"t": t, "wal_bytes": wal, "checkpoints_timed": ckpt,
+                            "checkpoints_req": zero, "hit_ratio": [90.0] * 5}  # fmt: skip
+        return rec
+
+    mib = 1024.0**2
+    runs = [
+        run(confirm.BASELINE, 0, 2000.0, [99 * mib, 20 * mib, 20 * mib, 20 * mib, 99 * mib],
+            [5, 1, 0, 0, 5], 1.0),
+        run(confirm.BASELINE, 1, 1000.0, [0, 10 * mib, 10 * mib, 10 * mib, 0], [0, 0, 0, 0, 0],
+            2.0),
+        run(confirm.BEST, 0, 3000.0, [0, 4 * mib, 4 * mib, 4 * mib, 0], [0] * 5, 3.0),
+    ]  # fmt: skip
+    record = StudyRecord(name="tune-x", kind="tune", spec={})
+    record.extra = {
+        "best": {"trial": 0, "run_id": 1, "value": 3000.0, "settings": {"shared_buffers": "374MB"}},
+        "pgtune_settings": {"shared_buffers": "6171024kB"},
+    }
+    text = markdown.render(tune_report.build(record, runs, None, runs), "tune-x")
+    # baseline: TPS (2000+1000)/2, WAL (20+10)/2 MiB/s, per transaction 15 MiB/1500, 0.5 ckpt
+    assert "| baseline | 2 | 1,500 | 15.0 MiB/s | 10.2 KiB | 0.5 | 90.0 | 1.5 | 0.5 |" in text
+    assert "| best | 1 | 3,000 | 4.0 MiB/s | 1.4 KiB | 0.0 | 90.0 | 3.0 | 0.5 |" in text
+    assert "CPU idle averaged 2.0% over the confirmation runs (at most 3.0%)" in text
+    assert "| shared_buffers | 374 MiB | - | 5.9 GiB |" in text
+    assert "--from-study tune-x keeps it" in text

@@ -50,8 +50,8 @@ def test_compare_two_runs(archive: Archive, client: TestClient) -> None:
     assert f"#{a} defaults" in tps_chart and f"#{b} tuned" in tps_chart
     # settings diff: only what differs, with both values
     diff = html.split("Settings diff")[1]
-    assert "shared_buffers" in diff and "128MB" in diff and "2GB" in diff
-    assert "work_mem" in diff and "4MB" in diff and "64MB" in diff
+    assert "shared_buffers" in diff and "128 MiB" in diff and "2 GiB" in diff
+    assert "work_mem" in diff and "4 MiB" in diff and "64 MiB" in diff
     assert "max_connections" not in diff
 
 

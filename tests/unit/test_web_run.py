@@ -30,10 +30,10 @@ def _run_with_artifacts(
     archive.begin_run(rec)
     log = tmp_path / "server.log"
     log.write_text("LOG:  checkpoint starting: time\n")
-    artifacts.store_artifact(rec, log, "server.log", compress=False)
+    artifacts.store_artifact(rec, log, "server.log", compress=False, archive=archive.url)
     page = tmp_path / "report.html"
     page.write_text("<script>alert(1)</script>")
-    artifacts.store_artifact(rec, page, "report.html", compress=False)
+    artifacts.store_artifact(rec, page, "report.html", compress=False, archive=archive.url)
     rec.artifacts["missing"] = f"{rec.id}/not-here.log"
     rec.artifacts.update(extra or {})
     rec.status = status
@@ -63,7 +63,7 @@ def test_run_page_content(archive: Archive, client: TestClient, tmp_path: Path) 
     assert "Per transaction type" in html and "tpcb-like" in html
     # settings that differ from defaults (and only those): 262144 × 8kB = 2GB
     settings = html.split("Settings that differ from the defaults")[1].split("</table>")[0]
-    assert "shared_buffers" in settings and "2GB" in settings and "128MB" in settings
+    assert "shared_buffers" in settings and "2 GiB" in settings and "128 MiB" in settings
     assert "work_mem" not in settings
     assert "max_connections" not in settings  # set by a file but equal to the default
     # host facts and the exact command
@@ -132,4 +132,5 @@ def test_unknown_run_is_a_404(client: TestClient) -> None:
     r = client.get("/runs/999")
     assert r.status_code == 404
     assert "run 999 is not in archive" in r.text
-    assert client.get("/runs/abc").status_code == 422
+    bad = client.get("/runs/abc")  # the HTML error page, not FastAPI's JSON 422 (issue 25)
+    assert bad.status_code == 400 and bad.headers["content-type"].startswith("text/html")

@@ -110,3 +110,19 @@ def test_static_files_are_the_stylesheet_only(client: TestClient) -> None:
     assert client.get("/static/%2E%2E/app.py").status_code == 404
     assert client.get("/docs").status_code == 404
     assert client.get("/openapi.json").status_code == 404
+
+
+def test_the_web_ui_makes_no_recovery_writes(
+    url: str, archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the archive for the web UI recovers nothing (that writes): it is an explicit
+    call (Archive.recover), made by the CLI's commands."""
+    from pgrig.archive import store
+    from pgrig.web.app import create_app
+
+    calls: list[str] = []
+    monkeypatch.setattr(store.Archive, "recover", lambda self: calls.append(self.url))
+    create_app(url)
+    assert calls == []
+    store.Archive(url).close()  # the CLI's default: recovery on opening
+    assert len(calls) == 1

@@ -67,3 +67,28 @@ def test_every_compare_surface_shows_the_same_changes(
     text = CliRunner().invoke(runs_app, ["compare", str(a), str(b), "--archive", url]).stdout
     assert "statements (pg_stat_statements, per run)" in text and "+3,950.0" in text
     assert "wait profile" in text and "IO:DataFileRead" in text
+
+
+def test_the_statements_table_fits_120_columns_and_wide_shows_every_column(
+    url: str, archive: Archive
+) -> None:
+    a, b = _pair(archive)
+    text = CliRunner().invoke(runs_app, ["compare", str(a), str(b), "--archive", url]).stdout
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    at = [ln.strip() for ln in lines].index("statements (pg_stat_statements, per run)")
+    header = lines[at + 1].split()
+    # a table, not one folded block per statement: the time columns in one header line
+    assert header[:3] == ["statement", "total", "ms"] and "B/A" in header
+    assert "calls A" not in text and "--wide" in text
+
+    wide = CliRunner().invoke(runs_app, ["compare", str(a), str(b), "--wide", "--archive", url])
+    assert wide.exit_code == 0, wide.output
+    assert "calls A" in wide.stdout and "shared read B" in wide.stdout
+    # the narrow table is the wide one's first columns, the same values
+    doc = json.loads(
+        CliRunner().invoke(runs_app, ["compare", str(a), str(b), "--json", "--archive", url]).stdout
+    )["what_changed"]
+    narrow, full = tables(doc, wide=False)[0], tables(doc)[0]
+    assert narrow.columns == full.columns[:7]
+    assert narrow.rows == [r[:7] for r in full.rows]

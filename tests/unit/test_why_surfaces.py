@@ -56,12 +56,15 @@ def test_why_parts_keep_the_runs_show_lines() -> None:
     assert [line for p in parts for line in p.lines] == why(doc)  # no notes in this document
     plans = next(p for p in parts if p.key == "plans")
     flags = next(t for t in plans.tables if t.title == "Misestimates")
-    row = next(r for r in flags.rows if r[1] == "Index Scan using order_line_pkey on order_line")
+    rows = [[c.text for c in r] for r in flags.rows]
+    row = next(r for r in rows if r[1] == "Index Scan using order_line_pkey on order_line")
     assert row[2] == "order_line"
     first = doc["plans"]["misestimates"][0]  # the worst flag comes first in both
-    assert flags.rows[0][3:5] == [f"{first['estimated_rows']:,.0f}", f"{first['actual_rows']:,.0f}"]
+    assert rows[0][3:5] == [f"{first['estimated_rows']:,.0f}", f"{first['actual_rows']:,.0f}"]
     changes = next(t for t in plans.tables if t.title == "Plan changes during the run")
-    assert any(r[0].startswith("UPDATE district") and r[1] == "switched" for r in changes.rows)
+    assert any(
+        r[0].text.startswith("UPDATE district") and r[1].text == "switched" for r in changes.rows
+    )
 
 
 def test_run_page_why_section_and_host_checks(archive: Archive, client: TestClient) -> None:

@@ -10,6 +10,11 @@ inputs, never from the caller:
   differences of logarithms), bounds = stats.ratio_bounds (distribution-free, from the
   Mann-Whitney distribution). Repeats are the honest unit: each run has its own start-up,
   cache state and checkpoint phase.
+- pairs: interleaved repeats whose pairing is known (the same study, matching repeat numbers,
+  run in alternation: analysis/compare_paired.py). The ratio of each round's two runs removes
+  the drift of the host between rounds; ratio = exp(mean log ratio), bounds from the paired t
+  on log ratios. Used whenever the pairing is known (never chosen by which test decides);
+  otherwise the unpaired repeats method.
 - blocks (indicative): a single run on either side. Per-second values are autocorrelated (a
   checkpoint depresses many seconds in a row) and would make the bounds far too narrow. The
   means of blocks of at least BLOCK_S seconds are close to independent (batch means): each
@@ -54,12 +59,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pgrig.analysis import stats
-from pgrig.archive.records import RunRecord
+from pgrig.analysis import compare_paired, stats
 from pgrig.errors import PgrigError
+from pgrig.record.protocol import RunReader
+from pgrig.record.run import RunRecord
 
 Verdict = Literal["faster", "slower", "equivalent", "inconclusive"]
-Method = Literal["repeats", "blocks"]
+Method = Literal["repeats", "pairs", "blocks"]
 VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "equivalent", "inconclusive")
 
 DEFAULT_THRESHOLD = 0.02
@@ -67,6 +73,7 @@ DEFAULT_MISRATE = 0.05
 BLOCK_S = 10.0  # shortest block whose mean counts as one sample of a single run
 MAX_BLOCKS = 10  # per run: longer runs get longer blocks, not more of them
 MIN_BLOCKS = 3  # per side: fewer give no verdict
+MAX_RESOLVABLE_REPEATS = 100  # past this, "more than 100 repeats per side": not resolvable here
 POWER = 0.8  # of the repeats estimate
 SHAMOS_NORMAL = 0.9539  # Shamos spread of normal data / its standard deviation (sqrt(2) * 0.6745)
 MAX_REPEATS = 1_000_000  # beyond this the estimate means "the effect sits on the threshold"
@@ -118,15 +125,31 @@ class Comparison:
     reason: str | None = None  # why there is no verdict (short)
     advice: str | None = None  # what would give one
     note: str | None = None  # what an inconclusive verdict means here
+    caveat: str | None = None  # said above the verdict: the groups differ in workload
     n_baseline: int = 0  # values compared: runs (repeats) or blocks
     n_candidate: int = 0
     achieved_misrate: float | None = None
+    p_value: float | None = None  # pairs: the paired t-test's two-sided p against no change
     insufficient: bool = False  # too few values for the misrate: the widest bounds
     repeats_needed: int | None = None  # per side, for inconclusive verdicts
 
     @property
     def indicative(self) -> bool:
         return self.method == "blocks"
+
+    @property
+    def paired(self) -> bool:
+        return self.method == "pairs"
+
+    @property
+    def test(self) -> str:
+        """The test behind the bounds, said with every verdict (pyperf: comparisons state
+        their significance test)."""
+        return {
+            "repeats": "Mann-Whitney (unpaired)",
+            "pairs": compare_paired.TEST_NAME,
+            "blocks": "Mann-Whitney on block means",
+        }.get(self.method or "", "")
 
     def ratio_text(self) -> str:
         """'x1.234 [1.011, 1.123]', 'x1.234' without bounds, '-' without a ratio."""
@@ -136,7 +159,7 @@ class Comparison:
         """The verdict word with what qualifies it, or 'no verdict: <reason>'."""
         if self.verdict is None:
             return f"no verdict: {self.reason}"
-        extra = ["indicative"] if self.indicative else []
+        extra = ["indicative"] if self.indicative else ["paired"] if self.paired else []
         if self.verdict == "inconclusive":
             if self.note:
                 extra.append(self.note)
@@ -145,10 +168,20 @@ class Comparison:
         return self.verdict + (f" ({'; '.join(extra)})" if extra else "")
 
     def repeats_text(self) -> str:
+        """How many repeats would decide, bounded in words: past MAX_RESOLVABLE_REPEATS the
+        estimate (resting on the observed effect and spread) is not a plan anyone can follow,
+        and the effect is below what this setup resolves. Every surface says it through here."""
         n = self.repeats_needed
         if n is None:
             return ""
+        if n > MAX_RESOLVABLE_REPEATS:
+            return (
+                f"more than {MAX_RESOLVABLE_REPEATS} repeats per side: below what this setup "
+                "can resolve"
+            )
         at = "at least" if self.indicative else "about"
+        if self.paired:
+            return f"{at} {n:,} interleaved pairs likely needed"
         return f"{at} {n:,} repeats per side likely needed"
 
     def basis(self) -> str:
@@ -158,6 +191,8 @@ class Comparison:
         conf = _pct(1 - self.misrate)
         if self.method == "repeats":
             what = f"{self.n_baseline} vs {self.n_candidate} repeats"
+        elif self.method == "pairs":
+            what = f"{self.n_baseline} interleaved pairs"
         else:
             what = (
                 f"single runs, {self.n_baseline} vs {self.n_candidate} blocks of >= {BLOCK_S:g} s"
@@ -165,7 +200,10 @@ class Comparison:
         bounds = f"{conf} bounds"
         if self.insufficient and self.achieved_misrate is not None:
             bounds = f"{_pct(1 - self.achieved_misrate)} bounds (too few values for {conf})"
-        return f"{what}, {bounds}, threshold {_pct(self.threshold)}"
+        test = self.test
+        if self.p_value is not None:
+            test += f" (p = {self.p_value:.2g} against no change)"
+        return f"{what}, {bounds}, {test}, threshold {_pct(self.threshold)}"
 
     def describe(self) -> str:
         """One line: 'x1.087 [1.061, 1.112] faster; 5 vs 5 repeats, 95% bounds, ...'."""
@@ -175,11 +213,14 @@ class Comparison:
             else f"{self.ratio_text()} {self.verdict_text()}"
         )
         parts = [head, self.basis(), self.advice or ""]
-        return "; ".join(p for p in parts if p)
+        text = "; ".join(p for p in parts if p)
+        return f"{self.caveat}: {text}" if self.caveat else text
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self) | {
             "indicative": self.indicative,
+            "paired": self.paired,
+            "test": self.test,
             "text": self.ratio_text(),
             "verdict_text": self.verdict_text(),
             "description": self.describe(),
@@ -227,6 +268,16 @@ def compare_runs(
         baseline_runs=tuple(r.id for r in baseline),
         candidate_runs=tuple(r.id for r in candidate),
     )
+    for which, group in (("baseline (A)", baseline), ("candidate (B)", candidate)):
+        mixed = group_differences(group)
+        if mixed:
+            return replace(
+                out,
+                reason=f"the {which} runs are not repeats of one configuration: "
+                + "; ".join(mixed),
+                advice="group only runs of one workload, server version and settings",
+            )
+    out = replace(out, caveat=between_groups_caveat(baseline, candidate))
     not_ok = [r for r in (*baseline, *candidate) if r.status != "ok"]
     if not_ok:
         return replace(out, reason=_not_ok(not_ok), advice="only ok runs are compared")
@@ -238,6 +289,10 @@ def compare_runs(
     b_vals, c_vals = (np.asarray(v, dtype=float) for v in values)
     out = replace(out, ratio=stats.center(c_vals) / stats.center(b_vals))
     if len(baseline) >= 2 and len(candidate) >= 2:
+        pairs = compare_paired.interleaved_pairs(baseline, candidate, misrate)
+        if pairs is not None:
+            b_pair, c_pair = (np.asarray([m.value(p[i]) for p in pairs], float) for i in (0, 1))
+            return _decide_paired(out, b_pair, c_pair)
         return _decide(out, b_vals, c_vals, "repeats")
     if m.column is None:
         return replace(
@@ -288,7 +343,7 @@ def group_value(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) ->
 
 
 def study_point_groups(
-    archive: Any, groups: Sequence[Sequence[RunRecord]]
+    archive: RunReader, groups: Sequence[Sequence[RunRecord]]
 ) -> list[list[int]] | None:
     """When every group is a single study run whose point has two or more ok runs: the ids of
     those runs per group (what a firm verdict needs); else None. `archive`: an Archive."""
@@ -309,6 +364,88 @@ def study_point_groups(
             return None
         out.append(point)
     return out
+
+
+# What repeats share: a group mixing these is not one configuration measured again.
+_SAME_IN_A_GROUP: tuple[tuple[str, str], ...] = (
+    ("workload", "workload"),
+    ("server_version", "server version"),
+    ("scale", "scale"),
+    ("clients", "clients"),
+    ("threads", "threads"),
+    ("via", "via"),
+    ("protocol", "protocol"),
+    ("rate", "rate"),
+)
+# Where a server is, not how it is configured: two environments alike differ in these.
+_PLACE_SETTINGS = frozenset(
+    {"port", "data_directory", "config_file", "hba_file", "ident_file", "cluster_name",
+     "external_pid_file", "unix_socket_directories", "listen_addresses", "log_directory"}
+)  # fmt: skip
+
+
+def configured_settings(rec: RunRecord) -> dict[str, str]:
+    """The settings a run was configured with: its layers (profile < environment < run, with
+    the profile's and a per-run profile's names), or for a server pgrig does not manage the
+    non-default settings it reported."""
+    layers = rec.settings_layers or {}
+    if any(layers.get(k) for k in ("profile", "environment", "run")):
+        out: dict[str, str] = {}
+        for key in ("profile", "environment", "run"):
+            for name, value in (layers.get(key) or {}).items():
+                name = {"__name__": "profile", "__profile__": "per-run profile"}.get(name, name)
+                out[name] = str(value)
+        return out
+    return {
+        n: str(v.get("setting"))
+        for n, v in rec.non_default_settings().items()
+        if n not in _PLACE_SETTINGS
+    }
+
+
+def group_differences(runs: Sequence[RunRecord]) -> list[str]:
+    """What the runs of one group differ in (empty: they are repeats of one configuration),
+    each as 'server version 15.10 (run 1) / 18.1 (runs 2, 3)'."""
+    if len(runs) < 2:
+        return []
+    out = []
+    for attr, label in _SAME_IN_A_GROUP:
+        text = _split(runs, lambda r, a=attr: getattr(r, a))  # type: ignore[misc]
+        if text:
+            out.append(f"{label} {text}")
+    configured = [configured_settings(r) for r in runs]
+    names = sorted(set().union(*configured))
+    differing = [n for n in names if len({c.get(n) for c in configured}) > 1]
+    for name in differing[:3]:
+        by_id = {r.id: c.get(name) for r, c in zip(runs, configured, strict=True)}
+        out.append(f"setting {name} {_split(runs, lambda r, b=by_id: b[r.id])}")  # type: ignore[misc]
+    if len(differing) > 3:
+        out.append(f"and {len(differing) - 3} more settings")
+    return out
+
+
+def between_groups_caveat(
+    baseline: Sequence[RunRecord], candidate: Sequence[RunRecord]
+) -> str | None:
+    """Two groups of different workloads: a ratio of two different questions, said first."""
+    wa = {r.workload for r in baseline}
+    wb = {r.workload for r in candidate}
+    if len(wa) == 1 and len(wb) == 1 and wa != wb:
+        return f"different workloads: A runs {next(iter(wa))}, B runs {next(iter(wb))}"
+    return None
+
+
+def _split(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) -> str:
+    """'15.10 (run 1) / 18.1 (runs 2, 3)' when the runs disagree on `value`, else ''."""
+    by: dict[str, list[str]] = {}
+    for r in runs:
+        v = value(r)
+        by.setdefault("unset" if v is None else str(v), []).append(str(r.id))
+    if len(by) < 2:
+        return ""
+    return " / ".join(
+        f"{v} ({'run' if len(ids) == 1 else 'runs'} {', '.join(ids)})" for v, ids in by.items()
+    )
 
 
 def _not_ok(runs: Sequence[RunRecord]) -> str:
@@ -380,19 +517,48 @@ def _decide(out: Comparison, base: np.ndarray, cand: np.ndarray, method: Method)
         achieved_misrate=b.achieved_misrate,
         insufficient=b.insufficient,
     )
-    verdict = decide(b.lower, b.upper, out.threshold, out.higher_is_better)
+    return _judge(
+        out,
+        lambda: repeats_needed(
+            np.log(base), np.log(cand), out.threshold, out.misrate, max(base.size, cand.size)
+        ),
+    )
+
+
+def _decide_paired(out: Comparison, base: np.ndarray, cand: np.ndarray) -> Comparison:
+    b = compare_paired.paired_bounds(base, cand, out.misrate)
+    out = replace(
+        out,
+        method="pairs",
+        ratio=b.ratio,
+        lower=b.lower,
+        upper=b.upper,
+        n_baseline=b.n,
+        n_candidate=b.n,
+        achieved_misrate=out.misrate,
+        p_value=b.p_value,
+    )
+    return _judge(
+        out, lambda: compare_paired.pairs_needed(b, out.threshold, out.misrate, POWER, b.n)
+    )
+
+
+def _judge(out: Comparison, needed: Callable[[], int | None]) -> Comparison:
+    """The verdict on out's bounds; an inconclusive one says what it means or what would
+    decide (`needed`: runs per side, or pairs, likely needed)."""
+    assert out.lower is not None and out.upper is not None
+    lower, upper = out.lower, out.upper
+    verdict = decide(lower, upper, out.threshold, out.higher_is_better)
     out = replace(out, verdict=verdict)
     if verdict != "inconclusive":
         return out
-    inside = 1 - out.threshold <= b.lower and b.upper <= 1 + out.threshold
-    if inside and (b.lower > 1 or b.upper < 1):  # excludes 1, clears no threshold
+    inside = 1 - out.threshold <= lower and upper <= 1 + out.threshold
+    if inside and (lower > 1 or upper < 1):  # excludes 1, clears no threshold
         return replace(out, note=f"a real change smaller than the {_pct(out.threshold)} threshold")
-    needed = repeats_needed(
-        np.log(base), np.log(cand), out.threshold, out.misrate, max(base.size, cand.size)
-    )
-    if needed is None:
+    n = needed()
+    if n is None:
         return replace(out, note="the effect sits on the threshold: repeats will hardly settle it")
-    return replace(out, repeats_needed=needed)
+    return replace(out, repeats_needed=n)
 
 
 def decide(lower: float, upper: float, threshold: float, higher_is_better: bool = True) -> Verdict:

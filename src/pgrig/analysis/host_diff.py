@@ -2,9 +2,9 @@
 
 Seed 004: an unprepared host (governor, C-states, scheduler, pinning, noisy neighbours) makes
 runs disagree, and HammerDB users report 20-60% run-to-run differences from it. A comparison
-of two runs must say when their hosts differed. One pure function over plain dicts (the
-archive's RunRecord.host and RunRecord.extra), so the CLI, the web and reports give the
-same answer.
+of two runs must say when their hosts differed. One pure function over the run record's
+documents (RunRecord.host and RunRecord.extra, pgrig.record.documents), so the CLI, the web
+and reports give the same answer.
 
 Compared:
 - the machine: hostname, CPU model and count, RAM, kernel;
@@ -13,7 +13,11 @@ Compared:
 - the moment (host checks whose value changes by itself: steal, busy CPU, free space,
   uptime, open files, SMT siblings): only a different status (ok against warn) counts;
 - where processes ran: the pinned CPUs (extra["cpus"]);
-- a busy host during the run (extra["warnings"] code "busy_host").
+- a busy host during the run (extra["warnings"] code "busy_host");
+- the network path (extra["network"]): which hosts drove the load and over what (unix socket,
+  loopback or network, and to which server address): a run over the network and one over
+  loopback are different experiments; and a saturated load host (warning
+  "load_host_saturated").
 Runs recorded before host checks existed carry flat facts (cpu_governor, vm_swappiness, ...):
 those are mapped to the same names. Unknown on either side means no comparison, not a
 difference.
@@ -21,7 +25,10 @@ difference.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
+
+from pgrig.record.documents import HostCheck, HostDoc, NetworkDoc, RunExtra
 
 MACHINE = (
     ("hostname", "host"),
@@ -62,14 +69,16 @@ LEGACY = {
 
 
 def host_differences(
-    host_a: dict[str, Any] | None,
-    host_b: dict[str, Any] | None,
-    extra_a: dict[str, Any] | None = None,
-    extra_b: dict[str, Any] | None = None,
+    host_a: HostDoc | None,
+    host_b: HostDoc | None,
+    extra_a: RunExtra | None = None,
+    extra_b: RunExtra | None = None,
 ) -> list[str]:
     """One line per difference, "name: A <value>, B <value>"; empty when nothing differs."""
-    ha, hb = host_a or {}, host_b or {}
-    ea, eb = extra_a or {}, extra_b or {}
+    # the facts by name: the declared ones, and the flat facts of runs archived before checks
+    ha: Mapping[str, Any] = host_a or {}
+    hb: Mapping[str, Any] = host_b or {}
+    ea, eb = extra_a or RunExtra(), extra_b or RunExtra()
     out = [
         _line(label, ha.get(key), hb.get(key))
         for key, label in MACHINE
@@ -99,17 +108,50 @@ def host_differences(
     busy_a, busy_b = _busy(ea), _busy(eb)
     if busy_a != busy_b:
         out.append(_line("busy host", _yes(busy_a), _yes(busy_b)))
+    na, nb = _network_path(ea), _network_path(eb)
+    if _differ(na, nb):
+        out.append(_line("network path", na, nb))
+    sa, sb = _saturated(ea), _saturated(eb)
+    if sa != sb:
+        out.append(_line("load host saturated", _yes(sa), _yes(sb)))
     return out
 
 
-def _checks(host: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _network_path(extra: RunExtra) -> str | None:
+    """ "c1, c2 over network to 10.0.0.2" or "localhost over loopback" (None: not recorded).
+    Ports are left out: two environments on one host differ by port, not by path."""
+    paths: Any = (extra.get("network") or NetworkDoc()).get("paths")
+    if not isinstance(paths, list) or not paths:
+        return None
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        if not isinstance(p, dict):
+            continue
+        kind = p.get("kind") or ("loopback" if p.get("loopback") else "network")
+        where = f"{kind} to {p.get('address')}" if kind == "network" else str(kind)
+        groups.setdefault(where, []).append(str(p.get("from")))
+    return "; ".join(f"{', '.join(sorted(h))} over {w}" for w, h in sorted(groups.items()))
+
+
+def _saturated(extra: RunExtra) -> bool:
+    return _warned(extra, "load_host_saturated")
+
+
+def _warned(extra: RunExtra, code: str) -> bool:
+    warnings: Any = extra.get("warnings")  # JSON from the archive: checked here
+    return isinstance(warnings, list) and any(
+        isinstance(w, dict) and w.get("code") == code for w in warnings
+    )
+
+
+def _checks(host: Mapping[str, Any]) -> dict[str, HostCheck]:
     checks = host.get("checks")
     if not isinstance(checks, list):
         return {}
-    return {c["name"]: c for c in checks if isinstance(c, dict) and "name" in c}
+    return {c["name"]: cast(HostCheck, c) for c in checks if isinstance(c, dict) and "name" in c}
 
 
-def _setting(checks: dict[str, dict[str, Any]], host: dict[str, Any], name: str) -> Any:
+def _setting(checks: dict[str, HostCheck], host: Mapping[str, Any], name: str) -> Any:
     if name in checks:
         return checks[name].get("value")
     legacy = host.get(LEGACY.get(name, ""))
@@ -126,12 +168,12 @@ def _line(name: str, a: Any, b: Any) -> str:
     return f"{name}: A {a}, B {b}"
 
 
-def _with_status(check: dict[str, Any]) -> str:
+def _with_status(check: HostCheck) -> str:
     return f"{check.get('status')} ({check.get('value')})"
 
 
-def _pinning(extra: dict[str, Any]) -> str:
-    cpus = extra.get("cpus")
+def _pinning(extra: RunExtra) -> str:
+    cpus: Any = extra.get("cpus")
     if not isinstance(cpus, dict):
         return ""
     order = ["server", "pooler", "client"]
@@ -139,11 +181,8 @@ def _pinning(extra: dict[str, Any]) -> str:
     return ", ".join(f"{side} {cpus[side]}" for side in sides if cpus[side])
 
 
-def _busy(extra: dict[str, Any]) -> bool:
-    warnings = extra.get("warnings")
-    return isinstance(warnings, list) and any(
-        isinstance(w, dict) and w.get("code") == "busy_host" for w in warnings
-    )
+def _busy(extra: RunExtra) -> bool:
+    return _warned(extra, "busy_host")
 
 
 def _yes(flag: bool) -> str:

@@ -39,11 +39,12 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import cast
 
 import numpy as np
 
 from pgrig.errors import PgrigError
+from pgrig.record.documents import StabilityDoc
 
 DRIFT_PCT = 5.0
 TREND_P = 0.001
@@ -101,11 +102,11 @@ class Stability:
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> StabilityDoc:
         """JSON-safe (NaN -> None): what a run keeps in RunRecord.extra["stability"]."""
-        from pgrig.archive.export import json_safe
+        from pgrig.record.json_safe import json_safe
 
-        return json_safe(self.as_dict())
+        return cast(StabilityDoc, json_safe(self.as_dict()))  # asdict: the fields above
 
     def describe(self) -> str:
         parts = [

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -222,7 +222,7 @@ def _logs(x: Values, name: str) -> np.ndarray:
     a = _values(x, name)
     if np.any(a <= 0):
         raise PgrigError(f"{name}: ratios need positive values (got {float(a.min()):g})")
-    return np.log(a)
+    return cast(np.ndarray, np.log(a))
 
 
 def _guard(pairs: int) -> None:
@@ -235,13 +235,13 @@ def _guard(pairs: int) -> None:
 
 def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     _guard(a.size * b.size)
-    return np.subtract.outer(a, b).ravel()
+    return cast(np.ndarray, np.subtract.outer(a, b).ravel())
 
 
 def _walsh(a: np.ndarray) -> np.ndarray:
     _guard(a.size * (a.size + 1) // 2)
     i, j = np.triu_indices(a.size)
-    return (a[i] + a[j]) / 2
+    return cast(np.ndarray, (a[i] + a[j]) / 2)
 
 
 def _order_stats(z: np.ndarray, k: int) -> tuple[float, float]:

@@ -23,14 +23,15 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import polars as pl
 
 from pgrig.analysis import hdr
 from pgrig.analysis.window import US, Window, WindowPlan, grid_second, resolve
-from pgrig.archive.records import LatencyStats, ScriptResult
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
+from pgrig.record.run import LatencyStats, ScriptResult
 
 STATUSES = ("ok", "skipped", "failed", "serialization", "deadlock")
 STATUS = pl.Enum(list(STATUSES))
@@ -147,9 +148,7 @@ def parse_lines(
         raw = _read(data, _raw_schema(has_lag, has_retries))
         return raw.select(_columns(has_lag, has_retries))
     except pl.exceptions.PolarsError as e:
-        text = str(e).strip()
-        first_line = text.splitlines()[0] if text else type(e).__name__
-        raise PgrigError(f"cannot parse pgbench log ({source}): {first_line}") from None
+        raise PgrigError(f"cannot parse pgbench log ({source}): {first_line(e)}") from None
 
 
 def _read(
@@ -192,8 +191,10 @@ class _Chunk:
 
     @property
     def ok(self) -> np.ndarray:
-        return self.code == OK
+        return cast(np.ndarray, self.code == OK)
 
+
+ParsedChunk = _Chunk  # what feed_many parsed: for callers that keep their own counts
 
 UNKNOWN = len(STATUSES)
 # Every word pgbench writes instead of a latency has an "e": a one-byte search (memchr) tells
@@ -381,6 +382,8 @@ class TxlogSummary:
     series: dict[str, list[float | None]] = field(default_factory=dict)
     lines: int = 0
     late_lines: int = 0  # lines that arrived after their second was closed (see FORCE_CLOSE..)
+    # the window's ok latencies (analysis/hdr.py buckets): what percentile bounds rest on
+    histogram: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def whole_seconds(self) -> tuple[list[float], list[float]]:
@@ -443,19 +446,26 @@ class TxlogStream:
         """Fold complete log lines (from one file) into the state."""
         self.feed_many([(source, data)])
 
-    def feed_many(self, chunks: Sequence[tuple[str, bytes]]) -> None:
-        """Fold complete log lines of several files (source, lines) in one go: one parse."""
+    def feed_many(
+        self, chunks: Sequence[tuple[str, bytes]], shift_us: int = 0
+    ) -> ParsedChunk | None:
+        """Fold complete log lines of several files (source, lines) in one go: one parse.
+        shift_us is added to every end time: lines of a generator whose clock is off from the
+        stream's by -shift_us (analysis/txlog_merge.py). Returns the parsed (shifted) lines."""
         chunks = [(source, data) for source, data in chunks if data]
         if not chunks:
-            return
+            return None
         for source, data in chunks:  # every file has this run's fields
             check_fields(data, **self._format, source=source)
         lines = parse_chunk(b"".join(d for _, d in chunks), **self._format, source=chunks[0][0])
+        if shift_us:
+            lines = replace(lines, end_us=lines.end_us + shift_us)
         with self._lock:
             for source, data in chunks:  # a thread writes its lines in end-time order
-                last = _end_of_last_line(data)
+                last = _end_of_last_line(data) + shift_us
                 self._horizon[source] = max(self._horizon.get(source, last), last)
             self._fold(lines)
+        return lines
 
     @property
     def _format(self) -> dict[str, bool]:
@@ -608,6 +618,7 @@ class TxlogStream:
             lag_avg_ms=total.lag_sum / total.lag_n / 1000.0 if total.lag_n else None,
             lag_max_ms=total.lag_max / 1000.0 if total.lag_max is not None else None,
             scripts=scripts,
+            histogram=total.hist,
             series=self._series(window, start, completed),
             lines=self.lines,
             late_lines=self.late_lines,

@@ -14,11 +14,11 @@ import io
 import json
 import math
 from dataclasses import fields
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.errors import PgrigError
+from pgrig.record.json_safe import json_safe
 from pgrig.request import LOAD_FIELDS as LOAD_PARAMETERS
 
 __all__ = [
@@ -77,19 +77,6 @@ _SUMMARY_FIELDS = (
 _AFTER_LATENCY = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio", "command")
 
 
-def json_safe(value: Any) -> Any:
-    """JSON-safe: datetimes as ISO 8601, NaN/inf as null (strict JSON has neither)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
 def run_to_json(rec: RunRecord) -> dict[str, Any]:
     """The summary of a run with stable keys: identity, target, load, results, latency in ms
     (`latency_ms`), per-script figures (`scripts`), `warnings` (what may make the numbers
@@ -101,12 +88,16 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
         out["tpm"] = rec.tpm
     if rec.extra.get("tpcc"):
         out["tpcc"] = rec.extra["tpcc"]  # rollbacks, mix and per-type figures
+    for key in ("topology", "backup", "during", "targets", "prewarm",  # replicas, backups, ...
+                "wait_sampling", "figures_from", "plan_top_up", "server_log"):  # fmt: skip
+        if rec.extra.get(key):
+            out[key] = rec.extra[key]
     out["latency_ms"] = rec.latency.as_dict()
     for name in _AFTER_LATENCY:
         out[name] = getattr(rec, name)
     out["scripts"] = [{**script_figures(s), "latency_ms": s.latency.as_dict()} for s in rec.scripts]
     out["warnings"] = rec.warnings()  # [{"code": "busy_host", "message": ...}]
-    return json_safe(out)
+    return cast(dict[str, Any], json_safe(out))
 
 
 def script_figures(s: ScriptResult) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """What a run keeps on disk so that nothing is lost when pgrig dies or the archive is away.
 
-Both files live in the run's artifacts directory (<home>/artifacts/<run id>/):
+Both files live in the run's artifacts directory (<home>/artifacts/<archive key>/<run id>/,
+archive/artifacts.py: a run id means something only in its archive):
 - series.partial.jsonl: the per-second rows gathered so far, appended every few seconds by
   the run's heartbeat thread (one JSON line per row: {"k": kind, "r": {column: value}}). Only
   new rows are written, so each write costs what the last seconds added. A run marked "lost"
@@ -9,8 +10,11 @@ Both files live in the run's artifacts directory (<home>/artifacts/<run id>/):
   met an unavailable archive (SQLite locked, PostgreSQL down). It names the archive it belongs
   to (masked URL: never a password); opening that archive imports it in one transaction and
   removes the file. Importing twice writes the same rows (finish_run replaces a run's rows).
-  A marker in <home>/spooled/ names each spooled run, so that every command finds them with
-  one small directory listing (a glob through 10,000 run directories takes ~70 ms).
+  A marker in <home>/spooled/ (<archive key>.<run id>) names each spooled run, so that every
+  command finds its own archive's with one small directory listing (a glob through 10,000 run
+  directories takes ~70 ms), and no command of another archive imports or deletes it.
+  Markers of older pgrig versions (<run id> alone, records in <home>/artifacts/<run id>/) are
+  still found; the archive URL in the record decides whose they are.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import paths
-from pgrig.archive.artifacts import run_artifacts_dir
+from pgrig.archive.artifacts import archive_key, legacy_run_dir, run_artifacts_dir
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 
@@ -71,10 +75,10 @@ class PartialSeries:
         self.path.unlink(missing_ok=True)
 
 
-def read_partial_series(run_id: int) -> dict[str, dict[str, list[Any]]]:
+def read_partial_series(run_id: int, *, archive: str) -> dict[str, dict[str, list[Any]]]:
     """The columnar series of a run's partial file ({} when there is none). A line cut by the
     death of the writer is skipped."""
-    path = run_artifacts_dir(run_id, create=False) / PARTIAL_SERIES
+    path = run_artifacts_dir(run_id, create=False, archive=archive) / PARTIAL_SERIES
     rows: dict[str, list[dict[str, Any]]] = {}
     try:
         with open(path) as f:
@@ -121,7 +125,7 @@ def write_spool(rec: RunRecord, archive_url: str, reason: str) -> Path:
     archive_url: the masked URL of the archive it belongs to."""
     if rec.id is None:
         raise PgrigError("only a begun run (with an id) can be spooled")
-    path = run_artifacts_dir(rec.id) / RECORD_SPOOL
+    path = run_artifacts_dir(rec.id, archive=archive_url) / RECORD_SPOOL
     doc = {
         "format": _SPOOL_FORMAT,
         "archive": archive_url,
@@ -129,14 +133,23 @@ def write_spool(rec: RunRecord, archive_url: str, reason: str) -> Path:
         "record": _encode_record(rec),
     }
     tmp = path.with_name(path.name + ".part")
-    with open(tmp, "w") as f:
-        json.dump(doc, f, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(doc, f, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no half-written spool left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
     paths.spooled_dir().mkdir(parents=True, exist_ok=True)
-    (paths.spooled_dir() / str(rec.id)).touch()
+    (paths.spooled_dir() / _marker(rec.id, archive_url)).touch()
     return path
+
+
+def _marker(run_id: int, archive_url: str) -> str:
+    return f"{archive_key(archive_url)}.{run_id}"
 
 
 def read_spool(path: Path) -> tuple[str, RunRecord]:
@@ -150,23 +163,41 @@ def read_spool(path: Path) -> tuple[str, RunRecord]:
         raise PgrigError(f"cannot read spooled run {path}: {e}") from e
 
 
-def pending_spools() -> list[Path]:
-    """Spooled records in this home's artifacts, oldest run first (stale markers removed)."""
+def pending_spools(archive_url: str) -> list[Path]:
+    """The records spooled for the archive `archive_url` in this home's artifacts, oldest run
+    first (its stale markers removed), then those of older pgrig versions (any archive's: the
+    record names its own)."""
+    key = archive_key(archive_url)
     try:
-        ids = sorted(int(m.name) for m in paths.spooled_dir().iterdir() if m.name.isdigit())
+        names = [m.name for m in paths.spooled_dir().iterdir()]
     except OSError:
         return []
+    mine = sorted(int(n[len(key) + 1 :]) for n in names if _is_marker(n, key))
     found = []
-    for run_id in ids:
-        path = run_artifacts_dir(run_id, create=False) / RECORD_SPOOL
+    for run_id in mine:
+        path = run_artifacts_dir(run_id, create=False, archive=archive_url) / RECORD_SPOOL
         if path.exists():
             found.append(path)
         else:  # imported (or removed by hand) since
-            forget(run_id)
+            forget(run_id, archive=archive_url)
+    for run_id in sorted(int(n) for n in names if n.isdigit()):
+        path = legacy_run_dir(run_id) / RECORD_SPOOL
+        if path.exists():
+            found.append(path)
+        else:
+            (paths.spooled_dir() / str(run_id)).unlink(missing_ok=True)
     return found
 
 
-def forget(run_id: int) -> None:
+def _is_marker(name: str, key: str) -> bool:
+    return name.startswith(key + ".") and name[len(key) + 1 :].isdigit()
+
+
+def forget(run_id: int, *, archive: str) -> None:
     """Remove a run's spooled record and its marker (after an import)."""
-    (run_artifacts_dir(run_id, create=False) / RECORD_SPOOL).unlink(missing_ok=True)
-    (paths.spooled_dir() / str(run_id)).unlink(missing_ok=True)
+    (run_artifacts_dir(run_id, create=False, archive=archive) / RECORD_SPOOL).unlink(
+        missing_ok=True
+    )
+    (paths.spooled_dir() / _marker(run_id, archive)).unlink(missing_ok=True)
+    if not (legacy_run_dir(run_id) / RECORD_SPOOL).exists():  # an older version's marker
+        (paths.spooled_dir() / str(run_id)).unlink(missing_ok=True)

@@ -7,20 +7,17 @@ it is too old). An SQLite archive is one user's file and is upgraded when opened
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from pgrig.cli import common
+from pgrig.cli.common import ArchiveOpt
 
 app = typer.Typer(no_args_is_help=True)
 
 
 @app.command("upgrade")
 def upgrade(
-    archive: Annotated[
-        str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
-    ] = None,
+    archive: ArchiveOpt = None,
 ) -> None:
     """Migrate the archive's schema to this pgrig's revision (a no-op when it is there)."""
     from pgrig.archive.store import SCHEMA_HEAD

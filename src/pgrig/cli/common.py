@@ -20,7 +20,7 @@ from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
     from pgrig.archive.store import Archive
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
 
 __all__ = [
     "PgrigError",
@@ -48,6 +48,19 @@ MisrateOpt = Annotated[
     float,
     typer.Option("--misrate", help="1 - confidence of the bounds: 0.05 is 95%.", show_default=True),
 ]
+
+# Options many commands share.
+ArchiveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--archive",
+        envvar="PGRIG_ARCHIVE",
+        help="Archive URL: sqlite:///path or postgresql://user@host/db (default: PGRIG_ARCHIVE, "
+        "else SQLite in the pgrig home).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
 # C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
@@ -95,16 +108,36 @@ def err_console() -> Console:
     return SafeConsole(stderr=True)
 
 
+# Off a terminal (a pipe, a file, CI) every table and message is laid out for 120 columns,
+# not rich's 80: wide enough for the comparison tables, and the same on every command.
+WIDTH_NOT_TTY = 120
+
+
 @cache
 def out_console() -> Console:
-    return SafeConsole()
+    """stdout: the terminal at its width, else WIDTH_NOT_TTY columns."""
+    con = SafeConsole()
+    return con if con.is_terminal else SafeConsole(width=WIDTH_NOT_TTY, no_color=con.no_color)
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    # soft_wrap: an error stays one line even when stderr is not a terminal (80 columns).
-    err_console().print(
-        f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
-    )
+_JSON_ERRORS: list[bool] = [False]
+
+
+def set_json_errors(on: bool) -> None:
+    """With --json, an error is also a JSON object on stdout (set once by the CLI's main)."""
+    _JSON_ERRORS[0] = on
+
+
+def fail(message: str, code: int = 2, *, quiet: bool = False) -> NoReturn:
+    """The end of a command that failed: one line on stderr (unless `quiet`: already shown)
+    and, with --json, {"error": ..., "exit_code": ...} on stdout; exit `code`."""
+    if _JSON_ERRORS[0]:
+        print_json({"error": message, "exit_code": code})
+    if not quiet:
+        # soft_wrap: an error stays one line even when stderr is not a terminal (80 columns).
+        err_console().print(
+            f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
+        )
     sys.exit(code)
 
 
@@ -175,11 +208,12 @@ def print_wide(renderable: Any) -> None:
 def recovered_env(name: str) -> Environment:
     """The environment `name`, after undoing what a killed run left on it (settings, pinning:
     provision/run_journal.py); each undo is told on stderr."""
-    from pgrig.provision import run_journal
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.server import backups
+    from pgrig.provision.state import run_journal
+    from pgrig.provision.state.environment import Environment
 
     env = Environment.load(name)
-    for line in run_journal.recover(env):
+    for line in [*run_journal.recover(env), *backups.recover_interrupted(env)]:
         err_console().print(
             f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
         )
@@ -191,7 +225,7 @@ def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environ
     """For commands that change an environment under a run (env set/restart/stop/destroy,
     db generate): refused while a run holds it, naming the run, unless --force; held for the
     command's duration so no run starts meanwhile."""
-    from pgrig.provision.env_lock import EnvLock
+    from pgrig.provision.state.env_lock import EnvLock
 
     env = recovered_env(name)
     if force or not env.dir.is_dir():
@@ -199,6 +233,13 @@ def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environ
         return
     lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
     try:
+        from pgrig.load import guard
+
+        for line in guard.put_back_dead_study(env):  # before the command changes anything
+            err_console().print(
+                f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
+            )
+        env = recovered_env(name)
         yield env
     finally:
         lock.release()
@@ -219,6 +260,13 @@ def reading_archive(url: str | None) -> Archive:
     if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:":
         return open_archive(url)
     if not Path(db).exists():
+        from pgrig import paths
+
+        if Path(db).resolve() != (paths.home() / "archive.sqlite").resolve():  # a named file
+            raise PgrigError(
+                f"archive {db} does not exist (a mistyped --archive or PGRIG_ARCHIVE? "
+                "a new archive is created by the first run that uses it)"
+            )
         empty = Archive("sqlite://")  # in memory
         empty.url = mask_url(full)  # messages name the archive the user meant
         return empty

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pgrig import format as fmt
 from pgrig.cli import common
 from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
     from pgrig.request import DatasetRequest
 
 app = typer.Typer(no_args_is_help=True)
@@ -22,7 +23,7 @@ app = typer.Typer(no_args_is_help=True)
 def generate(
     env: Annotated[str, typer.Argument(help="Environment name.")],
     scenario: Annotated[
-        str | None, typer.Option("--scenario", help="pgbench | tpcc | tickets")
+        str | None, typer.Option("--scenario", help="pgbench | tpcc | tickets | sysbench")
     ] = None,
     scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
     partitions: Annotated[
@@ -44,15 +45,22 @@ def generate(
     sql: Annotated[
         Path | None, typer.Option("--sql", help="A custom schema/data SQL file.")
     ] = None,
+    tables: Annotated[
+        int | None, typer.Option("--tables", help="sysbench: tables sbtest1..N (1).")
+    ] = None,
+    table_size: Annotated[
+        int | None, typer.Option("--table-size", help="sysbench: rows per table (10,000).")
+    ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Even while a run is in progress on ENV.")
     ] = False,
 ) -> None:
-    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows) or SQL."""
+    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows), SQL, or
+    sysbench (--tables, --table-size: sysbench's own prepare)."""
     from pgrig.provision import cluster
-    from pgrig.provision.environment import DEFAULT_DATABASE
+    from pgrig.provision.state.environment import DEFAULT_DATABASE
     from pgrig.request import DatasetRequest, from_flags
 
     request = from_flags(
@@ -66,8 +74,22 @@ def generate(
         rows=rows,
         jobs=jobs,
         sql=str(sql) if sql is not None else None,
+        tables=tables,
+        table_size=table_size,
     )
     dbname = request.database or DEFAULT_DATABASE
+    from pgrig.cli import remote_env
+
+    if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
+        argv = ["db", "generate", env, "--scenario", request.scenario]
+        for flag, value in (("--scale", scale), ("--partitions", partitions),
+                            ("--warehouses", warehouses), ("--rows", rows), ("--jobs", jobs),
+                            ("--sql", sql), ("--db", db)):  # fmt: skip
+            if value is not None:
+                argv += [flag, str(value)]
+        argv += [f for f, on in (("--partition", partition), ("--json", as_json),
+                                 ("--force", force)) if on]  # fmt: skip
+        remote_env.forward(remote, remote_env.db_argv_files(argv, remote))
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
@@ -80,7 +102,7 @@ def generate(
         found = info.get("size_bytes") or info.get("database_size_bytes")
         size = int(found) if isinstance(found, int | float) else 0
         common.err_console().print(
-            f"{request.scenario} data in {env}/{dbname}: {size / 2**20:,.1f} MiB "
+            f"{request.scenario} data in {env}/{dbname}: {fmt.size(size)} "
             f"in {info.get('seconds') or info.get('load_seconds') or 0:.1f}s",
             highlight=False,
         )
@@ -123,12 +145,16 @@ def check(
 ) -> None:
     """Check a dataset's consistency (TPC-C conditions 1-10 and 12; 11 before any delivery)."""
     from pgrig.provision import cluster
-    from pgrig.provision.environment import DEFAULT_DATABASE
+    from pgrig.provision.state.environment import DEFAULT_DATABASE
 
     if scenario != "tpcc":
         raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
+    from pgrig.cli import remote_env
     from pgrig.workloads import tpcc
 
+    if (remote := remote_env.record(env)) is not None:
+        argv = ["db", "check", env, "--scenario", scenario] + (["--db", db] if db else [])
+        remote_env.forward(remote, argv + (["--json"] if as_json else []))
     environment = common.recovered_env(env)
     environment.check_intact()
     if environment.managed:

@@ -13,11 +13,14 @@ from typing import Annotated, Any
 
 import typer
 
-from pgrig.cli.common import err_console, print_json, print_wide
+from pgrig.cli.common import JsonOpt, err_console, print_json, print_wide
 
 app = typer.Typer(no_args_is_help=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+OnOpt = Annotated[
+    str | None,
+    typer.Option("--on", help="On this host (`pgrig host add`); the values are recorded for it."),
+]
 _STYLE = {"ok": "green", "warn": "yellow", "unavailable": "dim", "changed": "green"}
 
 
@@ -40,9 +43,24 @@ def check_cmd(
         ),
     ] = None,
     as_json: JsonOpt = False,
+    on: OnOpt = None,
 ) -> None:
     """How the host is prepared for benchmarking: each check, what is recommended, and why."""
     from pgrig.host.checks import Context, run_checks
+
+    if on is not None:
+        argv = ["host", "check", "--json"]
+        for flag, value in (("--clients", clients), ("--server-cpus", server_cpus),
+                            ("--client-cpus", client_cpus)):  # fmt: skip
+            if value is not None:
+                argv += [flag, str(value)]
+        with err_console().status(f"checking host {on}…"):
+            doc = _on_host(on, "check", argv)
+        if as_json:
+            print_json(doc)
+        else:
+            _print_checks(doc["checks"])
+        return
     from pgrig.load import pinning
 
     pinned = pinning.placement(server_cpus, client_cpus).sides()
@@ -58,7 +76,7 @@ def check_cmd(
 def _disks() -> list[tuple[str, Any]]:
     """The pgrig home and the data directory of every managed environment."""
     from pgrig import paths
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
 
     envs = [e for e in Environment.all() if e.managed]
     return [("pgrig home", paths.home())] + [(f"data of {e.name}", e.datadir) for e in envs]
@@ -116,11 +134,22 @@ def tune_cmd(
         typer.Option("--only", help="Only these settings (check names, e.g. swappiness)."),
     ] = None,
     as_json: JsonOpt = False,
+    on: OnOpt = None,
 ) -> None:
     """The exact changes of a profile (setting, files, old -> new); applied only with --apply."""
     from pgrig.host import state, tune
 
     names = _only(only)
+    if on is not None:
+        argv = ["host", "tune", "--json", "--profile", profile] + (["--apply"] if apply else [])
+        for n in names or []:
+            argv += ["--only", n]
+        doc = _on_host(on, "tune", argv)
+        if as_json:
+            print_json(doc)
+        else:
+            _print_remote_changes(on, doc.get("changes", []), doc.get("skipped", []), apply)
+        return
     if apply:
         changes, skipped = tune.apply(profile, only=names)
     else:
@@ -172,9 +201,23 @@ def _print_tune(profile: str, apply: bool, changes: list, skipped: list, saved: 
 
 
 @app.command("restore")
-def restore_cmd(as_json: JsonOpt = False) -> None:
+def restore_cmd(as_json: JsonOpt = False, on: OnOpt = None) -> None:
     """Put back every value `host tune --apply` changed, then remove the saved state."""
     from pgrig.host import state, tune
+
+    if on is not None:
+        doc = _on_host(on, "restore", ["host", "restore", "--json"])
+        if as_json:
+            print_json(doc)
+        else:
+            for r in doc.get("restored", []):
+                ok = "restored" if r.get("ok") else f"NOT restored ({r.get('error')})"
+                err_console().print(f"{on}: {ok} {r.get('name')}", highlight=False, markup=False)
+            if doc.get("note"):
+                err_console().print(f"{on}: {doc['note']}", highlight=False, markup=False)
+        if not doc.get("ok", True):
+            sys.exit(1)
+        return
 
     done, note = tune.restore()
     if as_json:
@@ -202,3 +245,45 @@ def restore_cmd(as_json: JsonOpt = False) -> None:
             )
     if not all(r.ok for r in done):
         sys.exit(1)
+
+
+def _on_host(name: str, what: str, argv: list[str]) -> dict[str, Any]:
+    """The host's pgrig runs `argv` (--json); its answer is recorded for that host:
+    <home>/hosts/<name>/host-<what>.json (the last) and host-<what>.jsonl (every one)."""
+    import json
+    import time
+
+    from pgrig.hosts import registry, remote
+
+    doc: dict[str, Any] = remote.run_json(registry.get(name), argv)
+    d = registry.state_dir(name)
+    d.mkdir(parents=True, exist_ok=True)
+    entry = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": name, **doc}
+    (d / f"host-{what}.json").write_text(json.dumps(entry, indent=2) + "\n")
+    with open(d / f"host-{what}.jsonl", "a") as out:
+        out.write(json.dumps(entry) + "\n")
+    return doc
+
+
+def _print_remote_changes(
+    on: str, changes: list[dict[str, Any]], skipped: list[dict[str, Any]], applied: bool
+) -> None:
+    say = err_console()
+    verb = "changed" if applied else "would change"
+    for c in changes:
+        what = f"{c.get('setting')}: {c.get('old')} -> {c.get('new')}"
+        say.print(f"{on}: {verb} {c.get('name')} ({what})", highlight=False, markup=False)
+    for sk in skipped:
+        say.print(f"{on}: skipped {sk.get('name')}: {sk.get('reason')}", highlight=False)
+    if not changes:
+        say.print(f"{on}: nothing to change", highlight=False)
+
+
+# The other machines (`host add/list/remove/import`): their own module.
+def _register_hosts() -> None:
+    from pgrig.cli import hosts
+
+    hosts.register(app)
+
+
+_register_hosts()

@@ -17,7 +17,7 @@ def list_versions(
 ) -> None:
     """Installed PostgreSQL builds, and the newest fetchable build of each major 14..18."""
     from pgrig.errors import PgrigError
-    from pgrig.provision import binaries
+    from pgrig.provision.server import binaries
 
     inst = binaries.installed()
     fetch_error = None
@@ -71,7 +71,7 @@ def install(
         TransferSpeedColumn,
     )
 
-    from pgrig.provision import binaries
+    from pgrig.provision.server import binaries
 
     t0 = time.monotonic()
     with Progress(

@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pgrig.cli.common import out_console, print_json
-from pgrig.provision import profiles
+from pgrig.cli.common import ArchiveOpt, out_console, print_json
+from pgrig.provision.settings import profiles
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -22,8 +22,13 @@ def list_cmd(
 ) -> None:
     """List shipped and user profiles (user ones live in <home>/profiles/*.toml)."""
     infos = profiles.list_profiles()
+    damaged = profiles.damaged_profiles()
     if as_json:
-        print_json([asdict(i) for i in infos])
+        listed = [asdict(i) for i in infos]
+        listed += [
+            {"name": n, "kind": None, "source": "user", "damaged": e} for n, e in damaged.items()
+        ]
+        print_json(sorted(listed, key=lambda d: str(d["name"])))
         return
     table = Table("name", "kind", "source", "description")
     for i in infos:
@@ -32,6 +37,8 @@ def list_cmd(
         if i.warning:
             desc += " [bold red](unsafe / special: see show)[/bold red]"
         table.add_row(escape(i.name), kind, i.source, desc)
+    for name, problem in damaged.items():
+        table.add_row(escape(name), "[red]damaged[/red]", "user", escape(problem))
     out_console().print(table)
 
 
@@ -61,9 +68,11 @@ def show_cmd(
         max_connections=connections,
         io_uring=io_uring,
     )
+    checked = _check_values(r.settings, pg)
     if as_json:
         print_json(
             {
+                "checked": checked,
                 "profile": r.name,
                 "kind": r.kind,
                 "major": r.major,
@@ -94,6 +103,29 @@ def show_cmd(
         if note.startswith("WARNING:"):
             continue  # already shown above, in red
         con.print(f"- {escape(note)}", highlight=False)
+    con.print(f"- {escape(checked)}", highlight=False)
+
+
+def _check_values(settings: dict[str, str], major: int) -> str:
+    """Every value through the real parser of an installed PostgreSQL `major`, as env create
+    would; a value it refuses is an error naming the setting. Returns what was checked."""
+    from pgrig.errors import PgrigError
+    from pgrig.provision.server import binaries
+    from pgrig.provision.settings import catalog, validator
+
+    if not settings:
+        return "nothing to check"
+    try:
+        bindir, version = binaries.find_bindir(major)
+    except PgrigError:
+        return f"values not checked: PostgreSQL {major} is not installed (pgrig pg install {major})"
+    cat = catalog.load_catalog(bindir, version)
+    norm = validator.normalize(settings)
+    try:
+        validator.validate(bindir, major, cat, norm)
+    except PgrigError as e:
+        raise PgrigError(f"profile values refused by PostgreSQL {version}: {e}") from None
+    return f"values checked by PostgreSQL {version}'s own parser"
 
 
 @app.command("save")
@@ -101,9 +133,7 @@ def save_cmd(
     name: str = typer.Argument(..., help="Name of the new profile."),
     from_study: str = typer.Option(..., "--from-study", help="A tuning study (`pgrig tune`)."),
     force: bool = typer.Option(False, "--force", help="Replace an existing user profile."),
-    archive: str | None = typer.Option(
-        None, "--archive", envvar="PGRIG_ARCHIVE", help="Archive URL."
-    ),
+    archive: ArchiveOpt = None,
 ) -> None:
     """Save the best configuration of a tuning study as a profile (<home>/profiles/NAME.toml)."""
     from pgrig.archive.store import Archive

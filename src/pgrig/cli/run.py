@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pgrig.cli import common
+from pgrig.cli.common import ArchiveOpt
 from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
+    from pgrig.archive.protocol import RunReader
     from pgrig.archive.records import RunRecord
+    from pgrig.load.backup_run import BackupRequest
+    from pgrig.request import RunRequest
 
 
 def parse_pairs(items: list[str] | None, flag: str) -> dict[str, str]:
@@ -34,7 +39,9 @@ def register(app: typer.Typer) -> None:
                 "--workload",
                 "-w",
                 help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
-                "|tickets:read|tickets:write|file.sql[@weight]; repeatable.",
+                "|tickets:read|tickets:write|file.sql[@weight]; repeatable. Backup runs: "
+                "backup:basebackup-full|basebackup-incremental|pgbackrest-full|pgbackrest-diff"
+                "|pgbackrest-incr|restore.",
             ),
         ],
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
@@ -107,25 +114,92 @@ def register(app: typer.Typer) -> None:
                 "--keep-txlog", help="Keep pgbench's per-transaction log (gzip) with the run."
             ),
         ] = False,
-        archive: Annotated[
-            str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
+        txlog: Annotated[
+            str,
+            typer.Option(
+                "--txlog",
+                help="pgbench's per-transaction log: auto (full below 10,000 expected TPS, "
+                "sampled above), full, sampled (--sampling-rate, ~3,000 lines/s) or off "
+                "(no percentiles).",
+            ),
+        ] = "auto",
+        emit: Annotated[
+            tuple[str, str] | None,
+            typer.Option(
+                "--emit",
+                help="k8s DIR: write the experiment as Kubernetes manifests (a CloudNativePG "
+                "Cluster and pgbench Jobs) into DIR instead of running it.",
+                metavar="k8s DIR",
+            ),
         ] = None,
+        load_from: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--load-from",
+                help="Run pgbench on this load host (repeatable; clients, threads and --rate "
+                "are split over them; localhost = this machine).",
+            ),
+        ] = None,
+        prewarm: Annotated[
+            bool,
+            typer.Option(
+                "--prewarm",
+                help="Read the database into shared buffers (pg_prewarm) before the run's "
+                "CHECKPOINT, so repeats after restarts start from the same cache.",
+            ),
+        ] = False,
+        archive: ArchiveOpt = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Machine-readable results on stdout.")
         ] = False,
+        waits_hz: Annotated[
+            float | None,
+            typer.Option(
+                "--waits-hz",
+                help="Sample wait events from pg_stat_activity this many times a second "
+                "(1-50; default: 10 for windows up to a minute, fewer for longer ones).",
+            ),
+        ] = None,
+        target_role: Annotated[
+            str,
+            typer.Option(
+                "--target",
+                help="primary | replica | split: where the load goes on an environment with "
+                "replicas (replica/split: read-only load, clients spread over the servers).",
+            ),
+        ] = "primary",
+        backup_dir: Annotated[
+            str | None,
+            typer.Option(
+                "--backup-dir", help="Backup runs: where backups go (default: the env's dir)."
+            ),
+        ] = None,
+        during: Annotated[
+            str | None,
+            typer.Option(
+                "--during",
+                help="Backup runs: a load workload (pgbench:tpcb) run during the backup with "
+                "this command's load flags (-c, -j, -T, --warmup...), compared with the same "
+                "load without a backup.",
+            ),
+        ] = None,
+        baseline: Annotated[
+            bool,
+            typer.Option(
+                "--baseline/--no-baseline",
+                help="--during: run the same load without a backup first, for the verdict.",
+            ),
+        ] = True,
     ) -> None:
         """Run pgbench against ENV, sample the host and the server, and archive the result."""
-        from pgrig.archive.export import run_to_json
-        from pgrig.load.runner import RunInterrupted, execute
+        from pgrig.load import backup_run
         from pgrig.request import RunRequest, from_flags
         from pgrig.workloads import specs
 
-        if repeat < 1:
-            raise PgrigError(f"--repeat must be >= 1 (got {repeat})")
-        request = from_flags(
-            RunRequest,
+        _check_flags(workload, repeat, during, backup_dir)
+        # the load flags a plain run and a backup's --during load share
+        load_flags: dict[str, Any] = dict(
             env_name=env,
-            workload=specs.workload_label(workload),
             database=db,
             clients=clients,
             threads=threads,
@@ -137,58 +211,171 @@ def register(app: typer.Typer) -> None:
             protocol=protocol,
             max_tries=max_tries,
             defines=parse_pairs(define, "--define"),
-            settings=parse_pairs(set_, "--set"),
-            profile=profile,
             note=note,
             tags=parse_pairs(tag, "--tag"),
+            via=via,
+            connect=connect,
+            keep_txlog=keep_txlog,
+        )
+        if backup_run.is_backup(workload):
+            if set_ or profile:
+                raise PgrigError("--set/--profile do not apply to backup runs (use env set)")
+            req = backup_run.BackupRequest(
+                env_name=env,
+                what=backup_run.parse(workload),
+                backup_dir=backup_dir,
+                database=db,
+                note=note,
+                tags=parse_pairs(tag, "--tag"),
+            )
+            _run_backups(req, during, load_flags, repeat, baseline, archive, as_json)
+            return
+        request = from_flags(
+            RunRequest,
+            workload=specs.workload_label(workload),
+            **load_flags,
+            settings=parse_pairs(set_, "--set"),
+            profile=profile,
             tpcc_mix=mix,
             all_warehouses=all_warehouses,
             tpcc_stock_level=stock_level,
-            via=via,
-            connect=connect,
             server_cpus=server_cpus,
             client_cpus=client_cpus,
-            keep_txlog=keep_txlog,
+            txlog=txlog,
+            load_from=load_from or [],
+            prewarm=prewarm,
+            target_role=target_role,
+            waits_hz=waits_hz,
         )
-        store = common.open_archive(archive)
-        console = common.err_console()
-        records = []
-        for k in range(repeat):
-            try:
-                rec = execute(
-                    request.model_copy(update={"repeat": k}),
-                    archive=store,
-                    console=console,
-                    live=console.is_terminal,
-                )
-            except RunInterrupted as stop:
-                records.append(stop.record)
-                if as_json:
-                    common.print_json([run_to_json(r) for r in records])
-                else:  # earlier repeats were printed as they finished
-                    _print_human(stop.record)
-                sys.exit(130)
-            records.append(rec)
-            if not as_json:
-                _print_human(rec)
-        if as_json:
-            common.print_json(
-                run_to_json(records[0]) if len(records) == 1 else [run_to_json(r) for r in records]
-            )
+        if emit is not None:
+            _emit(emit, request)
+            return
+        records = _execute_repeats(request, repeat, archive, as_json)
         if any(r.status != "ok" for r in records):
             sys.exit(1)
+
+
+def _check_flags(
+    workload: list[str], repeat: int, during: str | None, backup_dir: str | None
+) -> None:
+    """The flag combinations refused before anything else is read."""
+    from pgrig.load import backup_run
+    from pgrig.request.load import MAX_REPEATS
+
+    if not 1 <= repeat <= MAX_REPEATS:
+        raise PgrigError(
+            f"--repeat must be between 1 and {MAX_REPEATS} (got {repeat}): more repeats "
+            "of one point resolve nothing more on one machine (see `pgrig runs compare`)"
+        )
+    if during is not None and not backup_run.is_backup(workload):
+        raise PgrigError("--during needs a backup workload (--workload backup:...)")
+    if backup_dir is not None and not backup_run.is_backup(workload):
+        raise PgrigError("--backup-dir needs a backup workload (--workload backup:...)")
+
+
+def _run_backups(
+    req: BackupRequest,
+    during: str | None,
+    load_flags: dict[str, Any],
+    repeat: int,
+    baseline: bool,
+    archive: str | None,
+    as_json: bool,
+) -> None:
+    """A backup run (`--workload backup:...`), with `--during`'s load built from the same
+    load flags as a plain run's."""
+    from pgrig.cli import backup as backup_cli
+    from pgrig.request import RunRequest, from_flags
+    from pgrig.workloads import specs
+
+    load = None
+    if during is not None:
+        load = from_flags(RunRequest, workload=specs.workload_label([during]), **load_flags)
+    backup_cli.run_backups(req, load, repeat, baseline, archive, as_json)
+
+
+def _execute_repeats(
+    request: RunRequest, repeat: int, archive: str | None, as_json: bool
+) -> list[RunRecord]:
+    """The run `repeat` times, each printed as it finishes (or all as one JSON document at
+    the end); an interrupted repeat prints what was measured and exits 130."""
+    from pgrig.load.lifecycle import RunNotStored
+    from pgrig.load.run_steps import RunInterrupted
+    from pgrig.load.runner import execute
+    from pgrig.views.run_summary import to_json
+
+    store = common.open_archive(archive)
+    console = common.err_console()
+    records: list[RunRecord] = []
+    for k in range(repeat):
+        try:
+            rec = execute(
+                request.model_copy(update={"repeat": k}),
+                archive=store,
+                console=console,
+                live=console.is_terminal,
+            )
+        except RunNotStored as lost:  # nothing keeps it now: print what it measured
+            if as_json:
+                common.print_json(to_json(lost.record))
+            else:
+                _print_human(lost.record)
+            common.set_json_errors(False)  # the record printed is the JSON answer
+            raise
+        except RunInterrupted as stop:
+            records.append(stop.record)
+            if as_json:
+                common.print_json([_stored_json(store, r) for r in records])
+            else:  # earlier repeats were printed as they finished
+                _print_human(stop.record)
+            sys.exit(130)
+        records.append(rec)
+        if not as_json:
+            _print_human(rec)
+    if as_json:  # the document of `runs show --json`, read back from the archive
+        docs = [_stored_json(store, r) for r in records]
+        common.print_json(docs[0] if len(docs) == 1 else docs)
+    return records
+
+
+def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, Any]:
+    """`runs show --json` of the run: the archived record (what every later command reads),
+    the record in hand when the archive did not keep it."""
+    from pgrig.views.run_summary import to_json
+
+    if rec.id is not None:
+        with contextlib.suppress(PgrigError):
+            stored = store.get_run(rec.id)
+            # a run spooled because the archive was locked still reads "running" there: the
+            # record in hand is the complete one until the next command imports it
+            if stored.status == rec.status:
+                rec = stored
+    return to_json(rec)
+
+
+def _emit(emit: tuple[str, str], request: object) -> None:
+    from pathlib import Path
+
+    from pgrig.load import k8s_emit
+
+    what, where = emit
+    if what != "k8s":
+        raise PgrigError(f"--emit {what}: only k8s is known (--emit k8s DIR)")
+    for path in k8s_emit.emit(request, Path(where)):  # type: ignore[arg-type]
+        print(path)
 
 
 def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
-    console = common.err_console()
+    console = common.out_console()  # the result is data: stdout (progress stays on stderr)
     colour = common.STATUS_STYLE.get(rec.status, "white")
     lat = rec.latency
     console.print(
         f"run [bold]{rec.id}[/bold] [{colour}]{rec.status}[/{colour}]"
-        + (f": {rec.error}" if rec.error else ""),
+        + (f": {escape(rec.error)}" if rec.error else ""),
         highlight=False,
+        soft_wrap=True,  # one line, also into a pipe or a file
     )
     if rec.tps is not None:
         line = f"  tps {rec.tps:,.1f} over {rec.measured_s:.1f}s  transactions {rec.transactions:,}"
@@ -197,11 +384,15 @@ def _print_human(rec: RunRecord) -> None:
             line += f"  NOPM {rec.nopm:,.0f}  TPM {rec.tpm or 0:,.0f}"
         console.print(line, highlight=False)
     if lat.p50 is not None:
+
+        def ms(v: float | None) -> str:  # a sampled txlog has no exact max (None)
+            return "-" if v is None else f"{v:.3f}"
+
         console.print(
-            f"  latency ms avg {lat.avg:.3f}  p50 {lat.p50:.3f}  p95 {lat.p95:.3f}  "
-            f"p99 {lat.p99:.3f}  max {lat.max:.3f}",
+            f"  latency ms avg {ms(lat.avg)}  p50 {ms(lat.p50)}  p95 {ms(lat.p95)}  "
+            f"p99 {ms(lat.p99)}  max {ms(lat.max)}",
             highlight=False,
         )
     for w in rec.warnings():
         message = escape(str(w.get("message")))
-        console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False)
+        console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pgrig.cli.common import PgrigError, err_console
+from pgrig.cli.common import ArchiveOpt, PgrigError, err_console
 
 
 def _is_loopback(host: str) -> bool:
@@ -43,16 +43,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--host", help="Address to listen on (loopback by default).")
         ] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8765,
-        archive: Annotated[
-            str | None,
-            typer.Option(
-                "--archive",
-                envvar="PGRIG_ARCHIVE",
-                help="Archive URL: sqlite:///path or postgresql://user@host/db (default: "
-                "SQLite in the pgrig home).",
-                show_default=False,
-            ),
-        ] = None,
+        archive: ArchiveOpt = None,
     ) -> None:
         """Browse runs, compare them and look at studies in a web browser."""
         if not 1 <= port <= 65535:

@@ -13,13 +13,11 @@ from typing import Annotated, Any
 import typer
 
 from pgrig.cli import common
+from pgrig.cli.common import ArchiveOpt
 
 study_app = typer.Typer(no_args_is_help=True)
 report_app = typer.Typer(no_args_is_help=True)
 
-ArchiveOpt = Annotated[
-    str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
-]
 FormatOpt = Annotated[
     list[str] | None,
     typer.Option("--format", "-f", help="md (Markdown + PNG) or html (one file); repeatable."),
@@ -224,8 +222,10 @@ def show(
     archive: ArchiveOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """A study's progress and TPS per point."""
-    from pgrig.reports.summary import fmt, load_study
+    """A study's progress per point: runs, TPS with bounds, verdicts with bounds, the best."""
+    from pgrig.views import study as study_view
+    from pgrig.views import study_hosts
+    from pgrig.views.study_data import load_study
 
     store = common.reading_archive(archive)
     if store.get_study(name).kind == "tune":
@@ -233,52 +233,30 @@ def show(
 
         tune.show_study(store, name, as_json)
         return
-    data = load_study(store, name, with_series=False)
-    points: list[dict[str, Any]] = [
-        {
-            "key": ps.point.key,
-            "label": ps.point.label,
-            "ok": len(ps.ok),
-            "repeats": data.spec.repeats,
-            "failed": ps.failed,
-            "tps": ps.tps.center if ps.tps else None,
-            "tps_lower": ps.tps.lower if ps.tps else None,
-            "tps_upper": ps.tps.upper if ps.tps else None,
-            "p95_ms": ps.latency.get("p95"),
-            "run_ids": [r.id for r in ps.runs],
-        }
-        for ps in data.points
-    ]
-    if as_json:
-        rec = data.record
-        common.print_json(
-            {
-                "name": rec.name,
-                "kind": rec.kind,
-                "status": rec.status,
-                "created_at": rec.created_at,
-                "points": points,
-            }
-        )
-        return
-    from rich.table import Table
+    if store.get_study(name).kind == "track":  # a version series: `pgrig track show`
+        from pgrig.cli import track
 
-    rec = data.record
-    t = Table(title=f"{rec.name} ({rec.kind}, {rec.status})")
-    for col in ("#", "point", "runs ok", "TPS", "bounds", "p95 ms", "run ids"):
-        t.add_column(col, overflow="fold")
-    for i, p in enumerate(points):
-        bounds = f"[{fmt(p['tps_lower'])}, {fmt(p['tps_upper'])}]" if p["tps"] else "-"
-        t.add_row(
-            str(i),
-            p["label"],
-            f"{p['ok']}/{p['repeats']}" + (f" ({p['failed']} failed)" if p["failed"] else ""),
-            fmt(p["tps"]),
-            bounds,
-            fmt(p["p95_ms"], 2),
-            ",".join(str(x) for x in p["run_ids"]),
-        )
-    common.out_console().print(t)
+        track.show(name, archive=archive, as_json=as_json)
+        return
+    # the evidence column reads the runs' insights and hosts, as the report does
+    view = study_view.build(load_study(store, name, with_series=False, with_evidence=True))
+    if as_json:
+        common.print_json(study_view.to_json(view))
+        return
+    from pgrig.cli import render
+
+    render.note(view.title, "bold")
+    render.print_table(study_view.points_table(view, with_evidence=False))
+    evidence = study_view.evidence_items(view)
+    if evidence:
+        render.show(render.items("evidence (what the runs show)", evidence))
+    hosts = study_hosts.table(view.hosts)  # per point and host: CPU, RTT
+    if hosts is not None:
+        render.print_table(hosts)
+    if view.best_text:
+        render.note(view.best_text, "bold")
+    for text in view.notes:
+        render.note(text)
 
 
 @study_app.command("report")

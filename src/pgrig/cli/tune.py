@@ -10,10 +10,13 @@ import typer
 from rich.markup import escape
 
 from pgrig.cli import common
+from pgrig.cli.common import ArchiveOpt
 from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from pgrig.archive.protocol import RunStore
 
 
 def register(app: typer.Typer) -> None:
@@ -68,9 +71,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option("--format", help="Report format: md, html.")
         ] = None,
         out: Annotated[Path | None, typer.Option("--out", help="Report directory.")] = None,
-        archive: Annotated[
-            str | None, typer.Option("--archive", envvar="PGRIG_ARCHIVE", help="Archive URL.")
-        ] = None,
+        archive: ArchiveOpt = None,
     ) -> None:
         """Search ENV's knob space with Optuna (TPE), each trial an archived run of a study,
         then confirm the best against ENV's own settings and pgtune-oltp; ENV's settings are
@@ -81,11 +82,16 @@ def register(app: typer.Typer) -> None:
 
         console = common.err_console()
         if restore:
-            done = runner.restore_leftovers(env)
+            who = runner.restore_now(env)
             console.print(
                 f"{escape(env)}: "
-                + ("its own settings are back" if done else "nothing to restore"),
+                + (
+                    f"its own settings are back (left by {escape(who)})"
+                    if who
+                    else "nothing to restore"
+                ),
                 highlight=False,
+                soft_wrap=True,
             )
             return
         formats = publish.check_formats(fmt or ["md"])
@@ -192,8 +198,11 @@ def _request(
     space = sp.for_server(
         env.bindir or "", env.version or "", space_arg, allow_unsafe, disk_path=env.datadir
     )
-    if allow_unsafe:
-        console.print(f"[bold red]{escape(space.notes[-1])}[/bold red]", highlight=False)
+    for note in space.notes:  # what was left out and why, and an unsafe search in red
+        if note.startswith("UNSAFE"):
+            console.print(f"[bold red]{escape(note)}[/bold red]", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"space: {escape(note)}", highlight=False, soft_wrap=True)
     pgtune, _notes = cluster.resolve_profile(confirm.PGTUNE_PROFILE, env.major or 0, env.bindir)
     return TuneRequest(
         name=study_name,
@@ -209,7 +218,7 @@ def _request(
     )
 
 
-def _with_progress(console: Console, req: Any, store: Any, resume: bool) -> Any:
+def _with_progress(console: Console, req: Any, store: RunStore, resume: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pgrig.tune import runner
@@ -233,7 +242,7 @@ def _with_progress(console: Console, req: Any, store: Any, resume: bool) -> Any:
         )
 
 
-def _summary(console: Console, store: Any, study_name: str) -> None:
+def _summary(console: Console, store: RunStore, study_name: str) -> None:
     """Best configuration and confirmation verdicts, in the engine's words."""
     from pgrig.tune import confirm
     from pgrig.tune.objective import METRIC_OF
@@ -263,7 +272,7 @@ def _summary(console: Console, store: Any, study_name: str) -> None:
         )
 
 
-def show_study(store: Any, study_name: str, as_json: bool) -> None:
+def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
     """`pgrig study show` of a tuning study: its trials, best and verdicts."""
     rec = store.get_study(study_name)
     x = rec.extra

@@ -26,7 +26,7 @@ from typing import Any
 from pgrig.host import cpus as cpu_topology
 from pgrig.host.knobs import BY_NAME, CSTATE_LATENCY_US, KNOBS, PROFILES, Knob, recommended
 from pgrig.host.sysfs import REAL, HostFs, read_int, read_text
-from pgrig.provision import osuser
+from pgrig.provision.server import osuser
 
 STATUSES = ("ok", "warn", "unavailable")
 GiB = 1024**3
@@ -61,6 +61,9 @@ class Context:
     pinned: dict[str, list[int]] = field(default_factory=dict)  # side -> CPUs
     disks: list[tuple[str, Path]] = field(default_factory=list)  # (what, path)
     sample_s: float = 0.5  # CPU steal and busy share are measured over this window
+    # (CPU times, monotonic s) read earlier (cpu_mark): the share is measured since then,
+    # with no sleep, so a run's preparation is the window instead of a 0.5 s pause
+    cpu_since: tuple[list[int], float] | None = None
     is_root: bool = field(default_factory=osuser.is_root)
 
 
@@ -177,12 +180,25 @@ def _smt(ctx: Context) -> Check:
             return check("smt_siblings", "no SMT", rec, "ok", why)
         why += ": --server-cpus N picks one CPU per physical core"
         return check("smt_siblings", "not pinned", rec, "warn", why)
-    pairs = cpu_topology.sibling_pairs(pinned, ctx.fs)
     value = _describe_pinning(ctx)
+    both = _on_both_sides(ctx)
+    if both:  # one CPU given to two sides shares more than a core
+        return check("smt_siblings", f"{value}: CPU {both} on both sides", rec, "warn", why)
+    pairs = cpu_topology.sibling_pairs(pinned, ctx.fs)
     if not pairs:
         return check("smt_siblings", f"{value}: no shared core", rec, "ok", why)
     shared = ", ".join(f"{a}+{b}" for a, b in pairs)
     return check("smt_siblings", f"{value}: siblings {shared}", rec, "warn", why)
+
+
+def _on_both_sides(ctx: Context) -> str:
+    """CPUs pinned for two sides at once (server and client), as a CPU list ('' if none)."""
+    seen: set[int] = set()
+    both: set[int] = set()
+    for cpus in ctx.pinned.values():
+        both |= seen & set(cpus)
+        seen |= set(cpus)
+    return cpu_topology.format_cpus(sorted(both))
 
 
 # --- limits, load, space, uptime --------------------------------------------------------------
@@ -226,16 +242,34 @@ def _cpu_times(fs: HostFs) -> list[int] | None:
     return fields if len(fields) == 8 else None
 
 
+def cpu_mark(fs: HostFs = REAL) -> tuple[list[int], float] | None:
+    """The CPU times now, for a later Context(cpu_since=...) (None: no cpu line)."""
+    times = _cpu_times(fs)
+    return (times, time.monotonic()) if times is not None else None
+
+
+MIN_MARKED_S = 0.2  # a mark younger than this is topped up by sleeping to sample_s
+
+
 def _cpu_sample(ctx: Context) -> CpuShare | None:
-    """Steal and busy share over `sample_s` (since boot when no window or no ticks)."""
-    before = _cpu_times(ctx.fs)
+    """Steal and busy share over `sample_s`, or since ctx.cpu_since (the run's preparation,
+    no sleep); since boot when no window or no ticks."""
+    if ctx.cpu_since is not None and time.monotonic() - ctx.cpu_since[1] >= MIN_MARKED_S:
+        before: list[int] | None = ctx.cpu_since[0]
+        elapsed = time.monotonic() - ctx.cpu_since[1]
+        after = _cpu_times(ctx.fs)
+        window = f"over the {elapsed:.1f} s before the run"
+    else:
+        before = _cpu_times(ctx.fs)
+        if before is None:
+            return None
+        after = None
+        if ctx.sample_s > 0:
+            time.sleep(ctx.sample_s)
+            after = _cpu_times(ctx.fs)
+        window = f"over {ctx.sample_s:g} s"
     if before is None:
         return None
-    after = None
-    if ctx.sample_s > 0:
-        time.sleep(ctx.sample_s)
-        after = _cpu_times(ctx.fs)
-    window = f"over {ctx.sample_s:g} s"
     d = [b - a for a, b in zip(before, after, strict=True)] if after else []
     if not d or sum(d) <= 0:
         d, window = before, "since boot"

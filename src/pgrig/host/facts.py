@@ -17,13 +17,14 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import psutil
 
 from pgrig import paths
 from pgrig.host.checks import Context, existing_parent, run_checks
 from pgrig.host.sysfs import read_int, read_text
+from pgrig.record.documents import DataMount, HostDoc
 
 T = TypeVar("T")
 
@@ -54,7 +55,7 @@ def os_release(etc: str = "/etc") -> str | None:
     return None
 
 
-def mount_of(path: Path) -> dict[str, Any]:
+def mount_of(path: Path) -> DataMount:
     """The filesystem holding `path`: the partition with the longest matching mount point."""
     target = existing_parent(path)
     target = _safe(target.resolve) or target
@@ -94,11 +95,14 @@ def host_facts(
     clients: int | None = None,
     cpus: dict[str, list[int]] | None = None,
     sample_s: float = 0.5,
-) -> dict[str, Any]:
-    """Everything RunRecord.host holds. Never raises; unknown facts are None.
+    cpu_since: tuple[list[int], float] | None = None,
+) -> HostDoc:
+    """Everything RunRecord.host holds (record.documents.HostDoc). Never raises; unknown facts
+    are None.
 
     `clients` and `cpus` (pinned CPUs per side: server, client, pooler) describe the run the
-    checks are for; the CPU steal and busy share are measured over `sample_s` seconds.
+    checks are for; the CPU steal and busy share are measured over `sample_s` seconds, or
+    since `cpu_since` (host.checks.cpu_mark: a run marks its start, so no pause is added).
     """
     facts: dict[str, Any] = {
         "hostname": _safe(socket.gethostname),
@@ -119,6 +123,12 @@ def host_facts(
     where = datadir if datadir is not None else Path("/")
     facts["data"] = _safe(lambda: mount_of(Path(where))) or {}
     disks = [("pgrig home", paths.home())] + ([("data", datadir)] if datadir else [])
-    ctx = Context(clients=clients, pinned=dict(cpus or {}), disks=disks, sample_s=sample_s)
+    ctx = Context(
+        clients=clients,
+        pinned=dict(cpus or {}),
+        disks=disks,
+        sample_s=sample_s,
+        cpu_since=cpu_since,
+    )
     facts["checks"] = _safe(lambda: run_checks(ctx)) or []
-    return facts
+    return cast(HostDoc, facts)  # probed values, each None when unknown

@@ -21,7 +21,7 @@ from pgrig.errors import PgrigError
 from pgrig.host import state as saved_state
 from pgrig.host.knobs import BY_NAME, KNOBS, PROFILES, Knob, Value
 from pgrig.host.sysfs import REAL, HostFs
-from pgrig.provision import osuser
+from pgrig.provision.server import osuser
 
 
 @dataclass

@@ -6,6 +6,8 @@ Modules, one job each:
 - plans: auto_explain JSON plans: shapes, plan hashes, misestimates, per-run aggregation
 - sampling: the plan budget that sets auto_explain's sample rate during a run
 - server_log, log_digest: the run's server log as records, and their digest
+- log_feed: the run's server log fed line by line (the runner reads it once) into plans and
+  the digest; log_excerpt: the bounded part of it a run keeps (head, stories, tail)
 - waits: the wait profile from the PostgreSQL sampler's series
 - compare: plan changes between two runs; summary: the "why" lines, their tables and the JSON
   parts; changes: what changed between A and B (every compare surface) and a group's evidence

@@ -24,12 +24,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pgrig import format
 from pgrig.analysis.compare import format_ratio
 from pgrig.analysis.host_diff import host_differences
+from pgrig.analysis.proportion import difference_bounds, share_bounds
 from pgrig.archive.records import RunRecord
 from pgrig.insights.compare import plan_changes
 from pgrig.insights.plans import clip, fingerprint, normalize_query
-from pgrig.insights.summary import TextTable, parts
+from pgrig.insights.summary import parts
+from pgrig.record.documents import InsightsDoc
+from pgrig.table import Table
 
 TOP_STATEMENTS = 10
 TOP_WAITS = 8
@@ -68,7 +72,7 @@ def what_changed(
 # --- collection per side ---------------------------------------------------------------------
 
 
-def _collected(docs: Sequence[dict[str, Any] | None], part: str) -> tuple[list[dict], str | None]:
+def _collected(docs: Sequence[InsightsDoc | None], part: str) -> tuple[list[dict], str | None]:
     """The group's collected documents of one part, and the reason when there are none."""
     found = [p for p in (parts(d)[part] for d in docs) if p.get("collected")]
     reason = None if found else parts(docs[0] if docs else None)[part].get("reason")
@@ -144,7 +148,7 @@ def _statements(ia: list, ib: list, top: int) -> dict[str, Any]:
 def _change_size(row: dict[str, Any]) -> float:
     """How much a statement's total time changed; one seen on one side only: its whole time."""
     if row["total_ms_change"] is not None:
-        return abs(row["total_ms_change"])
+        return float(abs(row["total_ms_change"]))
     return float((row["b"] or row["a"])["total_ms"])
 
 
@@ -165,13 +169,39 @@ def _log(ia: list, ib: list) -> dict[str, Any]:
     return {"collected": True, "runs": {"a": len(da), "b": len(db)}, "counts": rows}
 
 
-def _wait_shares(docs: list[dict[str, Any]]) -> dict[str, float]:
+def _wait_shares(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each event's share over the group's summed samples, with bounds when every run that saw
+    it carries its effective sample size (insights/waits.py): the group's effective size is
+    its samples over the pooled design effect (samples / effective size of those runs)."""
     seen: dict[str, float] = {}
+    eff: dict[str, list[float]] = {}  # event -> [samples of runs with it, their effective n]
+    bounded: dict[str, bool] = {}
     for d in docs:
+        active = float(d.get("active_seen") or 0)
         for e in d.get("events") or []:
-            seen[e["event"]] = seen.get(e["event"], 0.0) + float(e["seen"])
+            k = e["event"]
+            seen[k] = seen.get(k, 0.0) + float(e["seen"])
+            pair = eff.setdefault(k, [0.0, 0.0])
+            n_eff = e.get("effective_n")
+            bounded[k] = bounded.get(k, True) and n_eff is not None
+            pair[0] += active
+            pair[1] += float(n_eff or 0)
     total = sum(float(d.get("active_seen") or 0) for d in docs)
-    return {k: 100.0 * v / total for k, v in seen.items()} if total else {}
+    out: dict[str, dict[str, Any]] = {}
+    for k, v in seen.items():
+        share: dict[str, Any] = {"pct": 100.0 * v / total if total else 0.0, "samples": total}
+        samples, n_eff = eff[k]
+        if bounded[k] and total and n_eff > 0:
+            _, low, high = share_bounds(v, total, total * n_eff / samples)
+            share.update(low=low, high=high)
+        out[k] = share
+    return out
+
+
+def _side(share: dict[str, Any] | None, total: float) -> dict[str, Any]:
+    if share is not None:
+        return share
+    return {"pct": 0.0, "samples": total}  # not seen on that side
 
 
 def _waits(ia: list, ib: list) -> dict[str, Any]:
@@ -180,26 +210,41 @@ def _waits(ia: list, ib: list) -> dict[str, Any]:
     if not da or not db:
         return _not_collected(ra, rb)
     wa, wb = _wait_shares(da), _wait_shares(db)
-    rows: list[dict[str, Any]] = [
-        {
+    na = sum(float(d.get("active_seen") or 0) for d in da)
+    nb = sum(float(d.get("active_seen") or 0) for d in db)
+    rows: list[dict[str, Any]] = []
+    for e in dict.fromkeys([*wa, *wb]):
+        a, b = _side(wa.get(e), na), _side(wb.get(e), nb)
+        row: dict[str, Any] = {
             "event": e,
-            "a_pct": wa.get(e, 0.0),
-            "b_pct": wb.get(e, 0.0),
-            "change_pp": wb.get(e, 0.0) - wa.get(e, 0.0),
+            "a_pct": a["pct"],
+            "b_pct": b["pct"],
+            "change_pp": b["pct"] - a["pct"],
         }
-        for e in dict.fromkeys([*wa, *wb])
-    ]
+        for key, side in (("a", a), ("b", b)):
+            if "low" in side:
+                row[f"{key}_low_pct"], row[f"{key}_high_pct"] = side["low"], side["high"]
+        if "low" in a and "low" in b:
+            row["change_low_pp"], row["change_high_pp"] = difference_bounds(
+                (a["pct"], a["low"], a["high"]), (b["pct"], b["low"], b["high"])
+            )
+        rows.append(row)
     rows.sort(key=lambda r: (-abs(r["change_pp"]), r["event"]))
-    return {"collected": True, "events": rows}
+    return {"collected": True, "samples": {"a": int(na), "b": int(nb)}, "events": rows}
 
 
 # --- the same tables for every surface ----------------------------------------------------------
 
 
-def tables(doc: dict[str, Any], text_chars: int = 90) -> list[TextTable]:
-    """The `what_changed` document as titled tables (CLI, report and web render these)."""
+def tables(doc: dict[str, Any], text_chars: int = 90, wide: bool = True) -> list[Table]:
+    """The `what_changed` document as titled tables (CLI, report and web render these).
+
+    wide=False: the statements table keeps its time columns (total and mean time, A and B,
+    the change, mean B/A: 7 columns, which fit 120 terminal columns) and leaves out calls,
+    shared blocks read and temp blocks written (13 columns fold into a block per statement);
+    the terminal's default, `--wide` and the other surfaces show them all."""
     return [
-        _statement_table(doc["statements"], text_chars),
+        _statement_table(doc["statements"], text_chars, wide),
         _plan_table(doc["plan_changes"], text_chars),
         _log_table(doc["log"]),
         _wait_table(doc["waits"]),
@@ -217,10 +262,13 @@ def _ms(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
 
 
-def _statement_table(doc: dict[str, Any], text_chars: int) -> TextTable:
+TIME_COLUMNS = 7  # statement, total ms A and B, change, mean ms A and B, mean B/A
+
+
+def _statement_table(doc: dict[str, Any], text_chars: int, wide: bool = True) -> Table:
     title = "Statements (pg_stat_statements, per run)"
     if not doc.get("collected"):
-        return TextTable(title, note=doc.get("reason"))
+        return Table.titled(title, note=doc.get("reason"))
     cols = ["statement", "total ms A", "total ms B", "change ms", "mean ms A", "mean ms B",
             "mean B/A", "calls A", "calls B", "shared read A", "shared read B", "temp written A",
             "temp written B"]  # fmt: skip
@@ -246,13 +294,16 @@ def _statement_table(doc: dict[str, Any], text_chars: int) -> TextTable:
         f"top-level time A {_ms(doc['total_ms']['a'])} ms, B {_ms(doc['total_ms']['b'])} ms. "
         "'-': not among that side's top statements."
     )
-    return TextTable(title, cols, rows, note, frozenset(range(1, len(cols))))
+    if not wide:
+        cols, rows = cols[:TIME_COLUMNS], [r[:TIME_COLUMNS] for r in rows]
+        note += " Calls, shared blocks read and temp blocks written: --wide, --json, the report."
+    return Table.titled(title, cols, rows, note, frozenset(range(1, len(cols))))
 
 
-def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> TextTable:
+def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> Table:
     title = "Plan changes"
     if not changes:
-        return TextTable(title, note="No statement's dominant plan differs between A and B.")
+        return Table.titled(title, note="No statement's dominant plan differs between A and B.")
     rows: list[list[str | list[str]]] = []
     for ch in changes:
         sides = []
@@ -261,38 +312,49 @@ def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> TextTable:
             sides.append([f"plan {side['hash']} ({side['samples']} samples{mean})",
                           *side["outline"]])  # fmt: skip
         rows.append([clip(ch.get("text") or "", text_chars), *sides])
-    return TextTable(title, ["statement", "A", "B"], rows)
+    return Table.titled(title, ["statement", "A", "B"], rows)
 
 
-def _log_table(doc: dict[str, Any]) -> TextTable:
+def _log_table(doc: dict[str, Any]) -> Table:
     title = "Server log"
     if not doc.get("collected"):
-        return TextTable(title, note=doc.get("reason"))
+        return Table.titled(title, note=doc.get("reason"))
     rows: list[list[str | list[str]]] = [
         [c["label"], _count(c["a"]), _count(c["b"])] for c in doc["counts"] if c["differs"]
     ]
     note = None if rows else "The same counts in A and B (checkpoints, autovacuum, errors, ...)."
-    return TextTable(title, ["per run", "A", "B"], rows, note, frozenset({1, 2}))
+    return Table.titled(title, ["per run", "A", "B"], rows, note, frozenset({1, 2}))
 
 
-def _wait_table(doc: dict[str, Any]) -> TextTable:
+def _wait_table(doc: dict[str, Any]) -> Table:
     title = "Wait profile (share of active time)"
     if not doc.get("collected"):
-        return TextTable(title, note=doc.get("reason"))
+        return Table.titled(title, note=doc.get("reason"))
     rows: list[list[str | list[str]]] = [
-        [e["event"], f"{e['a_pct']:.1f}%", f"{e['b_pct']:.1f}%", f"{e['change_pp']:+.1f}"]
+        [
+            e["event"],
+            format.share(e["a_pct"], e.get("a_low_pct"), e.get("a_high_pct")),
+            format.share(e["b_pct"], e.get("b_low_pct"), e.get("b_high_pct")),
+            format.points(e["change_pp"], e.get("change_low_pp"), e.get("change_high_pp")),
+        ]
         for e in doc["events"][:TOP_WAITS]
     ]
-    note = None if rows else "No active backend seen by the sampler on either side."
-    return TextTable(title, ["event", "A", "B", "change, points"], rows, note,
+    samples = doc.get("samples") or {}
+    note = (
+        f"Samples: A {samples.get('a', 0):,}, B {samples.get('b', 0):,}; 95% bounds (an event "
+        "not in a side's top is counted 0 there)."
+        if rows
+        else "No active backend seen by the sampler on either side."
+    )
+    return Table.titled(title, ["event", "A", "B", "change, points"], rows, note,
                        frozenset({1, 2, 3}))  # fmt: skip
 
 
-def _host_table(lines: list[str]) -> TextTable:
+def _host_table(lines: list[str]) -> Table:
     title = "Host differences"
     if not lines:
-        return TextTable(title, note="None recorded: the same host state in A and B.")
-    return TextTable(title, ["difference"], [[line] for line in lines])
+        return Table.titled(title, note="None recorded: the same host state in A and B.")
+    return Table.titled(title, ["difference"], [[line] for line in lines])
 
 
 # --- evidence of one group of runs (a study point) ----------------------------------------------
@@ -322,8 +384,9 @@ def evidence(runs: Sequence[RunRecord]) -> list[str]:
     waits, _ = _collected(docs, "waits")
     shares = _wait_shares(waits)
     if shares:
-        event, share = max(shares.items(), key=lambda kv: (kv[1], kv[0]))
-        lines.append(f"top wait {event} {share:.0f}%")
+        event, share = max(shares.items(), key=lambda kv: (kv[1]["pct"], kv[0]))
+        text = format.share(share["pct"], share.get("low"), share.get("high"), share["samples"])
+        lines.append(f"top wait {event} {text}")
     return lines
 
 

@@ -1,6 +1,7 @@
 """The runner's hooks: collect a run's insights around pgbench, never failing the run.
 
     collection = start(env, dbname, spec, rec)   # before pgbench: checks, extension, plans on
+    feed = collection.log_feed()                 # the runner feeds it the server log's lines
     ...pgbench runs...
     collection.stop()                            # pgbench ended: last snapshot, plans off
     collection.finish(rec, art_dir)              # rec.insights from snapshots, log, samples
@@ -10,7 +11,10 @@ libraries are loaded), creates pg_stat_statements in the run's database of a man
 environment when the library is loaded, and starts one thread that takes the statements
 snapshot when the measured window opens (after the warm-up) and keeps auto_explain's sample
 rate within the plan budget (insights/sampling.py) by rewriting the insights layer's run-time
-values and reloading. stop() takes the closing snapshot and puts the layer back. Everything
+values and reloading. stop() takes the closing snapshot and puts the layer back. The server
+log's plans and digest come from every line of the run's part of pgrig's log file, which the
+runner reads once and feeds (insights/log_feed.py; the file it keeps is a bounded excerpt),
+or, with logging_collector on, from the collector's files read here. Everything
 that cannot be collected becomes {"collected": false, "reason": "not collected: ..."} in its
 part; no exception leaves these hooks.
 """
@@ -21,11 +25,14 @@ import contextlib
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from pgrig.errors import first_line
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
-from pgrig.provision import config, insights_layer, run_journal
-from pgrig.provision.environment import Environment
+from pgrig.insights.log_feed import LogFeed
+from pgrig.provision.settings import config, insights_layer
+from pgrig.provision.state import run_journal
+from pgrig.provision.state.environment import Environment
 
 APPLICATION_NAME = "pgrig-insights"
 STATEMENT_TIMEOUT_MS = 5000
@@ -59,6 +66,8 @@ class Collection:
         self.lock = threading.Lock()  # the connection: the thread, then stop()
         self.collector_dir: Path | None = None  # logging_collector's directory, when on
         self.collector_sizes: dict[str, int] = {}
+        self.top_up: dict[str, Any] | None = None  # load/plan_top_up.py, when it ran
+        self.feed: LogFeed | None = None  # the runner's reading of pgrig's log file
 
     # --- start ------------------------------------------------------------------------------
     def begin(self) -> None:
@@ -201,9 +210,11 @@ class Collection:
                     self._revise(now)
                     next_check = self.started + sampling.next_check(now - self.started)
             except Exception as e:  # the collection stops; the run goes on
-                self.notes.append(f"insights collection stopped: {_text(e)}")
+                self.notes.append(f"insights collection stopped: {first_line(e, named=True)}")
                 if self.start_snap is None:
-                    self.reasons.setdefault("statements", f"not collected: {_text(e)}")
+                    self.reasons.setdefault(
+                        "statements", f"not collected: {first_line(e, named=True)}"
+                    )
                 return
 
     def _take_start(self) -> None:
@@ -258,7 +269,7 @@ class Collection:
         try:
             self._close_statements()
         except Exception as e:
-            self.reasons.setdefault("statements", f"not collected: {_text(e)}")
+            self.reasons.setdefault("statements", f"not collected: {first_line(e, named=True)}")
         finally:
             self._restore()
 
@@ -285,12 +296,14 @@ class Collection:
                 try:
                     self._reload()
                 except Exception:  # our session is gone: reload the way the CLI does
-                    from pgrig.provision import postmaster
+                    from pgrig.provision.server import postmaster
 
                     postmaster.reload(self.env)
             run_journal.done(self.env, run_journal.INSIGHTS)
         except Exception as e:
-            self.notes.append(f"could not silence auto_explain after the run: {_text(e)}")
+            self.notes.append(
+                f"could not silence auto_explain after the run: {first_line(e, named=True)}"
+            )
         finally:
             if self.conn is not None:
                 with contextlib.suppress(Exception):
@@ -305,12 +318,19 @@ class Collection:
             doc["statements"] = _missing(self.reasons["statements"])
         else:
             doc["statements"] = _guard(lambda: self._statements(rec))
-        doc.update(self._from_log(art_dir))
+        doc.update(self._from_log())
         doc["notes"] = list(self.notes)
         rec.insights = doc
 
     def _waits(self, rec: Any) -> dict[str, Any]:
-        return waits.profile(rec.series.get("pg"), 0.0, (rec.measured_s or 0.0) + 0.5)
+        return waits.profile(
+            rec.series.get("pg"),
+            0.0,
+            (rec.measured_s or 0.0) + 0.5,
+            waits=rec.series.get("waits"),
+            sampling=rec.extra.get("wait_sampling"),
+            wait_sampling=rec.series.get("wait_sampling"),
+        )
 
     def _statements(self, rec: Any) -> dict[str, Any]:
         """The snapshots bracket the measured window (the closing one comes up to a second
@@ -330,20 +350,48 @@ class Collection:
             )
         return doc
 
-    def _from_log(self, art_dir: Path) -> dict[str, Any]:
+    def log_feed(self) -> LogFeed | None:
+        """Where the runner feeds the lines of the run's part of pgrig's server log file as it
+        reads them (load/server_log_follow.py); None when the log is not used, or is read from
+        the logging collector's files."""
+        if ("plans" in self.reasons and "log_digest" in self.reasons) or self.collector_dir:
+            return None
+        if self.feed is None:
+            self.feed = LogFeed(
+                self.window_start,
+                _setting(self.rec, "log_timezone"),
+                plans="plans" not in self.reasons,
+                top_up_from=lambda: self.top_up.get("from") if self.top_up else None,
+            )
+        return self.feed
+
+    def _from_log(self) -> dict[str, Any]:
         out: dict[str, Any] = {p: _missing(self.reasons[p]) for p in ("plans", "log_digest")
                                if p in self.reasons}  # fmt: skip
         if len(out) == 2:
             return out
-        if self.collector_dir is not None:
-            sources = server_log.grown_since(self.collector_dir, self.collector_sizes)
-        elif (art_dir / "server.log").exists():
-            sources = [(art_dir / "server.log", 0)]
+        if self.feed is not None:
+            got = self.feed.results()
+        elif self.collector_dir is not None:
+            got = self._read_collector_files()
         else:
             reason = _missing("not collected: the run kept no server log")
             return {"plans": out.get("plans", reason), "log_digest": reason}
+        if "plans" in got and got["plans"].get("collected"):
+            got["plans"] = {**got["plans"], "sampling": self._sampling_doc()}
+            if self.top_up:
+                got["plans"]["top_up"] = self.top_up
+        return {**got, **out}
+
+    def _read_collector_files(self) -> dict[str, Any]:
+        """The logging collector's text files, what they grew by since the start."""
+        assert self.collector_dir is not None
+        sources = server_log.grown_since(self.collector_dir, self.collector_sizes)
         start = self.window_start()
-        book = plans.PlanBook(start) if "plans" not in out else None
+        top_up_from = self.top_up.get("from") if self.top_up else None
+        book = (
+            plans.PlanBook(start, top_up_from=top_up_from) if "plans" not in self.reasons else None
+        )
         digest = log_digest.LogDigest(start)
         tz = _setting(self.rec, "log_timezone")
         try:
@@ -352,12 +400,20 @@ class Collection:
                     if book is None or not book.add(record):
                         digest.add(record)
         except Exception as e:
-            reason = _missing(f"not collected: reading the server log: {_text(e)}")
-            return {"plans": out.get("plans", reason), "log_digest": reason}
+            reason = _missing(f"not collected: reading the server log: {first_line(e, named=True)}")
+            return {"plans": reason, "log_digest": reason}
+        out: dict[str, Any] = {"log_digest": digest.result()}
         if book is not None:
-            out["plans"] = {**book.result(), "sampling": self._sampling_doc()}
-        out["log_digest"] = digest.result()
+            out["plans"] = book.result()
         return out
+
+    # --- the top-up of rare transaction types (load/plan_top_up.py) ---------------------------
+    def plan_shortfall(self, transactions: list[tuple[str, int]]) -> list[dict[str, Any]]:
+        """Scripts whose statements expect too few plans at the run's mean sample rate
+        (insights/sampling.shortfall); none when pgrig did not sample the plans itself."""
+        if self.budget is None or "plans" in self.reasons:
+            return []
+        return sampling.shortfall(self.budget.mean_rate(), transactions)
 
     def _sampling_doc(self) -> dict[str, Any]:
         if self.budget is None:
@@ -377,9 +433,13 @@ def start(env: Environment, dbname: str, spec: Any, rec: Any) -> Collection:
         coll.begin()
     except Exception as e:
         for part in ("statements", "plans"):
-            coll.reasons.setdefault(part, f"not collected: {_text(e)}")
+            coll.reasons.setdefault(part, f"not collected: {first_line(e, named=True)}")
         coll.ext, coll.budget = None, None
         coll.stop()
+    except BaseException:  # Ctrl-C/SIGTERM while starting: nothing of the run stays on
+        coll.ext, coll.budget = None, None
+        coll.stop()
+        raise
     return coll
 
 
@@ -394,11 +454,6 @@ def _missing(reason: str) -> dict[str, Any]:
 
 def _guard(build: Any) -> dict[str, Any]:
     try:
-        return build()
+        return cast(dict[str, Any], build())
     except Exception as e:
-        return _missing(f"not collected: {_text(e)}")
-
-
-def _text(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+        return _missing(f"not collected: {first_line(e, named=True)}")

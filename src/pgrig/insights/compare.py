@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgrig.insights.plans import clip
+from pgrig.record.documents import InsightsDoc
 
-Insights = dict[str, Any] | None
+Insights = InsightsDoc | None  # one run's insights (RunRecord.insights)
 
 
 def plan_changes(a: Sequence[Insights], b: Sequence[Insights]) -> list[dict[str, Any]]:

@@ -275,6 +275,7 @@ class _Statement:
         self.key, self.text, self.function = key, text, function
         self.plans: dict[str, _PlanEntry] = {}
         self.samples = 0
+        self.top_up_samples = 0  # of them, logged by the top-up after the window
         self.total_ms = 0.0
 
 
@@ -288,8 +289,13 @@ class PlanBook:
         max_plans_per_statement: int = 10,
         plans_kept: int = 50,
         max_plan_chars: int = 65536,
+        top_up_from: float | None = None,
     ) -> None:
         self.window_start = window_start
+        # plans logged from then on come from the top-up of rare scripts after the window
+        # (load/plan_top_up.py): counted apart, and kept out of the plan-change timeline
+        self.top_up_from = top_up_from
+        self.top_up_samples = 0
         self.max_statements = max_statements
         self.max_plans = max_plans_per_statement
         self.plans_kept = plans_kept
@@ -321,6 +327,9 @@ class PlanBook:
         digest = plan_hash(plan)
         t = None if rec.ts is None or self.window_start is None else rec.ts - self.window_start
         t = None if t is None else round(t, 3)
+        top_up = self.top_up_from is not None and rec.ts is not None and rec.ts >= self.top_up_from
+        if top_up:
+            t = None
         entry = st.plans.get(digest)
         if entry is None:
             if len(st.plans) >= self.max_plans:
@@ -331,6 +340,9 @@ class PlanBook:
         st.samples += 1
         st.total_ms += ms
         self.samples += 1
+        if top_up:
+            st.top_up_samples += 1
+            self.top_up_samples += 1
         return True
 
     def result(self) -> dict[str, Any]:
@@ -344,6 +356,7 @@ class PlanBook:
                     "text": st.text,
                     "function": st.function,
                     "samples": st.samples,
+                    "top_up_samples": st.top_up_samples,
                     "sampled_ms": round(st.total_ms, 3),
                     "plans": [p.as_dict(self._keep_plan(rank, p)) for p in plans],
                 }
@@ -351,6 +364,7 @@ class PlanBook:
         return {
             "collected": True,
             "samples": self.samples,
+            "top_up_samples": self.top_up_samples,
             "skipped": dict(self.skipped),
             "statements": statements,
             "misestimates": flag_list(statements),

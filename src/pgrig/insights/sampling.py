@@ -10,10 +10,17 @@ server log, the run's artifacts and the time to read them stay bounded (a few MB
 10-second run and a 10-hour one alike, and the overhead stays a small, measured fraction
 (bench/insights_overhead.py). The cap matters for short runs: a budget spent over 20 s meant
 ~250 plans/s of log writes on the disk that also takes the WAL's fsyncs.
+
+One rate samples every statement alike, so the cap can starve a rare transaction type: beside
+a script run 20,000 times a second, a script run 10 times a second expects 0.025 plans a
+second. shortfall() names the scripts whose statements expect fewer than MIN_PER_SCRIPT plans;
+after the window each gets its own short pgbench run with every statement explained
+(load/plan_top_up.py), so every transaction type has plans, counted apart from the window's.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 BUDGET = 5000  # plans per run: about 2 kB each in the log (JSON with buffers)
@@ -24,6 +31,9 @@ FIRST_RATE = 0.01  # until the first measurement (1 s into the run)
 CHECKS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 EVERY_S = 30.0
 UNKNOWN_REMAINING_S = 60.0  # runs bounded by transactions: the rest is guessed
+# Plans each transaction type (pgbench script) should have whatever its share of the load: a
+# type whose expected plans fall short is topped up after the window (load/plan_top_up.py).
+MIN_PER_SCRIPT = 10
 
 
 @dataclass
@@ -31,12 +41,14 @@ class PlanBudget:
     budget: float = BUDGET
     rate: float = FIRST_RATE
     spent: float = 0.0  # expected plans logged so far
+    calls: float = 0.0  # statements run over the revisions so far
     history: list[tuple[float, float]] = field(default_factory=list)  # (t, rate) set
 
     def revise(self, calls: float, seconds: float, remaining_s: float | None) -> float | None:
         """Account for `calls` statements run at the current rate over the last `seconds`;
         return the new rate when it should change (by 2x or more, or to/from 0), else None."""
         self.spent += self.rate * max(calls, 0.0)
+        self.calls += max(calls, 0.0)
         left = self.budget - self.spent
         if remaining_s is None:
             remaining_s = UNKNOWN_REMAINING_S
@@ -54,6 +66,34 @@ class PlanBudget:
             return None
         self.rate = new
         return new
+
+    def mean_rate(self) -> float:
+        """The sample rate the run's statements met on average (the current one before any
+        revision counted statements)."""
+        return self.spent / self.calls if self.calls > 0 else self.rate
+
+
+def shortfall(
+    rate: float, transactions: list[tuple[str, int]], minimum: int = MIN_PER_SCRIPT
+) -> list[dict[str, object]]:
+    """Scripts (name, transactions in the window) whose statements expect fewer than
+    `minimum` plans at the mean sample rate: auto_explain samples every statement with one
+    rate, so a rare transaction type next to a hot one gets its share of a capped budget, which
+    can be none. Each with its expected plans and the transactions a top-up should run."""
+    out: list[dict[str, object]] = []
+    for i, (name, n) in enumerate(transactions):
+        expected = rate * max(n, 0)
+        if expected < minimum:
+            out.append(
+                {
+                    "script_no": i,
+                    "name": name,
+                    "transactions": n,
+                    "expected_plans": round(expected, 2),
+                    "top_up": minimum - math.floor(expected),
+                }
+            )
+    return out
 
 
 def runtime_settings(rate: float) -> dict[str, str]:

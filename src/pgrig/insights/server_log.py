@@ -79,36 +79,61 @@ def records(
 ) -> Iterator[Record]:
     """The records of a log file from `offset` on, in order (lines before the first record
     are skipped)."""
-    zone = _zone(log_timezone)
-    current: _Builder | None = None
+    parser = RecordParser(log_timezone, max_record_bytes)
     with open(path, "rb") as f:
         f.seek(offset)
         for raw in f:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if line.startswith("\t"):
-                if current is not None:
-                    current.add_line(line[1:], max_record_bytes)
-                continue
-            m = _LINE.match(line)
-            if m is None:  # not the server's (pg_ctl's own output): ends the record
-                if current is not None:
-                    yield current.build()
-                current = None
-                continue
-            sev, msg = m.group("sev"), m.group("msg")
-            if sev in PART_SEVERITIES:
-                if current is not None:
-                    current.start_part(sev, msg)
-                continue
+            if (done := parser.feed(raw.decode("utf-8", "replace").rstrip("\r\n"))) is not None:
+                yield done
+    if (last := parser.flush()) is not None:
+        yield last
+
+
+class RecordParser:
+    """Lines in, records out, one line at a time: feed() returns the record a line ended (a
+    record ends when the next one starts, so the last one comes from flush()). For a log read
+    piece by piece while the server writes it (load/server_log_follow.py)."""
+
+    def __init__(self, log_timezone: str | None = None, max_record_bytes: int = 1 << 20) -> None:
+        self.zone = _zone(log_timezone)
+        self.limit = max_record_bytes
+        self.current: _Builder | None = None
+
+    def feed(self, line: str) -> Record | None:
+        current = self.current
+        if line.startswith("\t"):
             if current is not None:
-                yield current.build()
-            prefix = m.group("prefix")
-            pid = _PID.search(prefix)
-            current = _Builder(
-                sev, msg, parse_time(prefix, zone), int(pid.group(1)) if pid else None
-            )
-    if current is not None:
-        yield current.build()
+                current.add_line(line[1:], self.limit)
+            return None
+        m = _LINE.match(line)
+        if m is None:  # not the server's (pg_ctl's own output): ends the record
+            self.current = None
+            return current.build() if current is not None else None
+        sev, msg = m.group("sev"), m.group("msg")
+        if sev in PART_SEVERITIES:
+            if current is not None:
+                current.start_part(sev, msg)
+            return None
+        prefix = m.group("prefix")
+        pid = _PID.search(prefix)
+        self.current = _Builder(
+            sev, msg, parse_time(prefix, self.zone), int(pid.group(1)) if pid else None
+        )
+        return current.build() if current is not None else None
+
+    def flush(self) -> Record | None:
+        """The record still open (the log's last), if any."""
+        current, self.current = self.current, None
+        return current.build() if current is not None else None
+
+
+def line_severity(line: str) -> str | None:
+    """The severity a log line starts a record or a part with (LOG, ERROR, DETAIL, ...);
+    None for a continuation line or a line that is not the server's."""
+    if line.startswith("\t"):
+        return None
+    m = _LINE.match(line)
+    return m.group("sev") if m else None
 
 
 def text_log_sizes(log_dir: Path) -> dict[str, int]:

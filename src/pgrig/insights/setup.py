@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pgrig.errors import PgrigError
-from pgrig.provision import config, postmaster
-from pgrig.provision.environment import Environment
+from pgrig.provision.server import postmaster
+from pgrig.provision.settings import config
+from pgrig.provision.state.environment import Environment
 
 
 def set_enabled(name: str, enabled: bool) -> tuple[str, list[str]]:

@@ -11,29 +11,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgrig import format
 from pgrig.insights.plans import clip
+from pgrig.record.documents import InsightsDoc
+from pgrig.table import Table
 
 PARTS = ("statements", "plans", "log_digest", "waits")
 NO_INSIGHTS = "not collected: the run has no insights (archived before pgrig collected them)"
 
 
-def parts(insights: dict[str, Any] | None) -> dict[str, Any]:
-    doc = insights or {}
+def parts(insights: InsightsDoc | None) -> dict[str, Any]:
+    doc: Mapping[str, Any] = insights or {}
     return {p: doc.get(p) or {"collected": False, "reason": NO_INSIGHTS} for p in PARTS}
-
-
-@dataclass
-class TextTable:
-    """A titled table of plain text (cells: a string, or a list of lines)."""
-
-    title: str
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[str | list[str]]] = field(default_factory=list)
-    note: str | None = None  # why there are no rows, or how to read them
-    numeric: frozenset[int] = frozenset()  # right-aligned columns
 
 
 @dataclass
@@ -42,7 +35,7 @@ class WhyPart:
     title: str
     reason: str | None  # why the part was not collected; None when it was
     lines: list[tuple[str, str]]  # the `runs show` lines of this part
-    tables: list[TextTable] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
 
 
 TITLES = {
@@ -53,9 +46,7 @@ TITLES = {
 }
 
 
-def why(
-    insights: dict[str, Any] | None, top: int = 5, text_chars: int = 90
-) -> list[tuple[str, str]]:
+def why(insights: InsightsDoc | None, top: int = 5, text_chars: int = 90) -> list[tuple[str, str]]:
     """(label, text) lines; parts not collected give their reason."""
     lines = _part_lines(parts(insights), top, text_chars)
     rows = [line for key in PARTS for line in lines[key]]
@@ -65,7 +56,7 @@ def why(
 
 
 def why_parts(
-    insights: dict[str, Any] | None, top: int = 5, text_chars: int = 90, rows: int = 10
+    insights: InsightsDoc | None, top: int = 5, text_chars: int = 90, rows: int = 10
 ) -> list[WhyPart]:
     """Each part: its `runs show` lines (`top` statements) and its tables (`rows` each)."""
     p = parts(insights)
@@ -88,11 +79,11 @@ def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[
     }
 
 
-def _no_tables(_doc: dict[str, Any], _rows: int) -> list[TextTable]:
+def _no_tables(_doc: dict[str, Any], _rows: int) -> list[Table]:
     return []
 
 
-def _statement_table(doc: dict[str, Any], rows: int) -> list[TextTable]:
+def _statement_table(doc: dict[str, Any], rows: int) -> list[Table]:
     cols = [
         "#",
         "share",
@@ -125,10 +116,10 @@ def _statement_table(doc: dict[str, Any], rows: int) -> list[TextTable]:
             ]
         )
     note = None if out else "No statement ran in the measured window."
-    return [TextTable("Top statements by total time", cols, out, note, frozenset(range(1, 10)))]
+    return [Table.titled("Top statements by total time", cols, out, note, frozenset(range(1, 10)))]
 
 
-def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
+def _plan_tables(doc: dict[str, Any], rows: int) -> list[Table]:
     cols = [
         "statement",
         "node",
@@ -153,15 +144,18 @@ def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
         for f in (doc.get("misestimates") or [])[:rows]
     ]
     none = "No node's estimated and actual rows differ by 10x or more."
-    out = [TextTable("Misestimates", cols, flags, None if flags else none, frozenset({3, 4, 5, 6}))]
+    out = [
+        Table.titled("Misestimates", cols, flags, None if flags else none, frozenset({3, 4, 5, 6}))
+    ]
     sampled: list[list[str | list[str]]] = []
     for st in (doc.get("statements") or [])[:rows]:
         p = st["plans"][0] if st.get("plans") else {}
         flagged = sum(x.get("misestimate_samples", 0) for x in st.get("plans") or [])
+        top = st.get("top_up_samples") or 0
         sampled.append(
             [
                 st["text"],
-                f"{st['samples']:,}",
+                f"{st['samples']:,}" + (f" ({top:,} top-up)" if top else ""),
                 f"{st['sampled_ms']:,.1f}",
                 str(len(st.get("plans") or [])),
                 list(p.get("outline") or []),
@@ -169,7 +163,7 @@ def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
             ]
         )
     out.append(
-        TextTable(
+        Table.titled(
             "Sampled plans (auto_explain)",
             [
                 "statement",
@@ -197,26 +191,47 @@ def _plan_tables(doc: dict[str, Any], rows: int) -> list[TextTable]:
     ]
     if changes:
         out.append(
-            TextTable("Plan changes during the run", ["statement", "pattern", "plans"], changes)
+            Table.titled("Plan changes during the run", ["statement", "pattern", "plans"], changes)
         )
     return out
 
 
-def _wait_table(doc: dict[str, Any], rows: int) -> list[TextTable]:
+def _wait_table(doc: dict[str, Any], rows: int) -> list[Table]:
+    out = [_one_wait_table(doc, rows, "Wait events, share of active time")]
+    ws = doc.get("pg_wait_sampling")
+    if ws and ws.get("collected"):
+        title = f"Wait events by pg_wait_sampling, share of {ws.get('of', 'active time')}"
+        out.append(_one_wait_table(ws, rows, title))
+    return out
+
+
+def _one_wait_table(doc: dict[str, Any], rows: int, title: str) -> Table:
     events: list[list[str | list[str]]] = [
-        [e["event"], e["type"], _pct(e["share_pct"]), f"{e['seen']:,}"]
+        [e["event"], e["type"], wait_share(e, doc), f"{e['seen']:,}"]
         for e in doc.get("events", [])[:rows]
     ]
-    note = None if events else "No active backend seen by the sampler."
-    return [
-        TextTable(
-            "Wait events, share of active time",
-            ["event", "type", "share", "seen"],
-            events,
-            note,
-            frozenset({2, 3}),
-        )
-    ]
+    note = f"{doc.get('source', '')}: {doc.get('active_seen', 0):,} samples, {BOUNDS_WORDS}."
+    if doc.get("note"):
+        note += f" {doc['note']}."
+    if not events:
+        note = "No active backend seen by the sampler. " + note
+    return Table.titled(
+        title, ["event", "type", "share [95% bounds]", "samples"], events, note, frozenset({2, 3})
+    )
+
+
+BOUNDS_WORDS = "bounds from the per-second spread of the samples"
+
+
+def wait_share(event: dict[str, Any], doc: dict[str, Any] | None = None) -> str:
+    """ "36% [31, 41]", and "of 1,204 samples" when `doc` (the profile) is given; runs archived
+    before bounds existed show the share alone."""
+    return format.share(
+        event.get("share_pct"),
+        event.get("low_pct"),
+        event.get("high_pct"),
+        None if doc is None else doc.get("active_seen"),
+    )
 
 
 def _pct(v: float | None) -> str:
@@ -257,6 +272,21 @@ def _plans(doc: dict[str, Any], text_chars: int) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("plans", doc.get("reason", ""))]
     rows = [("plans", f"{doc['samples']:,} sampled plans of {len(doc['statements'])} statements")]
+    top_up = doc.get("top_up")
+    if top_up and top_up.get("scripts"):
+        names = ", ".join(
+            f"{x['name']} ({x['expected_plans']:g} expected, {x['ran']} run"
+            + (f", failed: {x['error']}" if x.get("error") else "")
+            + ")"
+            for x in top_up["scripts"]
+        )
+        rows.append(
+            (
+                "plan top-up",
+                f"{doc.get('top_up_samples', 0):,} of them after the window, for rare "
+                f"transaction types: {names}",
+            )
+        )
     flags = _one_per_statement(doc.get("misestimates") or [])
     if not flags:
         rows.append(("misestimates", "none (no node off by 10x or more)"))
@@ -326,7 +356,7 @@ def _log(doc: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append((label, str(doc[key]["count"])))
     temp = doc["temp_files"]
     if temp["count"]:
-        rows.append(("temp files", f"{temp['count']}, {temp['bytes'] / 2**20:,.1f} MiB"))
+        rows.append(("temp files", f"{temp['count']}, {format.size(temp['bytes'])}"))
     return rows
 
 
@@ -335,8 +365,20 @@ def _waits(doc: dict[str, Any]) -> list[tuple[str, str]]:
         return [("waits", doc.get("reason", ""))]
     if not doc["events"]:
         return [("waits", "no active backend seen by the sampler")]
-    top = ", ".join(f"{e['event']} {e['share_pct']:.1f}%" for e in doc["events"][:5])
-    return [("waits", f"{top} (of {doc['active_seen']:,} active backends seen)")]
+    top = ", ".join(f"{e['event']} {wait_share(e)}" for e in doc["events"][:5])
+    rows = [("waits", f"{top} (of {doc['active_seen']:,} samples; {doc.get('source', '')})")]
+    ws = doc.get("pg_wait_sampling")
+    if ws and ws.get("collected") and ws.get("events"):
+        top = ", ".join(f"{e['event']} {wait_share(e)}" for e in ws["events"][:5])
+        rows.append(
+            (
+                "pg_wait_sampling",
+                f"{top} (of {ws['active_seen']:,} samples, share of {ws.get('of')})",
+            )
+        )
+    elif ws and not ws.get("collected"):
+        rows.append(("pg_wait_sampling", str(ws.get("reason", ""))))
+    return rows
 
 
 def _span(first: float | None, last: float | None) -> str:

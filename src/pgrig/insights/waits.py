@@ -1,51 +1,122 @@
 """The wait profile of a run: what active backends were doing, as shares of active time.
 
-The PostgreSQL sampler (metrics/pg_metrics.py) already looks at pg_stat_activity every second
-and stores, per sample, how many active backends it saw in each wait event as series "pg"
-columns `wait.<type>:<event>` (`wait.CPU`: active and not waiting). Summed over the samples of
-the measured window, each column's share of the total is the share of active time spent
-there (each sample is one snapshot of every active backend). A one-second sampler sees a few
-hundred to a few thousand backend states per minute: shares are estimates, printed as such.
+Three series can hold wait events, each a row per second with `wait.<type>:<event>` counts
+of backend states seen (`wait.CPU`: active and not waiting):
+- "waits": pg_stat_activity sampled `hz` times a second (metrics/wait_sampler.py), the rows
+  summing a second's snapshots (`snapshots`, `active`). 10 Hz for short runs.
+- "pg": the PostgreSQL sampler's one snapshot a second (metrics/pg_metrics.py), what runs
+  without the finer sampler (and runs archived before it) have.
+- "wait_sampling": pg_wait_sampling's profile grown over each second, where that extension is
+  loaded (samples every 10 ms inside the server): a profile of its own, beside the first.
+Summed over the seconds of the measured window, each event's count over all states seen is
+its share. Each share carries 95% bounds and the count it rests on (analysis/proportion.py:
+Wilson bounds with the effective sample size of per-second clusters, because states seen
+together are not independent draws).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-WAIT_COLUMN = "wait."  # the sampler's column prefix (metrics.pg_metrics.WAIT_PREFIX)
+from pgrig.analysis.proportion import effective_n, share_bounds
+from pgrig.record.documents import WaitSamplingDoc, WaitSamplingFound
+
+WAIT_COLUMN = "wait."  # the samplers' column prefix (metrics.pg_metrics.WAIT_PREFIX)
 TOP = 15
+BOUNDS = "95% Wilson bounds, effective sample size from per-second clusters"
 
 
-def profile(pg: dict[str, list[Any]] | None, t0: float, t1: float) -> dict[str, Any]:
-    """Shares of active time by wait event over samples with t0 < t <= t1."""
-    if not pg or "t" not in pg:
+def profile(
+    pg: dict[str, list[Any]] | None,
+    t0: float,
+    t1: float,
+    waits: dict[str, list[Any]] | None = None,
+    sampling: WaitSamplingDoc | None = None,
+    wait_sampling: dict[str, list[Any]] | None = None,
+) -> dict[str, Any]:
+    """Shares of active time by wait event over rows with t0 < t <= t1: from the "waits"
+    series when the run has one, else from the once-a-second "pg" series. `sampling` is
+    what the runner chose (RunRecord.extra["wait_sampling"]); pg_wait_sampling's profile
+    comes beside it (its own key) when the run has that series."""
+    sampling = sampling or {}
+    doc: dict[str, Any] | None = None
+    if waits and "t" in waits:
+        hz = sampling.get("hz")
+        source = f"pg_stat_activity, sampled {hz:g} times a second" if hz else "pg_stat_activity"
+        doc = _shares(waits, t0, t1, source)
+        if doc["seconds"] == 0 and pg and "t" in pg:  # the finer sampler never got through
+            error = (sampling.get("sampler") or {}).get("error") or "no snapshot in the window"
+            doc = None
+            sampling = {**sampling, "why": f"the finer wait sampler failed ({error})"}
+    if doc is None and pg and "t" in pg:
+        doc = _shares(pg, t0, t1, "pg_stat_activity, sampled once a second")
+    if doc is None:
         return {"collected": False, "reason": "not collected: the run has no PostgreSQL samples"}
-    ts, up = pg["t"], pg.get("up") or [1] * len(pg["t"])
+    if sampling.get("why"):
+        doc["why"] = sampling["why"]
+    ws = sampling.get("pg_wait_sampling")
+    if wait_sampling and "t" in wait_sampling:
+        found: WaitSamplingFound = ws or {}
+        period = found.get("profile_period_ms")
+        every = f" every {period} ms" if period else ""
+        name = f"pg_wait_sampling {found.get('version', '')}".strip()
+        sub = _shares(wait_sampling, t0, t1, f"{name}, each backend{every} inside the server")
+        if not found.get("samples_cpu"):
+            sub["of"] = "waiting time"
+            sub["note"] = (
+                "this pg_wait_sampling does not sample backends on CPU "
+                "(no pg_wait_sampling.sample_cpu): shares of waiting time, not of active time"
+            )
+        doc["pg_wait_sampling"] = sub
+    elif ws is not None:
+        reason = ws.get("reason") or "the run has no pg_wait_sampling rows"
+        doc["pg_wait_sampling"] = {"collected": False, "reason": f"not collected: {reason}"}
+    return doc
+
+
+def _shares(series: dict[str, list[Any]], t0: float, t1: float, source: str) -> dict[str, Any]:
+    ts = series["t"]
+    up = series.get("up") or [1] * len(ts)
     picked = [i for i, t in enumerate(ts) if t is not None and t0 < t <= t1 and up[i]]
-    totals: dict[str, float] = {}
-    for name, values in pg.items():
-        if name.startswith(WAIT_COLUMN):
-            n = sum(float(values[i] or 0) for i in picked if i < len(values))
-            if n > 0:
-                totals[name[len(WAIT_COLUMN) :]] = n
-    seen = sum(totals.values())
-    events = [
-        {
-            "event": event,
-            "type": _wait_type(event),
-            "seen": int(n),
-            "share_pct": round(100.0 * n / seen, 2),
-        }
-        for event, n in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
+    columns = {
+        name[len(WAIT_COLUMN) :]: [float(values[i] or 0) if i < len(values) else 0.0
+                                   for i in picked]
+        for name, values in series.items()
+        if name.startswith(WAIT_COLUMN)
+    }  # fmt: skip
+    per_second = [sum(col[j] for col in columns.values()) for j in range(len(picked))]
+    seen = sum(per_second)
+    snapshots = series.get("snapshots")
+    events: list[dict[str, Any]] = []
+    for event, col in columns.items():
+        n = sum(col)
+        if n <= 0:
+            continue
+        n_eff = effective_n(col, per_second)
+        share, low, high = share_bounds(n, seen, n_eff)
+        events.append(
+            {
+                "event": event,
+                "type": _wait_type(event),
+                "seen": int(n),
+                "share_pct": round(share, 2),
+                "low_pct": round(low, 2),
+                "high_pct": round(high, 2),
+                "effective_n": round(n_eff, 1),
+            }
+        )
+    events.sort(key=lambda e: (-e["seen"], e["event"]))
     by_type: dict[str, float] = {}
-    for event, n in totals.items():
-        by_type[_wait_type(event)] = by_type.get(_wait_type(event), 0.0) + n
+    for e in events:
+        by_type[e["type"]] = by_type.get(e["type"], 0.0) + e["seen"]
     return {
         "collected": True,
-        "source": "pg_stat_activity, sampled once a second",
-        "samples": len(picked),
+        "source": source,
+        "of": "active time",
+        "seconds": len(picked),
+        "samples": int(sum(float(snapshots[i] or 0) for i in picked)) if snapshots else len(picked),
         "active_seen": int(seen),
+        "bounds": BOUNDS,
         "events": events[:TOP],
         "by_type": {k: round(100.0 * v / seen, 2) for k, v in by_type.items()} if seen else {},
     }

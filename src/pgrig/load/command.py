@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from pgrig.errors import PgrigError
 from pgrig.load.pgbench_output import parse_version, version_major
-from pgrig.provision.environment import DEFAULT_DATABASE
+from pgrig.provision.state.environment import DEAD_PEER, DEFAULT_DATABASE, dbname_arg, over_network
 from pgrig.request import RunRequest
 from pgrig.request.values import number_text
 
@@ -47,11 +47,14 @@ def build_pgbench_command(
     progress: bool = True,
     *,
     pgbench_version_major: int | None = None,
+    sampling_rate: float | None = None,
+    target_host: str | None = None,
 ) -> list[str]:
     """The pgbench argv for spec. total_seconds is -T (warm-up + measured window); None means
     -t spec.transactions_per_client. An empty log_prefix means no per-transaction log. The
     version (asked from the binary when not given) decides --max-tries / --failures-detailed
-    (15+)."""
+    (15+). target_host (PGHOST) over the network: the database argument also carries DEAD_PEER
+    (a connection string; pgbench expands it)."""
     if not spec.scripts:
         raise PgrigError("no scripts to run (give at least one --workload)")
     major = pgbench_version_major if pgbench_version_major is not None else pgbench_major(pgbench)
@@ -81,11 +84,22 @@ def build_pgbench_command(
             argv += ["-f", f"{s.path}@{s.weight}"]
     if log_prefix:
         argv += ["-l", f"--log-prefix={log_prefix}"]
+        if sampling_rate is not None and sampling_rate < 1:
+            argv.append(f"--sampling-rate={number_text(sampling_rate)}")
     if progress:
         argv += ["-P", "1"]
     argv += list(spec.extra_pgbench_args)
-    argv.append(spec.database or DEFAULT_DATABASE)
+    dbname = spec.database or DEFAULT_DATABASE
+    argv.append(dead_peer_dbname(dbname) if over_network(target_host) else dbname_arg(dbname))
     return argv
+
+
+def dead_peer_dbname(dbname: str) -> str:
+    """The database argument as a connection string with DEAD_PEER (quoted by psycopg's
+    conninfo rules: any database name stays one value)."""
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo("", dbname=dbname, **DEAD_PEER)
 
 
 def shell_quote(argv: Sequence[str]) -> str:

@@ -18,9 +18,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig.errors import Terminated
-from pgrig.provision import config, live_state, pooler, postmaster, run_journal
-from pgrig.provision.env_lock import EnvLock
-from pgrig.provision.environment import Environment
+from pgrig.provision import pooler
+from pgrig.provision.server import postmaster
+from pgrig.provision.settings import config
+from pgrig.provision.state import live_state, run_journal
+from pgrig.provision.state.env_lock import EnvLock
+from pgrig.provision.state.environment import Environment
 
 
 @contextmanager
@@ -28,11 +31,26 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
     """The environment's run lock (EnvBusy naming the run in progress when taken)."""
     lock = EnvLock(env.dir, env.name).acquire()
     try:
-        for line in run_journal.recover(env, holding_lock=True):
+        lines = run_journal.recover(env, holding_lock=True)
+        if lock.outer is None:  # not a run of a live study: a borrowed layer is a dead one's
+            lines += put_back_dead_study(env)
+        for line in lines:
             console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
         yield lock
     finally:
         lock.release()
+
+
+def put_back_dead_study(env: Environment) -> list[str]:
+    """The environment's own settings, when a study or tune that borrowed its layer died
+    (kill -9): the caller holds the run lock, which a live study would hold."""
+    from pgrig.provision.settings import study_layer
+
+    if not env.managed or not study_layer.saved(env.name):
+        return []
+    done = study_layer.put_back(env.name)
+    env.settings = Environment.load(env.name).settings  # the caller's copy, current again
+    return [done] if done else []
 
 
 def verify_live(env: Environment, console: Console) -> list[str]:

@@ -26,8 +26,9 @@ from pgrig.archive import lease, spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.record.protocol import RunStore
 
-__all__ = ["RunLease", "finish_or_spool", "remove_orphan_work_dirs", "work_dir"]
+__all__ = ["RunLease", "RunNotStored", "finish_or_spool", "remove_orphan_work_dirs", "work_dir"]
 
 WORK_PREFIX = "pgrig-run-"
 OWNER_FILE = "OWNER"
@@ -106,7 +107,9 @@ class RunLease:
     window's planned start), called from the heartbeat thread.
     """
 
-    def __init__(self, archive: Any, rec: RunRecord, run_dir: Path, series: SeriesSource) -> None:
+    def __init__(
+        self, archive: RunStore, rec: RunRecord, run_dir: Path, series: SeriesSource
+    ) -> None:
         assert rec.id is not None
         self._archive = archive
         self._run_id = rec.id
@@ -129,7 +132,28 @@ class RunLease:
         self._archive.heartbeat(self._run_id)
 
 
-def finish_or_spool(archive: Any, rec: RunRecord) -> Path | None:
+class RunNotStored(PgrigError):
+    """A run's record could neither be archived nor spooled: `record` holds what it measured,
+    for the caller to print (nothing else keeps it)."""
+
+    def __init__(self, message: str, record: RunRecord) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+def _end_as_failed(archive: RunStore, rec: RunRecord, message: str) -> str:
+    """Try the smallest write that ends the run in the archive; says what became of it."""
+    if rec.id is None:
+        return ""
+    status = "failed" if rec.status in ("ok", "running") else rec.status
+    try:
+        archive.end_run(rec.id, status, f"{rec.error + '; ' if rec.error else ''}{message}")
+    except Exception:
+        return f"; run {rec.id} stays 'running' in the archive until a later command marks it lost"
+    return f"; run {rec.id} is marked {status} in the archive, without its figures"
+
+
+def finish_or_spool(archive: RunStore, rec: RunRecord) -> Path | None:
     """archive.finish_run(rec), or, when the archive cannot take it, the complete record
     written to the run's directory (returned) for the next pgrig command to import."""
     try:
@@ -139,10 +163,12 @@ def finish_or_spool(archive: Any, rec: RunRecord) -> Path | None:
         try:
             return spool.write_spool(rec, archive.url, reason)
         except OSError as disk:
-            raise PgrigError(
-                f"run {rec.id} is lost: archive {archive.url} could not store it ({reason}) "
-                f"and its record could not be written to disk ({disk})"
-            ) from e
+            message = (
+                f"run {rec.id} could not be recorded: archive {archive.url} could not store it "
+                f"({reason}) and its record could not be written to disk ({disk})"
+            )
+            ended = _end_as_failed(archive, rec, message)
+            raise RunNotStored(message + ended, rec) from e
     if rec.id is not None:  # the archive holds the whole series now
-        spool.PartialSeries(run_artifacts_dir(rec.id, create=False)).remove()
+        spool.PartialSeries(run_artifacts_dir(rec.id, create=False, archive=archive.url)).remove()
     return None

@@ -28,9 +28,9 @@ from pgrig.host import cpus as topology
 from pgrig.host.checks import nofile_for_clients as nofile_for_clients
 from pgrig.host.cpus import format_cpus as format_cpus
 from pgrig.provision import pooler
-from pgrig.provision.affinity import process_tree as process_tree
-from pgrig.provision.affinity import restore as restore
-from pgrig.provision.affinity import tasks
+from pgrig.provision.server.affinity import process_tree as process_tree
+from pgrig.provision.server.affinity import restore as restore
+from pgrig.provision.server.affinity import tasks
 from pgrig.request.values import CPU_COUNT_SUFFIX, check_cpus, cpu_count, parse_cpu_list
 
 
@@ -78,6 +78,13 @@ def placement(server: str | int | None, client: str | int | None) -> Placement:
                 f"--{side}-cpus {n}{CPU_COUNT_SUFFIX}: {e} on this machine "
                 f"(usable: {format_cpus(usable)}{taken})"
             ) from None
+    shared = sorted(set(lists["server"] or ()) & set(lists["client"] or ()))
+    if shared:
+        raise PgrigError(
+            f"--client-cpus shares CPU {format_cpus(shared)} with --server-cpus "
+            f"({format_cpus(lists['client'] or [])} and {format_cpus(lists['server'] or [])}): "
+            "the server and pgbench would compete for it; give them separate CPUs"
+        )
     return Placement(lists["server"], lists["client"])
 
 

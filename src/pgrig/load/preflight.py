@@ -10,20 +10,20 @@ from __future__ import annotations
 import subprocess
 
 from pgrig.errors import PgrigError
-from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, dbname_arg
 from pgrig.request import RunRequest
 
 
 def check_scripts(env: Environment, spec: RunRequest) -> None:
     files = [s for s in spec.scripts if s.path]
-    if not files or spec.is_tpcc:
-        return
+    if not files or spec.is_tpcc or spec.is_sysbench:
+        return  # sysbench: a broken Lua script fails the run with sysbench's own message
     dbname = spec.database or DEFAULT_DATABASE
     for script in files:
         argv = [env.binary("pgbench"), "-n", "-t", "1", "-c", "1", "-M", spec.protocol]
         for key, value in spec.defines.items():
             argv += ["-D", f"{key}={value}"]
-        argv += ["-f", script.path or "", dbname]
+        argv += ["-f", script.path or "", dbname_arg(dbname)]
         proc = subprocess.run(
             argv,
             env=env.client_process_env(dbname),

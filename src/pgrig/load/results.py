@@ -9,11 +9,13 @@ NOPM and TPM from their per-type figures. Nothing here talks to a server or to t
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from pgrig.analysis.txlog import TxlogSummary
-from pgrig.archive.records import RunRecord, ScriptResult
+from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.load import pgbench_output
+from pgrig.record.documents import StabilityDoc, TxlogDoc
 from pgrig.request import RunRequest
 
 
@@ -62,14 +64,53 @@ def fill_results(
     if summary is not None:
         rec.extra["pgbench_summary"] = summary.as_dict() if hasattr(summary, "as_dict") else None
     attach_samples(rec, series_raw, window_start_s)
-    if rec.workload == "tpcc" and rec.scripts and rec.measured_s:
-        from pgrig.workloads import tpcc
+    from pgrig.workloads import scenario
 
-        figures = tpcc.summarize(rec.scripts, rec.measured_s)
-        rec.nopm = figures.get("nopm")
-        rec.tpm = figures.get("tpm")
-        rec.rollbacks = figures.get("rollbacks")
-        rec.extra["tpcc"] = figures
+    scenario.of(rec.workload, (s.name for s in rec.scripts)).add_results(rec)  # TPC-C's NOPM
+
+
+def cross_check(
+    rec: RunRecord,
+    stdout: str,
+    stderr: str,
+    progress_points: list[Any],
+    work_dir: Path | None,
+) -> str | None:
+    """The run's figures against pgbench's own summary (load/crosscheck.py), for a run that
+    completed: on a disagreement the figures from the log are dropped (never a 0 recorded as
+    a result; pgbench's summary stays in extra["pgbench_summary"], its per-second progress
+    becomes the series) and the reason is returned, to fail the run with."""
+    from pgrig.load import crosscheck
+
+    summary = pgbench_output.parse_summary(stdout, stderr) if stdout.strip() else None
+    found_log = rec.extra.get("txlog")
+    txlog: TxlogDoc = found_log if isinstance(found_log, dict) else {}
+    found = crosscheck.check(
+        summary,
+        logged_lines=txlog.get("lines"),
+        window_transactions=rec.transactions,
+        clients=rec.clients,
+        work_dir=work_dir,
+        log_error=rec.extra.get("results_error"),
+    )
+    if found is None:
+        return None
+    for name in ("tps", "transactions", "failed", "retried", "skipped", "measured_s"):
+        setattr(rec, name, None)
+    rec.latency = LatencyStats()
+    rec.scripts = []
+    for name in ("nopm", "tpm", "rollbacks"):
+        setattr(rec, name, None)
+    rec.extra.pop("stability", None)
+    rec.extra.pop("tpcc", None)
+    rec.series.pop("pgbench", None)
+    if progress_points:
+        rec.series["pgbench"] = progress_series(progress_points, rec.warmup_s)
+    rec.extra["crosscheck"] = {
+        "summary_transactions": found.summary_transactions,
+        "logged_lines": found.logged_lines,
+    }
+    return found.message
 
 
 def progress_series(points: list[Any], warmup_s: float) -> dict[str, list[Any]]:
@@ -95,7 +136,7 @@ def rebased(cols: dict[str, list[Any]], origin: float) -> dict[str, list[Any]] |
     return {"t": [round(x - origin, 3) for x in ts], **cols}
 
 
-def stability_record(t: list[float], tps: list[float]) -> dict[str, Any]:
+def stability_record(t: list[float], tps: list[float]) -> StabilityDoc:
     """Per-second stability of the whole seconds of the window, stored once with the run
     (extra["stability"]) so that every report shows the same figures."""
     from pgrig.analysis import series
@@ -124,6 +165,8 @@ def attach_samples(
     figures = window_summary(series_raw, origin, origin + (rec.measured_s or 0.0) + 0.5)
     for field in ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio"):
         setattr(rec, field, figures.get(field))
+    if (steal := figures.get("cpu_steal")) is not None:  # only where the kernel counts it
+        rec.extra["cpu_steal"] = steal
     _attach_cpu_share(rec, series_raw.get("os", {}), origin)
     for kind, cols in series_raw.items():
         kept = rebased(cols, origin)

@@ -19,51 +19,52 @@ import getpass
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
-from rich.markup import escape
 
 from pgrig import __version__
-from pgrig.analysis.txlog import TxlogStream
-from pgrig.analysis.window import WindowPlan
-from pgrig.archive.records import RunRecord
+from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError
 from pgrig.load import command as pgbench_command
-from pgrig.load import guard, lifecycle, pgbench_output, results
+from pgrig.load import (
+    engine_choice,
+    guard,
+    host_samplers,
+    lifecycle,
+    prewarm,
+    results,
+    run_files,
+    run_steps,
+)
 from pgrig.load.live import LiveView
 from pgrig.load.preflight import check_scripts
-from pgrig.load.process import PgbenchProcess, die_with_parent
-from pgrig.load.txlog_follower import TxlogFollower
-from pgrig.provision.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
+from pgrig.load.process import PgbenchProcess
+from pgrig.load.run_steps import RunInterrupted, StopIf
+from pgrig.load.server_log_follow import RunServerLog
+from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
+from pgrig.record.documents import NetworkDoc, PoolerDoc, RunExtra
+from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
 if TYPE_CHECKING:
-    from pgrig.load.pinning import Placement
+    from pgrig.insights.collector import Collection
+    from pgrig.load.driver import LoadDriver
+    from pgrig.load.host_samplers import HostSamplers
     from pgrig.metrics.os_metrics import OsSampler
     from pgrig.metrics.pooler_metrics import PoolerSampler
     from pgrig.metrics.sampler import Sampler
-    from pgrig.provision.env_lock import EnvLock
-
-
-StopIf = Callable[[float | None], str | None]
-
-
-class RunInterrupted(Exception):
-    """Raised after an aborted run has been archived, so the CLI can exit 130."""
-
-    def __init__(self, record: RunRecord):
-        super().__init__(f"run {record.id} aborted")
-        self.record = record
+    from pgrig.provision.state.env_lock import EnvLock
+    from pgrig.workloads.scenario import RunScripts
 
 
 def execute(
     spec: RunRequest,
     *,
-    archive: Any,
+    archive: RunStore,
     console: Console | None = None,
     live: bool = True,
     stop_if: StopIf | None = None,
@@ -77,6 +78,10 @@ def execute(
     """
     console = console or Console(stderr=True)
     spec = _with_scripts(spec)
+    if spec.load_from:
+        from pgrig.load import multi_runner
+
+        multi_runner.check(spec)
     env = Environment.load(spec.env_name)
     env.check_intact()
     with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
@@ -87,27 +92,31 @@ def _execute(
     spec: RunRequest,
     env: Environment,
     lock: EnvLock,
-    archive: Any,
+    archive: RunStore,
     console: Console,
     live: bool,
     stop_if: StopIf | None,
 ) -> RunRecord:
+    from pgrig.host.checks import cpu_mark
     from pgrig.provision import cluster
 
+    # The host checks' CPU steal and busy share are measured over the run's own preparation
+    # (from here to the record), not over a 0.5 s pause on the critical path.
+    mark = cpu_mark()
     dbname = spec.database or DEFAULT_DATABASE
     if env.managed:
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)
-    server = _server_facts(env, dbname)
+    server = {**_server_facts(env, dbname), "cpu_mark": mark}
     _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
     work = lifecycle.work_dir()
     try:
-        scripts, defines, max_tries, scenario_info = _resolve_scripts(spec, env, dbname, work)
+        planned, scenario_info = _resolve_scripts(spec, env, dbname, work)
         spec = spec.model_copy(
             update={
-                "scripts": scripts,
-                "defines": {**defines, **spec.defines},
-                "max_tries": _max_tries(spec, max_tries, env),
+                "scripts": planned.scripts,
+                "defines": {**planned.defines, **spec.defines},
+                "max_tries": _max_tries(spec, planned.max_tries, env),
             }
         )
         check_scripts(env, spec)
@@ -165,33 +174,14 @@ def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
 
 def _resolve_scripts(
     spec: RunRequest, env: Environment, dbname: str, work: Path
-) -> tuple[list, dict[str, str], int, dict[str, Any]]:
-    from pgrig.workloads import datasets
+) -> tuple[RunScripts, dict[str, Any]]:
+    """What the run executes, from its scenario (workloads/scenario.py), and the dataset the
+    database holds (a partial one is refused)."""
+    from pgrig.workloads import datasets, scenario
 
-    info: dict[str, Any] = dict(datasets.get(env, dbname) or {})
-    if spec.workload == "tpcc":
-        from pgrig.workloads import tpcc
-
-        if info.get("scenario") != "tpcc":
-            raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no TPC-C data: "
-                f"run `pgrig db generate {env.name} --scenario tpcc --warehouses W` first"
-            )
-        scripts, defines, max_tries = tpcc.pgbench_scripts(
-            work,
-            warehouses=int(info["warehouses"]),
-            mix=spec.tpcc_mix,
-            all_warehouses=spec.all_warehouses,
-            conninfo=env.conninfo(dbname),
-            protocol=spec.protocol,
-            stock_level=spec.tpcc_stock_level,
-        )
-        return scripts, defines, max_tries, info
-    if any(s.name.startswith("tickets:") for s in spec.scripts):
-        from pgrig.workloads import tickets
-
-        return list(spec.scripts), tickets.defines(info, env.name, dbname), spec.max_tries, info
-    return list(spec.scripts), {}, spec.max_tries, info
+    info: dict[str, Any] = dict(datasets.usable(env, dbname) or {})
+    of_run = scenario.of(spec.workload, (s.name for s in spec.scripts))
+    return of_run.run_scripts(spec, env, dbname, work, info), info
 
 
 def _profile_settings(profile: str | None, env: Environment, major: int) -> dict[str, str]:
@@ -212,9 +202,9 @@ def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[
             f"{env.name} is an external server: pgrig does not change its configuration "
             "(--set needs a managed environment)"
         )
-    from pgrig.provision import config
+    from pgrig.provision.settings import run_settings
 
-    return config.apply_run_settings(env, settings)
+    return run_settings.apply_run_settings(env, settings)
 
 
 def _run(
@@ -225,7 +215,7 @@ def _run(
     server: dict[str, Any],
     scenario_info: dict[str, Any],
     work: Path,
-    archive: Any,
+    archive: RunStore,
     console: Console,
     live: bool,
     lock: EnvLock,
@@ -235,11 +225,20 @@ def _run(
     from pgrig.metrics import pg_snapshot
     from pgrig.workloads import database
 
-    pgbench = env.binary("pgbench")
-    pgbench_version = _pgbench_version(pgbench)
+    driver = engine_choice.for_request(
+        spec,
+        env,
+        work,
+        client_env={**without_libpq_vars(), **run_steps.client_env(env, spec, dbname)},
+        prefix=_client_prefix(spec),
+        dataset=scenario_info,
+        archive=archive,  # the expected rate of --txlog auto (load/txlog_mode.py)
+    )
+    engine_version = driver.version()  # fails here, before anything is archived
 
     restored = guard.verify_live(env, console)  # the server is what the record will say
     with database.connect(env, dbname) as conn:
+        warmed = prewarm.prewarm(conn) if spec.prewarm else None
         pg_snapshot.checkpoint(conn)
         settings = pg_snapshot.settings_snapshot(conn)
         db_size = pg_snapshot.database_size(conn, dbname)
@@ -255,7 +254,7 @@ def _run(
         target=env.masked_target(),
         server_version=server["version"],
         server_major=server["major"],
-        pgbench_version=pgbench_version,
+        pgbench_version=engine_version if driver.engine == "pgbench" else None,
         database=dbname,
         scenario=spec.scenario or scenario_info.get("scenario"),
         scale=scenario_info.get("scale") or scenario_info.get("warehouses"),
@@ -268,28 +267,58 @@ def _run(
         host=host_facts(
             env.datadir if env.managed else None,
             clients=spec.clients,
-            cpus=_placement(spec).sides(spec.via),
+            cpus=run_steps.placement(spec).sides(spec.via),
+            cpu_since=server.get("cpu_mark"),
         ),
-        extra={"pgrig_version": __version__, "dataset": scenario_info},
+        extra={
+            "pgrig_version": __version__,
+            "dataset": scenario_info,
+            "load_engine": {"name": driver.engine, "version": engine_version},
+        },
     )
+    rec.txlog = driver.txlog_mode  # the mode used, not "auto"
     rec.extra.update(_connection_extra(env, spec))
+    if env.replicas:
+        from pgrig.load import topology
+
+        rec.extra["topology"] = topology.describe(env)
     if restored:
         rec.extra["restored_before_run"] = restored
+    if warmed is not None:
+        rec.extra["prewarm"] = warmed
+        if "skipped" in warmed:
+            rec.add_warning("no_prewarm", f"the cache was not warmed: {warmed['skipped']}")
     rec.id = archive.begin_run(rec)
     lock.describe(rec.id)  # a refused second run names this one
     try:
+        if spec.load_from:  # pgbench on load hosts, logs merged (load/multi_runner.py)
+            from pgrig.load import multi_runner
+
+            pgbench = env.binary("pgbench")
+            return multi_runner.measure(
+                rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
+            )
         return _measure(
-            rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
+            rec, spec, env, dbname, conninfo, driver, work, archive, console, live, stop_if
         )
-    except (RunInterrupted, KeyboardInterrupt):
+    except RunInterrupted:
         raise
+    except KeyboardInterrupt as stop:
+        # Ctrl-C or SIGTERM outside pgbench's own span (insights starting, results being
+        # written): the run still ends "aborted", never "running" (later "lost").
+        if _still_running(archive, rec):
+            rec.status, rec.ended_at = "aborted", rec.ended_at or datetime.now(UTC)
+            rec.error = guard.interruption(stop)
+            with contextlib.suppress(Exception):
+                run_steps.finish(rec, archive, console)
+        raise RunInterrupted(rec) from None
     except BaseException as e:
         # Whatever broke after the row was written, the run ends as "failed", never "running".
         if rec.status == "running":
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
             with contextlib.suppress(Exception):
-                _finish(rec, archive, console)
+                run_steps.finish(rec, archive, console)
         raise
 
 
@@ -299,152 +328,325 @@ def _measure(
     env: Environment,
     dbname: str,
     conninfo: str,
-    pgbench: str,
+    driver: LoadDriver,
     work: Path,
-    archive: Any,
+    archive: RunStore,
     console: Console,
     live: bool,
     stop_if: StopIf | None = None,
 ) -> RunRecord:
     from pgrig.archive import artifacts
-    from pgrig.insights import collector as insights
+    from pgrig.load import plan_top_up, wait_sources
 
     assert rec.id is not None  # begin_run gave it one
-    art_dir = artifacts.run_artifacts_dir(rec.id)
+    art_dir = artifacts.run_artifacts_dir(rec.id, archive=archive.url)  # keyed by archive
     art_dir.mkdir(parents=True, exist_ok=True)
-    log_prefix = work / "txlog"
 
-    plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
-    total_s = plan.pgbench_seconds  # lead-in + window, whole seconds (analysis/window.py)
-    if total_s is None and spec.warmup_s > 0:
-        _separate_warmup(spec, env, dbname, pgbench, console)
-    argv = pgbench_command.build_pgbench_command(
-        pgbench, spec, log_prefix=str(log_prefix), total_seconds=total_s, progress=True
-    )
-    argv = _client_prefix(spec) + argv  # taskset for --client-cpus (execs: same pid)
+    driver.before_launch(console)  # e.g. pgbench's separate warm-up of a -t run
+    argv = _client_prefix(spec) + driver.command()  # taskset for --client-cpus (execs: same pid)
     rec.command = pgbench_command.shell_quote(argv)
-    server_log_offset = _log_size(env)
-    pooler_log_offsets = _pooler_log_offsets(env, spec)
-    collection = insights.start(env, dbname, spec, rec)  # never raises (insights/collector.py)
-
-    sampler, os_sampler, pooler_source = _start_sampler(env, conninfo, dbname, spec.via)
-    try:
-        unpin = _pin_server(env, spec)  # --server-cpus, undone when pgbench has ended
-    except BaseException:
-        sampler.stop()
-        collection.stop()
-        raise
+    pooler_log_offsets = run_steps.pooler_log_offsets(env, spec)
+    rec.extra["network"] = _network_facts(env, spec, dbname)
+    series_raw: dict[str, Any] = {}  # filled as the samplers stop
     interrupted = ""  # why the user or a signal stopped the run, if they did
     stopped: str | None = None  # why stop_if ended the run early
-    progress_points: list[Any] = []
-    run_lease = lifecycle.RunLease(
-        archive, rec, art_dir, lambda: _partial_series(rec, sampler, progress_points)
-    )
+    overran: str | None = None  # pgbench outlived its -T: a server that stopped answering
     proc: PgbenchProcess | None = None
-    follower: TxlogFollower | None = None
-    stream = TxlogStream(
-        origin_us=0,  # set at launch, below
-        plan=plan,
-        has_lag=spec.rate is not None,
-        has_retries=spec.max_tries != 1,
-        script_names=[s.name for s in spec.scripts],
-        expected_sources=spec.threads,
-    )
-    run_lease.start()  # heartbeat and partial series, until pgbench has ended
-    try:
-        view = LiveView(console, total_s, plan.lead_in_s, env.name)
-
-        def on_line(line: str) -> None:
-            point = pgbench_output.parse_progress_line(line)
-            if point is not None:
-                progress_points.append(point)
-
-        # The grid of whole seconds starts here, before pgbench's -T clock (analysis/window.py).
-        stream.set_origin(int(time.time() * 1e6))
-        follower = TxlogFollower(log_prefix, stream, art_dir if spec.keep_txlog else None)
-        follower.start()
-        proc = PgbenchProcess(
-            argv,
-            env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
-            cwd=work,
-            stdout_path=work / "pgbench.stdout",
-            on_stderr_line=on_line,
+    server_log: RunServerLog | None = None  # the run's part of the server log (read at the end)
+    # Everything the load needs, undone in reverse order whatever ends it: the run's lease
+    # (heartbeat, partial series), the client process, the engine's readers, the server's
+    # CPU pinning, the samplers (their series kept), the insights collection's settings.
+    with contextlib.ExitStack() as stack:
+        server_log = RunServerLog.open(env, art_dir)  # first: the collection's reloads are ours
+        collection = stack.enter_context(_insights_collection(env, dbname, spec, rec))
+        if server_log is not None:
+            server_log.feed = collection.log_feed()
+            server_log.follow()
+            stack.callback(server_log.stop)
+        commits = _TargetCommits(env, spec, dbname, rec)
+        other_hosts = stack.enter_context(_other_hosts(env, series_raw, spec.via))
+        waits = wait_sources.open_sources(env, conninfo, dbname, spec, rec.extra)  # never raises
+        sampler, os_sampler, pooler_source = stack.enter_context(
+            _sampling(env, conninfo, dbname, spec.via, series_raw, waits, rec.extra)
         )
-        _track_client(os_sampler, proc.pid)
-        ctx = view if live else contextlib.nullcontext(view)
-        with ctx:
-            while proc.running_after(1.0):
-                p95 = stream.live()[1]  # of the latest whole second the log reader closed
-                if live:
-                    tps = progress_points[-1].tps if progress_points else None
-                    view.update(tps=tps, p95_ms=p95)
-                stopped = stop_if(p95) if stop_if is not None else None
-                if stopped:
-                    proc.interrupt()
-                    break
-        rc = proc.wait()
-    except KeyboardInterrupt as stop:
-        interrupted = guard.interruption(stop)
-        rc = proc.interrupt() if proc else -2
-    finally:
-        run_lease.stop()
-        if proc is not None:
-            proc.ensure_dead()
-        follow = follower.stop() if follower is not None else None  # reads the last lines
-        series_raw = sampler.stop() if sampler else {}
-        collection.stop()
-        unpin()
+        stack.enter_context(_server_pinned(env, spec))
+        try:
+            view = LiveView(console, driver.total_s, driver.lead_in_s, env.name)
+            stack.enter_context(_engine_reading(driver, art_dir, rec))
+            proc = stack.enter_context(_client_process(argv, driver, work))
+            run_lease = lifecycle.RunLease(
+                archive, rec, art_dir, lambda: _partial_series(rec, sampler, driver)
+            )
+            run_lease.start()  # heartbeat and partial series, until the load has ended
+            stack.callback(run_lease.stop)
+            _track_client(os_sampler, proc.pid)
+            stopped, overran = _follow(proc, driver, view, live, stop_if)
+            rc = proc.wait()
+        except KeyboardInterrupt as stop:
+            interrupted = guard.interruption(stop)
+            rc = proc.interrupt() if proc else -2
 
     rec.ended_at = datetime.now(UTC)
+    host_samplers.record(rec, other_hosts)
     stdout = (work / "pgbench.stdout").read_text(errors="replace")
     stderr = "\n".join(proc.stderr_lines) if proc else ""
-    (art_dir / "pgbench.stdout").write_text(stdout)
-    (art_dir / "pgbench.stderr").write_text(stderr)
-    rec.artifacts = {"pgbench.stdout": "pgbench.stdout", "pgbench.stderr": "pgbench.stderr"}
+    files = run_files.RunFiles(rec, art_dir)  # a full disk fails the run, keeps its figures
+    rec.artifacts = {}
+    files.write(f"{driver.engine}.stdout", stdout)
+    if driver.progress_on == "stderr":  # else stderr went into stdout
+        files.write(f"{driver.engine}.stderr", stderr)
 
-    completed = rc == 0 and not interrupted and not stopped
-    if follow is not None:
-        rec.extra["txlog"] = {
-            **follow.as_dict(),
-            "lines": stream.lines,
-            "late_lines": stream.late_lines,
-        }
-        rec.artifacts.update(follow.kept)
-        if follow.error:
-            rec.extra["results_error"] = follow.error
+    completed = rc == 0 and not interrupted and not stopped and not overran
     try:
-        txlog = stream.finish(completed) if follow is not None and not follow.error else None
-        results.fill_results(
-            rec, spec, completed, txlog, stdout, stderr, progress_points, series_raw
-        )
-    except Exception as e:  # a broken log must not lose the run: keep what we have
+        driver.fill(rec, completed, stdout, stderr, series_raw)
+    except Exception as e:  # a broken output must not lose the run: keep what we have
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
+    if completed and driver.engine == "pgbench":  # rare scripts' plans, after the window
+        plan_top_up.run(collection, spec, env, dbname, rec)
+    # the engine's own summary must agree with what pgrig computed (load/crosscheck.py)
+    disagreement = driver.cross_check(rec, stdout, stderr) if completed else None
+    rec.status, rec.error = _outcome(
+        rec, driver, rc, interrupted, stopped, disagreement, stdout, stderr
+    )
+    if overran and not interrupted:
+        rec.status, rec.error = "failed", overran
+    other_hosts.blame(rec)  # the db host cut off: named before pgbench's errors
 
-    if interrupted:
-        rec.status, rec.error = "aborted", interrupted
-    elif stopped:
-        rec.status, rec.error = "aborted", f"stopped early: {stopped}"
-    elif rc != 0:
-        rec.status = "failed"
-        errs = pgbench_output.error_lines(stderr) or stderr.strip().splitlines()[-3:]
-        rec.error = "; ".join(errs)[:2000] or f"pgbench exited with code {rc}"
-    else:
-        rec.status = "ok"
+    if server_log is not None:
+        server_log.finish(files, rec)
+    run_steps.pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
+    if env.replicas:
+        from pgrig.load import topology
 
-    _keep_server_log(rec, art_dir, env, server_log_offset)
-    _pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
+        topology.lag_results(rec, env, sampler)
+        commits.results(rec)
     collection.finish(rec, art_dir)
-    # Stored relative to the artifacts root, so an archive stays valid if the home moves.
-    rec.artifacts = {k: f"{rec.id}/{v}" for k, v in rec.artifacts.items()}
-    _finish(rec, archive, console)
+    _files_outcome(rec, driver, files)
+    return run_steps.conclude(rec, art_dir, archive, console, interrupted)
+
+
+def _follow(
+    proc: PgbenchProcess, driver: LoadDriver, view: LiveView, live: bool, stop_if: StopIf | None
+) -> tuple[str | None, str | None]:
+    """Show the live figures every second until the client ends; a reason stop_if gives
+    stops it early (returned first); so does a client outliving its duration (returned
+    second: see overrun_deadline)."""
+    deadline = overrun_deadline(driver.total_s)
+    with view if live else contextlib.nullcontext(view):
+        while proc.running_after(1.0):
+            tps, p95 = driver.live()
+            if live:
+                view.update(tps=tps, p95_ms=p95)
+            stopped = stop_if(p95) if stop_if is not None else None
+            if stopped:
+                proc.interrupt()
+                return stopped, None
+            if deadline is not None and time.monotonic() > deadline:
+                proc.interrupt()
+                return None, overrun_message(driver.total_s)
+    return None, None
+
+
+# pgbench still running this long after its -T (beside its connection set-up, which -T does
+# not count: many clients on a busy host take seconds): its server stopped answering
+OVERRUN_S = 60.0
+
+
+def overrun_deadline(total_s: int | None) -> float | None:
+    """When pgbench must have ended (None: a -t run, bounded by transactions). A client that
+    waits for a server which no longer answers (a host cut off, a synchronous commit whose
+    replica is gone) never sees -T end: the run then fails instead of staying "running"."""
+    if total_s is None:
+        return None
+    grace = float(os.environ.get("PGRIG_RUN_OVERRUN_S") or max(OVERRUN_S, total_s / 10))
+    return time.monotonic() + total_s + grace
+
+
+def overrun_message(total_s: int | None) -> str:
+    return (
+        f"pgbench was still running well after its {total_s} s: a server stopped answering "
+        "(a host cut off, or commits waiting for a replica that is gone); stopped, the figures "
+        "until then kept"
+    )
+
+
+def _outcome(
+    rec: RunRecord,
+    driver: LoadDriver,
+    rc: int,
+    interrupted: str,
+    stopped: str | None,
+    disagreement: str | None,
+    stdout: str,
+    stderr: str,
+) -> tuple[RunStatus, str | None]:
+    """The run's status and error, from how its load ended."""
     if interrupted:
-        raise RunInterrupted(rec)
-    return rec
+        return "aborted", interrupted
+    if stopped:
+        return "aborted", f"stopped early: {stopped}"
+    if rc != 0:
+        return "failed", driver.failure(stdout, stderr, rc)
+    if disagreement:
+        return "failed", disagreement[:2000]
+    return "ok", rec.error
 
 
-def _partial_series(rec: RunRecord, sampler: Sampler, points: list[Any]) -> dict[str, Any]:
+def _files_outcome(rec: RunRecord, driver: LoadDriver, files: run_files.RunFiles) -> None:
+    """A run whose files a full disk cut short fails if it was ok, else says so in a warning."""
+    if (lost := driver.output_error()) is not None and _is_disk_error(lost[1]):
+        files.problems.append(f"{lost[0]}: {lost[1]}")
+    run_steps.files_outcome(rec, files)
+
+
+class _TargetCommits:
+    """Transactions per server of a topology over the run (load/topology.py); nothing without
+    replicas."""
+
+    def __init__(self, env: Environment, spec: RunRequest, dbname: str, rec: RunRecord) -> None:
+        self.env, self.role, self.dbname = env, spec.target_role, dbname
+        self.before: dict[str, int | None] | None = None
+        self.t0 = time.monotonic()
+        if env.replicas:
+            from pgrig.load import topology
+
+            rec.extra["target_role"] = spec.target_role
+            self.before = topology.commits(env, self.role, dbname)
+
+    def results(self, rec: RunRecord) -> None:
+        if self.before is None:
+            return
+        from pgrig.load import topology
+
+        seconds = time.monotonic() - self.t0
+        after = topology.commits(self.env, self.role, self.dbname)
+        topology.target_results(rec, self.before, after, seconds)
+
+
+# --- the parts of a run's load, each undone when the load ends (_measure's ExitStack) ---------
+
+
+@contextlib.contextmanager
+def _insights_collection(
+    env: Environment, dbname: str, spec: RunRequest, rec: RunRecord
+) -> Iterator[Collection]:
+    """The insights collection (it never raises); its per-run settings undone at the end."""
+    from pgrig.insights import collector as insights
+
+    collection = insights.start(env, dbname, spec, rec)
+    try:
+        yield collection
+    finally:
+        collection.stop()
+
+
+@contextlib.contextmanager
+def _other_hosts(
+    env: Environment, series: dict[str, Any], via: str = "direct"
+) -> Iterator[HostSamplers]:
+    """The samplers of the server's host when it is another machine; their series kept."""
+    other = host_samplers.for_env(env, via)  # the server's host, and the pooler's on --via
+    try:
+        yield other
+    finally:
+        series.update(other.stop())
+
+
+@contextlib.contextmanager
+def _sampling(
+    env: Environment,
+    conninfo: str,
+    dbname: str,
+    via: str,
+    series: dict[str, Any],
+    waits: Sequence[Any] = (),
+    extra: RunExtra | None = None,
+) -> Iterator[tuple[Sampler, OsSampler, PoolerSampler | None]]:
+    """This machine's OS, server and pooler samplers and the wait sources (load/wait_sources.py:
+    their cost recorded in `extra`); their series kept."""
+    try:
+        sampler, os_sampler, pooler_source = run_steps.start_sampler(
+            env, conninfo, dbname, via, waits
+        )
+    except BaseException:
+        for source in waits:  # the Sampler that would close them was never made
+            source.close()
+        raise
+    try:
+        yield sampler, os_sampler, pooler_source
+    finally:
+        series.update(sampler.stop())
+        if extra is not None:
+            from pgrig.load import wait_sources
+
+            wait_sources.record_stats(extra, list(waits))
+
+
+@contextlib.contextmanager
+def _server_pinned(env: Environment, spec: RunRequest) -> Iterator[None]:
+    """--server-cpus for the load's span (journaled: a killed run's pinning is undone later)."""
+    unpin = run_steps.pin_server(env, spec)
+    try:
+        yield
+    finally:
+        unpin()
+
+
+@contextlib.contextmanager
+def _engine_reading(driver: LoadDriver, art_dir: Path, rec: RunRecord) -> Iterator[None]:
+    """The engine's readers (pgbench: the per-transaction log); at the end they read what is
+    left (pgbench: the last log lines)."""
+    # The grid of whole seconds starts here, before the engine's clock (analysis/window.py);
+    # the insights collection opens its window from it (insights/collector.py).
+    origin = time.time()
+    rec.extra["pgbench_launched_at"] = round(origin, 6)
+    driver.start(int(origin * 1e6), art_dir)
+    try:
+        yield
+    finally:
+        driver.stop()
+
+
+@contextlib.contextmanager
+def _client_process(argv: list[str], driver: LoadDriver, work: Path) -> Iterator[PgbenchProcess]:
+    """The load client's process, never left running."""
+    proc = PgbenchProcess(
+        argv,
+        env=driver.client_env,
+        cwd=work,
+        stdout_path=work / "pgbench.stdout",
+        on_stderr_line=driver.on_line,
+        progress_on=driver.progress_on,
+    )
+    try:
+        yield proc
+    finally:
+        proc.ensure_dead()
+
+
+def _network_facts(env: Environment, spec: RunRequest, dbname: str) -> NetworkDoc:
+    """Round trips from this machine to where pgbench connects (load/network.py)."""
+    from pgrig.load import network
+
+    client = run_steps.client_env(env, spec, dbname)
+    host = client.get("PGHOST", "127.0.0.1").split(",")[0]  # --target split: the first one
+    port = int(client.get("PGPORT", "5432").split(",")[0])
+    return NetworkDoc(paths=[network.local_path(host, port)])
+
+
+def _still_running(archive: RunStore, rec: RunRecord) -> bool:
+    """Whether the archive still has the run as "running" (its last write not yet made)."""
+    if rec.status == "running" or rec.id is None:
+        return True
+    try:
+        return bool(archive.get_run(rec.id).status == "running")
+    except Exception:
+        return True
+
+
+def _partial_series(rec: RunRecord, sampler: Sampler, driver: LoadDriver) -> dict[str, Any]:
     """The series gathered so far, as a lost run would keep them (load/lifecycle.py)."""
-    out: dict[str, Any] = {"pgbench": results.progress_series(list(points), rec.warmup_s)}
+    out: dict[str, Any] = {"pgbench": driver.partial_series(rec.warmup_s)}
     origin = results.sample_origin(rec)
     if origin is not None:
         for kind, cols in sampler.snapshot().items():
@@ -454,57 +656,8 @@ def _partial_series(rec: RunRecord, sampler: Sampler, points: list[Any]) -> dict
     return out
 
 
-def _finish(rec: RunRecord, archive: Any, console: Console) -> None:
-    """The run's last write; if the archive cannot take it, the record is spooled (and said)."""
-    spooled = lifecycle.finish_or_spool(archive, rec)
-    if spooled is not None:
-        console.print(
-            f"[yellow]warning:[/yellow] archive {escape(archive.url)} is unavailable: run "
-            f"{rec.id} is saved in {escape(str(spooled))}; the next pgrig command imports it "
-            f"(or `pgrig runs import {escape(str(spooled))}`)",
-            highlight=False,
-            soft_wrap=True,
-        )
-
-
-def _keep_server_log(rec: RunRecord, art_dir: Path, env: Environment, offset: int | None) -> None:
-    if env.managed and offset is not None and env.logfile.exists():
-        with open(env.logfile, "rb") as src:
-            src.seek(offset)
-            (art_dir / "server.log").write_bytes(src.read())
-        rec.artifacts["server.log"] = "server.log"
-
-
-def _log_size(env: Environment) -> int | None:
-    try:
-        return env.logfile.stat().st_size if env.managed else None
-    except OSError:
-        return None
-
-
-def _start_sampler(
-    env: Environment, conninfo: str, dbname: str, via: str = "direct"
-) -> tuple[Sampler, OsSampler, PoolerSampler | None]:
-    from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
-    from pgrig.metrics.pg_metrics import PgSampler
-    from pgrig.metrics.sampler import Sampler
-
-    os_sampler = OsSampler()
-    # pgrig's own CPU (this sampler, the live view) is neither the benchmark nor a neighbour.
-    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=False)
-    if env.managed:
-        os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
-    pooler_source = None
-    if via != "direct":  # pgbouncer's SHOW POOLS/STATS (series "pooler") and its CPU
-        from pgrig.metrics.pooler_metrics import PoolerSampler
-        from pgrig.provision import pooler
-
-        pooler_source = PoolerSampler(pooler.console_params(env), dbname)
-        os_sampler.track_processes("pooler", pooler.pids_callable(env), children=False)
-    extra = [pooler_source] if pooler_source is not None else []
-    sampler = Sampler(os_sampler, PgSampler(conninfo, dbname), extra=extra)
-    sampler.start()
-    return sampler, os_sampler, pooler_source
+def _is_disk_error(text: str) -> bool:
+    return "No space left" in text or "ENOSPC" in text or "Errno 28" in text
 
 
 def _track_client(os_sampler: Any, pid: int) -> None:
@@ -514,38 +667,12 @@ def _track_client(os_sampler: Any, pid: int) -> None:
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
 
 
-def _separate_warmup(
-    spec: RunRequest, env: Environment, dbname: str, pgbench: str, console: Console
-) -> None:
-    """With --transactions, the warm-up is its own timed pgbench run, never measured."""
-    import subprocess
-
-    warm = spec.model_copy(update={"transactions_per_client": None, "duration_s": spec.warmup_s})
-    argv = pgbench_command.build_pgbench_command(  # empty log prefix: no per-transaction log
-        pgbench, warm, log_prefix="", total_seconds=spec.warmup_s, progress=False
-    )
-    console.print(f"warm-up: {spec.warmup_s:g}s (not measured)")
-    subprocess.run(
-        _client_prefix(spec) + argv,
-        env={**without_libpq_vars(), **_client_env(env, spec, dbname)},
-        capture_output=True,
-        check=False,
-        preexec_fn=die_with_parent,  # never outlives a killed pgrig (load/process.py)
-    )
-
-
-def _pgbench_version(pgbench: str) -> str:
-    version = pgbench_command.pgbench_version(pgbench)  # cached: the command builder asks too
-    if version is None:
-        raise PgrigError(f"cannot run pgbench ({pgbench})")
-    return version
-
-
 def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:
-    from pgrig.provision import insights_layer
+    from pgrig.provision.settings import insights_layer, topology_layer
 
     return {
         "insights": insights_layer.settings(env),
+        "topology": topology_layer.settings(env),
         "profile": {"__name__": env.profile, **env.profile_settings},
         "environment": dict(env.settings),
         "run": {**({"__profile__": spec.profile} if spec.profile else {}), **spec.settings},
@@ -558,7 +685,7 @@ def _owner() -> str:
     return "unknown"
 
 
-# --- connection target, pooler and CPU pinning (see provision/pooler.py, load/pinning.py) -------
+# --- connection target, pooler and CPU pinning (see provision/pooler/, load/pinning.py) --------
 
 
 def _check_connection(spec: RunRequest, env: Environment) -> str:
@@ -568,7 +695,12 @@ def _check_connection(spec: RunRequest, env: Environment) -> str:
     from pgrig.load import pinning
     from pgrig.provision import pooler
 
-    _placement(spec)  # CPU lists and counts checked against this machine
+    run_steps.placement(spec)  # CPU lists and counts checked against this machine
+    if spec.target_role != "primary":
+        from pgrig.load import topology
+
+        major = pgbench_command.pgbench_major(env.binary("pgbench"))
+        topology.check_target(env, spec, major)
     if spec.server_cpus and not env.managed:
         raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
     via = pooler.check_run(
@@ -585,80 +717,26 @@ def _check_connection(spec: RunRequest, env: Environment) -> str:
     return via
 
 
-def _client_env(env: Environment, spec: RunRequest, dbname: str) -> dict[str, str]:
-    from pgrig.provision import pooler
-
-    return pooler.client_env(env, dbname, spec.via, spec.connect)
-
-
-def _placement(spec: RunRequest) -> Placement:
-    """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
-    from pgrig.load import pinning
-
-    return pinning.placement(spec.server_cpus, spec.client_cpus)
-
-
 def _client_prefix(spec: RunRequest) -> list[str]:
     from pgrig.load import pinning
 
-    return pinning.client_prefix(_placement(spec).client)
+    return pinning.client_prefix(run_steps.placement(spec).client)
 
 
-def _pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
-    """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
-    the function that unpins them."""
-    from pgrig.provision import pooler, postmaster
-
-    cpus = _placement(spec).server
-    root = postmaster.pid(env) if cpus and env.managed else None
-    if not cpus or root is None:
-        return lambda: None
-    roots = [root] + (pooler.pids(env) if spec.via != "direct" else [])
-    return guard.pin_journaled(env, roots, cpus)
-
-
-def _connection_extra(env: Environment, spec: RunRequest) -> dict[str, Any]:
+def _connection_extra(env: Environment, spec: RunRequest) -> RunExtra:
     """What the archive keeps about the connection path and CPU placement of a run."""
     from pgrig.load import pinning
     from pgrig.provision import pooler
 
-    out: dict[str, Any] = {"connection": {"via": spec.via, "connect": spec.connect}}
+    out = RunExtra(connection={"via": spec.via, "connect": spec.connect})
     cpus = {
         side: pinning.format_cpus(chosen)
-        for side, chosen in _placement(spec).sides(spec.via).items()
+        for side, chosen in run_steps.placement(spec).sides(spec.via).items()
     }
     if cpus:
         out["cpus"] = cpus
     if spec.via != "direct" and (cfg := pooler.config_of(env)) is not None:
-        out["pooler"] = {
-            **cfg.as_dict(),
-            "version": pooler.version(),
-            "nofile": cfg.nofile,
-            "target": f"postgresql://{cfg.user}@127.0.0.1:{cfg.port}/",
-        }
+        # the configuration's fields are PoolerConfig's (asdict), declared in PoolerDoc
+        config = {**cfg.as_dict(), "version": pooler.version()}
+        out["pooler"] = cast(PoolerDoc, {**config, "nofile": cfg.nofile, "target": cfg.target})
     return out
-
-
-def _pooler_log_offsets(env: Environment, spec: RunRequest) -> list[int]:
-    from pgrig.provision import pooler
-
-    return pooler.log_offsets(env) if spec.via != "direct" else []
-
-
-def _pooler_results(
-    rec: RunRecord, env: Environment, source: Any, offsets: list[int], art_dir: Path
-) -> None:
-    """The pooler's totals over the run and what it logged meanwhile (artifact pooler.log)."""
-    if source is None:
-        return
-    from pgrig.provision import pooler
-
-    with contextlib.suppress(Exception):
-        source.sample()  # a last look after pgbench ended, so the totals cover the whole run
-        source.close()
-        rec.extra.setdefault("pooler", {})["totals"] = source.summary()
-    with contextlib.suppress(Exception):
-        text = pooler.log_since(env, offsets)
-        if text:
-            (art_dir / "pooler.log").write_text(text)
-            rec.artifacts["pooler.log"] = "pooler.log"

@@ -26,6 +26,7 @@ from typing import Any
 
 from pgrig.analysis.txlog import TxlogStream, complete_lines
 from pgrig.archive.artifacts import GZIP_LEVEL
+from pgrig.record.documents import TxlogDoc
 
 READ_CHUNK = 8 << 20  # bytes per read: big chunks keep the per-chunk cost (polars) negligible
 PUNCH_STEP = 1 << 20  # free the pages behind the reader once it is this far past the last hole
@@ -47,7 +48,7 @@ class FollowStats:
     kept: dict[str, str] = field(default_factory=dict)  # artifact key -> file name
     error: str | None = None  # the first error of the stream (the run keeps its other figures)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> TxlogDoc:
         return {
             "files": self.files,
             "bytes_read": self.bytes_read,
@@ -202,4 +203,4 @@ def punch_hole(fd: int, offset: int, length: int) -> bool:
         _libc = ctypes.CDLL(None, use_errno=True)
         _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
     mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
-    return _libc.fallocate(fd, mode, offset, length) == 0
+    return bool(_libc.fallocate(fd, mode, offset, length) == 0)

@@ -6,6 +6,8 @@ target database's tables and pg_stat_activity, and sample() turns differences be
 readings into per-second rates (volumes) or plain differences (events). The sampler's own
 backend is left out of the activity figures, and its own transactions (one per sample) are
 subtracted from commits, which matters when a server does 0.016 transactions per second.
+pgrig's own monitoring sessions (application_name pgrig-*: this sampler, the wait sampler,
+the insights collector) are left out of the activity figures and the wait events.
 Its own catalog reads still count in blks_hit and tup_* (a few per sample).
 
 A lost connection (server crash, restart) never raises out of sample(): the row is empty
@@ -24,14 +26,14 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 from pgrig.metrics.pg_snapshot import (
     TABLE_COUNTERS_SQL,
     WAL_BYTES_SQL,
     checkpoint_sql,
     hit_ratio,
 )
-from pgrig.provision.insights_layer import QUIET_SESSION_SQL
+from pgrig.provision.settings.insights_layer import QUIET_SESSION_SQL
 
 APPLICATION_NAME = "pgrig-sampler"
 WAIT_PREFIX = "wait."
@@ -83,6 +85,7 @@ def sample_query(server_version_num: int) -> str:
 WITH a AS (
   SELECT state, backend_type, wait_event_type, wait_event
   FROM pg_stat_activity WHERE pid <> pg_backend_pid()
+    AND coalesce(application_name, '') NOT LIKE 'pgrig-%'
 )
 SELECT {db},
   c.checkpoints_timed::float8, c.checkpoints_req::float8, c.buffers_written::float8,
@@ -142,8 +145,7 @@ class PgSampler:
                 self._install(self._open())
             except psycopg.Error as e:
                 raise PgrigError(
-                    f"cannot connect the PostgreSQL sampler to database {dbname!r}: "
-                    f"{_first_line(e)}"
+                    f"cannot connect the PostgreSQL sampler to database {dbname!r}: {first_line(e)}"
                 ) from None
 
     # --- connection ----------------------------------------------------------------------------
@@ -194,7 +196,7 @@ class PgSampler:
             try:
                 conn = self._open()
             except Exception as e:
-                self.last_error = _first_line(e)
+                self.last_error = first_line(e)
                 conn = None
             with self._lock:
                 if conn is not None and self._closed:
@@ -237,7 +239,7 @@ class PgSampler:
             t = time.monotonic()
             row = conn.execute(self._query, prepare=True).fetchone()
         except Exception as e:  # never out of the sampler: a crash is a row of None
-            self.last_error = _first_line(e)
+            self.last_error = first_line(e)
             if conn.broken or conn.closed:
                 self._drop()
             return {}
@@ -288,8 +290,3 @@ class PgSampler:
         out["hit_ratio"] = hit_ratio(out["blks_hit"], out["blks_read"])
         out["seconds"] = self._totals_s
         return out
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__

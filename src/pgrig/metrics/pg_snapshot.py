@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 
 SETTING_FIELDS = ("setting", "unit", "boot_val", "reset_val", "source", "context", "vartype")
 
@@ -113,7 +113,7 @@ def checkpoint(conn: psycopg.Connection) -> None:
     except psycopg.errors.InsufficientPrivilege as e:
         raise PgrigError(
             "CHECKPOINT refused: the user needs superuser or the pg_checkpoint role "
-            f"({str(e).splitlines()[0]})"
+            f"({first_line(e)})"
         ) from None
 
 

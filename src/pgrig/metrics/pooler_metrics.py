@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pgrig.errors import first_line
+
 Row = dict[str, float | int | None]
 LEVELS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login")
 TOTALS = {  # SHOW STATS column -> rate column (per second)
@@ -134,9 +136,7 @@ class PoolerSampler:
             stats = [s for s in _rows(conn, "SHOW STATS") if self._wanted(s)]
             return pools, stats
         except Exception as e:  # a pooler going away must not break the run
-            self.last_error = (
-                f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            )
+            self.last_error = first_line(e, named=True)
             self._close(i)
             return None
 

@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from pgrig.errors import first_line
+
 Value = float | int | None
 Series = dict[str, dict[str, list[Any]]]
 
@@ -113,6 +115,10 @@ class Sampler:
         self._sources.append(source)
         self._columns[source.name] = _Columns(getattr(source, "sparse_prefixes", ()))
 
+    def source(self, name: str) -> Source | None:
+        """The registered source called `name` (for its own summary after the run)."""
+        return next((s for s in self._sources if s.name == name), None)
+
     # --- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
         """Prime every source (rates of the first row then cover one interval) and start."""
@@ -138,7 +144,7 @@ class Sampler:
                 try:
                     close()
                 except Exception as e:
-                    self.errors[source.name] = _text(e)
+                    self.errors[source.name] = first_line(e, named=True)
         return {name: cols.data for name, cols in self._columns.items()}
 
     def snapshot(self) -> Series:
@@ -179,7 +185,7 @@ class Sampler:
         try:
             return source.sample()
         except Exception as e:  # a source must never kill the thread or the run
-            self.errors[source.name] = _text(e)
+            self.errors[source.name] = first_line(e, named=True)
             return None
 
 
@@ -211,8 +217,3 @@ def _window(kind: dict[str, list[Any]], col: str, t0: float, t1: float) -> list[
     if values is None:
         return []
     return [v for t, v in zip(ts, values, strict=True) if t0 < t <= t1]
-
-
-def _text(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__

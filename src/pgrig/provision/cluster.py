@@ -19,17 +19,31 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import paths
-from pgrig.errors import InvalidSetting, NotFound, PgrigError
-from pgrig.provision import binaries, catalog, config, osuser, pooler, postmaster, validator
-from pgrig.provision.environment import (
+from pgrig.errors import InvalidSetting, NotFound, PgrigError, first_line
+from pgrig.provision import pooler
+from pgrig.provision.server import (
+    backups,
+    binaries,
+    osuser,
+    postmaster,
+    remote_access,
+    replicas,
+    standby,
+)
+from pgrig.provision.server.ports import free_port, port_problem
+from pgrig.provision.settings import catalog, config, validator
+from pgrig.provision.state import unfinished
+from pgrig.provision.state.environment import (
     DEFAULT_DATABASE,
+    LIBPQ_TARGET_VARS,
     DamagedEnvironment,
     Environment,
     check_name,
+    incomplete_message,
     mask_dsn,
     strip_password,
+    without_libpq_vars,
 )
-from pgrig.provision.ports import free_port, port_problem
 
 Progress = Callable[[str], None]
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL
@@ -71,7 +85,7 @@ def resolve_profile(
 
     With `bindir`, PGTune's io_method=io_uring is kept only if that build has liburing.
     """
-    from pgrig.provision import profiles
+    from pgrig.provision.settings import profiles
 
     io_uring = bindir is not None and profiles.io_uring_supported(bindir, major)
     settings, notes = profiles.resolve_profile(name, major, io_uring=io_uring)
@@ -107,19 +121,35 @@ def create_environment(
     port: int | None = None,
     progress: Progress | None = None,
     insights: bool = True,
+    replica_count: int = 0,
+    sync: str = "off",
+    listen: str | None = None,
+    password_verifier: str | None = None,
+    standby_of: standby.Source | None = None,
+    replication_password: str | None = None,
 ) -> Environment:
     """Create, start and return a managed environment (validated first, all or nothing);
-    insights=False leaves out pgrig's insights layer (provision/insights_layer.py)."""
+    insights=False leaves out pgrig's insights layer (provision/insights_layer.py);
+    replica_count streaming replicas with `sync` replication (provision/replicas.py);
+    `listen`: also listen on that address, where clients authenticate with scram-sha-256 as
+    the superuser whose password is set from `password_verifier` (a SCRAM verifier: the
+    password itself never reaches this machine's files, logs or argv); `standby_of`: a replica
+    of a primary on another host instead of a new cluster, cloned with `replication_password`
+    (provision/standby.py)."""
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
     check_name(name)
-    if (paths.envs_dir() / name).exists():
+    replicas.check_request(replica_count, sync)
+    if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+    if (paths.envs_dir() / name).exists():
+        raise PgrigError(incomplete_message(name))
     bindir, version = binaries.find_bindir(pg)
     major = binaries.major_of(version)
     cat = catalog.load_catalog(bindir, version)
     env_settings = validator.normalize(settings or {})
     validator.check_reserved(env_settings)
+    _check_access(listen, password_verifier, standby_of, replica_count)
     prof_settings, notes = resolve_profile(profile, major, bindir)
     prof_settings = validator.normalize(prof_settings)
     if port is not None:
@@ -139,7 +169,18 @@ def create_environment(
         settings=env_settings,
         created_at=_now(),
         insights=insights,
+        listen=listen,
+        standby_of=standby_of.as_dict() if standby_of is not None else None,
     )
+    if (
+        len(str(env.socket_dir / "replicas" / "r8" / "run" / f".s.PGSQL.{env.port}"))
+        > (SOCKET_PATH_MAX)
+        and replica_count
+    ):
+        raise PgrigError(
+            f"socket path of a replica under {env.dir} is too long for a Unix socket: use a "
+            "shorter environment name or PGRIG_HOME"
+        )
     if len(str(env.socket_dir / f".s.PGSQL.{env.port}")) > SOCKET_PATH_MAX:
         raise PgrigError(
             f"socket path {env.socket_dir} is too long for a Unix socket: use a shorter "
@@ -159,8 +200,19 @@ def create_environment(
     except FileExistsError:
         raise PgrigError(f"environment {name!r} already exists") from None
     try:
-        _build(env, auto_port=port is None, say=say)
+        unfinished.mark(env.dir)  # a killed create is removed by the next command
+        if password_verifier is not None:
+            remote_access.save_verifier(env, password_verifier)
+        if standby_of is not None:
+            standby.build(env, standby_of, replication_password or "", say)
+        else:
+            _build(env, auto_port=port is None, say=say)
         catalog.enrich(bindir, cat, env.conninfo("postgres"))
+        if replica_count:
+            replicas.add(env, replica_count, say)
+            if sync != "off":
+                replicas.set_sync(env, sync)
+                say(f"synchronous replication: {sync}")
     except postmaster.StartError as e:
         _remove(env, say)
         raise PgrigError(
@@ -169,8 +221,25 @@ def create_environment(
     except BaseException:
         _remove(env, say)
         raise
+    unfinished.clear(env.dir)
     say(f"created {name} (PostgreSQL {version}, port {env.port}) in {time.monotonic() - t0:.1f} s")
     return env
+
+
+def _check_access(
+    listen: str | None,
+    verifier: str | None,
+    standby_of: standby.Source | None,
+    replica_count: int,
+) -> None:
+    """--listen needs a SCRAM verifier, except on a replica (its roles are the primary's)."""
+    if standby_of is not None:
+        if replica_count:
+            raise PgrigError("a replica (--standby-of) has no replicas of its own")
+        if listen is not None:
+            remote_access.check_address(listen)
+    elif listen is not None:
+        remote_access.check_listen(listen, verifier)
 
 
 def _build(env: Environment, auto_port: bool, say: Progress) -> None:
@@ -195,6 +264,7 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
         lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
         raise PgrigError(f"initdb failed: {lines[-1] if lines else proc.returncode}")
     config.ensure_include(env.datadir)
+    remote_access.write_hba(env)
     config.write_conf(env, run={})
     env.save()  # before starting: a concurrent create then sees this port as taken
     say("starting server")
@@ -213,6 +283,7 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
             config.write_conf(env, run={})
             env.save()
     _create_database(env, DEFAULT_DATABASE)
+    remote_access.set_password(env)
     env.save()
 
 
@@ -227,12 +298,16 @@ def _create_database(env: Environment, dbname: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(env.conninfo("postgres"), autocommit=True) as conn:
+        # a synchronous primary re-created by env repair: its standbys are not back yet
+        conn.execute("SET synchronous_commit = local")
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
 
 
 def _remove(env: Environment, say: Progress | None = None) -> None:
     """Stop (immediately) and delete everything of an environment."""
     _stop_pooler(env)
+    if env.managed:
+        replicas.kill_all(env)  # before the primary: none must outlive it
     if env.managed and postmaster.pid(env) is not None:
         try:
             postmaster.stop(env, mode="immediate", timeout=30)
@@ -241,6 +316,11 @@ def _remove(env: Environment, say: Progress | None = None) -> None:
             if server is not None:
                 server.signal(signal.SIGKILL)
                 server.wait_gone(5.0)
+    if env.managed:
+        with contextlib.suppress(PgrigError, OSError):
+            backups.recover_interrupted(env)  # a killed pgrig's partial backup, maybe outside
+        with contextlib.suppress(PgrigError, OSError):
+            backups.remove_all(env)  # backup roots pgrig made outside the environment
     left = postmaster.release_crashed_memory(env)  # a server killed before, or just now
     if left is not None and say is not None:
         say(f"warning: {left}")
@@ -252,8 +332,8 @@ def destroy_environment(name: str, say: Progress | None = None) -> Environment |
     check_name(name)
     d = paths.envs_dir() / name
     if not (d / "env.json").exists():
-        if d.is_dir():  # leftovers of an interrupted create: remove them
-            shutil.rmtree(d, ignore_errors=True)
+        if d.is_dir():  # leftovers of an interrupted create: a server it started too
+            _remove(Environment(name=name), say)
             return None
         raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
     try:
@@ -265,23 +345,44 @@ def destroy_environment(name: str, say: Progress | None = None) -> Environment |
     return env
 
 
+def remove_abandoned_creates(say: Progress | None = None) -> list[str]:
+    """Destroy every environment whose `env create` was killed before it finished
+    (provision/state/unfinished.py: its mark names a process that is gone); their names."""
+    removed = []
+    for name in unfinished.abandoned():
+        try:
+            destroy_environment(name)
+        except NotFound:
+            continue  # another command removed it meanwhile
+        except (PgrigError, OSError) as e:
+            if say is not None:
+                say(f"environment {name} was left by a killed `env create`; removing it: {e}")
+            continue
+        removed.append(name)
+        if say is not None:
+            say(f"removed environment {name}: its `env create` was killed before it finished")
+    return removed
+
+
 # --- start / stop ------------------------------------------------------------------------------
 
 
 def start_environment(name: str) -> tuple[Environment, bool]:
     env = _managed(name, "start")
     if postmaster.is_running(env):
+        replicas.start_all(env)
         _start_pooler(env)
         return env, False
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
     config.write_conf(env, run={})
     started = postmaster.start(env)
+    replicas.start_all(env)
     _start_pooler(env)
     return env, started
 
 
 def _start_pooler(env: Environment) -> None:
-    """`env start` brings the environment's pooler up with its server (provision/pooler.py)."""
+    """`env start` brings the environment's pooler up with its server (provision/pooler/)."""
     if env.pooler:
         pooler.start(env)
 
@@ -289,11 +390,12 @@ def _start_pooler(env: Environment) -> None:
 def stop_environment(name: str) -> tuple[Environment, bool]:
     env = _managed(name, "stop")
     _stop_pooler(env)
+    replicas.stop_all(env)
     return env, postmaster.stop(env)
 
 
 def _stop_pooler(env: Environment) -> None:
-    """A pooler never outlives its server (provision/pooler.py)."""
+    """A pooler never outlives its server (provision/pooler/)."""
     if env.pooler:
         with contextlib.suppress(PgrigError, OSError):
             pooler.stop(env)
@@ -301,10 +403,12 @@ def _stop_pooler(env: Environment) -> None:
 
 def restart_environment(name: str) -> Environment:
     env = _managed(name, "restart")
+    replicas.stop_all(env)
     postmaster.stop(env)
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
     config.write_conf(env, run={})
     postmaster.start(env)
+    replicas.start_all(env)
     return env
 
 
@@ -361,6 +465,7 @@ def set_settings(
         else:
             postmaster.reload(env)
         raise PgrigError(f"{e}; nothing changed, previous settings restored") from None
+    replicas.follow_settings(env, changed)
     return action, changed
 
 
@@ -370,8 +475,10 @@ def set_settings(
 def add_external(name: str, dsn: str) -> Environment:
     """Register a server pgrig does not manage; it must be reachable now. No password stored."""
     check_name(name)
-    if (paths.envs_dir() / name).exists():
+    if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+    if (paths.envs_dir() / name).exists():
+        raise PgrigError(incomplete_message(name))
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -387,8 +494,7 @@ def add_external(name: str, dsn: str) -> Environment:
             info = conn.info
             host, port, user = info.host, info.port, info.user
     except psycopg.Error as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PgrigError(f"cannot connect to {mask_dsn(dsn)}: {mask_dsn(first)}") from None
+        raise PgrigError(f"cannot connect to {mask_dsn(dsn)}: {mask_dsn(first_line(e))}") from None
     major = binaries.major_of(version)
     bindir = None
     with contextlib.suppress(PgrigError):  # same-major client programs (pgbench) if present
@@ -439,6 +545,9 @@ def describe(env: Environment) -> dict[str, Any]:
         conf=str(env.datadir / config.CONF_NAME),
     )
     ls = config.layers(env)
+    from pgrig.provision.settings import auto_conf
+
+    d["auto_conf"] = auto_conf.entries(env)  # ALTER SYSTEM's, read last: over every layer
     defaults: dict[str, str | None] = {}
     try:
         cat = catalog.load_catalog(env.bindir or "", env.version or "")
@@ -453,11 +562,17 @@ def describe(env: Environment) -> dict[str, Any]:
         "defaults": defaults,
         "base": ls.base,
         "insights": ls.insights,
+        "topology": ls.topology,
         "profile": ls.profile,
         "environment": ls.environment,
         "run": ls.run,
     }
     d["effective"] = {k: {"value": v, "layer": src} for k, (v, src) in ls.merged().items()}
+    if env.replicas or env.standbys:
+        d["sync"] = env.sync
+        d["topology"] = replicas.topology(env)
+    if env.standby_of:
+        d["standby_of"] = dict(env.standby_of)
     return d
 
 
@@ -470,7 +585,12 @@ def _status(env: Environment, timeout: float = 2) -> str:
 
 
 def list_rows() -> list[dict[str, Any]]:
-    rows = []
+    """Every environment; a damaged or incomplete one too, its status saying what is wrong."""
+    rows: list[dict[str, Any]] = [
+        {"name": name, "kind": None, "version": None, "port": None,
+         "status": f"damaged: {why}", "profile": None, "target": None}
+        for name, why in Environment.damaged().items()
+    ]  # fmt: skip
     for env in Environment.all():
         rows.append(
             {
@@ -479,11 +599,11 @@ def list_rows() -> list[dict[str, Any]]:
                 "version": env.version,
                 "port": env.port,
                 "status": _status(env, timeout=1),
-                "profile": env.profile if env.managed else None,
+                "profile": env.profile if env.managed or env.kind == "remote" else None,
                 "target": env.masked_target(),
             }
         )
-    return rows
+    return sorted(rows, key=lambda r: str(r["name"]))
 
 
 def psql_invocation(
@@ -496,7 +616,6 @@ def psql_invocation(
         raise PgrigError(f"{exe} does not exist")
     if not env.managed and not env.bindir and not shutil.which("psql"):
         raise PgrigError("psql is not installed (install a build with `pgrig pg install`)")
-    drop = {"PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGSERVICE", "PGOPTIONS"}
-    environ = {k: v for k, v in os.environ.items() if k not in drop}
+    environ = without_libpq_vars(only=LIBPQ_TARGET_VARS)
     environ.update(env.libpq_env(db))
     return [exe, *args], environ

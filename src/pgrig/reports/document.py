@@ -7,34 +7,17 @@ each renderer escapes it for its own format.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig.reports.svg import Chart
 
+# The one table model (pgrig/table.py), re-exported for the report builders.
+from pgrig.table import Cell as Cell
+from pgrig.table import CellValue as CellValue
+from pgrig.table import Table as Table
+
 Block = Any  # Paragraph | KeyValues | Table | Figure
-
-
-@dataclass
-class Cell:
-    """A table cell: one or more lines of plain text, with an optional style (for HTML)."""
-
-    lines: list[str]
-    style: str | None = None  # good | bad | neutral | muted | warn
-
-    @classmethod
-    def of(cls, value: CellValue, style: str | None = None) -> Cell:
-        if isinstance(value, Cell):
-            return value
-        if value is None:
-            return cls(["-"], style or "muted")
-        if isinstance(value, list):
-            return cls([str(v) for v in value] or ["-"], style)
-        return cls([str(value)], style)
-
-
-CellValue = Cell | str | list[str] | None  # what a table row may hold before Cell.of
 
 
 @dataclass
@@ -46,26 +29,6 @@ class Paragraph:
 @dataclass
 class KeyValues:
     items: list[tuple[str, str]]
-
-
-@dataclass
-class Table:
-    columns: list[str]
-    rows: list[list[Cell]]
-    caption: str | None = None
-    numeric: frozenset[int] = frozenset()  # right-aligned column indexes
-
-    @classmethod
-    def build(
-        cls,
-        columns: list[str],
-        rows: Sequence[Sequence[CellValue]],
-        caption: str | None = None,
-        numeric: set[int] | frozenset[int] = frozenset(),
-    ) -> Table:
-        return cls(
-            columns, [[Cell.of(c) for c in row] for row in rows], caption, frozenset(numeric)
-        )
 
 
 @dataclass

@@ -10,41 +10,23 @@ wait: pgrig.insights.changes.evidence) and flags a host that differed from itera
 
 from __future__ import annotations
 
-from pgrig.analysis.compare import BLOCK_S, Comparison
+from pgrig import format
+from pgrig.analysis.compare import Comparison
 from pgrig.reports.document import Cell, CellValue, Document, Paragraph, Section, Table
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
     cpu_cell,
-    evidence_cell,
+    hosts_section,
     runs_section,
     setup_section,
     stability_cell,
     statistics_note,
 )
-from pgrig.reports.summary import (
-    PointSummary,
-    StudyData,
-    compare_points,
-    fmt,
-    fmt_interval,
-    verdict_style,
-)
-from pgrig.study.plan import Point
+from pgrig.reports.summary import StudyData, fmt, verdict_style
+from pgrig.views import study as study_view
+from pgrig.views.study import changes_lines, evidence_cell
 
-
-def changes_lines(point: Point, previous: Point | None, run_changes: dict) -> list[str]:
-    """What this iteration changed: settings (None = back to the profile), run, actions."""
-    lines = []
-    for name, value in point.changes.items():
-        lines.append(f"{name}={value}" if value is not None else f"{name}: reset")
-    if previous is not None and previous.env_key != point.env_key:
-        lines.insert(0, f"environment: {point.env_key}")
-    for key, value in run_changes.items():
-        lines.append(f"run.{key}={value}")
-    if point.actions:
-        lines.append("actions: " + ", ".join(point.actions))
-    return lines or ["(no change)"]
-
+__all__ = ["build", "changes_lines", "comparison_notes", "delta_cell", "numeric_columns"]
 
 NUMERIC_HEADERS = ("#", "TPS [bounds]", "runs", "NOPM", "p50 ms", "p95 ms", "p99 ms", "hit %")
 
@@ -63,28 +45,21 @@ def delta_cell(c: Comparison | None) -> Cell:
 
 
 def comparison_notes(comparisons: list[Comparison | None]) -> list[Paragraph]:
-    """What the table's comparison cells need said once: the widest bounds ('*'), indicative
-    comparisons of single runs, and how to get a verdict where there is none."""
-    done = [c for c in comparisons if c is not None]
-    notes = []
-    if any(c.insufficient for c in done):
-        notes.append(
-            "* too few values for the requested bounds: the widest bounds are shown (they hold "
-            "less often than asked) and the verdict is weaker than stated; add repeats."
-        )
-    if any(c.indicative for c in done):
-        notes.append(
-            f"Indicative: single runs compared by the means of blocks of at least "
-            f"{BLOCK_S:g} s of their per-second TPS; one run cannot show how much a repeat "
-            "would differ, so repeat the runs for a firm verdict."
-        )
-    notes += sorted({f"No verdict: {c.advice}." for c in done if c.verdict is None and c.advice})
-    return [Paragraph(text, "note") for text in notes]
+    """What the table's comparison cells need said once (views.study.comparison_notes)."""
+    return [Paragraph(text, "note") for text in study_view.comparison_notes(comparisons)]
+
+
+def view_notes(view: study_view.StudyView) -> list[Paragraph]:
+    """The best point against the runner-up, then the notes the verdict cells need."""
+    best = view.best_text
+    out = [Paragraph(best[:1].upper() + best[1:] + ".", "note")] if best else []
+    return out + [Paragraph(text, "note") for text in view.notes]
 
 
 def build(data: StudyData) -> Document:
     spec = data.spec
-    points = data.points
+    view = study_view.build(data)
+    points = view.points
     doc = Document(
         title=f"Study {spec.name}: {len(points)} iterations",
         subtitle=spec.description,
@@ -93,44 +68,36 @@ def build(data: StudyData) -> Document:
     doc.sections.append(setup_section(data))
 
     rows = []
-    comparisons: list[Comparison | None] = []
-    prev: PointSummary | None = None
-    any_notes = any(ps.point.note for ps in points)
-    any_nopm = any(ps.nopm is not None for ps in points)
-    any_evidence = any(r.insights or r.host for ps in points for r in ps.ok)
-    for ps in points:
+    prev = None
+    any_notes = any(p.note for p in points)
+    any_nopm = any(p.summary.nopm is not None for p in points)
+    any_evidence = any(r.insights or r.host for p in points for r in p.summary.ok)
+    for p in points:
+        ps = p.summary
         it = spec.iterations[ps.point.index]
-        d_prev = compare_points(prev, ps, spec.threshold, spec.misrate) if prev else None
-        d_base = (
-            compare_points(points[0], ps, spec.threshold, spec.misrate)
-            if ps.point.index > 0
-            else None
-        )
-        comparisons += [d_prev, d_base]
         row: list[CellValue] = [
-            str(ps.point.index),
-            ps.point.label,
+            str(p.index),
+            p.label,
             changes_lines(ps.point, prev.point if prev else None, it.run_changes),
-            Cell(fmt_interval(ps.tps)),
-            f"{len(ps.samples)}/{spec.repeats}",
-            delta_cell(d_prev),
-            delta_cell(d_base),
+            Cell(p.tps_lines),
+            f"{p.ok}/{p.repeats}",
+            *(v.cell() for v in p.verdicts),
         ]
         if any_nopm:
             row.append(fmt(ps.nopm, 0))
         row += [
-            fmt(ps.latency.get("p95"), 2),
+            format.ms(p.latency("p95")),
             cpu_cell(ps),
             fmt(ps.hit_ratio, 1),
             stability_cell(ps),
         ]
         if any_evidence:
-            row.append(evidence_cell(ps, points[0]))
+            row.append(evidence_cell(p))
         if any_notes:
-            row.append(ps.point.note or "")
+            row.append(p.note or "")
         rows.append(row)
         prev = ps
-    columns = ["#", "iteration", "changes", "TPS [bounds]", "runs", "vs previous", "vs iteration 0"]
+    columns = ["#", "iteration", "changes", "TPS [bounds]", "runs", *view.verdict_titles]
     if any_nopm:
         columns.append("NOPM")
     columns += ["p95 ms", "CPU us/sy/wa/id %", "hit %", "stability"]
@@ -142,8 +109,11 @@ def build(data: StudyData) -> Document:
 
     results = Section(
         "Results",
-        [*iteration_figures(data), table, statistics_note(data), *comparison_notes(comparisons)],
+        [*iteration_figures(data), table, statistics_note(data), *view_notes(view)],
     )
     doc.sections.append(results)
+    hosts = hosts_section(view)  # per point and host: CPU, RTT
+    if hosts is not None:
+        doc.sections.append(hosts)
     doc.sections.append(runs_section(data, "iteration"))
     return doc

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from pgrig import paths
 from pgrig.analysis.compare import DEFAULT_MISRATE, DEFAULT_THRESHOLD, check_parameters
+from pgrig.archive.protocol import RunReader
 from pgrig.errors import PgrigError
 from pgrig.reports.document import Document
 from pgrig.request.values import check_int64
@@ -49,35 +49,62 @@ def write(doc: Document, stem: str, formats: Iterable[str], out_dir: Path | None
     return written
 
 
-def study_document(archive: Any, name: str) -> Document:
+def study_document(archive: RunReader, name: str) -> Document:
     from pgrig.reports import iteration, sweep
     from pgrig.reports.summary import load_study
 
-    if archive.get_study(name).kind == "tune":
+    kind = archive.get_study(name).kind
+    if kind == "tune":
         return tune_document(archive, name)
+    if kind == "track":
+        return track_document(archive, name)
     data = load_study(archive, name)
     return iteration.build(data) if data.spec.kind == "iterations" else sweep.build(data)
 
 
-def tune_document(archive: Any, name: str) -> Document:
+def track_document(archive: RunReader, name: str, threshold: float = DEFAULT_THRESHOLD) -> Document:
+    """A version series (pgrig track): the one SeriesView every surface renders."""
+    from pgrig.reports import track_report
+    from pgrig.track import runner, view
+
+    return track_report.build(view.build(runner.load_series(archive, name), threshold, archive))
+
+
+def track_report(
+    archive: RunReader,
+    name: str,
+    formats: Iterable[str] = ("md",),
+    out_dir: Path | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> list[Path]:
+    check_formats(formats)
+    check_parameters(threshold, DEFAULT_MISRATE)
+    return write(track_document(archive, name, threshold), f"track-{name}", formats, out_dir)
+
+
+def tune_document(archive: RunReader, name: str) -> Document:
     """A tuning study (tune/runner.py): its record's extra, its runs, the baseline run whole."""
     from pgrig.reports import tune_report
+    from pgrig.tune import confirm
 
     record = archive.get_study(name)
     baseline = record.extra.get("baseline_run")
     base = archive.get_run(baseline) if baseline is not None else None
-    return tune_report.build(record, archive.study_runs(name), base)
+    runs = archive.study_runs(name)
+    confirming = [r for group in confirm.groups(runs).values() for r in group]
+    whole = [archive.get_run(r.id) for r in confirming if r.id is not None]
+    return tune_report.build(record, runs, base, whole)
 
 
 def study_report(
-    archive: Any, name: str, formats: Iterable[str] = ("md",), out_dir: Path | None = None
+    archive: RunReader, name: str, formats: Iterable[str] = ("md",), out_dir: Path | None = None
 ) -> list[Path]:
     check_formats(formats)
     return write(study_document(archive, name), name, formats, out_dir)
 
 
 def run_report(
-    archive: Any, run_id: int, formats: Iterable[str] = ("md",), out_dir: Path | None = None
+    archive: RunReader, run_id: int, formats: Iterable[str] = ("md",), out_dir: Path | None = None
 ) -> list[Path]:
     from pgrig.reports.run_report import run_document
 
@@ -86,7 +113,7 @@ def run_report(
 
 
 def compare_report(
-    archive: Any,
+    archive: RunReader,
     groups: list[list[int]],
     formats: Iterable[str] = ("md",),
     out_dir: Path | None = None,

@@ -99,7 +99,18 @@ POOLER_GROUPS = (
     Group("Network", "B/s", _names("recv_bytes_per_s", "sent_bytes_per_s")),
     Group("Processes answering", "", _names("processes_up"), "processes"),
 )
-KIND_TITLES = {"os": "Operating system", "pg": "PostgreSQL", "pooler": "Connection pooler"}
+REPLICATION_GROUPS = (
+    Group("Replay lag", "B", lambda c: c.endswith("_lag_bytes") and "flush" not in c, "bytes"),
+    Group("Flush lag", "B", lambda c: c.endswith("_flush_lag_bytes"), "bytes"),
+    Group("Lag times (pg_stat_replication)", "ms", lambda c: c.endswith("_lag_ms"), "ms"),
+    Group("Streaming", "", lambda c: c.endswith("_connected"), "1 = streaming"),
+)
+KIND_TITLES = {
+    "os": "Operating system",
+    "pg": "PostgreSQL",
+    "pooler": "Connection pooler",
+    "replication": "Replication",
+}
 
 
 def _values(cols: Mapping[str, Sequence[float | None]], name: str) -> Sequence[float | None]:
@@ -211,7 +222,13 @@ class ChartSet:
 
 def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
     """Charts for one sampler kind ("os", "pg", "pooler"): known groups, then the rest."""
-    groups = {"os": OS_GROUPS, "pg": PG_GROUPS, "pooler": POOLER_GROUPS}.get(kind, ())
+    base, _at, host = kind.partition("@")  # "os@h2": host h2's own OS sampler
+    groups = {
+        "os": OS_GROUPS,
+        "pg": PG_GROUPS,
+        "pooler": POOLER_GROUPS,
+        "replication": REPLICATION_GROUPS,
+    }.get(base, ())
     t = _values(cols, "t")
     names = [c for c in cols if c not in META_COLUMNS]
     quiet = sorted(c for c in names if _all_zero(cols[c]))
@@ -228,7 +245,9 @@ def metric_charts(kind: str, cols: dict[str, list]) -> ChartSet:
     for c in names:
         if c not in used:
             charts.append(time_chart(_pretty(c), [Trace(c, t, cols[c])], t, small=True))
-    title = KIND_TITLES.get(kind, kind)
+    title = KIND_TITLES.get(kind) or (
+        f"{KIND_TITLES.get(base, base)}, host {host}" if host else kind
+    )
     down = sum(1 for v in cols.get("up") or [] if v == 0)
     notes = [f"{title}: no data in {down} of {len(t)} samples (source unreachable)"] if down else []
     return ChartSet(title, charts, quiet, notes, kind)

@@ -11,15 +11,15 @@ overlays of each group's first run.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
-from pgrig.analysis.compare import METRICS, Comparison, compare_runs, group_value
+from pgrig import format as fmt_rules
+from pgrig.analysis.compare import Comparison
 from pgrig.archive.records import RunRecord
-from pgrig.insights.summary import TextTable
 from pgrig.reports import run_charts
 from pgrig.reports.document import (
     Cell,
-    CellValue,
     Document,
     Figure,
     KeyValues,
@@ -38,66 +38,16 @@ from pgrig.reports.summary import (
 )
 from pgrig.reports.svg import Chart
 from pgrig.study.plan import display_value
-from pgrig.units import setting_text
-
-
-def _when(rec: RunRecord) -> str:
-    if rec.started_at is None:
-        return "-"
-    text = rec.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-    if rec.ended_at is not None:
-        text += f" ({(rec.ended_at - rec.started_at).total_seconds():.0f} s)"
-    return text
+from pgrig.views import compare, evidence, run_hosts, run_summary
+from pgrig.views.settings import settings_diff
 
 
 def summary_items(rec: RunRecord) -> list[tuple[str, str]]:
-    items = [("status", rec.status + (f": {rec.error}" if rec.error else ""))]
-    items.append(("started", _when(rec)))
-    items.append(("environment", f"{rec.env_name} ({rec.target or '-'})"))
-    server = rec.server_version or "?"
-    if not server.lower().startswith(rec.engine.lower()):
-        server = f"{rec.engine} {server}"
-    items.append(("server", server))
-    data = rec.scenario or "-"
-    if rec.scale:
-        data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {rec.scale}"
-    if rec.db_size_bytes:
-        data += f", {rec.db_size_bytes / 2**20:,.0f} MiB"
-    items.append(("data", f"{data} in database {rec.database or '-'}"))
-    load = f"{display_value(rec.workload)}, {rec.clients} clients, {rec.threads} threads"
-    if rec.duration_s:
-        load += f", {rec.duration_s:g}s measured"
-    if rec.transactions_per_client:
-        load += f", {rec.transactions_per_client} transactions per client"
-    load += f", {rec.warmup_s:g}s warm-up" if rec.warmup_s else ", no warm-up"
-    if rec.rate:
-        load += f", rate {rec.rate:g}"
-    if rec.via != "direct":
-        load += f", via {rec.via}"
-    items.append(("load", load))
-    if rec.command:
-        items.append(("command", rec.command))
-    res = f"{fmt(rec.tps)} TPS over {fmt(rec.measured_s)} s, {rec.transactions or 0:,} transactions"
-    res += f", {rec.failed or 0} failed"
-    if rec.retried:
-        res += f", {rec.retried} retried"
-    if rec.skipped:
-        res += f", {rec.skipped} skipped"
-    if rec.nopm is not None:
-        res += f"; NOPM {fmt(rec.nopm, 0)}, TPM {fmt(rec.tpm, 0)}"
-    items.append(("result", res))
-    lat = rec.latency.as_dict()
-    if any(v is not None for v in lat.values()):
-        items.append(("latency ms", ", ".join(f"{k} {fmt(v, 3)}" for k, v in lat.items())))
-    cpu = [rec.cpu_user, rec.cpu_system, rec.cpu_iowait, rec.cpu_idle]
-    if any(v is not None for v in cpu):
-        items.append(("CPU us/sy/wa/id %", "/".join(fmt(v, 1) for v in cpu)))
-    if rec.hit_ratio is not None:
-        items.append(("buffer hit ratio", f"{rec.hit_ratio:.2f}%"))
-    if rec.note:
-        items.append(("note", rec.note))
-    if rec.tags:
-        items.append(("tags", ", ".join(f"{k}={v}" for k, v in rec.tags.items())))
+    """The run summary (pgrig.views.run_summary): what `runs show` and the run page show."""
+    v = run_summary.build(rec)
+    items = [("status", v.status + (f": {v.error}" if v.error else "")), *v.items]
+    if v.command:
+        items.append(("command", v.command))
     return items
 
 
@@ -166,48 +116,19 @@ def run_document(rec: RunRecord) -> Document:
     load = _load_section(rec)
     if load is not None:
         doc.sections.append(load)
-    if rec.scripts:
-        rows = [
-            [
-                s.name,
-                str(s.weight),
-                f"{s.transactions:,}",
-                fmt(s.tps),
-                str(s.failed),
-                *(fmt(getattr(s.latency, q), 3) for q in ("avg", "p50", "p95", "p99", "max")),
-            ]
-            for s in rec.scripts
-        ]
-        doc.sections.append(
-            Section(
-                "Per transaction type",
-                [
-                    Table.build(
-                        [
-                            "script",
-                            "weight",
-                            "transactions",
-                            "TPS",
-                            "failed",
-                            "avg ms",
-                            "p50 ms",
-                            "p95 ms",
-                            "p99 ms",
-                            "max ms",
-                        ],
-                        rows,
-                        numeric=set(range(1, 10)),
-                    )
-                ],
-            )
-        )
+    scripts = run_summary.scripts_table(rec)
+    if scripts is not None:
+        doc.sections.append(Section(scripts.title, [replace(scripts, caption=None)]))
     doc.sections += _metric_sections(rec)
     doc.sections.append(_settings_section(rec))
     doc.sections.append(why_section(rec))
     if rec.host:
-        facts = [(k, _short(v)) for k, v in rec.host.items() if k != "checks"]
+        facts = [(k, _short(v)) for k, v in run_summary.host_facts(rec.host)]
         doc.sections.append(Section("Host", [KeyValues(facts)]))
     doc.sections.append(host_checks_section(rec))
+    hosts = run_hosts.hosts_table(rec)
+    if hosts is not None:
+        doc.sections.append(Section("Hosts", text_table_blocks(replace(hosts, caption=None))))
     if rec.artifacts:
         doc.sections.append(
             Section("Artifacts", [KeyValues([(k, str(v)) for k, v in rec.artifacts.items()])])
@@ -232,12 +153,12 @@ def why_section(rec: RunRecord) -> Section:
     return Section("Why", blocks)
 
 
-def text_table_blocks(t: TextTable) -> list[Any]:
+def text_table_blocks(t: Table) -> list[Any]:
     """An insights table as report blocks: the table captioned with its title and its note,
     or only "title: note" when it has no rows."""
     if not t.rows:
         return [Paragraph(f"{t.title}: {t.note}", "note")] if t.note else []
-    blocks: list[Any] = [Table.build(t.columns, t.rows, caption=t.title, numeric=t.numeric)]
+    blocks: list[Any] = [t]
     if t.note:
         blocks.append(Paragraph(t.note, "note"))
     return blocks
@@ -245,29 +166,11 @@ def text_table_blocks(t: TextTable) -> list[Any]:
 
 def host_checks_section(rec: RunRecord) -> Section:
     """The host checks recorded at the start of the run (host.checks)."""
-    checks = [c for c in rec.host.get("checks") or [] if isinstance(c, dict)]
-    if not checks:
+    table = run_summary.host_checks_table(rec)
+    if table is None:
         text = "No host checks recorded with this run (runs before host checks existed)."
         return Section("Host checks", [Paragraph(text, "note")])
-    rows: list[list[CellValue]] = [
-        [
-            str(c.get("name")),
-            Cell.of(_opt(c.get("value"))),
-            Cell.of(_opt(c.get("recommended"))),
-            Cell([str(c.get("status"))], _CHECK_STYLES.get(str(c.get("status")), "muted")),
-            str(c.get("why") or ""),
-        ]
-        for c in checks
-    ]
-    table = Table.build(["check", "value", "recommended", "status", "why"], rows)
-    return Section("Host checks", [table])
-
-
-_CHECK_STYLES = {"ok": "good", "warn": "warn"}
-
-
-def _opt(v: Any) -> str | None:
-    return None if v is None else str(v)
+    return Section("Host checks", [replace(table, caption=None)])
 
 
 def _short(v: Any, width: int = 200) -> str:
@@ -291,20 +194,9 @@ def _settings_section(rec: RunRecord) -> Section:
                 caption="What pgrig set, by layer (later layers win)",
             )
         )
-    nd = rec.non_default_settings()
-    if nd:
-        rows = [
-            [name, setting_text(s, name), setting_text(s, name, key="boot_val"),
-             str(s.get("source") or "")]
-            for name, s in sorted(nd.items())
-        ]  # fmt: skip
-        blocks.append(
-            Table.build(
-                ["setting", "value", "default", "source"],
-                rows,
-                caption="Effective settings that differ from PostgreSQL's defaults",
-            )
-        )
+    settings = run_summary.build(rec).settings_table()
+    if settings.rows:
+        blocks.append(settings)
     if not blocks:
         blocks.append(Paragraph("No settings snapshot was recorded.", "note"))
     return Section("Settings", blocks)
@@ -314,12 +206,16 @@ def _settings_section(rec: RunRecord) -> Section:
 def compare_document(
     groups: list[list[RunRecord]], threshold: float = 0.02, misrate: float = 0.05
 ) -> Document:
-    """Each group is repeats of one configuration; group 1 is the baseline."""
+    """Each group is repeats of one configuration; group 1 is the baseline. The comparison is
+    the view every compare surface renders (pgrig.views.compare); the results table adds the
+    TPS centre of each group with its bounds and the evidence beside each verdict."""
     labels = [_group_label(g) for g in groups]
+    view = compare.build(groups, threshold, misrate)
     doc = Document(
         title="Comparison: " + " vs ".join(labels),
         generated_by="pgrig report compare",
     )
+    p95 = next((m for m in view.metrics if m.key == "latency.p95"), None)
     rows: list[list[Any]] = []
     comparisons: list[Comparison | None] = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
@@ -327,10 +223,15 @@ def compare_document(
         vals = [r.tps for r in g if r.status == "ok" and r.tps]
         if i == 0:
             verdict = Cell(["baseline"], "muted")
+            lines, warn = evidence.lines(g), False
         else:
-            c = compare_runs(groups[0], g, "tps", threshold, misrate)
+            c = view.comparisons[i - 1]["tps"]
             comparisons.append(c)
             verdict = delta_cell(c)
+            lines, warn = evidence.against(g, groups[0], labels[0])
+        p95_text = fmt_rules.MISSING
+        if p95 is not None:
+            p95_text = p95.base if i == 0 else p95.others[i - 1].text
         rows.append(
             [
                 label,
@@ -339,25 +240,43 @@ def compare_document(
                 f"{len(vals)}/{len(g)}",
                 Cell(fmt_interval(interval(vals, misrate))),
                 verdict,
-                fmt(group_value(g, METRICS["latency.p95"].value), 2),
+                p95_text,
+                Cell(lines, "warn" if warn else None) if lines else Cell.of(None),
             ]
         )
     table = Table.build(
-        ["runs", "environment", "load", "ok", "TPS [bounds]", f"vs {labels[0]}", "p95 ms"],
+        ["runs", "environment", "load", "ok", "TPS [bounds]", f"vs {labels[0]}", "p95 ms",
+         "evidence"],
         rows,
         numeric={3, 4, 5, 6},
-    )
+    )  # fmt: skip
     note = Paragraph(
         f"TPS is the Hodges-Lehmann centre of each group's ok runs with {(1 - misrate) * 100:g}% "
-        f"bounds. {verdict_rules(threshold)}",
+        f"bounds. {verdict_rules(threshold)} Evidence: what the runs show (requested "
+        "checkpoints, autovacuum, plan scans, the top wait), per run; 'What changed' below "
+        "has the detail.",
         "note",
     )
     doc.sections.append(Section("Results", [table, note, *comparison_notes(comparisons)]))
-    diff = _settings_diff([g[0] for g in groups], labels)
+    diff = _settings_diff(groups, labels)
     if diff is not None:
-        doc.sections.append(Section("Settings that differ", [diff]))
-    for g, label in zip(groups[1:], labels[1:], strict=True):
-        doc.sections.append(what_changed_section(groups[0], g, f"{label} against {labels[0]}"))
+        blocks: list[Any] = [diff] + ([Paragraph(diff.note, "note")] if diff.note else [])
+        doc.sections.append(Section("Settings that differ", blocks))
+    figures = compare.compare_table(
+        view, [chr(ord("A") + i) for i in range(len(groups))], joined=True
+    )
+    figures.caption = None
+    legend = ", ".join(f"{chr(ord('A') + i)} = {label}" for i, label in enumerate(labels))
+    intro = f"{legend}. Every figure with its ratio to A and the engine's verdict, under the "
+    intro += "set-up of each side."
+    doc.sections.append(Section("Figures", [Paragraph(intro, "note"), figures]))
+    hosts = compare.hosts_table(view, labels)  # views/compare_hosts.py: every host, per role
+    if hosts is not None:
+        doc.sections.append(Section("Hosts", text_table_blocks(replace(hosts, caption=None))))
+    for ch, label in zip(view.changes, labels[1:], strict=True):
+        doc.sections.append(
+            what_changed_section(groups[0], ch.column.runs, f"{label} against {labels[0]}", ch)
+        )
     overlays = run_charts.overlay_charts(
         [(f"{label} (run {g[0].id})", g[0].series) for g, label in zip(groups, labels, strict=True)]
     )
@@ -367,9 +286,12 @@ def compare_document(
     return doc
 
 
-def what_changed_section(base: list[RunRecord], cand: list[RunRecord], title: str) -> Section:
+def what_changed_section(
+    base: list[RunRecord], cand: list[RunRecord], title: str, computed: Any = None
+) -> Section:
     """What changed between two groups (pgrig.insights.changes), as the same tables
-    `pgrig runs compare` and the web compare page show."""
+    `pgrig runs compare` and the web compare page show (`computed`: the comparison view's
+    Changes, when it has them)."""
     from pgrig.insights.changes import tables, what_changed
 
     blocks: list[Any] = [
@@ -379,7 +301,7 @@ def what_changed_section(base: list[RunRecord], cand: list[RunRecord], title: st
             "note",
         )
     ]
-    for t in tables(what_changed(base, cand)):
+    for t in computed.tables if computed is not None else tables(what_changed(base, cand)):
         blocks += text_table_blocks(t)
     return Section(f"What changed: {title}", blocks)
 
@@ -389,13 +311,12 @@ def _group_label(g: list[RunRecord]) -> str:
     return ("run " if len(ids) == 1 else "runs ") + ",".join(ids)
 
 
-def _settings_diff(runs: list[RunRecord], labels: list[str]) -> Table | None:
-    names = sorted({n for r in runs for n in r.settings})
-    rows = []
-    for n in names:
-        vals = [setting_text(r.settings.get(n), n) for r in runs]
-        if len(set(vals)) > 1:
-            rows.append([n, *vals])
-    if not rows:
+def _settings_diff(groups: list[list[RunRecord]], labels: list[str]) -> Table | None:
+    """The settings that differ (pgrig.views.settings: the rule `runs compare` and the compare
+    page use)."""
+    diff, same = settings_diff(groups)
+    if not diff:
         return None
-    return Table.build(["setting", *labels], rows)
+    rows = [[s.label, *s.values] for s in diff]
+    note = f"{same} non-default settings are the same in every run." if same else None
+    return Table.build(["setting (layer)", *labels], rows, note=note)

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from pgrig import format
 from pgrig.archive.records import RunRecord
 from pgrig.metrics.cpu_share import BUSY_HOST
-from pgrig.reports.document import Cell, CellValue, KeyValues, Paragraph, Section, Table
+from pgrig.record.documents import HostDoc
+from pgrig.reports.document import (
+    Block,
+    Cell,
+    CellValue,
+    KeyValues,
+    Paragraph,
+    Section,
+    Table,
+)
 from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
 from pgrig.study.spec import StudyRun, format_seconds
+from pgrig.views import study_hosts
+from pgrig.views.study import StudyView
 
 
 def setup_section(data: StudyData) -> Section:
@@ -16,7 +30,7 @@ def setup_section(data: StudyData) -> Section:
     done = sum(len(p.ok) for p in data.points)
     items = [
         ("status", f"{rec.status}: {done} of {planned} runs done"),
-        ("created", rec.created_at.strftime("%Y-%m-%d %H:%M UTC") if rec.created_at else "-"),
+        ("created", format.timestamp(rec.created_at)),
     ]
     for env in spec.environments.values():
         versions = sorted(
@@ -42,10 +56,35 @@ def setup_section(data: StudyData) -> Section:
             + (" (repeats of all points take turns)" if spec.order == "interleaved" else ""),
         )
     )
-    host = next((r.host for p in data.points for r in p.ok if r.host), {})
+    host = next((r.host for p in data.points for r in p.ok if r.host), HostDoc())
     if host:
-        items.append(("host", ", ".join(f"{k} {v}" for k, v in host.items())))
+        items.append(("host", host_summary(host)))
     return Section("Set-up", [KeyValues(items)])
+
+
+def host_summary(host: HostDoc) -> str:
+    """One line a reader can take in: 'db1: AMD EPYC 7B13, 2 CPUs (1 core), RAM 23.5 GiB,
+    Linux 6.1.0, Debian GNU/Linux 12 (bookworm), data on ext4 (/dev/sda1)'; the checks and
+    the other facts are in each run's own report."""
+    parts = []
+    if host.get("hostname"):
+        parts.append(f"{host['hostname']}:")
+    if host.get("cpu_model"):
+        parts.append(f"{host['cpu_model']},")
+    if host.get("cpu_logical"):
+        cores = host.get("cpu_physical")
+        core_text = f" ({cores} {'core' if cores == 1 else 'cores'})" if cores else ""
+        parts.append(f"{host['cpu_logical']} CPUs{core_text},")
+    if isinstance(host.get("ram_bytes"), int | float):
+        parts.append(f"RAM {format.size(host['ram_bytes'])},")
+    if host.get("kernel"):
+        parts.append(f"Linux {host['kernel']},")
+    if host.get("os_release"):
+        parts.append(f"{host['os_release']},")
+    data = host.get("data")
+    if isinstance(data, dict) and data.get("fs_type"):
+        parts.append(f"data on {data['fs_type']} ({data.get('device') or '?'})")
+    return " ".join(parts).rstrip(",:") or "unknown"
 
 
 def describe_run(run: StudyRun) -> str:
@@ -115,23 +154,6 @@ def stability_cell(ps: PointSummary) -> Cell:
     return Cell(lines, style) if lines else Cell.of(None)
 
 
-def evidence_cell(ps: PointSummary, baseline: PointSummary) -> Cell:
-    """What the point's runs show (insights) and whether its host differed from the
-    baseline point's (analysis/host_diff.py, first ok run of each)."""
-    from pgrig.analysis.host_diff import host_differences
-
-    lines = ps.evidence
-    style = None
-    if ps is not baseline and ps.ok and baseline.ok:
-        a, b = baseline.ok[0], ps.ok[0]
-        diffs = host_differences(a.host, b.host, a.extra, b.extra)
-        if diffs:
-            more = f" (+{len(diffs) - 1} more)" if len(diffs) > 1 else ""
-            lines = [*lines, f"host differs from {baseline.point.label}: {diffs[0]}{more}"]
-            style = "warn"
-    return Cell(lines, style) if lines else Cell.of(None)
-
-
 def busy_host_runs(runs: list[RunRecord]) -> list[RunRecord]:
     """The runs that carry the busy-host warning (metrics/cpu_share.py)."""
     return [r for r in runs if any(w.get("code") == BUSY_HOST for w in r.warnings())]
@@ -162,7 +184,7 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
                     str(r.repeat + 1),
                     status,
                     fmt(r.tps),
-                    fmt(r.latency.p95, 2),
+                    format.ms(r.latency.p95),
                     warm,
                     Cell([s.describe()], "warn" if s.drift else None) if s else Cell.of(None),
                     r.error or "",
@@ -170,7 +192,7 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
             )
     for r in data.orphans:
         rows.append([str(r.id), f"(not in plan: {r.study_point})", str(r.repeat + 1), r.status,
-                     fmt(r.tps), fmt(r.latency.p95, 2), "-", "-", r.error or ""])  # fmt: skip
+                     fmt(r.tps), format.ms(r.latency.p95), "-", "-", r.error or ""])  # fmt: skip
     table = Table.build(
         ["run", point_title, "repeat", "status", "TPS", "p95 ms", "warm-up", "stability", "error"],
         rows,
@@ -185,3 +207,15 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
         text = "Busy host (other processes used more CPU than the limits; see each run): "
         blocks.insert(0, Paragraph(text + "; ".join(busy), "warn"))
     return Section("Runs", blocks)
+
+
+def hosts_section(view: StudyView) -> Section | None:
+    """Each point's hosts: CPU and the RTT of each network path (views/study_hosts.py), the
+    table `study show` prints; None when no run of the study had other hosts."""
+    table = study_hosts.table(view.hosts)
+    if table is None:
+        return None
+    blocks: list[Block] = [replace(table, caption=None)]
+    if table.note:
+        blocks.append(Paragraph(table.note, "note"))
+    return Section("Hosts", blocks)

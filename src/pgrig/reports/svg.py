@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import Literal, cast, overload
 
 import numpy as np
 from markupsafe import Markup, escape
@@ -145,7 +145,7 @@ class _Data:
         return cls(trace, color, x, y, lo, hi, ok)
 
     def bounded(self) -> np.ndarray:
-        return self.ok & np.isfinite(self.lo) & np.isfinite(self.hi)
+        return cast(np.ndarray, self.ok & np.isfinite(self.lo) & np.isfinite(self.hi))
 
 
 class _Drawing:
@@ -435,7 +435,7 @@ class _Drawing:
 
     def _column_of(self, xs: np.ndarray) -> np.ndarray:
         """The pixel column of each x: decimation keeps what one column can show."""
-        return np.floor(np.asarray(self.sx(xs), dtype=float)).astype(np.int64)
+        return cast(np.ndarray, np.floor(np.asarray(self.sx(xs), dtype=float)).astype(np.int64))
 
     def _whiskers(self, d: _Data) -> list[str]:
         bounded = d.bounded()
@@ -606,8 +606,8 @@ def _nice_step(span: float, count: int) -> float:
     mag = 10 ** math.floor(math.log10(raw))
     for m in (1, 2, 2.5, 5, 10):
         if raw <= m * mag:
-            return m * mag
-    return 10 * mag
+            return float(m * mag)
+    return float(10 * mag)
 
 
 def _nice_ticks(

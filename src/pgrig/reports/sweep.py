@@ -12,20 +12,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgrig.analysis.compare import Comparison
+from pgrig import format
 from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
-from pgrig.reports.iteration import comparison_notes, delta_cell, numeric_columns
+from pgrig.reports.iteration import numeric_columns, view_notes
 from pgrig.reports.study_charts import sweep_figures
 from pgrig.reports.study_common import (
     cpu_cell,
+    hosts_section,
     runs_section,
     setup_section,
     stability_cell,
     statistics_note,
 )
-from pgrig.reports.summary import PointSummary, StudyData, compare_points, fmt, fmt_interval
+from pgrig.reports.summary import StudyData, fmt
 from pgrig.study.plan import display_value
 from pgrig.study.spec import Sweep
+from pgrig.views import study as study_view
+from pgrig.views.study import PointView, axis_value, evidence_cell
 
 NUMERIC_X = ("clients", "threads", "rate")
 
@@ -34,12 +37,13 @@ def build(data: StudyData) -> Document:
     spec = data.spec
     sweep = spec.sweep
     assert sweep is not None
+    view = study_view.build(data)
     x_name = sweep.x.removeprefix("settings.")
     categorical = sweep.x not in NUMERIC_X
 
-    groups: dict[str, list[PointSummary]] = {}
-    for ps in data.points:
-        groups.setdefault(ps.point.series_label(sweep.series), []).append(ps)
+    groups: dict[str, list[PointView]] = {}
+    for p in view.points:
+        groups.setdefault(p.summary.point.series_label(sweep.series), []).append(p)
 
     doc = Document(
         title=f"Study {spec.name}: sweep over {', '.join(d.name for d in sweep.dimensions)}",
@@ -49,60 +53,43 @@ def build(data: StudyData) -> Document:
     doc.sections.append(setup_section(data))
 
     figures = sweep_figures(data)
-
-    axis = sweep.compare_axis()
-    refs = _references(data, axis)
-    comparisons: list[Comparison | None] = []
+    any_evidence = any(p.evidence for p in view.points)
+    any_notes = any(p.note for p in view.points)
     rows = []
     for label, pts in groups.items():
-        for ps in pts:
+        for p in pts:
+            ps = p.summary
             row: list[Any] = []
             if sweep.series:
                 row.append(label)
-            row += [display_value(ps.point.coords[sweep.x]), Cell(fmt_interval(ps.tps))]
-            row.append(f"{len(ps.samples)}/{spec.repeats}")
-            if axis is not None:
-                ref = refs.get(ps.point.key)
-                if ref is None or ref is ps:
-                    row.append(Cell(["baseline" if ref is ps else "-"], "muted"))
-                else:
-                    c = compare_points(ref, ps, spec.threshold, spec.misrate)
-                    comparisons.append(c)
-                    row.append(delta_cell(c))
-            row += [fmt(ps.latency.get(q), 2) for q in ("p50", "p95", "p99")]
+            row += [display_value(ps.point.coords[sweep.x]), Cell(p.tps_lines)]
+            row.append(f"{p.ok}/{p.repeats}")
+            row += [v.cell() for v in p.verdicts]
+            row += [format.ms(p.latency(q)) for q in ("p50", "p95", "p99")]
             row += [cpu_cell(ps), fmt(ps.hit_ratio, 1), stability_cell(ps)]
+            if any_evidence:
+                row.append(evidence_cell(p))
+            if any_notes:
+                row.append(p.note or "")
             rows.append(row)
     columns = (["series"] if sweep.series else []) + [x_name, "TPS [bounds]", "runs"]
-    if axis is not None:
-        columns.append(f"vs {_axis_value(axis, sweep.dimension(axis).values[0])}")
+    columns += view.verdict_titles
     columns += ["p50 ms", "p95 ms", "p99 ms", "CPU us/sy/wa/id %", "hit %", "stability"]
+    if any_evidence:
+        columns.append("evidence")
+    if any_notes:
+        columns.append("note")
     numeric = numeric_columns(columns)
     if not categorical:
         numeric.add(columns.index(x_name))
     table = Table.build(columns, rows, numeric=numeric)
     blocks = [*figures, Paragraph(_comparison_text(sweep), "note"), table, statistics_note(data)]
-    doc.sections.append(Section("Results", [*blocks, *comparison_notes(comparisons)]))
+    doc.sections.append(Section("Results", [*blocks, *view_notes(view)]))
+    hosts = hosts_section(view)  # per point and host: CPU, RTT
+    if hosts is not None:
+        doc.sections.append(hosts)
     doc.sections.append(runs_section(data, "point"))
     return doc
-
-
-def _axis_value(axis: str, value: Any) -> str:
-    return f"{axis.removeprefix('settings.')}={display_value(value)}"
-
-
-def _references(data: StudyData, axis: str | None) -> dict[str, PointSummary]:
-    """Point key -> the point it is compared with: the same coordinates except `axis`, which
-    is at its first value (a point at that value is its own reference)."""
-    sweep = data.spec.sweep
-    if axis is None or sweep is None:
-        return {}
-    first = sweep.dimension(axis).values[0]
-
-    def others(ps: PointSummary) -> tuple:
-        return tuple(sorted((k, str(v)) for k, v in ps.point.coords.items() if k != axis))
-
-    base = {others(ps): ps for ps in data.points if ps.point.coords.get(axis) == first}
-    return {ps.point.key: base[others(ps)] for ps in data.points if others(ps) in base}
 
 
 def _comparison_text(sweep: Sweep) -> str:
@@ -113,7 +100,7 @@ def _comparison_text(sweep: Sweep) -> str:
             f'No comparison column: only {sweep.x} is swept. Set compare = "{sweep.x}" in '
             "[sweep] to compare each value with the first."
         )
-    first = _axis_value(axis, sweep.dimension(axis).values[0])
+    first = axis_value(axis, sweep.dimension(axis).values[0])
     rest = [d.name.removeprefix("settings.") for d in sweep.dimensions if d.name != axis]
     same = f" at the same {', '.join(rest)}" if rest else ""
     text = f"Each point is compared with {first}{same}"

@@ -8,8 +8,12 @@ archived runs, so the report, the CLI and the web give the same answer.
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Sequence
 from typing import Any
 
+from pgrig import format
 from pgrig.analysis.compare import METRICS
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
@@ -19,12 +23,18 @@ from pgrig.reports.svg import INK, PALETTE, Chart, Reference, Trace
 from pgrig.tune import confirm
 from pgrig.tune.importance import METHOD
 from pgrig.tune.objective import objective as objective_of
-from pgrig.units import setting_text
+from pgrig.views import evidence
 
 
-def build(record: StudyRecord, runs: list[RunRecord], baseline: RunRecord | None) -> Document:
+def build(
+    record: StudyRecord,
+    runs: list[RunRecord],
+    baseline: RunRecord | None,
+    confirmation: Sequence[RunRecord] = (),
+) -> Document:
     """`runs`: the study's runs (light records); `baseline`: the baseline run, whole (its
-    settings snapshot gives the environment's own value of every knob)."""
+    settings snapshot gives the environment's own value of every knob); `confirmation`: the
+    confirmation runs, whole (their server series are the evidence)."""
     x = record.extra
     obj = objective_of(x.get("objective", "tps"), _workload(runs))
     doc = Document(
@@ -34,7 +44,9 @@ def build(record: StudyRecord, runs: list[RunRecord], baseline: RunRecord | None
     )
     doc.sections.append(_setup(record, runs))
     doc.sections.append(_best(record.name, x, baseline, obj.label))
-    doc.sections.append(_verdicts(x, runs, obj.metric.key))
+    doc.sections.append(_verdicts(x, runs, obj.metric.key, confirmation))
+    if confirmation:
+        doc.sections.append(_evidence(confirmation))
     doc.sections.append(_importances(x))
     doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
     return doc
@@ -79,9 +91,10 @@ def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) 
         return Section("Best configuration", [Paragraph("no trial completed", "warn")])
     pgtune = x.get("pgtune_settings") or {}
     rows = []
-    for name, value in best["settings"].items():
-        own = setting_text(baseline.settings.get(name), name) if baseline else None
-        rows.append([name, value, own or "-", pgtune.get(name, "-")])
+    for knob, value in best["settings"].items():
+        own = format.setting(baseline.settings.get(knob), knob) if baseline else None
+        theirs = pgtune.get(knob)
+        rows.append([knob, _human(value), own or "-", _human(theirs) if theirs else "-"])
     intro = Paragraph(
         f"Trial {best['trial'] + 1} (run {best.get('run_id')}): {fmt(best.get('value'), 2)} "
         f"{label}. Its own figure is the best of many noisy runs, so biased upwards: the "
@@ -92,28 +105,138 @@ def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) 
     return Section("Best configuration", [intro, table])
 
 
-def _verdicts(x: dict[str, Any], runs: list[RunRecord], metric: str) -> Section:
+def _verdicts(
+    x: dict[str, Any], runs: list[RunRecord], metric: str, whole: Sequence[RunRecord] = ()
+) -> Section:
+    """The verdicts, each with both sides' evidence (from `whole`: the confirmation runs with
+    their insights, when given)."""
     threshold = float(x.get("threshold") or 0.02)
     metrics = [metric] + (["tps"] if metric != "tps" else [])
     groups = confirm.groups(runs)
+    evidence_groups = confirm.groups(whole) if whole else groups
+    sides = {q: (base, cand) for q, base, cand in confirm.QUESTIONS}
     rows: list[list[Any]] = []
     for m in metrics:
         for v in confirm.verdicts(runs, m, threshold):
             c = v.comparison
+            ev = _verdict_evidence(evidence_groups, *sides[v.question])
             if c is None:
-                rows.append([v.question, METRICS[m].label, "-", Cell.of(f"no verdict: {v.reason}")])
+                rows.append([v.question, METRICS[m].label, "-",
+                             Cell.of(f"no verdict: {v.reason}"), "-", ev])  # fmt: skip
                 continue
             verdict = Cell([c.verdict_text()], verdict_style(c.verdict))
-            rows.append([v.question, c.label, c.ratio_text(), verdict, c.basis()])
+            rows.append([v.question, c.label, c.ratio_text(), verdict, c.basis(), ev])
     counts = ", ".join(f"{k}: {len(g)} ok runs" for k, g in groups.items())
     return Section(
         "Confirmation",
         [
             Paragraph(f"Interleaved repeats ({counts}); the best configuration is the candidate."),
-            Table.build(["question", "metric", "ratio [bounds]", "verdict", "basis"], rows),
+            Table.build(
+                ["question", "metric", "ratio [bounds]", "verdict", "basis", "evidence"], rows
+            ),
             Paragraph(verdict_rules(threshold), "note"),
+            Paragraph(
+                "Evidence: what each side's confirmation runs show, per run (requested "
+                "checkpoints, autovacuum, plan scans, the top wait; views/evidence.py).",
+                "note",
+            ),
         ],
     )
+
+
+def _verdict_evidence(groups: dict[str, list[RunRecord]], base: str, cand: str) -> Cell:
+    """Both sides' evidence, the candidate's first (a host that differed is flagged)."""
+    lines, warn = evidence.against(groups.get(cand, []), groups.get(base, []), base)
+    out = [f"{cand}: {'; '.join(lines) or '-'}", f"{base}: {evidence.text(groups.get(base, []))}"]
+    return Cell(out, "warn" if warn else None)
+
+
+_MEMORY_VALUE = re.compile(r"^(\d+)(B|kB|MB|GB|TB)$")
+
+
+def _human(value: Any) -> str:
+    """A setting value as written in a configuration ("6171024kB", "374MB") for people, as
+    format.setting shows a server's: memory in binary units ("5.9 GiB"), the rest unchanged."""
+    m = _MEMORY_VALUE.match(str(value))
+    n = format.setting_bytes(m.group(1), m.group(2)) if m else None
+    return format.exact_size(n) if n else str(value)
+
+
+# Below this mean share of idle CPU the load was bound by the machine's CPUs, not by I/O or WAL.
+CPU_BOUND_IDLE_PCT = 5.0
+
+
+def _evidence(confirmation: Sequence[RunRecord]) -> Section:
+    """Why the configurations differ, or do not: per configuration the means over its ok
+    confirmation runs of what the server did in the measured window (WAL, checkpoints, buffer
+    hits) and how busy the machine was, from each run's own series."""
+    rows: list[list[Any]] = []
+    idle_all: list[float] = []
+    for config, group in confirm.groups(confirmation).items():
+        if not group:
+            continue
+        tps = _mean([r.tps for r in group])
+        wal = _mean([_window_mean(r, "wal_bytes") for r in group])
+        per_tx = wal / tps if tps and not math.isnan(wal) else math.nan
+        ckpt = _mean([_window_sum(r, "checkpoints_timed") + _window_sum(r, "checkpoints_req")
+                      for r in group])  # fmt: skip
+        idle = _mean([r.cpu_idle for r in group])
+        idle_all += [r.cpu_idle for r in group if r.cpu_idle is not None]
+        hits = _mean([_window_mean(r, "hit_ratio") for r in group])
+        iowait = _mean([r.cpu_iowait for r in group])
+        rows.append([
+            config, len(group), fmt(tps, 0), _size(wal, "/s"), _size(per_tx), fmt(ckpt, 1),
+            fmt(hits, 1), fmt(idle, 1), fmt(iowait, 1),
+        ])  # fmt: skip
+    headers = ["configuration", "runs", "TPS", "WAL", "WAL per transaction", "checkpoints",
+               "buffer hit %", "CPU idle %", "iowait %"]  # fmt: skip
+    blocks: list[Any] = [
+        Paragraph(
+            "Means over each configuration's ok confirmation runs, in the measured window: WAL "
+            "written (pg_stat_wal), checkpoints started (timed + requested), the buffer hit "
+            "ratio, and the machine's idle and iowait CPU."
+        ),
+        Table.build(headers, rows, numeric=set(range(1, len(headers)))),
+    ]
+    if idle_all and _mean(idle_all) < CPU_BOUND_IDLE_PCT:
+        blocks.append(
+            Paragraph(
+                f"CPU idle averaged {_mean(idle_all):.1f}% over the confirmation runs (at most "
+                f"{max(idle_all):.1f}%): the load was bound by this machine's CPUs, which "
+                "pgbench and the server share. Durable knobs cannot buy throughput there; what "
+                "they change (WAL volume, checkpoints, cache hits) shows above.",
+                "warn",
+            )
+        )
+    return Section("Evidence", blocks)
+
+
+def _size(v: float, suffix: str = "") -> str:
+    return "-" if math.isnan(v) else format.size(v) + suffix
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    kept = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def _window(rec: RunRecord, column: str) -> list[float]:
+    cols = rec.series.get("pg") or {}
+    t, y = cols.get("t") or [], cols.get(column) or []
+    end = rec.measured_s if rec.measured_s is not None else rec.duration_s
+    return [
+        float(v)
+        for ti, v in zip(t, y, strict=False)
+        if ti is not None and v is not None and ti >= 0 and (end is None or ti < end)
+    ]
+
+
+def _window_mean(rec: RunRecord, column: str) -> float:
+    return _mean(list(_window(rec, column)))
+
+
+def _window_sum(rec: RunRecord, column: str) -> float:
+    return float(sum(_window(rec, column)))
 
 
 def _importances(x: dict[str, Any]) -> Section:

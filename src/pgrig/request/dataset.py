@@ -25,6 +25,8 @@ _OPTION_SCENARIOS: dict[str, tuple[str, ...]] = {
     "rows": ("tickets",),
     "jobs": ("tpcc", "tickets"),
     "sql": ("custom",),
+    "tables": ("sysbench",),
+    "table_size": ("sysbench",),
 }
 _REQUIRED = {"tpcc": "warehouses", "custom": "sql"}
 TICKETS_ROWS = 5_000_000  # seed 003's table
@@ -32,6 +34,7 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "pgbench": {"scale": 1},
     "tpcc": {"jobs": 2},
     "tickets": {"rows": TICKETS_ROWS, "jobs": 2},
+    "sysbench": {"tables": 1, "table_size": 10_000},  # sysbench's own defaults
 }
 _WHY_RESERVED = {
     "template0": "a template database (CREATE DATABASE copies it)",
@@ -52,6 +55,8 @@ class DatasetRequest(BaseModel):
     rows: int | None = flag_field("--rows", default=None, ge=1, le=2**62)
     jobs: int | None = flag_field("--jobs", default=None, ge=1, le=1024)  # parallel loaders
     sql: str | None = flag_field("--sql", default=None, alias="init", min_length=1)
+    tables: int | None = flag_field("--tables", default=None, ge=1, le=10_000)  # sysbench
+    table_size: int | None = flag_field("--table-size", default=None, ge=1, le=2**31 - 1)
 
     @model_validator(mode="before")
     @classmethod
@@ -101,4 +106,6 @@ class DatasetRequest(BaseModel):
             return f"{self.rows:,} rows"
         if self.scenario == "custom":
             return Path(self.sql or "").name
+        if self.scenario == "sysbench":
+            return f"{self.tables} tables of {self.table_size:,} rows"
         return f"scale {self.scale}"

@@ -25,15 +25,25 @@ from pydantic import (
 
 from pgrig.request.fields import INT_MAX, STRICT, flag_field
 from pgrig.request.problems import Refusal
-from pgrig.request.values import check_cpus, number_text, parse_duration, setting_text
+from pgrig.request.values import (
+    check_cpus,
+    cpu_count,
+    number_text,
+    parse_cpu_list,
+    parse_duration,
+    setting_text,
+)
 from pgrig.request.vocabulary import (
+    SYSBENCH_PREFIX,
     TPCC_TYPES,
     TPCC_WORKLOAD,
     VIAS,
     Connect,
     PgbenchBuiltin,
     Protocol,
+    TargetRole,
     TpccStockLevel,
+    TxlogMode,
     Via,
 )
 
@@ -48,6 +58,7 @@ __all__ = [
     "validate_field",
 ]
 
+MAX_REPEATS = 100  # runs of one point: past this, a comparison resolves nothing more here
 MIN_DURATION_S = 1.0  # pgbench -T counts whole seconds: less is rounded up to a second of load
 # Options pgrig sets itself (or that change what its log processing reads): not extra args.
 _MANAGED_OPTIONS = frozenset(
@@ -245,12 +256,17 @@ class LoadParams(BaseModel):
     tpcc_stock_level: TpccStockLevel = flag_field("--stock-level", default="standard")
     # keep the compressed per-transaction log as an artifact of the run
     keep_txlog: bool = flag_field("--keep-txlog", default=False)
+    # pgbench's per-transaction log: auto (by expected rate), full, sampled or off; the
+    # archive records the mode a run used (load/txlog_mode.py)
+    txlog: TxlogMode = flag_field("--txlog", default="auto")
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
         _check_time(self)
         _check_throttle(self)
         _check_workload_options(self)
+        _check_cpu_sides(self)
+        _check_txlog(self)
         return self
 
     def planned_seconds(self) -> float | None:
@@ -262,6 +278,10 @@ class LoadParams(BaseModel):
     @property
     def is_tpcc(self) -> bool:
         return self.workload == TPCC_WORKLOAD
+
+    @property
+    def is_sysbench(self) -> bool:
+        return self.workload.strip().startswith(SYSBENCH_PREFIX)
 
 
 def _check_time(p: LoadParams) -> None:
@@ -287,6 +307,27 @@ def _check_time(p: LoadParams) -> None:
         )
 
 
+def _check_cpu_sides(p: LoadParams) -> None:
+    """The server and pgbench on the same CPU would compete for it: what pinning is meant to
+    prevent. (Counts of cores are placed apart by the runner, load/pinning.py.)"""
+    if not p.server_cpus or not p.client_cpus:
+        return
+    if cpu_count(p.server_cpus) is not None or cpu_count(p.client_cpus) is not None:
+        return
+    shared = sorted(set(parse_cpu_list(p.server_cpus)) & set(parse_cpu_list(p.client_cpus)))
+    if shared:
+        cpus = ",".join(map(str, shared))
+        raise Refusal(
+            lambda n: (
+                f"shares CPU {cpus} with {n('server_cpus')} ({p.client_cpus} and "
+                f"{p.server_cpus}): the server and pgbench would compete for it; give them "
+                "separate CPUs"
+            ),
+            field="client_cpus",
+            others=("server_cpus",),
+        )
+
+
 def _check_throttle(p: LoadParams) -> None:
     if p.latency_limit_ms is not None and p.rate is None:
         raise Refusal(
@@ -308,8 +349,28 @@ def _check_throttle(p: LoadParams) -> None:
         )
 
 
+def _check_txlog(p: LoadParams) -> None:
+    if p.is_tpcc and p.txlog in ("sampled", "off"):
+        raise Refusal(
+            lambda n: (
+                f"{p.txlog} is not available with {n('workload')} tpcc: NOPM and "
+                "rollbacks are counted from its per-transaction log"
+            ),
+            field="txlog",
+            others=("workload",),
+        )
+    if p.keep_txlog and p.txlog in ("sampled", "off"):
+        raise Refusal(
+            lambda n: f"needs every transaction logged: not with {n('txlog')} {p.txlog}",
+            field="keep_txlog",
+            others=("txlog",),
+        )
+
+
 def _check_workload_options(p: LoadParams) -> None:
     """Options of one workload are refused elsewhere rather than silently ignored."""
+    if p.is_sysbench:
+        _check_sysbench(p)
     if p.is_tpcc:
         if p.defines:
             raise Refusal(
@@ -332,6 +393,51 @@ def _check_workload_options(p: LoadParams) -> None:
             )
 
 
+# What sysbench cannot do as pgrig asks (load/sysbench_driver.py), with the reason.
+_SYSBENCH_REFUSED: dict[str, str] = {
+    "threads": "sysbench runs one thread per client (--clients); leave --threads at 1",
+    "transactions_per_client": "sysbench runs are timed: give a duration",
+    "latency_limit_ms": "sysbench has no latency limit",
+    "max_tries": "sysbench retries deadlocks and serialization failures itself",
+    "extra_pgbench_args": "these are pgbench options; give sysbench's Lua options with --define",
+    "keep_txlog": "sysbench keeps no per-transaction log",
+    "load_from": "load hosts run pgbench only",
+    "txlog": "sysbench keeps no per-transaction log (its percentiles come from --histogram)",
+}
+
+
+def _check_sysbench(p: LoadParams) -> None:
+    if "," in p.workload:
+        raise Refusal("a sysbench workload cannot be mixed with other scripts", field="workload")
+    given = {
+        "threads": p.threads != 1,
+        "transactions_per_client": p.transactions_per_client is not None,
+        "latency_limit_ms": p.latency_limit_ms is not None,
+        "max_tries": p.max_tries != 1,
+        "extra_pgbench_args": bool(p.extra_pgbench_args),
+        "keep_txlog": p.keep_txlog,
+        "load_from": bool(getattr(p, "load_from", None)),
+        "txlog": p.txlog not in ("auto", "off"),
+    }
+    wrong = [name for name, given_here in given.items() if given_here]
+    if wrong:
+        why = _SYSBENCH_REFUSED[wrong[0]]
+        raise Refusal(
+            lambda n: f"does not apply to {n('workload')} {p.workload}: {why}",
+            field=wrong[0],
+            others=("workload",),
+        )
+    if p.protocol == "extended":
+        raise Refusal(
+            lambda n: (
+                f"extended is not available with {n('workload')} {p.workload}: sysbench "
+                "uses server-side prepared statements (prepared) or none (simple)"
+            ),
+            field="protocol",
+            others=("workload",),
+        )
+
+
 # --- the full request ----------------------------------------------------------------------------
 
 
@@ -342,12 +448,24 @@ class RunRequest(LoadParams):
     database: str | None = flag_field("--db", default=None, min_length=1)  # None: the env's default
     settings: dict[str, str] = flag_field("--set", default_factory=dict)  # the per-run layer
     profile: str | None = flag_field("--profile", default=None)  # a profile for this run only
-    scenario: str | None = None  # pgbench, tpcc, tickets, custom (None: from the dataset)
+    scenario: str | None = None  # pgbench, tpcc, tickets, custom, sysbench (None: from the dataset)
     note: str | None = flag_field("--note", default=None)
     tags: dict[str, str] = flag_field("--tag", default_factory=dict)
+    # read the database into shared buffers before the run's CHECKPOINT (load/prewarm.py)
+    prewarm: bool = flag_field("--prewarm", default=False)
+    # pg_stat_activity's wait events sampled this many times a second (None: by the measured
+    # window's length, metrics/wait_sampler.choose_hz; 1: the PostgreSQL sampler's own)
+    waits_hz: float | None = flag_field("--waits-hz", default=None, ge=1, le=50)
     study: str | None = None
     study_point: str | None = None
-    repeat: int = Field(0, ge=0)
+    repeat: int = Field(0, ge=0, lt=MAX_REPEATS)  # this run's index among the point's repeats
+    # which servers of an environment with replicas get the load (load/topology.py): the
+    # primary, the replicas (read-only load) or all of them, clients spread by libpq
+    target_role: TargetRole = flag_field("--target", default="primary")
+    # a backup taken while the load runs (a study's [run].backup; load/backup_during.py)
+    backup_during: str | None = None
+    # load hosts (`--load-from`, load/split.py shares the load); empty: pgbench on this machine
+    load_from: list[str] = flag_field("--load-from", default_factory=list)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 

@@ -9,7 +9,10 @@ clients`). Pydantic's own errors (types, bounds, choices) are translated the sam
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import types
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -27,8 +30,10 @@ __all__ = [
     "Refusal",
     "flag_of",
     "from_flags",
+    "in_file",
     "key_of",
     "problem_of",
+    "unknown_key",
 ]
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,9 +73,11 @@ class Problem:
         return f"{subject}{_detail(self.detail)} {self.say(lambda f: flag_of(model, f))}".strip()
 
     def at(self, path: str, model: type[BaseModel]) -> str:
-        """`run.clients: must be >= 1 (got 0)` for the table at `path`."""
-        where = f"{path}.{key_of(model, self.field)}" if self.field else path
-        return f"{where}{_detail(self.detail)}: {self.say(lambda f: key_of(model, f))}"
+        """`run.clients: must be >= 1 (got 0)` for the table at `path` ("": the file itself)."""
+        key = key_of(model, self.field) if self.field else ""
+        where = (f"{path}.{key}" if path and key else path or key) + _detail(self.detail)
+        said = self.say(lambda f: key_of(model, f))
+        return f"{where.lstrip('.')}: {said}" if where else said
 
 
 def flag_of(model: type[BaseModel], field: str) -> str:
@@ -87,15 +94,87 @@ def key_of(model: type[BaseModel], field: str) -> str:
 
 def problem_of(error: ValidationError, model: type[BaseModel]) -> Problem:
     """The first problem pydantic found (fields in declaration order, then the rules)."""
-    err = error.errors(include_url=False)[0]
+    errors = error.errors(include_url=False)
+    err = errors[0]
+    if err["type"] == "missing":  # a key missing beside an unknown one: most likely misspelt
+        beside = tuple(err["loc"])[:-1]
+        unknown = (e for e in errors if e["type"] == "extra_forbidden")
+        err = next((e for e in unknown if tuple(e["loc"])[:-1] == beside), err)
     loc = tuple(err["loc"])
     field = _field_name(model, loc[0]) if loc else None
     detail = tuple(x for x in (loc[1:] if field else loc) if x != "[key]")
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, Refusal):
+        inner = _model_at(model, loc) if loc else None
+        if inner is not None and cause.field in inner.model_fields:
+            # a rule of a nested table (its model validator) names that table's keys
+            say, namer = cause.say, _namer(inner)
+            where = (*detail, key_of(inner, cause.field))
+            return Problem(field, where, lambda _name: say(namer))
         return Problem(cause.field or field, detail, cause.say, cause.others)
-    text = _translate(err)
+    if err["type"] == "extra_forbidden":
+        text = unknown_key(str(loc[-1]), _keys_at(model, loc[:-1]))
+    else:
+        text = _translate(err)
     return Problem(field, detail, lambda _name: text)
+
+
+def in_file(error: ValidationError, model: type[BaseModel], path: str = "") -> str:
+    """The first problem of a file's table at `path` (""): `knobs.work_mem.low: must be ...`."""
+    return problem_of(error, model).at(path, model)
+
+
+def unknown_key(key: str, allowed: Iterable[str]) -> str:
+    """What a file hears about a key its table does not have, with the likely one it meant."""
+    known = list(allowed)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key{hint}; allowed here: {', '.join(known)}" if known else "unknown key"
+
+
+def _namer(model: type[BaseModel]) -> Namer:
+    return lambda name: key_of(model, name)
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    inner = _model_at(model, loc)
+    return [key_of(inner, name) for name in inner.model_fields] if inner is not None else []
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The nested model whose table sits at `loc` (fields, list indexes, dict keys)."""
+    current: Any = model
+    for part in loc:
+        if part == "[key]":
+            return None
+        nxt: Any = None
+        for tp in _alternatives(current):
+            if isinstance(tp, type) and issubclass(tp, BaseModel):
+                name = _field_name(tp, part)
+                nxt = tp.model_fields[name].annotation if name else None
+            else:
+                origin, args = typing.get_origin(tp), typing.get_args(tp)
+                if origin in (list, tuple) and isinstance(part, int) and args:
+                    nxt = args[0]
+                elif origin is dict and isinstance(part, str) and len(args) == 2:
+                    nxt = args[1]
+            if nxt is not None:
+                break
+        if nxt is None:
+            return None
+        current = nxt
+    found = [tp for tp in _alternatives(current) if isinstance(tp, type)]
+    return next((tp for tp in found if issubclass(tp, BaseModel)), None)
+
+
+def _alternatives(tp: Any) -> list[Any]:
+    """The types a field may hold: Annotated and Optional/unions unwrapped."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _alternatives(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [a for arg in typing.get_args(tp) for a in _alternatives(arg)]
+    return [tp]
 
 
 def from_flags(model: type[M], **values: Any) -> M:
@@ -125,6 +204,7 @@ _TYPE_WORDS = {
     "list": "a list",
     "dict": "a table",
     "tuple": "a list",
+    "model": "a table",
 }
 
 
@@ -133,9 +213,9 @@ def _translate(err: Any) -> str:
     if kind == "missing":
         return "is required"
     if kind == "extra_forbidden":
-        return "is not a known key"
+        return "unknown key"
     bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<="}
-    if kind == "string_too_short":
+    if kind in ("string_too_short", "too_short"):
         return "must not be empty"
     if kind == "finite_number":
         return f"must be a finite number (got {value})"

@@ -49,7 +49,7 @@ def setting_text(value: Any) -> str:
         if "\n" in value or "\x00" in value:
             raise ValueError("a setting value must be on one line")
         return value
-    raise ValueError(f"expected a string, number or boolean, got {type(value).__name__}")
+    raise ValueError(f"expected a string, number or boolean (got {value!r})")
 
 
 def parse_cpu_list(text: str) -> list[int]:

@@ -12,17 +12,23 @@ from typing import Literal, get_args
 Protocol = Literal["simple", "extended", "prepared"]  # pgbench -M
 Connect = Literal["tcp", "socket"]  # how pgbench reaches the server or the pooler
 Via = Literal["direct", "pgbouncer"]  # what a run records
+TargetRole = Literal["primary", "replica", "split"]  # which servers of a topology get the load
 PgbenchBuiltin = Literal["tpcb-like", "simple-update", "select-only"]
 TpccStockLevel = Literal["standard", "hammerdb"]
-Scenario = Literal["pgbench", "tpcc", "tickets", "custom"]  # datasets
+# pgbench's per-transaction log: every transaction, a --sampling-rate sample, or none;
+# auto chooses by the expected rate (load/txlog_mode.py)
+TxlogMode = Literal["auto", "full", "sampled", "off"]
+Scenario = Literal["pgbench", "tpcc", "tickets", "custom", "sysbench"]  # datasets
 
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 CONNECTS: tuple[str, ...] = get_args(Connect)
 VIAS = ("direct", "pooler", "pgbouncer")  # what a user may say: "pooler" is the env's pgbouncer
 PGBENCH_BUILTINS: tuple[PgbenchBuiltin, ...] = get_args(PgbenchBuiltin)
 TPCC_STOCK_LEVELS: tuple[str, ...] = get_args(TpccStockLevel)
+TXLOG_MODES: tuple[str, ...] = get_args(TxlogMode)
 SCENARIOS: tuple[str, ...] = get_args(Scenario)
 TPCC_WORKLOAD = "tpcc"
+SYSBENCH_PREFIX = "sysbench:"  # sysbench:oltp_read_write, sysbench:PATH.lua (workloads/sysbench.py)
 TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 
 NAME_MAX = 63  # PostgreSQL's identifier length: an environment name fits a database name

@@ -12,16 +12,16 @@ killed study restores it on its next run.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
-from pgrig import paths
+from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
+from pgrig.provision.settings import study_layer
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 
@@ -36,10 +36,33 @@ WHERE c.relkind IN ('r', 'i', 'm') AND c.relpersistence <> 't'
 class ProvisionBackend:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
+        self.study: str | None = None  # who borrows the environment layer (begin_study)
+        self.kind = "study"
+        self._holds: dict[str, Any] = {}  # env name -> its run lock, held by this study
+
+    def begin_study(self, name: str, kind: str) -> None:
+        """Name the study: it holds its environments and is named if it dies holding them."""
+        self.study, self.kind = name, kind
+
+    def hold(self, env_name: str) -> None:
+        """The environment's run lock for the rest of the study (no run slips in between
+        points; a run of this study nests in it)."""
+        from pgrig.provision.state.env_lock import EnvLock
+
+        if env_name in self._holds:
+            return
+        e = _require(env_name)
+        what = f"{'tune' if self.kind == 'tune' else 'study run'} {self.study or ''}".strip()
+        self._holds[env_name] = EnvLock(e.dir, e.name).acquire(what)
+
+    def let_go(self) -> None:
+        """The study has ended: its environments are free again."""
+        for name in list(self._holds):
+            self._holds.pop(name).release()
 
     # --- checks before anything runs ---------------------------------------------------------
     def check_environment(self, env: EnvSpec) -> None:
-        from pgrig.provision import binaries
+        from pgrig.provision.server import binaries
 
         existing = _load(env.name)
         if existing is None:
@@ -65,6 +88,9 @@ class ProvisionBackend:
                 f"{env.path}.profile: environment {env.name!r} exists with profile "
                 f"{existing.profile!r}, not {env.profile!r} (destroy it or give another name)"
             )
+        if existing.kind == "remote":  # on a host (`env create --on`): its runs, its pooler;
+            self._check_pooler(env)  # settings stay as they are (apply_settings refuses)
+            return
         if not existing.managed:
             raise StudySpecError(
                 f"{env.path}.name: {env.name!r} is an external server: a study changes "
@@ -95,7 +121,8 @@ class ProvisionBackend:
         self, env: EnvSpec, settings: dict[str, str], origins: dict[str, str]
     ) -> None:
         """All settings at once through the real parser; on failure, find the culprit."""
-        from pgrig.provision import binaries, catalog, validator
+        from pgrig.provision.server import binaries
+        from pgrig.provision.settings import catalog, validator
 
         if not settings:
             return
@@ -126,6 +153,50 @@ class ProvisionBackend:
                 f"{env.path}: these settings do not work together: {whole}"
             ) from None
 
+    def check_clients(
+        self, env: EnvSpec, settings: dict[str, str], clients: int, via: str, where: str
+    ) -> None:
+        """A direct run of `clients` must fit max_connections as the point will configure it
+        (the runner refuses it otherwise, mid-study): the environment's layers, or for one the
+        study creates its profile and settings, then the point's settings."""
+        if via != "direct":
+            return
+        s = {**self._configured(env), **{k.lower(): v for k, v in settings.items()}}
+        try:
+            mc = int(s.get("max_connections", 100))
+            reserved = int(s.get("superuser_reserved_connections", 3)) + int(
+                s.get("reserved_connections", 0)
+            )
+        except ValueError:
+            return  # the server's parser judges such values (validate_settings)
+        if clients > mc - reserved:
+            need = -(-(clients + reserved + 10) // 100) * 100
+            raise StudySpecError(
+                f"{where}: {clients} clients exceed max_connections={mc} of environment "
+                f"{env.name} ({reserved} reserved for superusers): set max_connections = {need} "
+                f"in {env.path}.settings, or run via the pooler"
+            )
+
+    def _configured(self, env: EnvSpec) -> dict[str, str]:
+        from pgrig.provision import cluster
+        from pgrig.provision.server import binaries
+        from pgrig.provision.settings import config
+
+        existing = _load(env.name)
+        if existing is not None:
+            own = study_layer.original(env.name)  # a dead study's borrowed layer is not its own
+            if own is not None:
+                existing.settings = own
+            return config.layers(existing).effective()
+        try:
+            _bindir, version = binaries.find_bindir(env.version or "")
+            profile, _notes = cluster.resolve_profile(
+                env.profile or "default", binaries.major_of(version)
+            )
+        except PgrigError:
+            profile = {}  # check_environment has said what is wrong
+        return {**profile, **{k.lower(): str(v) for k, v in env.settings.items()}}
+
     # --- environments ------------------------------------------------------------------------
     def ensure_environment(self, env: EnvSpec) -> bool:
         from pgrig.provision import cluster
@@ -140,10 +211,12 @@ class ProvisionBackend:
             )
             cluster.create_environment(
                 env.name, env.version or "", profile=env.profile or "default",
-                settings=dict(env.settings),
+                settings=dict(env.settings), replica_count=env.replicas, sync=env.sync,
             )  # fmt: skip
+            self.hold(env.name)
             self._ensure_pooler(env)
             return True
+        self.hold(env.name)
         started = cluster.ensure_running(existing)
         self._ensure_pooler(env)
         return started
@@ -163,7 +236,14 @@ class ProvisionBackend:
         current = _load(env.name)
         if current is None:
             raise NotFound(f"environment {env.name!r} disappeared during the study")
-        base = _remember_original(current)
+        if current.kind == "remote":
+            if settings:
+                raise PgrigError(
+                    f"environment {env.name!r} is on host {current.on}: a study does not change "
+                    "its settings yet (set them with `pgrig env set` before the study)"
+                )
+            return
+        base = study_layer.remember(current.name, current.settings, self.study, self.kind)
         target = {**base, **settings}
         reset = [k for k in current.settings if k not in target]
         upd = {k: v for k, v in target.items() if current.settings.get(k) != v}
@@ -185,22 +265,30 @@ class ProvisionBackend:
         self.restore(env)
 
     def restore(self, env: EnvSpec) -> None:
-        """Put back the settings the environment had before the study (reload/restart)."""
+        """Put back the settings the environment had before the study (reload/restart), and
+        undo what an interrupted run of it left (per-run settings, pinning); then let go."""
         from pgrig.provision import cluster
+        from pgrig.provision.state import env_lock, run_journal
 
         current = _load(env.name)
-        original = _original_file(env.name)
-        if current is not None and original.exists():
-            base = json.loads(original.read_text())
+        if current is not None and current.kind == "remote":  # its host's pgrig undoes runs
+            return
+        base = study_layer.original(env.name)
+        if current is not None and base is not None:
             reset = [k for k in current.settings if k not in base]
             upd = {k: v for k, v in base.items() if current.settings.get(k) != v}
             if upd or reset:
                 cluster.set_settings(env.name, upd, reset=reset)
-            original.unlink(missing_ok=True)
+        study_layer.forget(env.name)
+        current = _load(env.name)  # as put back: the journal's undo rewrites pgrig.conf from it
+        if current is not None:
+            held = env_lock.held_here(current.dir)
+            for line in run_journal.recover(current, holding_lock=held):
+                self.console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
     # --- data ----------------------------------------------------------------------------------
     def prepare_dataset(self, env: EnvSpec, dataset: DatasetSpec, force: bool) -> bool:
-        from pgrig.provision.environment import DEFAULT_DATABASE
+        from pgrig.provision.state.environment import DEFAULT_DATABASE
         from pgrig.workloads import datasets
 
         e = _require(env.name)
@@ -216,8 +304,9 @@ class ProvisionBackend:
         return True
 
     def action(self, env: EnvSpec, action: str, database: str | None) -> None:
-        from pgrig.provision import cluster, postmaster
-        from pgrig.provision.environment import DEFAULT_DATABASE
+        from pgrig.provision import cluster
+        from pgrig.provision.server import postmaster
+        from pgrig.provision.state.environment import DEFAULT_DATABASE
         from pgrig.workloads import database as dbmod
 
         e = _require(env.name)
@@ -238,14 +327,18 @@ class ProvisionBackend:
             raise PgrigError(f"unknown action {action!r}")
 
     # --- runs ------------------------------------------------------------------------------------
-    def execute(self, request: RunRequest, archive: Any, console: Console) -> RunRecord:
+    def execute(self, request: RunRequest, archive: RunStore, console: Console) -> RunRecord:
         from pgrig.load.runner import execute
 
+        if request.backup_during:  # the load is the study's run; the backup is archived beside
+            from pgrig.load import backup_during
+
+            return backup_during.during_study_run(request, archive=archive, console=console)
         return execute(request, archive=archive, console=console, live=console.is_terminal)
 
 
 def _load(name: str) -> Any:
-    from pgrig.provision.environment import Environment
+    from pgrig.provision.state.environment import Environment
 
     try:
         return Environment.load(name)
@@ -269,20 +362,4 @@ def _version_matches(actual: str | None, wanted: str) -> bool:
 def settings_saved(env_name: str) -> bool:
     """Whether a study (or a tune) changed the environment's settings and has not yet put its
     own back (a killed process leaves them changed: the next one restores them first)."""
-    return _original_file(env_name).exists()
-
-
-def _original_file(env_name: str) -> Path:
-    return paths.home() / "studies" / f"{env_name}.settings.json"
-
-
-def _remember_original(env: Any) -> dict[str, str]:
-    """The environment layer as it was before any study touched it (kept until restored)."""
-    f = _original_file(env.name)
-    if f.exists():
-        return json.loads(f.read_text())
-    f.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(env.settings, indent=1, sort_keys=True))
-    os.replace(tmp, f)
-    return dict(env.settings)
+    return study_layer.saved(env_name)

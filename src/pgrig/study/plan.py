@@ -80,6 +80,8 @@ class Plan:
             study=self.study.name,
             study_point=p.key,
             repeat=planned.repeat,
+            backup_during=p.run.backup,
+            load_from=list(p.run.load_from),
         )
 
 

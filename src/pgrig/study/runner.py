@@ -15,13 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from rich.console import Console
 from rich.markup import escape
 
+from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
-from pgrig.errors import NotFound, PgrigError
+from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.request import RunRequest
 from pgrig.study import plan as planning
 from pgrig.study.plan import Plan, PlannedRun, Point
@@ -57,7 +58,7 @@ class Backend(Protocol):
     def restore(self, env: EnvSpec) -> None:
         """Put back the settings a server had before the study (it keeps running)."""
 
-    def execute(self, request: RunRequest, archive: Any, console: Console) -> RunRecord: ...
+    def execute(self, request: RunRequest, archive: RunStore, console: Console) -> RunRecord: ...
 
 
 @dataclass
@@ -72,7 +73,7 @@ class StudyResult:
     error: str | None = None
 
 
-class StudyInterrupted(Exception):
+class StudyInterrupted(Interrupted):
     """Ctrl-C during a study: its status is "interrupted" and `--resume` continues it."""
 
     def __init__(self, result: StudyResult):
@@ -95,6 +96,18 @@ def validate(study: StudySpec, backend: Backend, plan: Plan | None = None) -> Pl
         backend.validate_settings(
             study.environments[point.env_key], dict(point.settings), dict(point.origins)
         )
+    check_clients = getattr(backend, "check_clients", None)  # what each run will refuse
+    if check_clients is not None:
+        checked: set[tuple[str, int, str]] = set()
+        for planned in plan.runs:
+            request = plan.run_request(planned)
+            shape = (planned.point.key, request.clients, request.via)
+            if shape not in checked:
+                checked.add(shape)
+                check_clients(
+                    study.environments[planned.point.env_key], dict(planned.point.settings),
+                    request.clients, request.via, f"point {planned.point.label!r}",
+                )  # fmt: skip
     return plan
 
 
@@ -106,7 +119,7 @@ def completed_runs(runs: list[RunRecord]) -> set[tuple[str, int]]:
 def run_study(
     study: StudySpec,
     *,
-    archive: Any,
+    archive: RunStore,
     backend: Backend | None = None,
     console: Console | None = None,
     resume: bool = False,
@@ -118,6 +131,27 @@ def run_study(
     backend = backend or default_backend()
     plan = validate(study, backend)
     record = _open_study(study, plan, archive, resume)
+    begin = getattr(backend, "begin_study", None)  # it then holds its environments
+    if begin is not None:
+        begin(study.name, study.kind)
+    try:
+        return _run_planned(study, plan, record, archive, backend, console, resume, clock)
+    finally:
+        let_go = getattr(backend, "let_go", None)
+        if let_go is not None:
+            let_go()
+
+
+def _run_planned(
+    study: StudySpec,
+    plan: Plan,
+    record: StudyRecord,
+    archive: RunStore,
+    backend: Backend,
+    console: Console,
+    resume: bool,
+    clock: Callable[[], float],
+) -> StudyResult:
     done = completed_runs(archive.study_runs(study.name)) if resume else set()
     todo = [r for r in plan.runs if (r.point.key, r.repeat) not in done]
     result = StudyResult(study.name, "running", len(plan.runs), len(plan.runs) - len(todo), 0, 0)
@@ -129,23 +163,17 @@ def run_study(
     walker = _Walker(study, plan, archive, backend, console, clock, result)
     try:
         walker.walk(todo)
-    except KeyboardInterrupt:
+    except BaseException as e:
         walker.close(quiet=True)
+        if not is_interruption(e):
+            archive.set_study_status(study.name, "failed")
+            raise
+        rec = getattr(e, "record", None)  # a run's Interrupted: the orchestrator archived it
+        if rec is not None:
+            result.records.append(rec)
         archive.set_study_status(study.name, "interrupted")
         result.status = "interrupted"
         raise StudyInterrupted(result) from None
-    except BaseException as e:
-        if type(e).__name__ == "RunInterrupted":  # the orchestrator archived the aborted run
-            walker.close(quiet=True)
-            rec = getattr(e, "record", None)
-            if rec is not None:
-                result.records.append(rec)
-            archive.set_study_status(study.name, "interrupted")
-            result.status = "interrupted"
-            raise StudyInterrupted(result) from None
-        walker.close(quiet=True)
-        archive.set_study_status(study.name, "failed")
-        raise
     walker.close()
     # Any run that did not succeed makes the study "failed"; --resume runs those again.
     status = "done" if result.completed >= result.planned else "failed"
@@ -154,7 +182,7 @@ def run_study(
     return result
 
 
-def _open_study(study: StudySpec, plan: Plan, archive: Any, resume: bool) -> StudyRecord:
+def _open_study(study: StudySpec, plan: Plan, archive: RunStore, resume: bool) -> StudyRecord:
     try:
         existing = archive.get_study(study.name)
     except NotFound:
@@ -205,7 +233,7 @@ class _Walker:
         self,
         study: StudySpec,
         plan: Plan,
-        archive: Any,
+        archive: RunStore,
         backend: Backend,
         console: Console,
         clock: Callable[[], float],

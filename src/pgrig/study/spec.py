@@ -1,31 +1,31 @@
 """Study files (TOML): parse and validate the whole file into dataclasses before anything runs.
 
 Every error names the key path it is about (``iterations[3].settings.shared_buffers: ...``) so
-a user can fix the file without guessing. Validation here is structural (types, ranges, units,
-unknown keys, files that must exist); values of PostgreSQL settings are checked later against
-the exact server version by the study runner, still before the first run starts.
+a user can fix the file without guessing. Each table is declared in study/tables.py (types,
+ranges, unknown keys, its own rules); this module joins the tables (the [run] table with each
+iteration's or sweep point's changes, environments to iterations, files that must exist).
+Values of PostgreSQL settings are checked later against the exact server version by the study
+runner, still before the first run starts.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from pgrig.errors import PgrigError
 from pgrig.request import DatasetRequest, LoadParams, problem_of, validate_field
-from pgrig.request.problems import key_of
+from pgrig.request.problems import in_file, key_of, unknown_key
 from pgrig.request.values import setting_text
-from pgrig.request.vocabulary import SCENARIOS, SETTING_RE, valid_name
+from pgrig.request.vocabulary import SCENARIOS, valid_name
+from pgrig.study.tables import Actions, EnvironmentTable, IterationTable, StudyFile, SweepTable
 
 StudyKind = Literal["iterations", "sweep"]
-ACTIONS = ("restart", "checkpoint", "vacuum", "analyze", "prewarm", "regenerate")
-ORDERS = ("sequential", "interleaved")
 # Sweep dimensions that map onto run parameters (settings.<name>, version, environment aside).
 RUN_DIMENSIONS = (
     "clients",
@@ -60,6 +60,8 @@ class EnvSpec:
     settings: dict[str, str] = field(default_factory=dict)  # the study's base settings layer
     create: bool = True  # create it when missing (False: must exist already)
     pooler: dict[str, Any] | None = None  # passed to provisioning for via = "pgbouncer"
+    replicas: int = 0  # streaming replicas created with it (provision/replicas.py)
+    sync: str = "off"  # their replication mode: off | on | remote_write | remote_apply
     path: str = "environment"  # where it is defined in the file, for error messages
 
     @property
@@ -77,7 +79,26 @@ class StudyRun(LoadParams):
     """A study's [run] table: the load of every run (changed per iteration or sweep point),
     and the actions before each run."""
 
-    before_each: tuple[str, ...] = ()  # e.g. ("checkpoint",)
+    before_each: Actions = ()  # e.g. ("checkpoint",)
+    load_from: list[str] = Field(default_factory=list)  # load hosts (`run --load-from`)
+    # a backup taken while this load runs (load/backup_during.py), e.g. "basebackup-full"
+    backup: str | None = None
+
+    @field_validator("backup")
+    @classmethod
+    def _backup(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from pgrig.load import backup_run
+
+        what = value.removeprefix(backup_run.PREFIX)
+        if what == "restore" or what not in backup_run.WHATS:
+            raise ValueError(
+                "must be a backup: "
+                + ", ".join(w for w in backup_run.WHATS if w != "restore")
+                + f" (got {value!r})"
+            )
+        return what
 
     def with_changes(self, changes: dict[str, Any]) -> StudyRun:
         """This run with `changes` (field names) applied, validated as a whole."""
@@ -226,40 +247,21 @@ def format_seconds(s: float | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# The parser: one method per table, every error with its key path
+# The parser: the tables checked by their models (study/tables.py), then joined
 # ---------------------------------------------------------------------------------------------
-_TOP_KEYS = ("study", "environment", "environments", "dataset", "run", "iterations", "sweep")
-_STUDY_KEYS = (
-    "name",
-    "description",
-    "repeats",
-    "order",
-    "threshold",
-    "misrate",
-    "on_failure",
-    "tags",
-)
-_ENV_KEYS = ("name", "version", "profile", "settings", "create", "pooler")
 _DATASET_KEYS = ("scenario", "scale", "warehouses", "database", "init", "reset", "options")
 # [run] keys: the run request's load parameters by their study-file names, and before_each.
 _RUN_FIELDS = {key_of(StudyRun, name): name for name in StudyRun.model_fields}
 _RUN_KEYS = tuple(_RUN_FIELDS)
 _DATASET_OPTIONS = ("partitions", "partition", "rows", "jobs")  # [dataset].options
-_ITER_KEYS = ("name", "note", "settings", "reset", "actions", "environment", "run")
-_SWEEP_KEYS = (*RUN_DIMENSIONS, "settings", "version", "environment", "compare", "x", "series")
+_SWEEP_KEYS = tuple(key for key in SweepTable.model_fields if key not in ("compare", "x", "series"))
 
 
 def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    """The keys of a table checked by a request model field by field (a sweep's template)."""
     for key in table:
         if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            where = f"{path}.{key}" if path else key
-            raise StudySpecError(f"{where}: unknown key{hint}; allowed here: {', '.join(allowed)}")
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+            raise StudySpecError(f"{path}.{key}: {unknown_key(key, allowed)}")
 
 
 class _Parser:
@@ -272,189 +274,95 @@ class _Parser:
         self.name_override = name
         self.check_files = check_files
 
-    # --- typed getters ---------------------------------------------------------------------
-    def _table(self, data: dict[str, Any], key: str, path: str) -> dict[str, Any]:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            raise StudySpecError(f"{_join(path, key)}: expected a table, got {_tname(value)}")
-        return value
-
-    def _str(self, data: dict[str, Any], key: str, path: str, default: str | None = None) -> Any:
-        value = data.get(key, default)
-        if value is not None and not isinstance(value, str):
-            raise StudySpecError(f"{_join(path, key)}: expected a string, got {_tname(value)}")
-        return value
-
-    def _int(
-        self, data: dict[str, Any], key: str, path: str, default: int | None, minimum: int = 1
-    ) -> Any:
-        value = data.get(key, default)
-        return None if value is None else _as_int(value, _join(path, key), minimum)
-
-    def _choice(
-        self, data: dict[str, Any], key: str, path: str, choices: tuple[str, ...], default: str
-    ) -> str:
-        value = self._str(data, key, path, default)
-        if value not in choices:
-            raise StudySpecError(
-                f"{_join(path, key)}: {value!r} is not one of {', '.join(choices)}"
-            )
-        return value
-
-    def _settings(self, data: dict[str, Any], key: str, path: str) -> dict[str, str]:
-        table = self._table(data, key, path)
-        return {
-            _setting_name(k, _join(_join(path, key), k)): setting_value(
-                v, _join(_join(path, key), k)
-            )
-            for k, v in table.items()
-        }
-
-    def _actions(self, data: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
-        value = data.get(key, [])
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            raise StudySpecError(f"{_join(path, key)}: expected a list of actions")
-        for i, a in enumerate(value):
-            if a not in ACTIONS:
-                close = difflib.get_close_matches(str(a), ACTIONS, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise StudySpecError(
-                    f"{_join(path, key)}[{i}]: unknown action {a!r}{hint}; "
-                    f"known: {', '.join(ACTIONS)}"
-                )
-        return tuple(value)
-
     # --- sections --------------------------------------------------------------------------
     def parse(self, data: dict[str, Any]) -> StudySpec:
-        _check_keys(data, _TOP_KEYS, "")
-        study = self._table(data, "study", "")
-        _check_keys(study, _STUDY_KEYS, "study")
-        name = self.name_override or self._str(study, "name", "study") or self.default_name
+        try:
+            file = StudyFile.model_validate(data)
+        except ValidationError as e:
+            raise StudySpecError(in_file(e, StudyFile)) from None
+        study = file.study
+        name = self.name_override or study.name or self.default_name
         where = "--name" if self.name_override else "study.name"
         if not valid_name(name, STUDY_NAME_MAX):
             raise StudySpecError(
                 f"{where}: invalid study name {name!r}: use letters, digits, '_', '.', '-' "
                 "(max 48, starting with a letter or digit)"
             )
-        threshold = _as_positive(study.get("threshold", 0.02), "study.threshold")
-        if not 0 < threshold < 1:
-            raise StudySpecError("study.threshold: a fraction such as 0.02 (2%), between 0 and 1")
-        misrate = _as_positive(study.get("misrate", 0.05), "study.misrate")
-        if not 0 < misrate < 1:
-            raise StudySpecError("study.misrate: a probability such as 0.05, between 0 and 1")
-        tags = self._table(study, "tags", "study")
-        for k, v in tags.items():
-            if not isinstance(v, str | int | float) or isinstance(v, bool):
-                raise StudySpecError(f"study.tags.{k}: expected a string")
-        has_iterations = "iterations" in data
-        has_sweep = "sweep" in data
-        if has_iterations == has_sweep:
+        if (file.iterations is None) == (file.sweep is None):
             raise StudySpecError(
                 "study: give either [[iterations]] or [sweep] (exactly one of them)"
             )
-        kind: StudyKind = "iterations" if has_iterations else "sweep"
+        kind: StudyKind = "iterations" if file.iterations is not None else "sweep"
 
-        envs, default_env = self._environments(data, name)
-        dataset = self._dataset(self._table(data, "dataset", ""))
-        run = self._run(self._table(data, "run", ""), "run", base=None, template=kind == "sweep")
+        envs, default_env = self._environments(file, name)
+        dataset = self._dataset(file.dataset)
+        run = self._run(file.run, "run", base=None, template=kind == "sweep")
         spec = StudySpec(
             name=name,
             kind=kind,
             source=self.text,
             base_dir=self.base_dir,
-            description=self._str(study, "description", "study"),
-            repeats=self._int(study, "repeats", "study", 3),
-            order=self._choice(study, "order", "study", ORDERS, "sequential"),
-            threshold=threshold,
-            misrate=misrate,
-            on_failure=self._choice(study, "on_failure", "study", ("continue", "stop"), "continue"),
-            tags={k: str(v) for k, v in tags.items()},
+            description=study.description,
+            repeats=study.repeats,
+            order=study.order,
+            threshold=study.threshold,
+            misrate=study.misrate,
+            on_failure=study.on_failure,
+            tags=dict(study.tags),
             environments=envs,
             default_env=default_env,
             dataset=dataset,
             run=run,
         )
-        if kind == "iterations":
-            spec = replace(spec, iterations=self._iterations(data["iterations"], spec))
+        if file.iterations is not None:
+            spec = replace(spec, iterations=self._iterations(file.iterations, data, spec))
         else:
-            spec = self._sweep(self._table(data, "sweep", ""), spec)
+            spec = self._sweep(file.sweep or SweepTable(), data["sweep"], spec)
         _check_poolers(spec)
         return spec
 
-    def _environments(self, data: dict[str, Any], study: str) -> tuple[dict[str, EnvSpec], str]:
-        if "environment" in data and "environments" in data:
+    def _environments(self, file: StudyFile, study: str) -> tuple[dict[str, EnvSpec], str]:
+        if file.environment is not None and file.environments is not None:
             raise StudySpecError(
                 "environments: give either [environment] or [environments.<key>], not both"
             )
-        if "environments" in data:
-            tables = self._table(data, "environments", "")
-            if not tables:
+        if file.environments is not None:
+            if not file.environments:
                 raise StudySpecError("environments: define at least one [environments.<key>]")
             envs = {}
-            for key, table in tables.items():
+            for key, table in file.environments.items():
                 path = f"environments.{key}"
-                if not isinstance(table, dict):
-                    raise StudySpecError(f"{path}: expected a table, got {_tname(table)}")
                 if not valid_name(key, ENV_KEY_MAX):
                     raise StudySpecError(f"{path}: invalid key (letters, digits, '_', '.', '-')")
                 envs[key] = self._environment(table, path, key, study)
             return envs, next(iter(envs))
-        table = self._table(data, "environment", "")
-        if not table:
+        if file.environment is None:
             raise StudySpecError(
                 'environment: missing; add [environment] with at least version = "15" '
                 "(or name = an existing pgrig environment)"
             )
-        env = self._environment(table, "environment", None, study)
+        env = self._environment(file.environment, "environment", None, study)
         return {env.key: env}, env.key
 
     def _environment(
-        self, table: dict[str, Any], path: str, key: str | None, study: str
+        self, table: EnvironmentTable, path: str, key: str | None, study: str
     ) -> EnvSpec:
-        _check_keys(table, _ENV_KEYS, path)
-        version = table.get("version")
-        if version is not None:
-            if isinstance(version, bool) or not isinstance(version, int | float | str):
-                raise StudySpecError(f'{path}.version: expected a version such as "18"')
-            version = str(version)
-            if not re.match(r"^\d{2}(\.\d+)?$", version):
-                raise StudySpecError(
-                    f"{path}.version: {version!r} is not a PostgreSQL version (e.g. 15, 18 or 18.6)"
-                )
-        create = table.get("create", True)
-        if not isinstance(create, bool):
-            raise StudySpecError(f"{path}.create: expected true or false")
-        explicit = self._str(table, "name", path)
-        if explicit is None and version is None:
-            raise StudySpecError(
-                f"{path}.version: required (or give name = an existing pgrig environment)"
-            )
-        if explicit is None and not create:
-            raise StudySpecError(f"{path}.name: required when create = false")
-        key = key or (f"pg{version.split('.')[0]}" if version else explicit) or "main"
-        name = explicit or f"{study}-{key}"
+        version = table.version
+        key = key or (f"pg{version.split('.')[0]}" if version else table.name) or "main"
+        name = table.name or f"{study}-{key}"
         if not valid_name(name):
             raise StudySpecError(f"{path}.name: invalid environment name {name!r}")
-        pooler = table.get("pooler")
-        if pooler is not None:
-            if not isinstance(pooler, dict):
-                raise StudySpecError(f"{path}.pooler: expected a table such as {{pool_size = 20}}")
-            from pgrig.provision.pooler import options_from_table
-
-            try:
-                options_from_table(pooler)
-            except PgrigError as e:
-                raise StudySpecError(f"{path}.pooler: {e}") from None
+        pooler = table.pooler.model_dump(exclude_unset=True) if table.pooler else None
         return EnvSpec(
             key=key,
             name=name,
             version=version,
-            profile=self._str(table, "profile", path),
-            settings=self._settings(table, "settings", path),
-            create=create,
+            profile=table.profile,
+            settings=dict(table.settings),
+            create=table.create,
             pooler=pooler,
+            replicas=table.replicas,
+            sync=table.sync,
             path=path,
         )
 
@@ -463,7 +371,8 @@ class _Parser:
         _check_keys(table, _DATASET_KEYS, path)
         if "scenario" not in table:
             raise StudySpecError(
-                f"{path}.scenario: required, one of {', '.join(SCENARIOS)} (add a [dataset] table)"
+                f"{path}.scenario: is required, one of {', '.join(SCENARIOS)} "
+                "(add a [dataset] table)"
             )
         scenario = table["scenario"]
         if "scale" in table and "warehouses" in table:
@@ -473,10 +382,12 @@ class _Parser:
         if scenario == "tpcc" and "scale" in values:  # a TPC-C study may call its size scale
             values["warehouses"] = values.pop("scale")
         if scenario in ("pgbench", "tpcc") and not {"scale", "warehouses"} & set(table):
-            raise StudySpecError(f"{path}.{size_key}: required for scenario = {scenario!r}")
+            raise StudySpecError(f"{path}.{size_key}: is required for scenario {scenario}")
         if scenario == "custom" and isinstance(values.get("init"), str):
             values["init"] = self._file(values["init"], f"{path}.init")
-        options = self._table(table, "options", path)
+        options = table.get("options", {})
+        if not isinstance(options, dict):
+            raise StudySpecError(f"{path}.options: expected a table (got {options!r})")
         _check_keys(options, _DATASET_OPTIONS, f"{path}.options")
         try:
             return DatasetSpec.model_validate(values | options)
@@ -501,10 +412,8 @@ class _Parser:
             changes["workload"] = self._workload(table["workload"], f"{path}.workload")
         elif base is None:
             raise StudySpecError(
-                f'{path}.workload: required, e.g. "pgbench:tpcb-like", "tpcc" or "read.sql"'
+                f'{path}.workload: is required, e.g. "pgbench:tpcb-like", "tpcc" or "read.sql"'
             )
-        if "before_each" in table:
-            changes["before_each"] = self._actions(table, "before_each", path)
         if template:
             return self._template(changes, path)
         try:
@@ -569,65 +478,69 @@ class _Parser:
             raise StudySpecError(f"{path}: file {str(p)!r} does not exist")
         return str(p)
 
-    def _iterations(self, value: Any, spec: StudySpec) -> tuple[Iteration, ...]:
-        if not isinstance(value, list) or not value:
+    def _iterations(
+        self, tables: list[IterationTable], data: dict[str, Any], spec: StudySpec
+    ) -> tuple[Iteration, ...]:
+        if not tables:
             raise StudySpecError("iterations: expected at least one [[iterations]] table")
         out = []
         names: set[str] = set()
         run = spec.run
-        for i, table in enumerate(value):
+        for i, table in enumerate(tables):
             path = f"iterations[{i}]"
-            if not isinstance(table, dict):
-                raise StudySpecError(f"{path}: expected a table, got {_tname(table)}")
-            _check_keys(table, _ITER_KEYS, path)
-            name = self._str(table, "name", path) or f"iteration {i}"
+            name = table.name or f"iteration {i}"
             if name in names:
                 raise StudySpecError(f"{path}.name: {name!r} is used by an earlier iteration")
             names.add(name)
-            settings = self._settings(table, "settings", path)
-            reset = table.get("reset", [])
-            if not isinstance(reset, list) or not all(isinstance(r, str) for r in reset):
-                raise StudySpecError(f"{path}.reset: expected a list of setting names")
-            reset = tuple(_setting_name(r, f"{path}.reset[{j}]") for j, r in enumerate(reset))
-            for r in reset:
-                if r in settings:
-                    raise StudySpecError(f"{path}.reset: {r!r} is also set in {path}.settings")
-            env = self._str(table, "environment", path)
+            env = table.environment
             if env is not None and env not in spec.environments:
                 raise StudySpecError(
                     f"{path}.environment: {env!r} is not defined; "
                     f"known: {', '.join(spec.environments)}"
                 )
-            overrides = self._table(table, "run", path)
-            run = self._run(overrides, f"{path}.run", base=run)  # validates the combination
+            run = self._run(table.run, f"{path}.run", base=run)  # validates the combination
             out.append(
                 Iteration(
                     index=i,
                     name=name,
-                    note=self._str(table, "note", path),
-                    settings=settings,
-                    reset=reset,
-                    actions=self._actions(table, "actions", path),
+                    note=table.note,
+                    settings=dict(table.settings),
+                    reset=tuple(table.reset),
+                    actions=table.actions,
                     environment=env,
-                    run_changes=dict(overrides),
+                    run_changes=dict(table.run),
                     run=run,
                 )
             )
         return tuple(out)
 
-    def _sweep(self, table: dict[str, Any], spec: StudySpec) -> StudySpec:
+    def _sweep(self, sweep: SweepTable, table: dict[str, Any], spec: StudySpec) -> StudySpec:
         path = "sweep"
-        _check_keys(table, _SWEEP_KEYS, path)
+        dims = self._sweep_dimensions(sweep, table, spec, path)
+        names = [d.name for d in dims]
+        # Switching servers is the costly step: environment/version vary slowest.
+        dims.sort(key=lambda d: d.name not in ("environment", "version"))
+        envs, default_env = _version_environments(spec, dims, path)
+        x, series, compare = _sweep_axes(sweep, dims, names, path)
+        self._check_combinations(spec, dims, path)
+        return replace(
+            spec,
+            environments=envs,
+            default_env=default_env,
+            sweep=Sweep(tuple(dims), x, tuple(series), compare),
+        )
+
+    def _sweep_dimensions(
+        self, sweep: SweepTable, table: dict[str, Any], spec: StudySpec, path: str
+    ) -> list[Dimension]:
+        """The swept dimensions in the order the file gives them, each value checked."""
         dims: list[Dimension] = []
-        for key, value in table.items():
+        for key in table:
             if key in ("compare", "x", "series"):
                 continue
             if key == "settings":
-                settings = self._table(table, "settings", path)
-                for sname, values in settings.items():
-                    spath = f"{path}.settings.{sname}"
-                    name = _setting_name(sname, spath)
-                    vals = _list(values, spath)
+                for name, vals in sweep.settings.items():
+                    spath = f"{path}.settings.{name}"
                     dims.append(
                         Dimension(
                             f"settings.{name}",
@@ -635,58 +548,14 @@ class _Parser:
                         )
                     )
                 continue
-            vals = _list(value, f"{path}.{key}")
+            vals = getattr(sweep, key)
             dims.append(Dimension(key, self._dimension_values(key, vals, spec, f"{path}.{key}")))
         if not dims:
-            raise StudySpecError(
-                f"{path}: sweep over at least one of {', '.join(_SWEEP_KEYS[:-3])}"
-            )
-        names = [d.name for d in dims]
-        if "version" in names and "environment" in names:
-            raise StudySpecError(f"{path}.version: sweep over version or environment, not both")
-        if "version" in names and len(spec.environments) > 1:
-            raise StudySpecError(
-                f"{path}.version: needs a single [environment] as the template for each version"
-            )
-        # Switching servers is the costly step: environment/version vary slowest.
-        dims.sort(key=lambda d: d.name not in ("environment", "version"))
-        envs = dict(spec.environments)
-        default_env = spec.default_env
-        if "version" in names:
-            template = envs[default_env]
-            envs = {}
-            if not template.create:
-                raise StudySpecError(
-                    f"{path}.version: the environment must be created by the study "
-                    "(create = true) to sweep over versions"
-                )
-            for v in next(d for d in dims if d.name == "version").values:
-                key = f"pg{v}"
-                envs[key] = replace(template, key=key, name=f"{spec.name}-{key}", version=str(v))
-            default_env = next(iter(envs))
-        x = self._str(table, "x", path)
-        if x is None:
-            numeric = [d.name for d in dims if d.name in ("clients", "threads", "rate")]
-            x = "clients" if "clients" in names else (numeric[0] if numeric else dims[-1].name)
-        elif x not in names:
-            raise StudySpecError(f"{path}.x: {x!r} is not a swept dimension ({', '.join(names)})")
-        series_default = tuple(n for n in names if n != x)
-        series = table.get("series", list(series_default))
-        if isinstance(series, str):
-            series = [series]
-        if not isinstance(series, list) or sorted(series) != sorted(series_default):
-            raise StudySpecError(
-                f"{path}.series: must list the other swept dimensions ({', '.join(series_default)})"
-            )
-        compare = self._str(table, "compare", path)
-        if compare is not None and compare not in names:
-            close = difflib.get_close_matches(compare, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise StudySpecError(
-                f"{path}.compare: {compare!r} is not a swept dimension{hint}; "
-                f"swept: {', '.join(names)}"
-            )
-        # Check every combination of run parameters once, before anything runs.
+            raise StudySpecError(f"{path}: sweep over at least one of {', '.join(_SWEEP_KEYS)}")
+        return dims
+
+    def _check_combinations(self, spec: StudySpec, dims: list[Dimension], path: str) -> None:
+        """Check every combination of run parameters once, before anything runs."""
         run_dims = [d for d in dims if d.name in RUN_DIMENSIONS]
         combos: list[dict[str, Any]] = [{}]
         for d in run_dims:
@@ -699,12 +568,6 @@ class _Parser:
                 swept = {key_of(StudyRun, f) for f in problem.fields} & set(combo)
                 raise StudySpecError(problem.at(path if swept else "run", StudyRun)) from None
             self._check_scripts(run, path if "workload" in combo else "run")
-        return replace(
-            spec,
-            environments=envs,
-            default_env=default_env,
-            sweep=Sweep(tuple(dims), x, tuple(series), compare),
-        )
 
     def _dimension_values(
         self, key: str, vals: list[Any], spec: StudySpec, path: str
@@ -714,11 +577,8 @@ class _Parser:
             p = f"{path}[{i}]"
             if key in RUN_DIMENSIONS:
                 out.append(self._run_value(key, v, p))
-            elif key == "version":
-                s = str(v) if isinstance(v, int | str) and not isinstance(v, bool) else ""
-                if not re.match(r"^\d{2}(\.\d+)?$", s):
-                    raise StudySpecError(f"{p}: {v!r} is not a PostgreSQL version (e.g. 15, 18)")
-                out.append(s)
+            elif key == "version":  # checked by SweepTable
+                out.append(str(v))
             elif key == "environment":
                 if v not in spec.environments:
                     raise StudySpecError(
@@ -748,6 +608,58 @@ def point_run(base: StudyRun, coords: dict[str, Any]) -> StudyRun:
     return base.with_changes(changes)
 
 
+def _version_environments(
+    spec: StudySpec, dims: list[Dimension], path: str
+) -> tuple[dict[str, EnvSpec], str]:
+    """The study's environments and its default one; a sweep over versions replaces the single
+    [environment] by one created environment per version (pg<version>)."""
+    names = [d.name for d in dims]
+    if "version" in names and len(spec.environments) > 1:
+        raise StudySpecError(
+            f"{path}.version: needs a single [environment] as the template for each version"
+        )
+    if "version" not in names:
+        return dict(spec.environments), spec.default_env
+    template = spec.environments[spec.default_env]
+    if not template.create:
+        raise StudySpecError(
+            f"{path}.version: the environment must be created by the study "
+            "(create = true) to sweep over versions"
+        )
+    envs: dict[str, EnvSpec] = {}
+    for v in next(d for d in dims if d.name == "version").values:
+        key = f"pg{v}"
+        envs[key] = replace(template, key=key, name=f"{spec.name}-{key}", version=str(v))
+    return envs, next(iter(envs))
+
+
+def _sweep_axes(
+    sweep: SweepTable, dims: list[Dimension], names: list[str], path: str
+) -> tuple[str, list[str], str | None]:
+    """The charts' x axis (clients when swept, else the first numeric dimension, else the
+    last), the series (the other dimensions) and the comparison axis, each checked."""
+    x = sweep.x
+    if x is None:
+        numeric = [d.name for d in dims if d.name in ("clients", "threads", "rate")]
+        x = "clients" if "clients" in names else (numeric[0] if numeric else dims[-1].name)
+    elif x not in names:
+        raise StudySpecError(f"{path}.x: {x!r} is not a swept dimension ({', '.join(names)})")
+    series_default = tuple(n for n in names if n != x)
+    series = list(series_default) if sweep.series is None else sweep.series
+    if sorted(series) != sorted(series_default):
+        raise StudySpecError(
+            f"{path}.series: must list the other swept dimensions ({', '.join(series_default)})"
+        )
+    compare = sweep.compare
+    if compare is not None and compare not in names:
+        close = difflib.get_close_matches(compare, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise StudySpecError(
+            f"{path}.compare: {compare!r} is not a swept dimension{hint}; swept: {', '.join(names)}"
+        )
+    return x, series, compare
+
+
 def _check_poolers(spec: StudySpec) -> None:
     """via = pgbouncer on an environment the study creates needs its pooler described."""
     vias = {spec.run.via} | {it.run.via for it in spec.iterations if it.run}
@@ -763,36 +675,3 @@ def _check_poolers(spec: StudySpec) -> None:
                 f"{env.path}.pooler: runs go through pgbouncer, so describe the pooler, "
                 'e.g. pooler = {mode = "transaction", pool_size = 20}'
             )
-
-
-def _setting_name(name: Any, path: str) -> str:
-    if not isinstance(name, str) or not SETTING_RE.match(name.lower()):
-        raise StudySpecError(f"{path}: {name!r} is not a valid setting name")
-    return name.lower()
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list) or not value:
-        raise StudySpecError(f"{path}: expected a non-empty list of values")
-    return value
-
-
-def _as_int(value: Any, path: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise StudySpecError(f"{path}: expected an integer (got {value!r})")
-    if value < minimum:
-        raise StudySpecError(f"{path}: must be >= {minimum} (got {value})")
-    return value
-
-
-def _as_positive(value: Any, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StudySpecError(f"{path}: expected a number (got {value!r})")
-    if value <= 0:
-        raise StudySpecError(f"{path}: must be > 0 (got {value})")
-    return float(value)
-
-
-def _tname(value: Any) -> str:
-    names: dict[type, str] = {dict: "a table", list: "a list", str: "a string"}
-    return names.get(type(value), type(value).__name__)

@@ -30,8 +30,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig import paths
+from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
-from pgrig.errors import NotFound, PgrigError
+from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
@@ -44,7 +45,7 @@ from pgrig.tune.objective import Objective
 from pgrig.tune.space import RESTART_GROUP, Space
 
 if TYPE_CHECKING:
-    from pgrig.load.runner import StopIf
+    from pgrig.load.run_steps import StopIf
 
 KIND = "tune"
 BASELINE_POINT = "baseline"
@@ -89,7 +90,9 @@ class TuneResult:
     error: str | None = None
 
 
-class TuneInterrupted(Exception):
+class TuneInterrupted(Interrupted):
+    """Ctrl-C or SIGTERM during tuning: the settings are restored, the study "interrupted"."""
+
     def __init__(self, result: TuneResult):
         super().__init__(f"tuning study {result.name} interrupted")
         self.result = result
@@ -117,11 +120,32 @@ def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
     return True
 
 
+def restore_now(env_name: str) -> str | None:
+    """`pgrig tune ENV --restore`: while no study holds ENV (EnvBusy names the one that does),
+    put back its own settings; returns who had left them changed (None: nothing to do)."""
+    from pgrig.provision.settings import study_layer
+
+    backend = TuneBackend()
+    backend.hold(env_name)
+    try:
+        if not study_layer.saved(env_name):
+            return None
+        who = study_layer.describe_owner(env_name)
+        restore_leftovers(env_name, backend)
+        return who
+    finally:
+        backend.let_go()
+
+
 class Backend(StudyBackend, Protocol):
     """The study backend, whose runs may be stopped early by a guardrail."""
 
     def execute(
-        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+        self,
+        request: RunRequest,
+        archive: RunStore,
+        console: Console,
+        stop_if: StopIf | None = None,
     ) -> RunRecord: ...
 
 
@@ -129,7 +153,11 @@ class TuneBackend(ProvisionBackend):
     """The study backend, with runs that print no live view (the tune shows its own)."""
 
     def execute(
-        self, request: RunRequest, archive: Any, console: Console, stop_if: StopIf | None = None
+        self,
+        request: RunRequest,
+        archive: RunStore,
+        console: Console,
+        stop_if: StopIf | None = None,
     ) -> RunRecord:
         from pgrig.load.runner import execute
 
@@ -139,7 +167,7 @@ class TuneBackend(ProvisionBackend):
 def run_tune(
     req: TuneRequest,
     *,
-    archive: Any,
+    archive: RunStore,
     resume: bool = False,
     backend: Backend | None = None,
     console: Console | None = None,
@@ -147,12 +175,30 @@ def run_tune(
     on_trial: Callable[[int, int, str], None] | None = None,
 ) -> TuneResult:
     """The whole study; raises TuneInterrupted on Ctrl-C/SIGTERM (settings restored first)."""
+    console = console or Console(stderr=True)
+    backend = backend or TuneBackend(console)
+    _hold(backend, req.name, req.load.env_name)  # the whole tune: no run slips in between
+    try:
+        return _run_held(req, archive, resume, backend, console, clock, on_trial)
+    finally:
+        let_go = getattr(backend, "let_go", None)
+        if let_go is not None:
+            let_go()
+
+
+def _run_held(
+    req: TuneRequest,
+    archive: RunStore,
+    resume: bool,
+    backend: Backend,
+    console: Console,
+    clock: Callable[[], float],
+    on_trial: Callable[[int, int, str], None] | None,
+) -> TuneResult:
     import optuna
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    console = console or Console(stderr=True)
-    backend = backend or TuneBackend(console)
     env = env_spec(req.load.env_name)
     if restore_leftovers(env.name, backend):
         console.print(
@@ -196,7 +242,7 @@ def run_tune(
         started = backend.ensure_environment(env)
         walker.run()
     except BaseException as e:
-        interrupted = isinstance(e, KeyboardInterrupt) or type(e).__name__ == "RunInterrupted"
+        interrupted = is_interruption(e)
         _close(backend, env, started, console)
         walker.save()
         status = "interrupted" if interrupted else "failed"
@@ -213,6 +259,16 @@ def run_tune(
     archive.set_study_status(req.name, status)
     error = None if best is not None else "no trial completed: nothing to confirm"
     return TuneResult(req.name, status, walker.done(), best, error)
+
+
+def _hold(backend: Backend, name: str, env_name: str) -> None:
+    """Name the tune to the backend and hold its environment (fakes in tests may not)."""
+    begin = getattr(backend, "begin_study", None)
+    if begin is not None:
+        begin(name, KIND)
+    hold = getattr(backend, "hold", None)
+    if hold is not None:
+        hold(env_name)
 
 
 def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> None:
@@ -232,7 +288,7 @@ def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> N
         )
 
 
-def _open_study(req: TuneRequest, archive: Any, resume: bool) -> bool:
+def _open_study(req: TuneRequest, archive: RunStore, resume: bool) -> bool:
     """Create the study (True), or reopen it with `resume` (False)."""
     try:
         existing = archive.get_study(req.name)
@@ -261,7 +317,7 @@ class _Tuner:
     def __init__(
         self,
         req: TuneRequest,
-        archive: Any,
+        archive: RunStore,
         backend: Backend,
         console: Console,
         clock: Callable[[], float],
@@ -411,8 +467,10 @@ class _Tuner:
 
     # --- helpers ------------------------------------------------------------------------------
     def _execute(self, point: str, repeat: int, stop_if: StopIf | None = None) -> RunRecord:
+        # Every trial and confirmation run follows a restart with new settings: warm the cache
+        # first, so runs differ by their settings, not by what the restart emptied.
         request = self.req.load.model_copy(
-            update={"study": self.req.name, "study_point": point, "repeat": repeat}
+            update={"study": self.req.name, "study_point": point, "repeat": repeat, "prewarm": True}
         )
         return self.backend.execute(request, self.archive, self.console, stop_if=stop_if)
 

@@ -24,15 +24,18 @@ runner can keep them fixed over a group of trials (RESTART_GROUP).
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from pgrig.errors import PgrigError
-from pgrig.provision import profiles
+from pgrig.provision.settings import profiles
+from pgrig.request.problems import in_file
+from pgrig.tune.space_file import KnobTable, SpaceFile
 
 MIB = 1024**2
 UNSAFE = ("fsync", "synchronous_commit", "full_page_writes")
@@ -40,8 +43,6 @@ UNSAFE = ("fsync", "synchronous_commit", "full_page_writes")
 # rejects.
 WAL_SYNC_METHODS = ("fdatasync", "open_datasync", "fsync", "open_sync")
 RESTART_GROUP = 4  # trials sharing the values of restart-only knobs (one restart per group)
-_KNOB_KEYS = {"low", "high", "log", "unit", "choices"}
-_UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
 
 
 class Suggester(Protocol):
@@ -101,6 +102,7 @@ class Knob:
 class Space:
     knobs: list[Knob]
     notes: list[str] = field(default_factory=list)
+    origin: str = ""  # the space file ("": the default space, built for this host)
 
     @property
     def names(self) -> list[str]:
@@ -124,7 +126,11 @@ class Space:
 
     def with_restart(self, needs_restart: Callable[[str], bool]) -> Space:
         knobs = [replace(k, restart=needs_restart(k.name)) for k in self.knobs]
-        return Space(knobs, list(self.notes))
+        return Space(knobs, list(self.notes), self.origin)
+
+    @property
+    def unsafe_names(self) -> list[str]:
+        return [k.name for k in self.knobs if k.name in UNSAFE]
 
     def as_dicts(self) -> list[dict[str, Any]]:
         """What the archive keeps with the study and the report shows."""
@@ -224,94 +230,41 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 # --- a space file ----------------------------------------------------------------------------
 def load_space(path: Path, allow_unsafe: bool = False) -> Space:
-    """A TOML space file; a problem is one error naming the file and the key."""
+    """A TOML space file (space_file.SpaceFile); a problem is one error naming the file and
+    the key path."""
     where = f"--space {path}"
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise PgrigError(f"{where}: cannot read: {e}") from None
-    extra = sorted(set(data) - {"knobs"})
-    if extra or not isinstance(data.get("knobs"), dict) or not data["knobs"]:
-        raise PgrigError(
-            f"{where}: expected only [knobs.<setting>] tables (found {extra or 'none'})"
-        )
-    knobs = [_knob(name, table, f"{where}: knobs.{name}") for name, table in data["knobs"].items()]
+    try:
+        file = SpaceFile.model_validate(data)
+    except ValidationError as e:
+        raise PgrigError(f"{where}: {in_file(e, SpaceFile)}") from None
+    knobs = [_knob(name, table) for name, table in file.knobs.items()]
     unsafe = [k.name for k in knobs if k.name in UNSAFE]
     notes = []
     if unsafe and not allow_unsafe:
         raise PgrigError(
-            f"{where}: knobs.{unsafe[0]} changes durability: add --allow-unsafe "
+            f"{where}: knobs.{unsafe[0]}: changes durability: add --allow-unsafe "
             "(only for throw-away data) or remove it"
         )
     if unsafe:
         notes.append(unsafe_warning(unsafe))
-    return Space(knobs, notes)
-
-
-def _knob(name: str, table: Any, where: str) -> Knob:
-    from pgrig.provision import validator
-
-    try:
-        (name,) = validator.normalize({name: ""})
-    except PgrigError as e:
-        raise PgrigError(f"{where}: {e}") from None
-    if not isinstance(table, dict):
-        raise PgrigError(f"{where}: must be a table with low/high or choices")
-    unknown = sorted(set(table) - _KNOB_KEYS)
-    if unknown:
-        raise PgrigError(f"{where}: unknown key {unknown[0]} (use {', '.join(sorted(_KNOB_KEYS))})")
-    if "choices" in table:
-        choices = table["choices"]
-        if set(table) != {"choices"} or not isinstance(choices, list) or len(choices) < 2:
-            raise PgrigError(f"{where}: choices must be a list of 2+ values, alone")
-        return Knob(name, choices=tuple(_choice(c, where) for c in choices), group="file")
-    if "low" not in table or "high" not in table:
-        raise PgrigError(f"{where}: needs low and high (or choices)")
-    low, high, unit = _bounds(table["low"], table["high"], table.get("unit", ""), where)
-    log = table.get("log", False)
-    if not isinstance(log, bool):
-        raise PgrigError(f"{where}.log: must be true or false")
-    if log and low <= 0:
-        raise PgrigError(f"{where}.log: a log scale needs low > 0")
-    integer = all(isinstance(v, int) for v in (low, high))
-    return Knob(name, low, high, unit, log=log, integer=integer, group="file")
-
-
-def _choice(value: Any, where: str) -> str:
-    from pgrig.request.values import setting_text
-
-    try:
-        return setting_text(value)
-    except ValueError as e:
-        raise PgrigError(f"{where}.choices: {e}") from None
-
-
-def _bounds(low: Any, high: Any, unit: Any, where: str) -> tuple[float, float, str]:
-    """Numbers in `unit`, or both sizes with a unit ("128MB", "2GB": counted in MB or kB)."""
-    if isinstance(low, str) or isinstance(high, str):
-        if not (isinstance(low, str) and isinstance(high, str)) or unit:
-            raise PgrigError(f'{where}: give low and high both as sizes ("128MB") or numbers')
-        lo_b, hi_b = (_size(v, where) for v in (low, high))
-        unit = "MB" if lo_b % MIB == 0 and hi_b % MIB == 0 else "kB"
-        div = MIB if unit == "MB" else 1024
-        low, high = lo_b // div, hi_b // div
-    if unit not in _UNITS:
-        raise PgrigError(
-            f"{where}.unit: {unit!r} is not one of {', '.join(u for u in _UNITS if u)}"
+    elif allow_unsafe:
+        notes.append(
+            f"--allow-unsafe: the space file has no durability knob ({', '.join(UNSAFE)}): "
+            "nothing unsafe is searched"
         )
-    for key, v in (("low", low), ("high", high)):
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise PgrigError(f"{where}.{key}: must be a number or a size (got {v!r})")
-    if low >= high:
-        raise PgrigError(f"{where}: low ({low}) must be below high ({high})")
-    return low, high, unit
+    return Space(knobs, notes, str(path))
 
 
-def _size(text: str, where: str) -> int:
-    try:
-        return profiles.parse_size(text)
-    except PgrigError as e:
-        raise PgrigError(f"{where}: {e}") from None
+def _knob(name: str, table: KnobTable) -> Knob:
+    if table.choices is not None:
+        return Knob(name, choices=tuple(table.choices), group="file")
+    low, high, unit = table.bounds()
+    integer = all(isinstance(v, int) for v in (low, high))
+    return Knob(name, low, high, unit, log=table.log, integer=integer, group="file")
 
 
 # --- validation against the server -----------------------------------------------------------
@@ -321,32 +274,48 @@ class Validator(Protocol):
 
 
 def check_space(space: Space, check: Validator) -> Space:
-    """Every range end and choice through `check` (the real parser); unsupported choices are
-    dropped with a note; any other refusal is one error naming --space and the setting."""
+    """Every range end and choice through `check` (the real parser). A space file is the
+    user's input: any value the server refuses is one error naming the file and the key path
+    (knobs.work_mem.high, knobs.wal_compression.choices[3]). The default space is pgrig's own:
+    choices this build lacks (zstd without libzstd) are dropped with a note. A space left
+    without a knob is refused: there would be nothing to search."""
+    strict = bool(space.origin)
+    where = f"--space {space.origin}" if strict else "--space"
     numeric = [k for k in space.knobs if not k.choices]
     for side in (0, 1):
         values = {k.name: k.ends()[side] for k in numeric}
         try:
             check(values)
-        except PgrigError as e:
-            raise PgrigError(f"--space: {e}") from None
+        except PgrigError as whole:
+            if strict:  # name the culprit's key path
+                for k in numeric:
+                    try:
+                        check({k.name: k.ends()[side]})
+                    except PgrigError as e:
+                        key = ("low", "high")[side]
+                        raise PgrigError(f"{where}: knobs.{k.name}.{key}: {e}") from None
+            raise PgrigError(f"{where}: {whole}") from None
     knobs, notes = [], list(space.notes)
     for k in space.knobs:
         if not k.choices:
             knobs.append(k)
             continue
         kept = []
-        for choice in k.choices:
+        for i, choice in enumerate(k.choices):
             try:
                 check({k.name: choice})
                 kept.append(choice)
             except PgrigError as e:
+                if strict:
+                    raise PgrigError(f"{where}: knobs.{k.name}.choices[{i}]: {e}") from None
                 notes.append(f"{k.name} = {choice} left out: {e}")
         if len(kept) >= 2:
             knobs.append(replace(k, choices=tuple(kept)))
         else:
             notes.append(f"{k.name} left out: fewer than two of its values are accepted")
-    return Space(knobs, notes)
+    if not knobs:
+        raise PgrigError(f"{where}: no knob is left to search ({'; '.join(notes) or 'empty'})")
+    return Space(knobs, notes, space.origin)
 
 
 def for_server(
@@ -357,7 +326,8 @@ def for_server(
     grows (max_wal_size stays below a quarter of its free space)."""
     import shutil
 
-    from pgrig.provision import binaries, catalog, validator
+    from pgrig.provision.server import binaries
+    from pgrig.provision.settings import catalog, validator
 
     major = binaries.major_of(version)
     if space_arg == "default":

@@ -8,12 +8,14 @@ FastAPI runs them in its thread pool, so a slow archive query never blocks the e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import jinja2
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -29,7 +31,7 @@ from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.load import lifecycle
 from pgrig.request.values import check_int64
-from pgrig.web import compare_view, run_view, runs_view, study_view
+from pgrig.web import compare_view, run_view, runs_view, study_view, track_view
 from pgrig.web import format as fmt
 
 HERE = Path(__file__).parent
@@ -39,6 +41,8 @@ CSP = (
 )
 # Artifacts are served as plain text or bytes, never as something a browser would render.
 TEXT_SUFFIXES = (".log", ".stdout", ".stderr", ".txt", ".conf", ".sql", ".json", ".csv", ".toml")
+# page(template, status=200, **context): a template rendered into an HTML response
+Page = Callable[..., HTMLResponse]
 
 
 def templates() -> jinja2.Environment:
@@ -85,7 +89,9 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     of a typo in a path (the default archive is created, so a fresh install shows empty pages).
     """
     _check_exists(archive_url)
-    archive = Archive(archive_url)
+    # Reading only: no recovery writes (importing spooled runs, marking dead runs lost); the
+    # next CLI command, or `Archive.recover()`, does that explicitly.
+    archive = Archive(archive_url, recover=False)
     lifecycle.remove_orphan_work_dirs()
     env = templates()
     app = FastAPI(title="pgrig", docs_url=None, redoc_url=None, openapi_url=None)
@@ -96,6 +102,16 @@ def create_app(archive_url: str | None = None) -> FastAPI:
         html = env.get_template(name).render(archive_url=archive.url, **ctx)
         return HTMLResponse(html, status_code=status)
 
+    _security_headers(app)
+    _error_pages(app, page)
+    _run_pages(app, archive, page)
+    _study_pages(app, archive, page)
+    return app
+
+
+def _security_headers(app: FastAPI) -> None:
+    """Every response says: no scripts, no framing, no sniffing, no referrer (CSP above)."""
+
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
         response = await call_next(request)
@@ -103,7 +119,11 @@ def create_app(archive_url: str | None = None) -> FastAPI:
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["X-Frame-Options"] = "DENY"
-        return response
+        return cast(Response, response)
+
+
+def _error_pages(app: FastAPI, page: Page) -> None:
+    """Errors are HTML pages like the rest: 404 for what does not exist, 400 for bad input."""
 
     @app.exception_handler(NotFound)
     def not_found(_request: Request, exc: NotFound) -> HTMLResponse:
@@ -112,6 +132,19 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     @app.exception_handler(PgrigError)
     def bad_request(_request: Request, exc: PgrigError) -> HTMLResponse:
         return page("error.html", 400, title="Bad request", message=str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    def bad_parameter(_request: Request, exc: RequestValidationError) -> HTMLResponse:
+        """/runs/abc: the same HTML error page as any other bad request, not FastAPI's JSON."""
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(x) for x in err.get("loc", ())[1:]) or "request"
+            problems.append(f"{where} {str(err.get('input'))[:80]!r}: {err.get('msg')}")
+        return page("error.html", 400, title="Bad request", message="; ".join(problems))
+
+
+def _run_pages(app: FastAPI, archive: Archive, page: Page) -> None:
+    """The runs list (and its CSV), a run, its artifacts, and the comparison of runs."""
 
     @app.get("/", include_in_schema=False)
     def index() -> RedirectResponse:
@@ -157,14 +190,25 @@ def create_app(archive_url: str | None = None) -> FastAPI:
         repeats_url = compare_view.study_repeats_url(archive, groups)
         return page("compare.html", v=compare_view.build(groups, repeats_url))
 
+
+def _study_pages(app: FastAPI, archive: Archive, page: Page) -> None:
+    """The studies list, a study, and a version series (a study of kind "track")."""
+
     @app.get("/studies", response_class=HTMLResponse)
     def studies() -> HTMLResponse:
         items = [(s, archive.count_runs(RunFilter(study=s.name))) for s in archive.list_studies()]
         return page("studies.html", studies=items)
 
+    @app.get("/track/{name}", response_class=HTMLResponse)
+    def track(name: str) -> HTMLResponse:
+        page_model, chart = track_view.build(archive, name)
+        return page("track.html", p=page_model, chart=chart)
+
     @app.get("/studies/{name}", response_class=HTMLResponse)
-    def study(name: str) -> HTMLResponse:
+    def study(name: str) -> Response:
         rec = archive.get_study(name)
+        if rec.kind == "track":  # a version series has its own page
+            return RedirectResponse(f"/track/{quote(name, safe='')}", status_code=307)
         try:
             view = study_view.build(rec, archive)
         except NotFound:
@@ -173,5 +217,3 @@ def create_app(archive_url: str | None = None) -> FastAPI:
             message = f"study {name!r} cannot be shown: {e}"
             return page("error.html", 500, title="Cannot show this study", message=message)
         return page("study.html", v=view)
-
-    return app

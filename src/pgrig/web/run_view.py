@@ -4,29 +4,23 @@ what the runner recorded."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from markupsafe import Markup
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
 from pgrig.insights.summary import WhyPart, why_parts
+from pgrig.record.documents import HostCheck, HostDoc, RunExtra
 from pgrig.reports import run_charts
 from pgrig.reports.svg import render
-from pgrig.web import format as fmt
-
-LAYER_ORDER = ("insights", "profile", "environment", "study", "run")
-
-
-@dataclass
-class SettingRow:
-    name: str
-    value: str
-    default: str
-    source: str
-    layer: str
+from pgrig.table import Table
+from pgrig.views import backup_figures, run_hosts, run_summary
+from pgrig.views.run_summary import RunSummary
+from pgrig.views.settings import SettingRow, non_default_rows
 
 
 @dataclass
@@ -55,7 +49,11 @@ class RunPage:
     extra: list[tuple[str, str]] = field(default_factory=list)
     why: list[WhyPart] = field(default_factory=list)  # pgrig.insights.summary
     insights_notes: list[str] = field(default_factory=list)
-    host_checks: list[dict[str, Any]] = field(default_factory=list)  # host.checks, as recorded
+    host_checks: list[HostCheck] = field(default_factory=list)  # host.checks, as recorded
+    summary: RunSummary | None = None  # pgrig.views.run_summary
+    hosts: Table | None = None  # every host of the run (views/run_hosts.py)
+    backup: list[tuple[str, str]] = field(default_factory=list)  # views/backup_figures.py
+    topology: list[tuple[str, str]] = field(default_factory=list)
 
 
 def build(rec: RunRecord) -> RunPage:
@@ -75,60 +73,31 @@ def build(rec: RunRecord) -> RunPage:
         why=why_parts(rec.insights),
         insights_notes=[str(n) for n in (rec.insights or {}).get("notes") or []],
         host_checks=host_checks(rec.host),
+        hosts=run_hosts.hosts_table(rec),
+        backup=backup_figures.rows(rec),
+        topology=backup_figures.topology_rows(rec),
+        summary=run_summary.build(rec),
     )
 
 
-def host_checks(host: dict[str, Any]) -> list[dict[str, Any]]:
+def host_checks(host: HostDoc) -> list[HostCheck]:
     """The host checks recorded at the start of the run (host.checks), in their order."""
-    checks = host.get("checks")
-    return [c for c in checks if isinstance(c, dict)] if isinstance(checks, list) else []
+    checks: Any = host.get("checks")  # JSON from the archive: checked here
+    return (
+        [cast(HostCheck, c) for c in checks if isinstance(c, dict)]
+        if isinstance(checks, list)
+        else []
+    )
 
 
 def settings_rows(rec: RunRecord) -> list[SettingRow]:
-    """The settings that differ from PostgreSQL's built-in defaults, and the layer that set each."""
-    rows = []
-    for name, s in sorted(rec.non_default_settings().items()):
-        rows.append(
-            SettingRow(
-                name=name,
-                value=fmt.setting_value(s, name),
-                default=fmt.setting_value(s, name, key="boot_val"),
-                source=str(s.get("source") or ""),
-                layer=_layer_of(rec.settings_layers, name),
-            )
-        )
-    return rows
+    """The settings that differ from PostgreSQL's built-in defaults (pgrig.views.settings)."""
+    return non_default_rows(rec)
 
 
-def _layer_of(layers: dict[str, dict[str, str]], name: str) -> str:
-    """The highest layer (insights < profile < environment < study < run) that sets `name`."""
-    found = ""
-    ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]
-    for layer in ordered:
-        if name in (layers.get(layer) or {}):
-            found = layer
-    return found
-
-
-def host_rows(host: dict[str, Any]) -> list[tuple[str, str]]:
-    """Host facts flattened to (key, text): nested dicts as a.b, lists comma-separated."""
-    out: list[tuple[str, str]] = []
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        elif value is None:
-            return
-        elif isinstance(value, list | tuple):
-            out.append((prefix, ", ".join(_text(v) for v in value)))
-        elif isinstance(value, int) and not isinstance(value, bool) and prefix.endswith("_bytes"):
-            out.append((prefix, f"{fmt.size(value)} ({value:,})"))
-        else:
-            out.append((prefix, _text(value)))
-
-    walk("", host)
-    return out
+def host_rows(host: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Host facts flattened to (key, text) (pgrig.views.run_summary.host_facts)."""
+    return run_summary.host_facts(host)
 
 
 def _text(v: Any) -> str:
@@ -137,7 +106,7 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def extra_rows(extra: dict[str, Any]) -> list[tuple[str, str]]:
+def extra_rows(extra: RunExtra) -> list[tuple[str, str]]:
     """Everything else the run recorded (warnings have their own place at the top)."""
     shown = [(k, v) for k, v in sorted(extra.items()) if k != "warnings"]
     return [(k, _text(v)) for k, v in shown if v not in (None, {}, [])]

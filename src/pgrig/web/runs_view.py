@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from pgrig.archive.export import LOAD_FIELDS
+from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
@@ -88,8 +89,15 @@ class RunsQuery:
 
 def parse_query(params: Mapping[str, str]) -> RunsQuery:
     """Validate the runs page's query parameters; a bad one raises a one-line PgrigError."""
-    q = RunsQuery()
     get = {k: (params.get(k) or "").strip() for k in (*FILTER_PARAMS, "sort", "page", "per")}
+    q = RunsQuery(flt=_filter(get), params={k: get[k] for k in FILTER_PARAMS if get[k]})
+    _order(q, get["sort"])
+    _paging(q, get["per"], get["page"])
+    return q
+
+
+def _filter(get: Mapping[str, str]) -> RunFilter:
+    """The archive filter the page's filter parameters ask for ("" = not filtered)."""
     flt = RunFilter()
     if get["env"]:
         flt.env_name = get["env"]
@@ -110,23 +118,30 @@ def parse_query(params: Mapping[str, str]) -> RunsQuery:
         flt.tag = (key.strip(), value.strip())
     if get["q"]:
         flt.text = get["q"]
-    q.flt = flt
-    q.params = {k: get[k] for k in FILTER_PARAMS if get[k]}
-    if get["sort"]:
-        key = get["sort"].lstrip("-")
-        if key not in SORT_COLUMNS:
-            raise PgrigError(f"cannot sort by {key!r}: use one of {', '.join(SORT_COLUMNS)}")
-        q.sort, q.desc = key, get["sort"].startswith("-")
-    if get["per"]:
-        q.per_page = _int(get["per"], "per")
+    return flt
+
+
+def _order(q: RunsQuery, sort: str) -> None:
+    """`sort=key` (ascending) or `sort=-key` (descending) over SORT_COLUMNS."""
+    if not sort:
+        return
+    key = sort.lstrip("-")
+    if key not in SORT_COLUMNS:
+        raise PgrigError(f"cannot sort by {key!r}: use one of {', '.join(SORT_COLUMNS)}")
+    q.sort, q.desc = key, sort.startswith("-")
+
+
+def _paging(q: RunsQuery, per: str, page: str) -> None:
+    """`per` (one of PAGE_SIZES) and `page` (1 or more; its offset fits a bigint)."""
+    if per:
+        q.per_page = _int(per, "per")
         if q.per_page not in PAGE_SIZES:
             raise PgrigError(f"per must be one of {', '.join(map(str, PAGE_SIZES))}")
-    if get["page"]:
-        q.page = _int(get["page"], "page")
+    if page:
+        q.page = _int(page, "page")
         if q.page < 1:
             raise PgrigError("page must be 1 or more")
         check_int64((q.page - 1) * q.per_page, "page x per")
-    return q
 
 
 def _int(value: str, name: str) -> int:
@@ -152,7 +167,7 @@ class RunsPage:
         return self.first_no + len(self.runs) - 1 if self.runs else 0
 
 
-def load_page(archive: Any, q: RunsQuery) -> RunsPage:
+def load_page(archive: RunReader, q: RunsQuery) -> RunsPage:
     """One page of runs (light records) and the total count for the filter."""
     total = archive.count_runs(q.flt)
     pages = max(1, math.ceil(total / q.per_page))
@@ -255,7 +270,7 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def csv_lines(archive: Any, q: RunsQuery) -> Iterator[str]:
+def csv_lines(archive: RunReader, q: RunsQuery) -> Iterator[str]:
     """All runs matching the filter, in the page's order, fetched in batches (streamed)."""
     buf = io.StringIO()
     writer = csv.writer(buf)

@@ -1,9 +1,9 @@
 """The study page: the iteration table and chart, or the sweep chart and table.
 
 The page shows the study report's own Document (pgrig.reports.iteration / .sweep build it from
-pgrig.reports.summary): the same charts, drawn by the same engine, and the same tables, so the
-page and the report always say the same thing; this module only lays them out and turns run ids
-into links.
+the study view, pgrig.views.study, which `study show` renders too): the same charts, drawn by
+the same engine, and the same tables, so the page, the report and the terminal always say the
+same thing; this module only lays them out and turns run ids into links.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import Any
 
 from markupsafe import Markup
 
+from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import StudyRecord
-from pgrig.reports import document, iteration, summary, sweep
+from pgrig.reports import document, iteration, sweep
 from pgrig.reports.svg import render
+from pgrig.views.study_data import load_study
 
 # Report cell styles → the page's CSS classes.
 CELL_STYLES = {"good": "good", "bad": "bad", "neutral": "same", "muted": "muted", "warn": "warn"}
@@ -33,11 +35,11 @@ class StudyPage:
     points: int
 
 
-def build(record: StudyRecord, archive: Any) -> StudyPage:
+def build(record: StudyRecord, archive: RunReader) -> StudyPage:
     """Everything the page shows, from the archive (series are read for run stability)."""
     if record.kind == "tune":
         return _tune_page(record, archive)
-    data = summary.load_study(archive, record.name, with_series=True)
+    data = load_study(archive, record.name, with_series=True)
     spec = data.spec
     doc = (
         sweep.build(data)
@@ -48,7 +50,7 @@ def build(record: StudyRecord, archive: Any) -> StudyPage:
     return _page(record, spec.kind, doc, total, len(data.points))
 
 
-def _tune_page(record: StudyRecord, archive: Any) -> StudyPage:
+def _tune_page(record: StudyRecord, archive: RunReader) -> StudyPage:
     """A tuning study (pgrig tune): the report's document, like the other kinds."""
     from pgrig.reports.publish import tune_document
 

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.environment import Environment
+from pgrig.provision.server.child_process import die_with_parent
+from pgrig.provision.state.environment import Environment, dbname_arg
 from pgrig.workloads import database
 
 
@@ -15,11 +16,21 @@ def generate(env: Environment, dbname: str, sql_file: Path) -> dict[str, object]
     if not sql_file.is_file():
         raise PgrigError(f"SQL file not found: {sql_file}")
     database.ensure_database(env, dbname)
-    argv = [env.binary("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(sql_file), dbname]
+    argv = [
+        env.binary("psql"),
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-f",
+        str(sql_file),
+        dbname_arg(dbname),
+    ]
     start = time.monotonic()
     proc = subprocess.run(
-        argv, env=env.client_process_env(dbname), capture_output=True, text=True, check=False
-    )
+        argv, env=env.client_process_env(dbname), capture_output=True, text=True, check=False,
+        preexec_fn=die_with_parent,  # never outlives a killed pgrig
+    )  # fmt: skip
     if proc.returncode != 0:
         msg = proc.stderr.strip().splitlines()
         raise PgrigError(f"{sql_file.name}: {msg[-1] if msg else 'psql failed'}")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from pgrig.errors import PgrigError
-from pgrig.provision.environment import Environment
+from pgrig.errors import PgrigError, first_line
+from pgrig.provision.state.environment import Environment
 
 
 def connect(env: Environment, dbname: str | None = None, **kw: object) -> psycopg.Connection:
     try:
         return psycopg.connect(env.conninfo(dbname), autocommit=True, **kw)  # type: ignore[arg-type]
     except psycopg.OperationalError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else "connection failed"
+        first = first_line(e, default="connection failed")
         raise PgrigError(f"cannot connect to {env.masked_target()}: {first}") from None
 
 
@@ -36,3 +36,11 @@ def current_size(conn: psycopg.Connection) -> int:
     """Size of the connection's database in bytes."""
     row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
     return int(row[0]) if row else 0
+
+
+def drop_database(env: Environment, dbname: str) -> None:
+    """Drop a database pgrig created (its sessions ended first: WITH (FORCE), 13+)."""
+    with connect(env, "postgres") as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname))
+        )

@@ -7,14 +7,15 @@ cost next to its results, and by studies to skip generating data that is already
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from pgrig.provision.environment import DEFAULT_DATABASE, Environment
+from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
 from pgrig.request import DatasetRequest
 
 Progress = Callable[[float, float, str], None]  # (done, total, phase)
@@ -23,8 +24,31 @@ Progress = Callable[[float, float, str], None]  # (done, total, phase)
 def generate(
     env: Environment, request: DatasetRequest, progress: Progress | None = None
 ) -> dict[str, Any]:
-    """Generate the requested data (replacing what the scenario's tables held) and record it."""
+    """Generate the requested data (replacing what the scenario's tables held) and record it.
+
+    The database's record is marked incomplete before anything is loaded and complete once
+    everything is (a killed or failed generate leaves it incomplete: runs refuse it). A
+    database this call created is dropped again if the generation fails."""
+    from pgrig.workloads import database
+
     dbname = request.database or DEFAULT_DATABASE
+    created = database.ensure_database(env, dbname)
+    record(env, dbname, {"scenario": request.scenario, "complete": False, "pid": os.getpid()})
+    try:
+        info = _generate(env, dbname, request, progress)
+    except BaseException:
+        if created:  # nothing of it was there before: nothing of it stays
+            with contextlib.suppress(Exception):
+                database.drop_database(env, dbname)
+                forget(env, dbname)
+        raise
+    record(env, dbname, {**info, "complete": True})
+    return info
+
+
+def _generate(
+    env: Environment, dbname: str, request: DatasetRequest, progress: Progress | None
+) -> dict[str, Any]:
     if request.scenario == "pgbench":
         from pgrig.workloads import pgbench_data
 
@@ -48,17 +72,22 @@ def generate(
             env, dbname, rows=request.rows or tickets.DEFAULT_ROWS, jobs=request.jobs or 2,
             progress=progress,
         )  # fmt: skip
+    elif request.scenario == "sysbench":
+        from pgrig.workloads import sysbench
+
+        info = sysbench.generate(
+            env, dbname, request.tables or 1, request.table_size or 10_000, progress
+        )
     else:
         from pgrig.workloads import custom_sql
 
         info = custom_sql.generate(env, dbname, Path(request.sql or ""))
-    record(env, dbname, info)
     return info
 
 
 def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
     """Whether a recorded dataset is the requested one (then a study need not generate it)."""
-    if not info or info.get("scenario") != request.scenario:
+    if not info or info.get("scenario") != request.scenario or not is_complete(info):
         return False
     if request.scenario == "pgbench":
         return info.get("scale") == request.scale and info.get("partitions") == request.partitions
@@ -66,6 +95,8 @@ def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
         return info.get("warehouses") == request.warehouses
     if request.scenario == "tickets":
         return info.get("rows") == request.rows
+    if request.scenario == "sysbench":
+        return info.get("tables") == request.tables and info.get("table_size") == request.table_size
     return info.get("sql") == str(Path(request.sql or "").resolve())
 
 
@@ -74,19 +105,90 @@ def _file(env: Environment) -> Path:
 
 
 def load_all(env: Environment) -> dict[str, dict[str, Any]]:
+    """Every database's dataset. An environment on another host (`env create --on`) has its
+    datasets recorded there, by the host's pgrig that generated them: they are read through it
+    (`env show --json`), newest record per database winning over one kept here."""
+    local = _load_local(env)
+    if env.kind != "remote" or not env.on:
+        return local
+    return merged(local, _on_host(env))
+
+
+def _load_local(env: Environment) -> dict[str, dict[str, Any]]:
     f = _file(env)
     if not f.exists():
         return {}
-    return json.loads(f.read_text())
+    return cast(dict[str, dict[str, Any]], json.loads(f.read_text()))
+
+
+def _on_host(env: Environment) -> dict[str, dict[str, Any]]:
+    """The datasets the host's pgrig recorded (empty when it cannot tell: an older pgrig there,
+    or the host unreachable, which the run's own connection then reports)."""
+    from pgrig.errors import PgrigError
+    from pgrig.hosts import registry, remote
+
+    try:
+        shown = remote.run_json(registry.get(str(env.on)), ["env", "show", env.name, "--json"])
+    except PgrigError:
+        return {}
+    found = shown.get("datasets") if isinstance(shown, dict) else None
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, dict)}
+
+
+def merged(
+    here: dict[str, dict[str, Any]], there: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per database, the most recently generated record of the two (ISO UTC times compare as
+    text); a record without a time loses to one with."""
+    out = dict(here)
+    for db, info in there.items():
+        mine = out.get(db)
+        if mine is None or str(info.get("generated_at") or "") >= str(
+            mine.get("generated_at") or ""
+        ):
+            out[db] = info
+    return out
 
 
 def get(env: Environment, dbname: str) -> dict[str, Any] | None:
     return load_all(env).get(dbname)
 
 
+def is_complete(info: dict[str, Any]) -> bool:
+    """Whether a recorded dataset finished loading (records older than the mark did)."""
+    return info.get("complete", True) is not False
+
+
+def usable(env: Environment, dbname: str) -> dict[str, Any] | None:
+    """The dataset a run may use (None: not generated by pgrig); a partial one is refused."""
+    from pgrig.errors import PgrigError
+
+    info = get(env, dbname)
+    if info is not None and not is_complete(info):
+        raise PgrigError(
+            f"database {dbname!r} of {env.name} holds an incomplete {info.get('scenario')} "
+            f"dataset (its `pgrig db generate` failed or was killed, at "
+            f"{info.get('generated_at')}): run `pgrig db generate {env.name} --db {dbname} ...` "
+            "again"
+        )
+    return info
+
+
+def forget(env: Environment, dbname: str) -> None:
+    data = _load_local(env)
+    if data.pop(dbname, None) is not None:
+        _write(env, data)
+
+
 def record(env: Environment, dbname: str, info: dict[str, Any]) -> None:
-    data = load_all(env)
+    data = _load_local(env)
     data[dbname] = {**info, "generated_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    _write(env, data)
+
+
+def _write(env: Environment, data: dict[str, Any]) -> None:
     env.dir.mkdir(parents=True, exist_ok=True)
     tmp = _file(env).with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 from pgrig.errors import PgrigError
-from pgrig.provision.environment import Environment
+from pgrig.provision.server.child_process import die_with_parent
+from pgrig.provision.state.environment import Environment, dbname_arg
 from pgrig.workloads import database
 
 BYTES_PER_SCALE = 15_000_000  # tables + primary keys, measured on PostgreSQL 15-18
@@ -36,7 +37,7 @@ def generate(
     argv = [env.binary("pgbench"), "-i", "-s", str(scale), "-I", "dtGvp", "-q"]
     if partitions:
         argv += ["--partitions", str(partitions)]
-    argv.append(dbname)
+    argv.append(dbname_arg(dbname))
     expected = scale * BYTES_PER_SCALE
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -45,6 +46,7 @@ def generate(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=die_with_parent,  # a killed `db generate` leaves no pgbench -i loading on
     )
     stop = threading.Event()
     if progress:

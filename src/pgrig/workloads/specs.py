@@ -5,6 +5,7 @@ Accepted forms (repeatable, or comma-separated):
   path/script.sql[@weight]                                                         a script file
   tpcc                                                                             TPC-C mix
   tickets:read | tickets:write                                                     seed 003
+  sysbench:oltp_read_write | sysbench:PATH.lua          sysbench (workloads/sysbench.py)
 Builtins take a weight too: pgbench:select-only@9.
 """
 
@@ -49,6 +50,13 @@ def parse_workloads(items: list[str]) -> list[ScriptSpec]:
         raise PgrigError("no workload given (e.g. --workload pgbench:tpcb)")
     scripts: list[ScriptSpec] = []
     for item in flat:
+        if item.startswith("sysbench:"):
+            from pgrig.workloads import sysbench
+
+            if len(flat) > 1:
+                raise PgrigError(f"workload {item!r} cannot be mixed with other scripts")
+            label, path = sysbench.script_path(item)
+            return [ScriptSpec(name=label, path=str(path), weight=1)]
         name, weight = split_weight(item)
         if name.startswith("pgbench:"):
             key = name.split(":", 1)[1]
@@ -83,6 +91,8 @@ def scenario_of(scripts: list[ScriptSpec], items: list[str]) -> str:
     label = workload_label(items)
     if label in SCENARIO_WORKLOADS:
         return label
+    if label.startswith("sysbench:"):
+        return "sysbench"
     if scripts and all(s.builtin for s in scripts):
         return "pgbench"
     if scripts and all(s.name.startswith("tickets:") for s in scripts):
@@ -96,6 +106,8 @@ def unused_defines(scripts: list[ScriptSpec], names: Iterable[str]) -> list[str]
     for s in scripts:
         if s.builtin is not None:
             used |= BUILTIN_VARIABLES
+        elif s.path is not None and s.path.endswith(".lua"):
+            return []  # sysbench: --define NAME=VALUE are the Lua script's --NAME options
         elif s.path is not None:
             used |= set(_VARIABLE_RE.findall(Path(s.path).read_text(errors="replace")))
     return [name for name in names if name not in used]

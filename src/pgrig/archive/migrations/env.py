@@ -1,10 +1,10 @@
 """Alembic environment of the archive.
 
-pgrig runs migrations programmatically (pgrig.archive.store.upgrade): the caller passes an open
+pgrig runs migrations programmatically (pgrig.archive.schema.ensure): the caller passes an open
 connection in `config.attributes["connection"]`, so no alembic.ini is needed at run time. For
 writing a new revision, a developer can still run Alembic by hand, e.g.:
 
-    python -m pgrig.archive.store revision -m "add column x" --autogenerate
+    python -m pgrig.archive.schema revision -m "add column x" --autogenerate
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import context
 from sqlalchemy import Connection, create_engine
 
 from pgrig.archive.models import metadata
-from pgrig.archive.store import VERSION_TABLE
+from pgrig.archive.schema import VERSION_TABLE
 
 config = context.config
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.environment import Environment
+from pgrig.provision.state.environment import Environment
 from pgrig.request.dataset import TICKETS_ROWS
 from pgrig.workloads import database
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 from pgrig.workloads.database import current_size
 from pgrig.workloads.tpcc import sql
 from pgrig.workloads.tpcc.meta import connect
@@ -219,67 +219,85 @@ def run_parallel(
     The first failure cancels the statements still running and is raised as PgrigError;
     Ctrl-C does the same and re-raises KeyboardInterrupt.
     """
-    todo: queue.Queue[Task] = queue.Queue()
-    for t in tasks:
-        todo.put(t)
-    finished: queue.Queue[str] = queue.Queue()
-    stop = threading.Event()
-    errors: list[tuple[str, BaseException]] = []
-    conns: list[psycopg.Connection] = []
-    lock = threading.Lock()
-
-    def worker() -> None:
-        try:
-            conn = connect(conninfo)
-        except BaseException as e:  # reported to the caller below
-            errors.append(("connect", e))
-            stop.set()
-            return
-        with lock:
-            conns.append(conn)
-        try:
-            for s in SESSION_SETTINGS:
-                conn.execute(s)
-            while not stop.is_set():
-                try:
-                    task = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    conn.execute(task.statement)
-                except BaseException as e:  # first failure wins, reported below
-                    if not stop.is_set():
-                        errors.append((task.label, e))
-                    stop.set()
-                    return
-                finished.put(task.label)
-        finally:
-            conn.close()
-
+    pool = _TaskPool(conninfo, tasks)
     threads = [
-        threading.Thread(target=worker, daemon=True, name=f"tpcc-load-{i}")
+        threading.Thread(target=pool.worker, daemon=True, name=f"tpcc-load-{i}")
         for i in range(min(jobs, len(tasks)))
     ]
     for th in threads:
         th.start()
     try:
-        while any(th.is_alive() for th in threads) or not finished.empty():
-            with contextlib.suppress(queue.Empty):
-                step(finished.get(timeout=0.2))
-            if stop.is_set():
-                _cancel(conns, lock)
+        pool.report(threads, step)
     except KeyboardInterrupt:
-        stop.set()
-        _cancel(conns, lock)
+        pool.stop.set()
+        pool.cancel()
         for th in threads:
             th.join(timeout=10)
         raise
     for th in threads:
         th.join()
-    if errors:
-        label, err = errors[0]
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise PgrigError(f"TPC-C load failed ({label}): {msg}")
+    if pool.errors:
+        label, err = pool.errors[0]
+        raise PgrigError(f"TPC-C load failed ({label}): {first_line(err)}")
+
+
+class _TaskPool:
+    """The tasks left, the labels of those finished, and the first failure, shared by the
+    worker threads of run_parallel (one connection each)."""
+
+    def __init__(self, conninfo: str, tasks: Sequence[Task]) -> None:
+        self.conninfo = conninfo
+        self.todo: queue.Queue[Task] = queue.Queue()
+        for t in tasks:
+            self.todo.put(t)
+        self.finished: queue.Queue[str] = queue.Queue()
+        self.stop = threading.Event()
+        self.errors: list[tuple[str, BaseException]] = []
+        self.conns: list[psycopg.Connection] = []
+        self.lock = threading.Lock()
+
+    def worker(self) -> None:
+        """One connection taking the next task until none is left or one failed."""
+        try:
+            conn = connect(self.conninfo)
+        except BaseException as e:  # reported to the caller by run_parallel
+            self.errors.append(("connect", e))
+            self.stop.set()
+            return
+        with self.lock:
+            self.conns.append(conn)
+        try:
+            for s in SESSION_SETTINGS:
+                conn.execute(s)
+            self._take_tasks(conn)
+        finally:
+            conn.close()
+
+    def _take_tasks(self, conn: psycopg.Connection) -> None:
+        while not self.stop.is_set():
+            try:
+                task = self.todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                conn.execute(task.statement)
+            except BaseException as e:  # first failure wins, reported by run_parallel
+                if not self.stop.is_set():
+                    self.errors.append((task.label, e))
+                self.stop.set()
+                return
+            self.finished.put(task.label)
+
+    def report(self, threads: list[threading.Thread], step: Callable[[str], None]) -> None:
+        """Each finished task to `step` while the workers run; a failure cancels the rest."""
+        while any(th.is_alive() for th in threads) or not self.finished.empty():
+            with contextlib.suppress(queue.Empty):
+                step(self.finished.get(timeout=0.2))
+            if self.stop.is_set():
+                self.cancel()
+
+    def cancel(self) -> None:
+        _cancel(self.conns, self.lock)
 
 
 def _cancel(conns: list[psycopg.Connection], lock: threading.Lock) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 
 
 def connect(conninfo: str) -> psycopg.Connection:
@@ -18,7 +18,7 @@ def connect(conninfo: str) -> psycopg.Connection:
     try:
         return psycopg.connect(conninfo, autocommit=True)
     except psycopg.OperationalError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else "connection failed"
+        first = first_line(e, default="connection failed")
         raise PgrigError(f"cannot connect to {describe(conninfo)}: {first}") from None
 
 

@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from pgrig.archive.records import ScriptResult
+from pgrig.record.documents import TpccDoc, TpccType
 from pgrig.workloads.tpcc.meta import connect, read_meta
 from pgrig.workloads.tpcc.scripts import ROLLBACK, SCRIPTS, TYPES
 
@@ -27,7 +28,7 @@ def script_type(name: str) -> str | None:
     return base if base in SCRIPTS else None
 
 
-def summarize(script_results: list[ScriptResult], measured_s: float) -> dict[str, Any]:
+def summarize(script_results: list[ScriptResult], measured_s: float) -> TpccDoc:
     """NOPM, TPM, rollbacks, failures and per-type figures over the measured window."""
     minutes = measured_s / 60 if measured_s and measured_s > 0 else None
     by_type: dict[str, ScriptResult] = {}
@@ -44,7 +45,7 @@ def summarize(script_results: list[ScriptResult], measured_s: float) -> dict[str
     def per_min(n: int) -> float | None:
         return round(n / minutes, 1) if minutes else None
 
-    types: dict[str, dict[str, Any]] = {}
+    types: dict[str, TpccType] = {}
     for kind in SCRIPTS:
         found = by_type.get(kind)
         if found is None:

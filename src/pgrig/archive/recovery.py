@@ -1,0 +1,138 @@
+"""What dead runs left, recovered when an archive is opened: records spooled while the archive
+was away are imported (archive/spool.py), then running runs whose owner died are marked "lost"
+with the partial series they spooled, and their studies "interrupted" (resumable).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import delete, insert, update
+
+from pgrig.archive import live_runs
+from pgrig.archive.engine import Database
+from pgrig.archive.models import runs as runs_t
+from pgrig.archive.models import series as series_t
+from pgrig.archive.models import studies as studies_t
+from pgrig.archive.records import RunRecord
+from pgrig.archive.rows import encode, record_time
+from pgrig.archive.runs import RunTable
+from pgrig.errors import NotFound, PgrigError
+
+
+class Recovery:
+    """Recovery of one archive; `recovered` says what it did (one line each, for the CLI to
+    show) and `lost_runs` which runs it marked lost (their environments: to undo)."""
+
+    def __init__(self, db: Database, runs: RunTable) -> None:
+        self._db = db
+        self._runs = runs
+        self.recovered: list[str] = []
+        self.lost_runs: list[int] = []
+
+    def mark_lost_runs(self, wait_s: float = 1.0) -> list[int]:
+        """Mark "lost" every running run whose owner is gone, with the partial series it
+        spooled (spool.py), and its running study "interrupted" (resumable). Costs one indexed
+        SELECT when nothing is running. A run whose row another writer holds for more than
+        `wait_s` is left for the next command."""
+        from pgrig.archive import spool
+        from pgrig.archive.artifacts import run_artifacts_dir
+
+        with self._db.read() as conn:
+            running = live_runs.lease_rows(conn, [runs_t.c.status == "running"])
+            now = self._db.clock(conn) if running else datetime.now(UTC)
+        dead = [r for r in running if live_runs.is_lost(r, now)]
+        marked = []
+        for row in dead:
+            series = spool.read_partial_series(row["id"], archive=self._db.url)
+            encoded = [(kind, *encode(cols)) for kind, cols in series.items()]
+            try:
+                with self._db.try_write(wait_s) as conn:
+                    done = conn.execute(
+                        update(runs_t)
+                        .where(runs_t.c.id == row["id"], runs_t.c.status == "running")
+                        .values(
+                            status="lost",
+                            ended_at=row["heartbeat_at"] or row["started_at"],
+                            error=live_runs.lost_reason(row),
+                        )
+                    )
+                    if done.rowcount != 1:
+                        continue  # finished or marked meanwhile
+                    if row["study_id"] is not None:  # its study died with it: resumable
+                        conn.execute(
+                            update(studies_t)
+                            .where(
+                                studies_t.c.id == row["study_id"], studies_t.c.status == "running"
+                            )
+                            .values(status="interrupted")
+                        )
+                    if encoded:
+                        conn.execute(delete(series_t).where(series_t.c.run_id == row["id"]))
+                        conn.execute(
+                            insert(series_t),
+                            [
+                                {"run_id": row["id"], "kind": k, "codec": c, "data": d}
+                                for k, c, d in encoded
+                            ],
+                        )
+            except PgrigError:
+                continue
+            marked.append(row["id"])
+            spool.PartialSeries(
+                run_artifacts_dir(row["id"], create=False, archive=self._db.url)
+            ).remove()
+        return marked
+
+    def import_spooled(self, path: Path) -> int:
+        """Import one spooled record (spool.py) in one transaction and remove the file.
+
+        Refuses a spool of another archive, or one whose run id holds another run here."""
+        from pgrig.archive import spool
+
+        owner_url, rec = spool.read_spool(path)
+        if owner_url != self._db.url:
+            raise PgrigError(
+                f"{path} belongs to archive {owner_url}, not {self._db.url}: open that archive "
+                "(--archive or PGRIG_ARCHIVE) to import it"
+            )
+        return self._import_record(rec, path)
+
+    def _import_record(self, rec: RunRecord, path: Path, wait_s: float | None = None) -> int:
+        from pgrig.archive import spool
+
+        assert rec.id is not None  # write_spool refuses records without one
+        with self._db.read() as conn:
+            found = self._runs.select(conn, [runs_t.c.id == rec.id])
+        if not found:
+            raise NotFound(f"run {rec.id} of {path} is not in archive {self._db.url} (deleted?)")
+        here = found[0]
+        if here.env_name != rec.env_name or here.started_at != record_time(rec.started_at):
+            raise PgrigError(
+                f"run {rec.id} in archive {self._db.url} is not the run spooled in {path}"
+            )
+        self._runs.finish_run(rec, wait_s=wait_s)
+        path.unlink(missing_ok=True)  # the file imported (it may have been given by path)
+        spool.forget(rec.id, archive=self._db.url)
+        (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
+        return rec.id
+
+    def recover(self) -> None:
+        """Import this archive's spooled records, then mark dead runs lost. Each step is
+        skipped when the archive is busy (said in `recovered`): the next command tries again."""
+        from pgrig.archive import spool
+
+        for path in spool.pending_spools(self._db.url):
+            try:
+                owner_url, rec = spool.read_spool(path)
+                if owner_url != self._db.url:
+                    continue  # another archive's: imported when that one is opened
+                run_id = self._import_record(rec, path, wait_s=1.0)
+            except PgrigError as e:
+                self.recovered.append(f"spooled run not imported: {e}")
+                continue
+            self.recovered.append(f"run {run_id} imported from {path}")
+        for run_id in self.mark_lost_runs():
+            self.lost_runs.append(run_id)
+            self.recovered.append(f"run {run_id} marked lost: its pgrig process is gone")

@@ -1,0 +1,346 @@
+"""Environments on another host: `pgrig env create NAME --on HOST` and every env/db command on
+them afterwards, done by the pgrig of that host (the control machine forwards the command).
+
+The control machine keeps a record of each such environment (<home>/envs/NAME/env.json, kind
+"remote": its host, the address and port of its server, version, profile, settings) and a
+libpq passfile (<home>/envs/NAME/pgpass, 0600) with the password of the server's superuser.
+The password is generated here, never printed, never in argv or in the archive; the host's
+pgrig receives only its SCRAM verifier, on stdin. Load hosts get the passfile pushed (0600).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pgrig.cli.common import err_console
+from pgrig.errors import PgrigError
+from pgrig.hosts import registry, remote, ssh
+from pgrig.hosts.registry import Host
+from pgrig.provision.state.environment import Environment
+
+
+def record(name: str) -> Environment | None:
+    """The record of a remote environment NAME, None when NAME is not one (or not there)."""
+    from pgrig import paths
+
+    f = paths.envs_dir() / name / "env.json"
+    if not f.is_file():
+        return None
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "remote":
+        return None
+    return Environment.load(name)
+
+
+def host_of(env: Environment) -> Host:
+    if not env.on:
+        raise PgrigError(f"environment {env.name} has no host")
+    return registry.get(env.on)
+
+
+def forward(env: Environment, argv: list[str], stdin: bytes | None = None) -> NoReturn:
+    rc = remote.forward(host_of(env), argv, stdin)
+    raise SystemExit(rc)
+
+
+def forward_rc(env: Environment, argv: list[str]) -> int:
+    return remote.forward(host_of(env), argv)
+
+
+def forward_with_pooler(env: Environment, argv: list[str], when: str) -> NoReturn:
+    """`env start|stop` of an environment whose pooler runs on a host of its own: the pooler
+    stops before its server and starts after it (it never outlives it)."""
+    from pgrig.provision.pooler import remote as remote_pooler
+
+    if not remote_pooler.elsewhere(env):
+        forward(env, argv)
+    if when == "stop":
+        remote_pooler.stop(env)
+        forward(env, argv)
+    rc = forward_rc(env, argv)
+    if rc == 0:
+        remote_pooler.start(env)
+    raise SystemExit(rc)
+
+
+def forward_and_refresh(env: Environment, argv: list[str]) -> NoReturn:
+    """A command that may change the environment (set, repair, restart): the record here
+    follows what the host's pgrig then shows."""
+    rc = forward_rc(env, argv)
+    with contextlib.suppress(PgrigError):
+        refresh(env)
+    raise SystemExit(rc)
+
+
+def refresh(env: Environment) -> Environment:
+    shown = remote.run_json(host_of(env), ["env", "show", env.name, "--json"])
+    env.port = int(shown.get("port") or env.port or 0)
+    env.version = shown.get("version") or env.version
+    env.profile = shown.get("profile") or env.profile
+    env.settings = dict((shown.get("layers") or {}).get("environment") or {})
+    env.sync = str(shown.get("sync") or env.sync)
+    if not any(r.get("env") for r in env.replicas):  # the host's own (env repair re-clones)
+        from pgrig.cli import remote_replicas
+
+        env.replicas = remote_replicas.primary_host_replicas(env, shown)
+    env.save()
+    return env
+
+
+def _check_provisioned(host: Host, pg: str) -> None:
+    from pgrig.hosts import provisioning
+
+    done = provisioning.provisioned(host.name)
+    if done is None:
+        raise PgrigError(
+            f"host {host.name} is not provisioned: run `pgrig host provision {host.name} --pg {pg}`"
+        )
+    major = pg.split(".")[0]
+    if not any(v.split(".")[0] == major for v in done.get("pg", [])):
+        have = ", ".join(done.get("pg", [])) or "none"
+        raise PgrigError(
+            f"PostgreSQL {pg} is not installed on host {host.name} (it has {have}): run "
+            f"`pgrig host provision {host.name} --pg {pg}`"
+        )
+
+
+def create(
+    name: str,
+    on: str,
+    pg: str,
+    *,
+    profile: str,
+    sets: list[str],
+    port: int | None,
+    pooler: str | None,
+    insights: bool,
+    replica_count: int,
+    sync: str,
+    replica_on: list[str] | None = None,
+    pooler_on: str | None = None,
+) -> None:
+    import ipaddress
+
+    from pgrig import paths
+    from pgrig.cli import remote_replicas
+    from pgrig.provision.server import binaries, remote_access
+    from pgrig.provision.state.environment import check_name
+
+    check_name(name)
+    host = registry.get(on)
+    if (paths.envs_dir() / name).exists():
+        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+    try:
+        ipaddress.ip_address(host.address)
+    except ValueError:
+        raise PgrigError(
+            f"host {on}: its address {host.address!r} must be an IP address (the server "
+            "listens on it)"
+        ) from None
+    _check_provisioned(host, pg)
+    pooler_cfg = _pooler_options(pooler, pooler_on)  # checked before anything is made
+    layout = remote_replicas.plan(replica_count, list(replica_on or []), sync)
+    if layout:  # everything checked before anything is made, on any host
+        for rep, _host in layout:
+            remote_replicas.standby_env_name(name, rep)
+        remote_replicas.check_hosts([h for _, h in layout], pg, _check_provisioned)
+    password = remote_access.generate_password()
+    verifier = remote_access.scram_verifier(password)
+    argv = ["env", "create", name, "--pg", pg, "--profile", profile]
+    argv += ["--listen", host.address, "--password-stdin"]
+    for s in sets:
+        argv += ["--set", s]
+    argv += _create_options(port, None, insights)  # the pooler: added from here, below
+    if replica_count and not layout:  # the primary's host runs them itself
+        argv += ["--replicas", str(replica_count), "--sync", sync]
+    rc = remote.forward(host, argv, stdin=(verifier + "\n").encode())
+    if rc != 0:
+        raise SystemExit(rc)
+    env = Environment(name=name, kind="remote", on=on, host=host.address, listen=host.address)
+    try:
+        shown = remote.run_json(host, ["env", "show", name, "--json"])
+        env = Environment(
+            name=name,
+            kind="remote",
+            on=on,
+            major=shown.get("major"),
+            version=shown.get("version"),
+            host=host.address,
+            port=int(shown["port"]),
+            user="postgres",
+            profile=shown.get("profile") or profile,
+            settings=dict((shown.get("layers") or {}).get("environment") or {}),
+            created_at=shown.get("created_at"),
+            listen=host.address,
+            sync=str(shown.get("sync") or "off"),
+        )
+        try:
+            env.bindir = str(binaries.find_bindir(env.version or pg)[0])
+        except PgrigError:
+            env.bindir = None  # no client programs of that version here: none needed
+        env.replicas = remote_replicas.primary_host_replicas(env, shown)
+        env.save()
+        remote_access.write_passfile(env.passfile, host.address, env.port or 0, env.user, password)
+        for own in env.replicas:  # the primary's host's own replicas, at its address
+            remote_access.add_passfile_line(
+                env.passfile, host.address, int(own["port"]), env.user, password
+            )
+        if layout:
+            remote_replicas.add(
+                env, layout, pg=pg, profile=profile, sets=sets, insights=insights,
+                superuser_password=password, say=_say,
+            )  # fmt: skip
+            if sync != "off":
+                r = remote.run(host, ["env", "set", name, "--sync", sync])
+                if r.rc != 0:
+                    raise PgrigError(f"host {on}: --sync {sync}: {r.stderr.strip()[-300:]}")
+                env.sync = sync
+                env.save()
+                _say(f"synchronous replication: {sync}")
+        _add_pooler(env, pooler_cfg, pooler_on)  # on the db host or its own, at its address
+    except BaseException:
+        with contextlib.suppress(Exception):  # all or nothing: every host's part too
+            remote_replicas.rollback(env)
+        with contextlib.suppress(Exception):
+            remote.run(host, ["env", "destroy", name, "--yes", "--force"])
+        shutil.rmtree(paths.envs_dir() / name, ignore_errors=True)
+        raise
+    where = "".join(
+        f", replica {r['name']} on {r.get('on') or on} ({r['host']}:{r['port']})"
+        for r in env.replicas
+    )
+    err_console().print(
+        f"environment {name} on host {on}: PostgreSQL {env.version} on {host.address}:{env.port}"
+        f"{where} (scram-sha-256; password in {env.passfile}, 0600)",
+        highlight=False,
+    )
+    _say_pooler(env)
+
+
+def _add_pooler(env: Environment, cfg: Any, on: str | None) -> None:
+    if cfg is not None:
+        from pgrig.provision import pooler as pooling
+
+        pooling.add(env, cfg, on=on)
+
+
+def _say_pooler(env: Environment) -> None:
+    if env.pooler:
+        p = env.pooler
+        err_console().print(
+            f"{p.get('kind')} on host {p.get('on')}: {p.get('listen')}:{p.get('port')} "
+            f"(passwords in {env.dir / 'pooler.pgpass'}, 0600)",
+            highlight=False,
+        )
+
+
+def _pooler_options(pooler: str | None, pooler_on: str | None) -> Any:
+    """The pooler's options for `env create --pooler/--pooler-on`, checked (None: no pooler)."""
+    if pooler is None:
+        return None
+    from pgrig.hosts import provisioning
+    from pgrig.provision import pooler as pooling
+
+    cfg = pooling.options(kind=pooler)
+    if pooler_on is not None and provisioning.provisioned(registry.get(pooler_on).name) is None:
+        raise PgrigError(
+            f"host {pooler_on} is not provisioned: run `pgrig host provision {pooler_on}` (it "
+            "installs pgbouncer and pgrig there)"
+        )
+    return cfg
+
+
+def _create_options(port: int | None, pooler: str | None, insights: bool) -> list[str]:
+    out = ["--port", str(port)] if port is not None else []
+    if pooler is not None:
+        out += ["--pooler", pooler]
+    return out + ([] if insights else ["--no-insights"])
+
+
+def _say(msg: str) -> None:
+    err_console().print(f"[dim]·[/dim] {msg}", highlight=False)
+
+
+def destroy(env: Environment, force: bool) -> None:
+    """The pooler on a host of its own and the replicas on their hosts first, then the primary
+    (its slots and pg_hba lines go with it), then the record here. A pooler or replica host that
+    cannot be reached is said; without --force the record keeps it (and the primary) so that
+    `env destroy` can be run again."""
+    from pgrig.cli import remote_replicas
+    from pgrig.provision.pooler import remote as remote_pooler
+
+    if remote_pooler.elsewhere(env):  # the pooler's own host first: nothing left running there
+        try:
+            remote_pooler.remove(env)
+        except PgrigError as e:
+            if not force:
+                raise PgrigError(
+                    f"{e} (the environment is kept; `--force` destroys it anyway and leaves "
+                    f"the pooler on host {remote_pooler.pooler_host(env)})"
+                ) from None
+            err_console().print(f"warning: {e}", highlight=False)
+            remote_pooler.forget(env)
+    problems = remote_replicas.remove(env, force=force)
+    if problems and not force:
+        env.save()
+        for line in problems:
+            _say(line)
+        raise PgrigError(
+            f"{env.name}: {len(problems)} replica(s) could not be destroyed; the primary and "
+            "the record are kept: run `env destroy` again when the host is back, or add --force "
+            "to destroy the rest and forget them"
+        )
+    for line in problems:
+        _say(f"forgotten (--force): {line}")
+    argv = ["env", "destroy", env.name, "--yes"] + (["--force"] if force else [])
+    rc = forward_rc(env, argv)
+    if rc != 0:
+        env.save()
+        raise SystemExit(rc)
+    shutil.rmtree(env.dir, ignore_errors=True)
+
+
+def show_json(env: Environment) -> dict[str, Any]:
+    doc = remote.run_json(host_of(env), ["env", "show", env.name, "--json"])
+    doc["on"] = env.on
+    if env.replicas:  # each with its host (the primary's topology says state and lag)
+        doc["replicas"] = [dict(r) for r in env.replicas]
+    doc["kind"] = "remote"
+    doc["target"] = env.masked_target()
+    doc["host"], doc["port"] = env.host, env.port
+    return dict(doc)
+
+
+def psql(env: Environment, dbname: str | None, args: list[str]) -> NoReturn:
+    """psql on the host: an interactive terminal through OpenSSH (-t), else stdin forwarded."""
+    import os
+
+    argv = ["env", "psql", env.name] + (["-d", dbname] if dbname else []) + args
+    host = host_of(env)
+    if sys.stdin.isatty():
+        cmd = ["ssh", "-t", "-p", str(host.port), "-o", "StrictHostKeyChecking=yes"]
+        cmd += ["-o", f"UserKnownHostsFile={host.known_hosts_path}"]
+        if host.identity:
+            cmd += ["-i", host.identity, "-o", "IdentitiesOnly=yes"]
+        cmd += [f"{host.user}@{host.address}", "--", ssh.quote(remote.command(argv))]
+        sys.stdout.flush()
+        os.execvp("ssh", cmd)
+    data = sys.stdin.buffer.read()
+    forward(env, argv, stdin=data)
+
+
+def db_argv_files(argv: list[str], env: Environment) -> list[str]:
+    """`--sql FILE` names a file here: it is copied to the host and its copy is named."""
+    out = list(argv)
+    for i, a in enumerate(out[:-1]):
+        if a == "--sql":
+            out[i + 1] = remote.put_temp(host_of(env), Path(out[i + 1]))
+    return out

@@ -1,0 +1,207 @@
+"""How pgrig writes a value for people: one rule per kind, used by the CLI, the web and reports.
+
+- missing values: "-" (None, NaN, infinities);
+- numbers: thousands separators; whole from 1,000 up, else `digits` decimals (a tiny value
+  keeps two significant digits rather than printing as 0.0);
+- latencies in milliseconds: about three significant digits (0.042, 1.25, 12.5, 125);
+- percentages: "55.3%"; ratios as a change: "+12.3%"; a share estimated from samples with its
+  bounds and what it rests on: "36% [31, 41] of 1,204 samples";
+- byte sizes: binary units, labelled so ("1.5 GiB", "512 B");
+- settings: memory settings in binary units ("128 MiB" when exact, else "5.9 GiB"), time
+  settings as PostgreSQL's SHOW prints them ("5min", "200ms": units.py), others as they are;
+- durations: "45s", "2.5s", "1m 30s", "2h";
+- timestamps: UTC, always with the zone shown ("2026-11-25 18:24 UTC").
+
+This is a shared module (below every package): it imports only units.py.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pgrig import units
+
+MISSING = "-"
+
+_BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+_MEMORY_UNIT = re.compile(r"^(\d*)(B|kB|MB|GB|TB)$")
+_MEMORY_FACTOR = {"B": 1, "kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
+
+
+def is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and not math.isfinite(v))
+
+
+def number(v: Any, digits: int = 1) -> str:
+    """1,234 / 123.4 / 0.0042: separators, whole from 1,000 up, `digits` decimals below."""
+    if is_missing(v):
+        return MISSING
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if v != 0 and abs(v) < 0.5 * 10**-digits:
+        return f"{v:.2g}"
+    return f"{v:,.{digits}f}"
+
+
+def ms(v: float | None) -> str:
+    """A latency in milliseconds, about three significant digits: 0.042, 1.25, 12.5, 125."""
+    if is_missing(v):
+        return MISSING
+    assert v is not None
+    a = abs(v)
+    # the magnitude after rounding picks the digits: 9.996 is "10.0", not "10.00"
+    if round(a, 1) >= 100:
+        return f"{v:,.0f}"
+    if round(a, 2) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}" if round(a, 3) >= 0.1 or v == 0 else f"{v:.3f}"
+
+
+def percent(v: float | None, digits: int = 1) -> str:
+    """55.3%."""
+    return MISSING if is_missing(v) else f"{v:.{digits}f}%"
+
+
+def share(
+    pct: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    samples: float | None = None,
+    noun: str = "samples",
+) -> str:
+    """A share with its bounds and count: "36% [31, 41] of 1,204 samples", "4.2% [3.1, 5.6]".
+    Whole percents from 10% up, one decimal below; bounds and count only when known."""
+    if is_missing(pct):
+        return MISSING
+    assert pct is not None
+    known = [float(v) for v in (pct, low, high) if v is not None and not is_missing(v)]
+    digits = 0 if min(known) >= 10 else 1
+    text = f"{pct:.{digits}f}%"
+    if not is_missing(low) and not is_missing(high):
+        text += f" [{low:.{digits}f}, {high:.{digits}f}]"
+    if not is_missing(samples):
+        text += f" of {samples:,.0f} {noun}"
+    return text
+
+
+def points(d: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A change of a share in percentage points: "+5.1 [2.0, 8.3]"."""
+    if is_missing(d):
+        return MISSING
+    text = f"{d:+.1f}"
+    if not is_missing(low) and not is_missing(high):
+        text += f" [{low:+.1f}, {high:+.1f}]"
+    return text
+
+
+def signed_pct(ratio: float | None) -> str:
+    """A ratio as a change: 1.123 -> "+12.3%"."""
+    if is_missing(ratio):
+        return MISSING
+    assert ratio is not None
+    return f"{(ratio - 1) * 100:+.1f}%"
+
+
+def size(v: float | None) -> str:
+    """Bytes in binary units, labelled so: "512 B", "1.5 GiB"."""
+    if is_missing(v):
+        return MISSING
+    assert v is not None
+    for name, factor in _BINARY:
+        if abs(v) >= factor:
+            return f"{v / factor:,.1f} {name}"
+    return f"{v:.0f} B"
+
+
+def setting(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:
+    """A pg_settings snapshot entry's value (or its boot_val with key="boot_val") for people:
+    memory in binary units ("128 MiB", "5.9 GiB"), the rest as SHOW prints it ("5min")."""
+    if not entry or entry.get(key) is None:
+        return MISSING
+    value, unit = entry[key], entry.get("unit")
+    in_bytes = setting_bytes(value, unit)
+    if in_bytes is None or in_bytes <= 0:
+        return units.show_setting(value, unit, name)
+    return exact_size(in_bytes)
+
+
+def setting_bytes(value: Any, unit: str | None) -> int | None:
+    """A memory setting's value in bytes (None: not a memory setting, or not a number)."""
+    m = _MEMORY_UNIT.match(unit or "")
+    if not m:
+        return None
+    try:
+        number_ = int(str(value))
+    except ValueError:
+        return None
+    return number_ * int(m.group(1) or 1) * _MEMORY_FACTOR[m.group(2)]
+
+
+def exact_size(n: int) -> str:
+    """Bytes in the largest binary unit they reach: whole when exact ("128 MiB"), else with
+    one decimal as size() ("5.9 GiB")."""
+    for name, factor in _BINARY:
+        if n >= factor:
+            return f"{n // factor:,} {name}" if n % factor == 0 else size(n)
+    return f"{n} B"
+
+
+def duration(seconds: float | None) -> str:
+    """45 -> "45s", 2.5 -> "2.5s", 90 -> "1m 30s", 7200 -> "2h"."""
+    if is_missing(seconds):
+        return MISSING
+    assert seconds is not None
+    s = float(seconds)
+    if abs(s) < 60:
+        return f"{s:g}s" if s == int(s) else f"{s:.1f}s"
+    m, sec = divmod(round(s), 60)
+    h, m = divmod(m, 60)
+    parts = [f"{h}h" if h else "", f"{m}m" if m else "", f"{sec}s" if sec else ""]
+    return " ".join(p for p in parts if p)
+
+
+def timestamp(dt: datetime | None, seconds: bool = False) -> str:
+    """UTC with the zone shown: "2026-11-25 18:24 UTC" (a naive time is taken as UTC, as the
+    archive stores it)."""
+    if dt is None:
+        return MISSING
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
+
+
+_VERSION = re.compile(r"\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?")
+ENGINE_NAMES = {"postgresql": "PostgreSQL"}
+
+
+def version(text: str | None) -> str:
+    """ "PostgreSQL 15.18 (Debian 15.18-1) on x86_64-pc-linux-gnu, ..." -> "15.18"."""
+    if not text:
+        return MISSING
+    m = _VERSION.search(text)
+    return m.group(0) if m else text
+
+
+def engine(name: str | None, server_version: str | None) -> str:
+    """ "PostgreSQL 15.18", also from version() strings."""
+    label = ENGINE_NAMES.get(name or "", name or "")
+    if not server_version:
+        return label or MISSING
+    return f"{label} {version(server_version)}".strip()
+
+
+def text(v: Any) -> str:
+    """Any value by its kind: numbers by number(), missing as "-", the rest as str()."""
+    if is_missing(v):
+        return MISSING
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return number(v)
+    return str(v)

@@ -1,0 +1,144 @@
+"""One run at a time per environment: an flock on <env>/run.lock that dies with its holder.
+
+The holder writes what it is (pid, run id once the archive gave one) into the file, so a
+refused command can name the run in progress. The kernel drops the lock when the holder's
+process ends, however it ends (kill -9 included): nothing to clean up, nothing stale. The file
+itself stays (deleting a lock file races with the next locker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pgrig.errors import PgrigError
+
+LOCK_FILE = "run.lock"
+
+
+class EnvBusy(PgrigError):
+    """The environment has a run in progress."""
+
+
+# Locks this process holds, by path: a tune or a study holds its environment for its whole
+# duration, and each of its runs takes the same lock again (nested, released by the outer).
+_HELD: dict[str, EnvLock] = {}
+
+
+class EnvLock:
+    """The run lock of one environment, held from acquire() to release()."""
+
+    def __init__(self, env_dir: Path, env_name: str) -> None:
+        self.path = env_dir / LOCK_FILE
+        self.env_name = env_name
+        self.fd: int | None = None
+        self.what = "run"
+        self.outer: EnvLock | None = None  # set when nested in this process's own hold
+
+    def acquire(self, what: str = "run", hint: str = "") -> EnvLock:
+        """Take the lock for `what` (a run, or a command such as "env set") or raise EnvBusy
+        naming what holds it; `hint` ends the message (" (or add --force)")."""
+        outer = _HELD.get(str(self.path))
+        if outer is not None and outer.fd is not None:  # this process holds it already
+            self.outer, self.fd, self.what = outer, outer.fd, what
+            return self
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise EnvBusy(busy_message(self.env_name, _read(self.path), what) + hint) from None
+        self.fd, self.what = fd, what
+        _HELD[str(self.path)] = self
+        self.describe()
+        return self
+
+    def describe(self, run_id: int | None = None) -> None:
+        """Write who holds the lock (and, once known, the run id, inside which holder)."""
+        if self.fd is None:
+            return
+        doc: dict[str, Any] = {"pid": os.getpid(), "run_id": run_id, "what": self.what}
+        if self.outer is not None:
+            doc["within"] = self.outer.what
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, json.dumps(doc).encode(), 0)
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        if self.outer is not None:  # nested: the outer hold goes on
+            self.fd, outer, self.outer = None, self.outer, None
+            outer.describe()
+            return
+        if _HELD.get(str(self.path)) is self:
+            del _HELD[str(self.path)]
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+        os.close(self.fd)  # closing the descriptor drops the flock
+        self.fd = None
+
+    def __enter__(self) -> EnvLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def holder(env_dir: Path) -> dict[str, Any] | None:
+    """Who holds the run lock of an environment (None: nobody). Creates nothing."""
+    path = env_dir / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _read(path) or {"pid": None, "run_id": None}
+    finally:
+        os.close(fd)  # a shared lock we got is dropped at once
+    return None
+
+
+def held_here(env_dir: Path) -> bool:
+    """Whether this very process holds the environment (a tune or study between its runs)."""
+    lock = _HELD.get(str(env_dir / LOCK_FILE))
+    return lock is not None and lock.fd is not None
+
+
+def refuse_if_busy(env_dir: Path, env_name: str, what: str, force: bool = False) -> None:
+    """For `env set/restart/destroy`, `db generate`: refuse while a run is in progress (of
+    another process: a study's own dataset and settings changes go on under its hold)."""
+    if force or held_here(env_dir):
+        return
+    info = holder(env_dir)
+    if info is not None:
+        raise EnvBusy(busy_message(env_name, info, what) + " (or add --force)")
+
+
+def busy_message(env_name: str, info: dict[str, Any] | None, what: str) -> str:
+    info = info or {}
+    if info.get("run_id") is not None:
+        holder = f"run {info['run_id']}"
+        if info.get("within") not in (None, "run"):
+            holder += f" of `pgrig {info['within']}`"
+    elif info.get("what") not in (None, "run"):
+        holder = f"`pgrig {info['what']}`"
+    else:
+        holder = "a run (starting)"
+    pid = f", pgrig pid {info['pid']}" if info.get("pid") else ""
+    return (
+        f"environment {env_name!r} is busy: {holder} is in progress{pid}; "
+        f"{what} refused until it ends"
+    )
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    with contextlib.suppress(OSError, ValueError):
+        doc = json.loads(path.read_text() or "null")
+        return doc if isinstance(doc, dict) else None
+    return None

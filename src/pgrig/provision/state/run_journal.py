@@ -1,0 +1,128 @@
+"""What a run changes on its environment, written down BEFORE the change, undone after it.
+
+A run may change its server in two ways that must not outlive it: pgrig.conf (per-run
+settings `--set`/`--profile`, and the insights layer's auto_explain sampling) and the CPU
+affinity of the postmaster, its backends and pgbouncer (`--server-cpus`). Each is noted here
+(<env>/run-journal.json) before it is made and struck out once undone. When pgrig dies in
+between (kill -9, power cut of the terminal), the next pgrig command that touches the
+environment finds the journal, sees that no live run holds the environment's lock
+(provision/env_lock.py), and replays the undo: the next run starts from the environment's own
+configuration and placement, never from a dead run's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any
+
+import psutil
+
+from pgrig.provision.server import affinity, postmaster
+from pgrig.provision.settings import config
+from pgrig.provision.state import env_lock, safe_write
+from pgrig.provision.state.environment import Environment
+
+JOURNAL_FILE = "run-journal.json"
+CONF = "conf"  # pgrig.conf holds a run layer: {"names": [...]}
+INSIGHTS = "insights"  # pgrig.conf holds auto_explain's run-time sampling: {"names": [...]}
+PINNING = "pinning"  # affinities changed: {"roots": [{"pid", "create_time", "mask"}]}
+
+
+def read(env: Environment) -> dict[str, Any]:
+    try:
+        doc = json.loads((env.dir / JOURNAL_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _write(env: Environment, doc: dict[str, Any]) -> None:
+    path = env.dir / JOURNAL_FILE
+    if not doc:
+        path.unlink(missing_ok=True)
+        return
+    # on disk before the change it announces (fsync inside); a full disk: provision/safe_write
+    safe_write.replace_text(path, json.dumps(doc, indent=2, sort_keys=True))
+
+
+def note_conf(env: Environment, names: list[str], key: str = CONF) -> None:
+    """Before pgrig.conf gets run-only values for `names` (merged with what is noted)."""
+    doc = read(env)
+    known = set(doc.get(key, {}).get("names", []))
+    doc[key] = {"names": sorted(known | set(names))}
+    _write(env, doc)
+
+
+def note_pinning(env: Environment, roots: list[int]) -> None:
+    """Before the trees of `roots` are pinned: their current masks, to put back."""
+    entries = []
+    for pid in roots:
+        with contextlib.suppress(psutil.Error, OSError):
+            proc = psutil.Process(pid)
+            mask = sorted(os.sched_getaffinity(pid))
+            entries.append({"pid": pid, "create_time": proc.create_time(), "mask": mask})
+    doc = read(env)
+    doc[PINNING] = {"roots": entries}
+    _write(env, doc)
+
+
+def done(env: Environment, key: str) -> None:
+    """`key`'s change was undone: struck out (the file goes with its last entry)."""
+    doc = read(env)
+    if key in doc:
+        del doc[key]
+        _write(env, doc)
+
+
+def recover(env: Environment, *, holding_lock: bool = False) -> list[str]:
+    """Undo what a dead run left on `env`; returns what was undone (one line each).
+
+    Nothing happens while a live run holds the environment (its changes are its own), unless
+    the caller is that run (`holding_lock`) and starts from a clean state.
+    """
+    if not env.managed or not env.dir.is_dir():
+        return []
+    stale_layer = (env.dir / config.RUN_LAYER_FILE).exists()
+    doc = read(env)
+    if not doc and not stale_layer:
+        return []
+    if not holding_lock and env_lock.holder(env.dir) is not None:
+        return []
+    undone: list[str] = []
+    if PINNING in doc:
+        undone += _unpin(doc[PINNING])
+        done(env, PINNING)
+    if CONF in doc or INSIGHTS in doc or stale_layer:
+        names = set(config.run_layer(env))
+        for key in (CONF, INSIGHTS):
+            names |= set(doc.get(key, {}).get("names", []))
+        undone.append(_restore_conf(env, sorted(names)))
+        done(env, CONF)
+        done(env, INSIGHTS)
+    return undone
+
+
+def _unpin(entry: dict[str, Any]) -> list[str]:
+    out = []
+    for root in entry.get("roots", []):
+        try:
+            proc = psutil.Process(int(root["pid"]))
+            same = abs(proc.create_time() - float(root["create_time"])) < 0.01
+        except (psutil.Error, KeyError, TypeError, ValueError):
+            continue  # gone (restarted since): a new process was never pinned
+        if same:
+            mask = {int(c) for c in root.get("mask", [])}
+            if mask:
+                affinity.set_tree(proc.pid, mask)
+                out.append(f"CPU affinity of pid {proc.pid} and its children put back")
+    return out
+
+
+def _restore_conf(env: Environment, names: list[str]) -> str:
+    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
+    config.write_conf(env, run={})
+    action = postmaster.restart_or_reload(env, names)
+    shown = ", ".join(names) or "pgrig.conf"
+    return f"settings of an interrupted run undone ({shown}; {action})"

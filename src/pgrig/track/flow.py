@@ -1,0 +1,232 @@
+"""`pgrig track NAME ...` from start to end: plan the versions, measure, bisect, check.
+
+Every step writes what it learnt into the series' archive object as it goes, so an interrupted
+or killed command resumes where it stopped (the same command, or NAME alone).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pgrig.analysis import stats
+from pgrig.analysis.compare import DEFAULT_MISRATE, compare_runs, min_repeats
+from pgrig.errors import Interrupted, PgrigError, is_interruption
+from pgrig.record.protocol import RunStore
+from pgrig.request import RunRequest, from_flags
+from pgrig.track import bisect as bisecting
+from pgrig.track import runner, versions, view
+from pgrig.track.spec import TrackSpec, load_from_request
+
+
+class TrackInterrupted(Interrupted):
+    """Ctrl-C or SIGTERM: the aborted run is archived; the same command resumes."""
+
+
+def make_spec(
+    name: str,
+    *,
+    workload: str,
+    clients: int,
+    threads: int,
+    duration: float,
+    warmup: float,
+    protocol: str,
+    scale: int,
+    repeat: int,
+    profile: str,
+    settings: dict[str, str],
+    insights: bool = True,
+) -> TrackSpec:
+    """The measurement, validated by the run request's own rules (a problem names the flag)."""
+    from pgrig.workloads import specs
+
+    if not workload.startswith("pgbench:"):
+        raise PgrigError(
+            f"--workload {workload!r}: a series runs pgbench's built-in scripts "
+            "(pgbench:tpcb, pgbench:simple-update, pgbench:select-only)"
+        )
+    request = from_flags(
+        RunRequest, env_name="track", workload=specs.workload_label([workload]),
+        clients=clients, threads=threads, duration_s=duration, warmup_s=warmup,
+        protocol=protocol,
+    )  # fmt: skip
+    return TrackSpec(
+        name=name, load=load_from_request(request), scale=scale, repeat=repeat,
+        profile=profile, settings=settings, insights=insights,
+    )  # fmt: skip
+
+
+def plan(text: str, bisect: bool) -> tuple[list[versions.VersionPoint], dict[str, str]]:
+    """Version points of `--versions`, and what each catalogue asked could not tell.
+
+    Catalogues are asked only as far as needed: the builds on this machine first, then PyPI,
+    then Maven Central (a `mvn` run) for ranges and for versions the others do not have.
+    """
+    from pgrig.provision.server import binaries, sources
+
+    installed = {i.version: i.source for i in binaries.installed()}
+    has_range = any(kind == "range" for kind, _ in versions.parse_list(text))
+    asked: list[sources.Source] = [sources.InstalledSource()]
+    cat = sources.catalogue(asked)
+    for more in (sources.PypiSource(), sources.MavenSource()):
+        points = versions.expand(text, cat.offers, installed, bisect)
+        if not has_range and all(p.status != "skipped" for p in points):
+            return points, cat.errors
+        asked.append(more)
+        cat = sources.catalogue(asked)
+    return versions.expand(text, cat.offers, installed, bisect), cat.errors
+
+
+def run(
+    archive: RunStore,
+    name: str,
+    spec: TrackSpec | None,
+    version_list: str | None,
+    *,
+    bisect: bool = False,
+    check: bool = False,
+    threshold: float = view.DEFAULT_THRESHOLD,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    con = console or Console(stderr=True)
+
+    def say(text: str) -> None:
+        con.print(escape(text), highlight=False, soft_wrap=True)
+
+    new_points: list[versions.VersionPoint] = []
+    if version_list:
+        new_points, errors = plan(version_list, bisect)
+        for source, why in errors.items():
+            say(f"note: the {source} catalogue is unavailable: {why}")
+    series = runner.open_series(archive, spec, name, new_points)
+    archive.set_study_status(name, "running")
+    say(f"series {name}: {series.spec.describe()}")
+    for p in series.points:
+        say(f"  {p.version}: {p.status}" + (f" ({p.reason})" if p.reason else ""))
+    measurer = runner.Measurer(series, archive, con)
+    status = "failed"
+    try:
+        runner.measure(series, measurer, archive, say=say)
+        if bisect:
+            _bisect_all(series, measurer, archive, threshold, say)
+        status = "done"
+    except BaseException as e:
+        if not is_interruption(e):
+            raise
+        status = "interrupted"
+        raise TrackInterrupted(f"series {name} interrupted") from None
+    finally:
+        measurer.stop()
+        archive.set_study_status(name, status)
+    fresh = runner.load_series(archive, name)
+    out: dict[str, Any] = {"view": view.build(fresh, threshold, archive=archive), "check": None}
+    if check:
+        result = view.check(fresh, threshold)
+        archive.update_study_extra(name, {"last_check": result})
+        out["check"] = result
+    return out
+
+
+def _centre(series: runner.Series, version: str, repeats: set[int] | None = None) -> float | None:
+    vals = [
+        r.tps for r in series.runs
+        if r.study_point == version and r.status == "ok" and r.tps
+        and (repeats is None or r.repeat in repeats)
+    ]  # fmt: skip
+    return stats.center(vals) if vals else None
+
+
+def _bisect_all(
+    series: runner.Series, measurer: Any, archive: RunStore, threshold: float, say: Any
+) -> None:
+    """Bisect every step between measured versions that the engine calls faster or slower and
+    that has unmeasured candidates inside."""
+    from pgrig.provision.server.binaries import version_key
+
+    name = series.spec.name
+    series.runs = archive.study_runs(name)
+    measured = [p for p in series.points if _centre(series, p.version) is not None]
+    done = list(series.extra.get("bisections", []))
+    for a, b in itertools.pairwise(measured):
+        between = [
+            p.version for p in series.points
+            if p.status == "candidate"
+            and version_key(a.version) < version_key(p.version) < version_key(b.version)
+        ]  # fmt: skip
+        if not between or _bisected(done, a.version, b.version):
+            continue
+        runs_a = [r for r in series.runs if r.study_point == a.version and r.status == "ok"]
+        runs_b = [r for r in series.runs if r.study_point == b.version and r.status == "ok"]
+        step = compare_runs(runs_a, runs_b, "tps", threshold)
+        if step.verdict not in ("faster", "slower"):
+            say(f"{a.version} -> {b.version}: {step.describe()}: nothing to bisect")
+            continue
+        say(f"{a.version} -> {b.version}: {step.describe()}: bisecting {len(between)} versions")
+
+        def measure_one(version: str) -> float | None:
+            point = series.point(version)
+            assert point is not None
+            point.status, point.role = "planned", "bisect"
+            runner.measure(series, measurer, archive, versions=[version], phase="bisect", say=say)
+            series.runs = archive.study_runs(name)
+            return _centre(series, version)
+
+        centres = {a.version: _centre(series, a.version), b.version: _centre(series, b.version)}
+        result = bisecting.bisect(
+            a.version, b.version, between, {k: v for k, v in centres.items() if v}, measure_one
+        )
+        record = result.to_dict() | {"direction": step.verdict, "step": step.as_dict()}
+        record |= _confirm(series, measurer, archive, result, step.verdict, threshold, say)
+        done.append(record)
+        archive.update_study_extra(name, {"bisections": done})
+        series.extra["bisections"] = done
+
+
+def _bisected(done: list[dict[str, Any]], a: str, b: str) -> bool:
+    """Whether an earlier bisection covered the step a -> b (its midpoints are measured now,
+    which makes new neighbours inside the old interval: they are not bisected again)."""
+    from pgrig.provision.server.binaries import version_key
+
+    return any(
+        version_key(d["good"]) <= version_key(a) and version_key(b) <= version_key(d["bad"])
+        for d in done
+    )
+
+
+def _confirm(
+    series: runner.Series,
+    measurer: Any,
+    archive: RunStore,
+    result: bisecting.Bisection,
+    direction: str,
+    threshold: float,
+    say: Any,
+) -> dict[str, Any]:
+    """Re-run the last good and the first bad version interleaved; confirmed when the engine
+    gives the same verdict (faster or slower) at 95%."""
+    good, bad = result.last_good, result.first_bad
+    name = series.spec.name
+    used = [r.repeat for r in series.runs if r.study_point in (good, bad)]
+    start = max(used, default=-1) + 1
+    count = max(series.spec.repeat, min_repeats(DEFAULT_MISRATE))  # 95% needs 4 per side
+    reps = list(range(start, start + count))
+    say(f"confirming {good} -> {bad}: {count} interleaved runs each")
+    runner.measure(series, measurer, archive, versions=[good, bad], repeats=reps,
+                   phase="confirm", say=say)  # fmt: skip
+    series.runs = archive.study_runs(name)
+    side = {
+        v: [r for r in series.runs if r.study_point == v and r.repeat in reps and r.status == "ok"]
+        for v in (good, bad)
+    }
+    if not side[good] or not side[bad]:
+        return {"confirmed": False, "confirmation": {"description": "confirmation runs failed"}}
+    cmp = compare_runs(side[good], side[bad], "tps", threshold)
+    say(f"confirmation {good} -> {bad}: {cmp.describe()}")
+    return {
+        "confirmed": cmp.verdict == direction and not cmp.insufficient,
+        "confirmation": cmp.as_dict() | {"baseline_version": good, "candidate_version": bad},
+    }

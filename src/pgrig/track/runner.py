@@ -1,0 +1,288 @@
+"""Measure a series: for each version, its binaries, a fresh cluster with the same settings and
+the same generated data, the same runs; repeats interleaved round-robin across versions.
+
+The series lives in the archive as a study of kind "track" (its name is the series' name):
+the spec is the measurement (spec.py), `extra["versions"]` the version points with their source,
+status and the reason of any skip or failure, and every run links to it (study, study_point =
+the version, repeat). Resuming counts the successful (version, repeat) runs in the archive, so
+Ctrl-C or kill -9 lose at most the run that was going on. One server runs at a time; the
+environments (trk-<series>-<version>) stay, stopped, for later points, bisection and checks,
+until `pgrig track NAME --destroy` (cleanup.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pgrig.archive.records import RunRecord, StudyRecord
+from pgrig.errors import NotFound, PgrigError
+from pgrig.record.protocol import RunReader, RunStore
+from pgrig.track.spec import KIND, TrackSpec, env_name
+from pgrig.track.versions import VersionPoint
+
+SERVER_ONLY_NOTE = (
+    "server-only build (Maven Central): pgbench and psql from {client}; no contrib, so the "
+    "statements and plans insights (pg_stat_statements, auto_explain) are unavailable"
+)
+
+
+@dataclass
+class Series:
+    """A series as stored: its spec, its version points and its runs."""
+
+    spec: TrackSpec
+    points: list[VersionPoint]
+    status: str = "running"
+    extra: dict[str, Any] = field(default_factory=dict)
+    runs: list[RunRecord] = field(default_factory=list)
+
+    def point(self, version: str) -> VersionPoint | None:
+        return next((p for p in self.points if p.version == version), None)
+
+
+def load_series(archive: RunReader, name: str, with_runs: bool = True) -> Series:
+    rec = archive.get_study(name)
+    if rec.kind != KIND:
+        raise PgrigError(f"{name!r} is a study of kind {rec.kind}, not a version series")
+    spec = TrackSpec.from_json(rec.spec)
+    points = [VersionPoint.from_dict(d) for d in rec.extra.get("versions", [])]
+    spec.repeat = int(rec.extra.get("repeat", spec.repeat))
+    runs = archive.study_runs(name) if with_runs else []
+    return Series(spec, points, rec.status, dict(rec.extra), runs)
+
+
+def open_series(
+    archive: RunStore, spec: TrackSpec | None, name: str, new_points: list[VersionPoint]
+) -> Series:
+    """The stored series `name` with `new_points` merged in (created when new). A different
+    measurement under the same name is refused: the series would mix two benchmarks."""
+    try:
+        stored = load_series(archive, name, with_runs=False)
+    except NotFound:
+        stored = None
+    if stored is None:
+        if spec is None:
+            raise NotFound(
+                f"series {name!r} does not exist: give --versions and --workload to start it"
+            )
+        if not new_points:
+            raise PgrigError("--versions: a new series needs at least one version")
+        rec = StudyRecord(name=name, kind=KIND, spec=spec.to_json(),
+                          extra={"versions": [p.to_dict() for p in new_points]})  # fmt: skip
+        archive.create_study(rec)
+        return Series(spec, list(new_points))
+    if spec is not None and not stored.spec.same_measurement(spec):
+        raise PgrigError(
+            f"series {name!r} measures something else ({stored.spec.describe()}): give the same "
+            "load, scale, profile and settings, only NAME to resume it, or another name"
+        )
+    if spec is not None and spec.repeat != stored.spec.repeat:
+        stored.spec.repeat = spec.repeat
+        archive_update_spec(archive, name, stored.spec)
+    known = {p.version for p in stored.points}
+    for p in new_points:
+        if p.version not in known:
+            stored.points.append(p)
+        else:
+            old = stored.point(p.version)
+            if old is not None and old.status == "candidate" and p.status == "planned":
+                old.status, old.role = "planned", p.role  # now asked for explicitly
+    from pgrig.provision.server.binaries import version_key
+
+    stored.points.sort(key=lambda p: version_key(p.version))
+    save_points(archive, name, stored.points)
+    return stored
+
+
+def archive_update_spec(archive: RunStore, name: str, spec: TrackSpec) -> None:
+    archive.update_study_extra(name, {"repeat": spec.repeat})
+
+
+def save_points(archive: RunStore, name: str, points: Iterable[VersionPoint]) -> None:
+    archive.update_study_extra(name, {"versions": [p.to_dict() for p in points]})
+
+
+class Measurer:
+    """Provisioning and runs for one series (the real world; tests of the logic use fakes)."""
+
+    def __init__(self, series: Series, archive: RunStore, console: Console | None = None) -> None:
+        self.series = series
+        self.archive = archive
+        self.console = console or Console(stderr=True)
+        self.running: str | None = None  # the environment whose server this process started
+
+    # --- one version ready to run ------------------------------------------------------------
+    def prepare(self, point: VersionPoint) -> None:
+        """Binaries, environment, data. Raises PgrigError naming what failed."""
+        from pgrig.provision.server import binaries, maven, sources
+        from pgrig.provision.state.environment import Environment
+
+        spec = self.series.spec
+        point.env = point.env or env_name(spec.name, point.version)
+        if point.bindir is None or not (Path(point.bindir) / "postgres").exists():
+            installed = {i.version for i in binaries.installed()}
+            order = (["system"] if point.version in installed else []) + [
+                s for s in ("pgrig", "maven") if s in point.sources or not point.sources
+            ]
+            self._say(f"PostgreSQL {point.version}: binaries ({' or '.join(order)})")
+            bindir, source = sources.install(point.version, order)
+            if source == "system":
+                source = next(
+                    (i.source for i in binaries.installed() if Path(i.bindir) == bindir), "system"
+                )
+            point.bindir, point.source = str(bindir), source
+            point.client_tools = maven.client_tools(bindir)
+        if point.source == "maven" and not (Path(point.bindir) / "pgbench").exists():
+            raise PgrigError(
+                f"PostgreSQL {point.version} is a server-only build and no full build with "
+                "pgbench is installed to drive it (pgrig pg install 18)"
+            )
+        try:
+            env = Environment.load(point.env)
+        except NotFound:
+            env = None
+        if env is not None and env.version != point.version:
+            raise PgrigError(
+                f"environment {point.env} exists with PostgreSQL {env.version}, not "
+                f"{point.version} (destroy it: pgrig env destroy {point.env})"
+            )
+        self.switch_to(point)
+        self._data(point)
+
+    def switch_to(self, point: VersionPoint) -> None:
+        """Make `point`'s server the one running (stopping the previous one we started)."""
+        from pgrig.provision import cluster
+        from pgrig.provision.state.environment import Environment
+
+        assert point.env is not None
+        if self.running == point.env:
+            return
+        self.stop()
+        try:
+            env = Environment.load(point.env)
+        except NotFound:
+            spec = self.series.spec
+            self._say(f"  creating environment {point.env} (profile {spec.profile})")
+            cluster.create_environment(
+                point.env, point.version, profile=spec.profile, settings=dict(spec.settings),
+                insights=spec.insights and point.source != "maven",
+            )  # fmt: skip
+            self.running = point.env
+            return
+        if cluster.ensure_running(env):
+            self.running = point.env
+        else:
+            self.running = point.env  # ours now: stopped when we move on
+
+    def _data(self, point: VersionPoint) -> None:
+        from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
+        from pgrig.request import DatasetRequest
+        from pgrig.workloads import datasets
+
+        assert point.env is not None
+        env = Environment.load(point.env)
+        want = DatasetRequest(scenario="pgbench", scale=self.series.spec.scale)
+        if datasets.matches(datasets.get(env, DEFAULT_DATABASE), want):
+            return
+        self._say(f"  generating pgbench data (scale {want.scale}) in {point.env}")
+        datasets.generate(env, want)
+
+    def run(self, point: VersionPoint, repeat: int, phase: str) -> RunRecord:
+        from pgrig.load.runner import execute
+
+        assert point.env is not None
+        self.switch_to(point)
+        request = self.series.spec.request(
+            point.env, point.version, repeat, phase, point.source or "system"
+        )
+        return execute(request, archive=self.archive, console=self.console, live=False)
+
+    def stop(self) -> None:
+        from pgrig.provision import cluster
+
+        if self.running is None:
+            return
+        name, self.running = self.running, None
+        try:
+            cluster.stop_environment(name)
+        except PgrigError as e:
+            self._say(f"  could not stop {name}: {e}")
+
+    def _say(self, text: str) -> None:
+        self.console.print(escape(text), highlight=False, soft_wrap=True)
+
+
+@dataclass
+class MeasureResult:
+    ran: int = 0
+    failed: int = 0
+    records: list[RunRecord] = field(default_factory=list)
+
+
+def measure(
+    series: Series,
+    measurer: Any,
+    archive: RunStore,
+    versions: list[str] | None = None,
+    repeats: Iterable[int] | None = None,
+    phase: str = "series",
+    say: Callable[[str], None] | None = None,
+) -> MeasureResult:
+    """Run every (version, repeat) not yet done, round-robin: repeat 0 of each version, then
+    repeat 1 of each... A version whose preparation or a run fails is marked failed (with the
+    reason) and skipped for the rest of this call; the others go on."""
+    tell = say or (lambda _t: None)
+    name = series.spec.name
+    wanted = [
+        p for p in series.points
+        if (versions is None and p.status in ("planned", "ok", "failed"))
+        or (versions is not None and p.version in versions)
+    ]  # fmt: skip
+    reps = list(repeats) if repeats is not None else list(range(series.spec.repeat))
+    done = {(r.study_point, r.repeat) for r in archive.study_runs(name) if r.status == "ok"}
+    result = MeasureResult()
+    broken: set[str] = set()
+    ready: set[str] = set()
+    todo = [(p, k) for k in reps for p in wanted if (p.version, k) not in done]
+    total = len(todo)
+    for i, (point, k) in enumerate(todo, start=1):
+        if point.version in broken:
+            continue
+        if point.version not in ready:
+            try:
+                measurer.prepare(point)
+            except (PgrigError, OSError) as e:
+                _fail(point, f"not measured: {e}", broken)
+                save_points(archive, name, series.points)
+                tell(f"PostgreSQL {point.version} skipped: {e}")
+                continue
+            ready.add(point.version)
+            save_points(archive, name, series.points)
+        tell(f"[{i}/{total}] PostgreSQL {point.version} repeat {k + 1}")
+        rec = measurer.run(point, k, phase)
+        result.ran += 1
+        result.records.append(rec)
+        if rec.status != "ok":
+            result.failed += 1
+            _fail(point, f"run {rec.id} {rec.status}: {rec.error or ''}".strip(), broken)
+            save_points(archive, name, series.points)
+            tell(f"PostgreSQL {point.version}: run {rec.id} {rec.status}, version skipped")
+            continue
+        done.add((point.version, k))
+    for p in wanted:
+        complete = p.version not in broken and all((p.version, k) in done for k in reps)
+        if complete:
+            p.status, p.reason = "ok", None
+    save_points(archive, name, series.points)
+    return result
+
+
+def _fail(point: VersionPoint, reason: str, broken: set[str]) -> None:
+    point.status, point.reason = "failed", reason
+    broken.add(point.version)

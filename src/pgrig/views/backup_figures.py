@@ -1,0 +1,197 @@
+"""The figures of a backup or restore run (RunRecord.extra["backup"]) and of a run on an
+environment with replicas (extra["topology"]), as every surface shows them: computed once
+here, part of views/run_summary.py (`runs show`, the run page, `report run`); `summary()` is
+the one cell of run lists, `compare_rows()` the side-by-side rows of `runs compare`.
+
+Rows are (label, text) pairs, values formatted by pgrig/format.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pgrig import format as fmt
+from pgrig.archive.records import RunRecord
+from pgrig.record.documents import BackupDoc, ReplicaDoc
+
+
+def figures(rec: RunRecord) -> BackupDoc | None:
+    doc = rec.extra.get("backup")
+    return doc if isinstance(doc, dict) and doc else None
+
+
+def size_text(v: Any) -> str:
+    return fmt.size(v)
+
+
+def _num(v: Any, digits: int = 2, suffix: str = "") -> str:
+    return fmt.MISSING if fmt.is_missing(v) else f"{fmt.number(v, digits)}{suffix}"
+
+
+def rows(rec: RunRecord) -> list[tuple[str, str]]:
+    """The backup table of one run (empty for load runs)."""
+    b = figures(rec)
+    if b is None:
+        return []
+    if b.get("type") == "restore":
+        v = b.get("verify") or {}
+        verified = "ok" if v.get("ok") else (v.get("problem") or "-")
+        counts = ", ".join(
+            f"{k} {c.get('found'):,}/{c.get('expected'):,}"
+            for k, c in (v.get("counts") or {}).items()
+        )
+        return [
+            ("restored", f"{b.get('backup', '-')} ({b.get('tool', '-')})"),
+            ("chain", " + ".join(b.get("chain") or []) or "-"),
+            ("restore time", _num(b.get("restore_total_s"), 2, " s")),
+            ("  files", f"{_num(b.get('restore_s'), 2, ' s')} ({b.get('restore_method', '-')})"),
+            ("  start and recovery", _num(b.get("start_s"), 2, " s")),
+            ("verified", verified),
+            ("row counts", counts or "-"),
+            ("pg_amcheck", f"{v.get('amcheck', '-')} ({_num(v.get('amcheck_s'), 2, ' s')})"),
+        ]
+    out = [
+        ("tool", f"{b.get('tool', '-')} {b.get('type', '-')}"),
+        ("backup", str(b.get("name") or "-")),
+        ("duration", _num(b.get("duration_s"), 2, " s")),
+        ("throughput", f"{size_text(b.get('throughput_bytes_per_s'))}/s"),
+        ("backup size", size_text(b.get("backup_bytes"))),
+        ("databases", size_text(b.get("source_bytes"))),
+        ("compression ratio", _num(b.get("compression_ratio"), 3)),
+        ("size ratio", _num(b.get("size_ratio"), 3)),
+        ("start LSN", str(b.get("start_lsn") or "-")),
+        ("stop LSN", str(b.get("stop_lsn") or "-")),
+        ("WAL generated", size_text(b.get("wal_generated_bytes"))),
+    ]
+    if b.get("parent"):
+        out.insert(2, ("builds on", str(b["parent"])))
+    if b.get("bytes_written_before_failure") is not None:
+        out.append(("written before failing", size_text(b["bytes_written_before_failure"])))
+    d = rec.extra.get("during")
+    if isinstance(d, dict) and d.get("load"):
+        load = d["load"]
+        out.append(
+            (
+                "during load",
+                f"run {load.get('id')} {load.get('workload')} -c {load.get('clients')}: "
+                f"tps {_num(load.get('tps'), 1)}, p95 {_num(load.get('p95_ms'), 2, ' ms')}, "
+                f"backup covered {_num(100 * (d.get('covered_fraction') or 0), 0, '%')} of it",
+            )
+        )
+        for metric, c in (d.get("comparison") or {}).items():
+            out.append((f"vs no backup ({metric})", str(c.get("description") or "-")))
+    return out
+
+
+def summary(rec: RunRecord) -> str:
+    """One cell for run lists: 'full 60.4 MiB in 0.8 s' or 'restore 5.4 s ok'."""
+    b = figures(rec)
+    if b is None:
+        return ""
+    if b.get("type") == "restore":
+        ok = (b.get("verify") or {}).get("ok")
+        return f"restore {_num(b.get('restore_total_s'), 1, ' s')} {'ok' if ok else '-'}"
+    took = _num(b.get("duration_s"), 1, " s")
+    return f"{b.get('type')} {size_text(b.get('backup_bytes'))} in {took}"
+
+
+def _figure(b: Mapping[str, Any], key: str) -> Any:
+    """One of a backup's figures named by a key given at run time (the compare lists)."""
+    return b.get(key)
+
+
+def _backup(key: str) -> Callable[[RunRecord], Any]:
+    def get(rec: RunRecord) -> Any:
+        b = figures(rec)
+        return None if b is None else _figure(b, key)
+
+    return get
+
+
+def max_lag_bytes(rec: RunRecord) -> int | None:
+    """The largest replay lag of any replica over the run (None: no replicas)."""
+    lag = (rec.extra.get("topology") or {}).get("lag") or {}
+    found = [b for v in lag.values() if (b := v.get("max_lag_bytes")) is not None]
+    return max(found) if found else None
+
+
+# (key, label, value of a run, text, lower is better) for views/compare.py's MetricSpec
+COMPARE_FIGURES: tuple[tuple[str, str, Callable[[RunRecord], Any], Callable[[Any], str],
+                             bool | None], ...] = (
+    ("backup.duration_s", "Backup duration, s", _backup("duration_s"),
+     lambda v: fmt.number(v, 2), True),
+    ("backup.backup_bytes", "Backup size", _backup("backup_bytes"), fmt.size, None),
+    ("backup.throughput_bytes_per_s", "Backup throughput, /s",
+     _backup("throughput_bytes_per_s"), fmt.size, False),
+    ("backup.compression_ratio", "Compression ratio", _backup("compression_ratio"),
+     lambda v: fmt.number(v, 3), None),
+    ("backup.wal_generated_bytes", "WAL during the backup", _backup("wal_generated_bytes"),
+     fmt.size, None),
+    ("backup.restore_total_s", "Restore time, s", _backup("restore_total_s"),
+     lambda v: fmt.number(v, 2), True),
+    ("replication.max_lag_bytes", "Max replica replay lag", max_lag_bytes, fmt.size, True),
+)  # fmt: skip
+
+
+def _where(replica: ReplicaDoc) -> str:
+    """r1 (port 5441), or r1 (host db2, 10.0.0.12:5441) for a replica on another host."""
+    if replica.get("on"):
+        return (
+            f"{replica.get('name')} (host {replica['on']}, {replica.get('host')}:"
+            f"{replica.get('port')})"
+        )
+    return f"{replica.get('name')} (port {replica.get('port')})"
+
+
+def topology_rows(rec: RunRecord) -> list[tuple[str, str]]:
+    """Replicas of the run's environment and their lag over the run (empty: standalone)."""
+    t = rec.extra.get("topology")
+    if not isinstance(t, dict) or not t.get("replicas"):
+        return []
+    out = [
+        ("sync mode", str(t.get("sync", "off"))),
+        ("replicas", ", ".join(_where(r) for r in t["replicas"])),
+    ]
+    targets = rec.extra.get("targets")
+    if isinstance(targets, dict) and targets.get("servers"):
+        out.append(("load sent to", str(targets.get("role") or "primary")))
+        for row in targets["servers"]:
+            share = row.get("share")
+            out.append(
+                (
+                    f"  {row.get('server')}",
+                    f"{fmt.number(row.get('transactions'))} transactions committed"
+                    + (f" ({fmt.percent(100 * share)})" if share is not None else "")
+                    + f", {fmt.number(row.get('tps'))} per second over the whole load",
+                )
+            )
+    for name, lag in (t.get("lag") or {}).items():
+        missed = lag.get("samples_not_streaming") or 0
+        text = f"max replay lag {size_text(lag.get('max_lag_bytes'))}"
+        if missed:
+            text += f", not streaming in {missed} of {lag.get('samples')} samples"
+        out.append((f"replica {name}", text))
+    return out
+
+
+COMPARE_KEYS = (
+    ("duration s", "duration_s"),
+    ("backup bytes", "backup_bytes"),
+    ("throughput B/s", "throughput_bytes_per_s"),
+    ("compression ratio", "compression_ratio"),
+    ("WAL generated bytes", "wal_generated_bytes"),
+    ("restore s", "restore_total_s"),
+)
+
+
+def compare_rows(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
+    """Backup figures of two runs side by side (both must be backup runs)."""
+    fa, fb = figures(a), figures(b)
+    if fa is None or fb is None:
+        return []
+    return [
+        (label, _num(_figure(fa, key), 3), _num(_figure(fb, key), 3))
+        for label, key in COMPARE_KEYS
+        if _figure(fa, key) is not None or _figure(fb, key) is not None
+    ]

@@ -1,0 +1,246 @@
+"""One run's summary, computed once: `pgrig runs show`, the run page and `pgrig report run`
+render it. What ran, where and how (about), what it measured (results), its per-script
+figures, the settings that differ from PostgreSQL's defaults and the host checks.
+
+To show a new fact of a run everywhere (a per-host sampler, a network fact, a backup figure),
+add an Item here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgrig import format as fmt
+from pgrig.archive.records import RunRecord
+from pgrig.insights import log_excerpt
+from pgrig.table import Cell, CellValue, Table
+from pgrig.views import backup_figures, latency, run_hosts
+from pgrig.views.settings import SettingRow, non_default_rows
+
+LATENCY_FIELDS = ("avg", "p50", "p95", "p99", "max")
+
+
+@dataclass
+class RunSummary:
+    title: str
+    status: str
+    error: str | None
+    warnings: list[str]
+    about: list[tuple[str, str]]
+    results: list[tuple[str, str]]
+    scripts: Table | None
+    settings: list[SettingRow]
+    settings_note: str  # what an empty settings list means
+    host_checks: Table | None
+    command: str | None = None
+    host: list[tuple[str, str]] = field(default_factory=list)
+    hosts: Table | None = None  # every host of the run (views/run_hosts.py)
+    backup: list[tuple[str, str]] = field(default_factory=list)  # backup and restore runs
+    topology: list[tuple[str, str]] = field(default_factory=list)  # replicas and their lag
+    latency_basis: list[tuple[str, str]] = field(default_factory=list)  # also in results
+
+    @property
+    def items(self) -> list[tuple[str, str]]:
+        return self.about + self.results + self.backup + self.topology
+
+    def settings_table(self) -> Table:
+        rows = [[s.name, s.value, s.default, s.source, s.layer] for s in self.settings]
+        return Table.build(
+            ["setting", "value", "default", "source", "layer"],
+            rows,
+            caption="Settings that differ from PostgreSQL's defaults",
+            note=None if rows else self.settings_note,
+        )
+
+
+def build(rec: RunRecord) -> RunSummary:
+    nd = non_default_rows(rec)
+    return RunSummary(
+        title=f"run {rec.id}",
+        status=rec.status,
+        error=rec.error,
+        warnings=[str(w.get("message")) for w in rec.warnings()],
+        about=about(rec) + run_hosts.about_items(rec),
+        results=results(rec),
+        scripts=scripts_table(rec),
+        settings=nd,
+        settings_note=(
+            "all settings at PostgreSQL's defaults"
+            if rec.settings
+            else "no settings snapshot was recorded"
+        ),
+        host_checks=host_checks_table(rec),
+        command=rec.command,
+        host=host_facts(rec.host),
+        hosts=run_hosts.hosts_table(rec),
+        backup=backup_figures.rows(rec),
+        topology=backup_figures.topology_rows(rec),
+        latency_basis=latency.items(rec),
+    )
+
+
+def about(rec: RunRecord) -> list[tuple[str, str]]:
+    """What ran, where and how."""
+    started = fmt.timestamp(rec.started_at, seconds=True)
+    if rec.started_at and rec.ended_at:
+        started += f" (wall time {fmt.duration((rec.ended_at - rec.started_at).total_seconds())})"
+    target = "managed" if rec.managed else f"external {rec.target or ''}".strip()
+    data = rec.scenario or fmt.MISSING
+    if rec.scale:
+        data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {fmt.number(rec.scale)}"
+    if rec.db_size_bytes:
+        data += f", {fmt.size(rec.db_size_bytes)}"
+    data += f", database {rec.database or fmt.MISSING}"
+    load = f"{rec.clients} clients, {rec.threads} threads"
+    if rec.duration_s is not None:
+        load += f", {fmt.duration(rec.duration_s)}"
+    elif rec.transactions_per_client is not None:
+        load += f", {fmt.number(rec.transactions_per_client)} transactions per client"
+    load += f", warm-up {fmt.duration(rec.warmup_s)}" if rec.warmup_s else ", no warm-up"
+    if rec.rate is not None:
+        load += f", rate {fmt.number(rec.rate)} tps"
+    if rec.latency_limit_ms is not None:
+        load += f", latency limit {fmt.number(rec.latency_limit_ms)} ms"
+    items = [
+        ("started", started),
+        ("environment", f"{rec.env_name} ({target}, via {rec.via})"),
+        ("server", fmt.engine(rec.engine, rec.server_version)),
+        _load_engine(rec),
+        ("data", data),
+        ("workload", f"{rec.workload} (protocol {rec.protocol})"),
+        ("load", load),
+    ]
+    if rec.study:
+        items.append(("study", f"{rec.study} point {rec.study_point or '-'} repeat {rec.repeat}"))
+    if rec.tags:
+        items.append(("tags", ", ".join(f"{k}={v}" for k, v in rec.tags.items())))
+    items += [(k, v) for k, v in (("note", rec.note), ("owner", rec.owner)) if v]
+    server_log = rec.extra.get("server_log") if isinstance(rec.extra, dict) else None
+    if isinstance(server_log, dict):  # what the server wrote during the run, what is kept
+        items.append(("server log", log_excerpt.describe(server_log)))
+    return items
+
+
+def results(rec: RunRecord) -> list[tuple[str, str]]:
+    """What the run measured."""
+    items = [
+        ("measured", fmt.duration(rec.measured_s)),
+        ("TPS", fmt.number(rec.tps)),
+    ]
+    if rec.nopm is not None:
+        items.append(("NOPM", fmt.number(rec.nopm)))
+    if rec.tpm is not None:
+        items.append(("TPM", fmt.number(rec.tpm)))
+    items += [
+        ("transactions", fmt.number(rec.transactions)),
+        (
+            "failed / retried / skipped",
+            " / ".join(fmt.number(v) for v in (rec.failed, rec.retried, rec.skipped)),
+        ),
+    ]
+    if rec.rollbacks is not None:
+        items.append(("rollbacks", fmt.number(rec.rollbacks)))
+    lat = [(k, v) for k, v in rec.latency.as_dict().items() if v is not None]
+    items.append(("latency ms", ", ".join(f"{k} {fmt.ms(v)}" for k, v in lat) or fmt.MISSING))
+    items += latency.items(rec)  # how many samples the percentiles rest on, their bounds
+    cpu = (rec.cpu_user, rec.cpu_system, rec.cpu_iowait, rec.cpu_idle)
+    items.append(("CPU user / system / iowait / idle %", " / ".join(fmt.number(v) for v in cpu)))
+    steal = rec.extra.get("cpu_steal") if isinstance(rec.extra, dict) else None
+    if isinstance(steal, int | float):  # the hypervisor's share, where the kernel exposes it
+        items.append(("CPU steal %", fmt.number(steal)))
+    items.append(("cache hit ratio", fmt.percent(rec.hit_ratio, 2)))
+    return items
+
+
+def scripts_table(rec: RunRecord) -> Table | None:
+    if not rec.scripts:
+        return None
+    rows = [
+        [
+            str(s.script_no),
+            s.name,
+            str(s.weight),
+            fmt.number(s.transactions),
+            fmt.number(s.failed),
+            fmt.number(s.tps),
+            *(fmt.ms(getattr(s.latency, q)) for q in LATENCY_FIELDS),
+        ]
+        for s in rec.scripts
+    ]
+    cols = ["#", "script", "weight", "transactions", "failed", "TPS"]
+    cols += [f"{q} ms" for q in LATENCY_FIELDS]
+    return Table.build(cols, rows, caption="Per transaction type", numeric={0, *range(2, 11)})
+
+
+_CHECK_STYLES = {"ok": "good", "warn": "warn"}
+
+
+def host_checks_table(rec: RunRecord) -> Table | None:
+    """The host checks recorded at the start of the run (host.checks), in their order."""
+    checks = rec.host.get("checks") if rec.host else None
+    if not isinstance(checks, list):
+        return None
+    rows: list[list[CellValue]] = [
+        [
+            str(c.get("name")),
+            fmt.MISSING if c.get("value") is None else str(c["value"]),
+            fmt.MISSING if c.get("recommended") is None else str(c["recommended"]),
+            Cell([str(c.get("status"))], _CHECK_STYLES.get(str(c.get("status")), "muted")),
+            str(c.get("why") or ""),
+        ]
+        for c in checks
+        if isinstance(c, dict)
+    ]
+    if not rows:
+        return None
+    return Table.build(["check", "value", "recommended", "status", "why"], rows,
+                       caption="Host checks")  # fmt: skip
+
+
+def host_facts(host: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Host facts flattened to (key, text): nested dicts as a.b, lists comma-separated, sizes
+    in binary units (checks: host_checks_table)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif value is None:
+            return
+        elif isinstance(value, list | tuple):
+            out.append((prefix, ", ".join(str(v) for v in value)))
+        elif isinstance(value, int) and not isinstance(value, bool) and prefix.endswith("_bytes"):
+            out.append((prefix, f"{fmt.size(value)} ({value:,})"))
+        else:
+            out.append((prefix, str(value)))
+
+    walk("", {k: v for k, v in (host or {}).items() if k != "checks"})
+    return out
+
+
+def _load_engine(rec: RunRecord) -> tuple[str, str]:
+    """("pgbench", "18.1") or ("load", "sysbench 1.0.20"): the engine that drove the run."""
+    engine = rec.extra.get("load_engine") if isinstance(rec.extra, dict) else None
+    if isinstance(engine, dict) and engine.get("name") not in (None, "pgbench"):
+        return "load", f"{engine.get('name')} {engine.get('version') or ''}".strip()
+    return "pgbench", rec.pgbench_version or fmt.MISSING
+
+
+def to_json(rec: RunRecord) -> dict[str, Any]:
+    """The run as data: `runs show --json` and `run --json` print this one document (the
+    summary of archive.export.run_to_json plus the context: settings that differ, layers,
+    host, artifacts, series kinds, and the insights' statements, plans, log digest, waits)."""
+    from pgrig.archive.export import json_safe, run_to_json
+    from pgrig.insights import summary
+
+    doc = run_to_json(rec)
+    doc["non_default_settings"] = json_safe(rec.non_default_settings())
+    doc["settings_layers"] = json_safe(rec.settings_layers)
+    doc["host"] = json_safe(rec.host)
+    doc["artifacts"] = dict(rec.artifacts)
+    doc["series_kinds"] = sorted(rec.series)
+    doc.update(json_safe(summary.parts(rec.insights)))  # statements, plans, log_digest, waits
+    return doc

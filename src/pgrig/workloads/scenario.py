@@ -1,0 +1,143 @@
+"""The scenario seam: what a run needs from the scenario its database holds (pgbench's own
+tables, TPC-C, tickets), behind one `Scenario` protocol, so the run orchestrator (load/) holds
+no scenario branches. A scenario gives the scripts a run executes against that database (with
+their -D values and the retries it recommends) and adds its own figures to a finished run's
+record (TPC-C's NOPM). Adding a scenario means one class here, nothing in load/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from pgrig.archive.records import RunRecord
+from pgrig.errors import PgrigError
+from pgrig.provision.state.environment import Environment
+from pgrig.request import RunRequest, ScriptSpec
+
+
+@dataclass(frozen=True)
+class RunScripts:
+    """What a run executes: its scripts, their -D values, the retries its scenario recommends."""
+
+    scripts: list[ScriptSpec]
+    defines: dict[str, str] = field(default_factory=dict)
+    max_tries: int = 1
+
+
+class Scenario(Protocol):
+    """One scenario, as a run sees it."""
+
+    name: str
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        """The scripts to run on `dbname` (which holds `dataset`); a PgrigError if it cannot
+        serve this scenario (no such data)."""
+        ...
+
+    def add_results(self, rec: RunRecord) -> None:
+        """The scenario's own figures, from the run's per-script results (measured window)."""
+        ...
+
+
+class ScriptsAsGiven:
+    """pgbench's built-in scripts and custom scripts: run as given, no figures of their own."""
+
+    name = "scripts"
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        return RunScripts(list(spec.scripts), {}, spec.max_tries)
+
+    def add_results(self, rec: RunRecord) -> None:
+        return None
+
+
+class Tpcc:
+    """TPC-C: scripts written per run against the loaded warehouses; NOPM, TPM, rollbacks."""
+
+    name = "tpcc"
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        from pgrig.workloads import tpcc
+
+        if dataset.get("scenario") != "tpcc":
+            raise PgrigError(
+                f"database {dbname!r} of {env.name} holds no TPC-C data: "
+                f"run `pgrig db generate {env.name} --scenario tpcc --warehouses W` first"
+            )
+        scripts, defines, max_tries = tpcc.pgbench_scripts(
+            work,
+            warehouses=int(dataset["warehouses"]),
+            mix=spec.tpcc_mix,
+            all_warehouses=spec.all_warehouses,
+            conninfo=env.conninfo(dbname),
+            protocol=spec.protocol,
+            stock_level=spec.tpcc_stock_level,
+        )
+        return RunScripts(scripts, defines, max_tries)
+
+    def add_results(self, rec: RunRecord) -> None:
+        if not rec.scripts or not rec.measured_s:
+            return
+        from pgrig.workloads import tpcc
+
+        figures = tpcc.summarize(rec.scripts, rec.measured_s)
+        rec.nopm = figures.get("nopm")
+        rec.tpm = figures.get("tpm")
+        rec.rollbacks = figures.get("rollbacks")
+        rec.extra["tpcc"] = figures
+
+
+class Tickets:
+    """Seed 003's tickets: the read script's id range comes from the loaded row count."""
+
+    name = "tickets"
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        from pgrig.workloads import tickets
+
+        return RunScripts(
+            list(spec.scripts), tickets.defines(dict(dataset), env.name, dbname), spec.max_tries
+        )
+
+    def add_results(self, rec: RunRecord) -> None:
+        return None
+
+
+def of(workload: str, script_names: Iterable[str]) -> Scenario:
+    """The scenario a run of `workload` with these scripts belongs to."""
+    if workload == "tpcc":
+        return Tpcc()
+    if any(name.startswith("tickets:") for name in script_names):
+        return Tickets()
+    return ScriptsAsGiven()

@@ -1,0 +1,217 @@
+"""Load from several hosts on the namespace rig (scripts/test-hosts.sh), with real sshd, real
+pgbench and a real PostgreSQL 18 reached over the rig's bridge.
+
+The rig of this module lives on 10.232.1.0/24 (prefix "hrt"), apart from the default rig. Its
+hosts get the PostgreSQL build copied into their private /var/lib/pgrig (what
+`pgrig host provision` puts there, without the Ansible run's time: tests/integration of hosts
+covers provisioning). The server runs on the control machine (10.232.1.1), an external
+environment: db on one host, load from two others. Faults: a load host cut off
+(`ip link set VETH down`), the postmaster killed, an SSH session killed; each run must end
+failed with what it measured kept, and nothing of it left running on any host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import namespace_hosts
+import pytest
+import servers
+
+NET = "10.232.1"
+PREFIX = "hrt"
+PORTS = range(14900, 14950)
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Path]:
+    # not under /tmp: the hosts get a private /tmp, which would hide the rig's files
+    rig_dir = Path(tempfile.mkdtemp(prefix="pgrig-rig-hrt-", dir="/var/lib"))
+    try:
+        with namespace_hosts.up(NET, PREFIX, rig_dir, 3, {"PGRIG_RIG_TMPFS": "1"}) as hosts:
+            yield hosts
+    finally:
+        shutil.rmtree(rig_dir, ignore_errors=True)
+
+
+class NetServer(servers.Server):
+    """A throwaway server that also listens on the rig's bridge and trusts the rig's hosts."""
+
+    def init(self) -> None:
+        super().init()
+        with open(self.data / "pg_hba.conf", "a") as f:
+            f.write(f"host all all {NET}.0/24 trust\n")
+
+
+@pytest.fixture(scope="module")
+def lab(rig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from pgrig import paths
+
+    with pytest.MonkeyPatch.context() as mp:
+        cache = Path(os.environ.get("PGRIG_PG_DIR") or paths.binaries_dir())
+        builds = sorted(cache.glob("18.*/bin/pgbench"))
+        if not builds:
+            pytest.skip("no PostgreSQL 18 in pgrig's cache (`pgrig pg install 18`)")
+        build = builds[-1].parents[1]
+        mp.setenv("PGRIG_PG_DIR", str(cache))
+        mp.setenv("PGRIG_AGENT_SILENCE_S", "3")  # a cut-off host's agent gives up fast
+        for host in ("h2", "h3"):  # what `pgrig host provision` would have unpacked
+            dest = rig / "hosts" / host / "fs" / "var-lib-pgrig" / "pg" / build.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(build, dest, symlinks=True, dirs_exist_ok=True)
+        make = lambda bindir: NetServer(  # noqa: E731
+            bindir, PORTS, "hrt-pg-",
+            settings={"listen_addresses": f"127.0.0.1,{NET}.1", "max_connections": 100},
+        )  # fmt: skip
+        with servers.throwaway(build / "bin", make) as server, servers.scratch_home("hrt-home-"):
+            servers.pgrig("host", "import", str(rig / "inventory.ini"))
+            dsn = f"postgresql://postgres@{NET}.1:{server.port}/postgres"
+            servers.pgrig("env", "add", "db", "--dsn", dsn)
+            servers.pgrig("db", "generate", "db", "--scenario", "pgbench", "--scale", "1")
+            mp.setattr(NetServer, "current", server, raising=False)
+            yield "db"
+
+
+def run_json(*args: str, check: bool = False) -> dict:
+    proc = servers.pgrig("run", "db", "-w", "pgbench:select-only", "--json", *args, check=check)
+    assert proc.stdout.strip(), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def record(run_id: int) -> Any:
+    from pgrig.cli import common
+
+    return common.open_archive(None).get_run(run_id)
+
+
+def pgbench_left(*hosts: str, wait_s: float = 8.0) -> list[str]:
+    """pgbench processes still running in the hosts' namespaces after wait_s at most."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for host in hosts:
+            for pid, comm in namespace_hosts.processes(f"{PREFIX}-{host}"):
+                if comm in ("pgbench", "python3"):
+                    left.append(f"{host}:{pid}:{comm}")
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.3)
+
+
+def once_running(host: str, action: Any, after_s: float = 1.5) -> threading.Thread:
+    """Do action after_s seconds after pgbench started on host (in a thread)."""
+
+    def wait_then_act() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any(c == "pgbench" for c in _comms(host)):
+                time.sleep(after_s)
+                action()
+                return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=wait_then_act, daemon=True)
+    t.start()
+    return t
+
+
+def _comms(host: str) -> list[str]:
+    return [comm for _pid, comm in namespace_hosts.processes(f"{PREFIX}-{host}")]
+
+
+def test_load_from_two_hosts_merges_exactly(lab: str) -> None:
+    doc = run_json("-c", "4", "-j", "2", "-T", "3", "--load-from", "h2", "--load-from", "h3")
+    assert doc["status"] == "ok", doc["error"]
+    rec = record(doc["id"])
+    load = rec.extra["load"]
+    assert [s["clients"] for s in load["split"]] == [2, 2]
+    gens = {h: v["generator"] for h, v in load["hosts"].items()}
+    assert set(gens) == {"h2", "h3"} and all(g["transactions"] > 0 for g in gens.values())
+    # each host's own pgbench summary counts exactly its lines (whole run, lead-in included)
+    stdout = (Path(os.environ["PGRIG_HOME"]) / "artifacts" / rec.artifacts["pgbench.stdout"]
+              ).read_text()  # fmt: skip
+    processed = [int(line.split(":")[1]) for line in stdout.splitlines()
+                 if line.startswith("number of transactions actually processed")]  # fmt: skip
+    assert sorted(processed) == sorted(g["transactions"] for g in gens.values())
+    # the merged per-second series sums to the window's transactions
+    series = rec.series["pgbench"]
+    inside = [tps for t, tps in zip(series["t"], series["tps"], strict=True) if 0 <= t < 3]
+    assert sum(inside) == pytest.approx(doc["transactions"], rel=1e-9)
+    assert load["start_skew_ms"] >= 0 and load["first_tx_skew_ms"] is not None
+    paths_ = rec.extra["network"]["paths"]
+    assert {p["from"] for p in paths_} == {"h2", "h3"}
+    assert all(p["kind"] == "network" and p["rtt_p50_ms"] > 0 for p in paths_)
+    assert {"os@h2", "os@h3"} <= set(rec.series)
+    assert pgbench_left("h2", "h3") == []
+
+
+def test_emit_k8s_writes_the_experiment_instead_of_running_it(lab: str, tmp_path: Path) -> None:
+    import yaml
+
+    args = ["-c", "4", "-j", "2", "-T", "5", "--load-from", "h2", "--load-from", "h3"]
+    proc = servers.pgrig("run", "db", "-w", "pgbench:select-only", *args,
+                         "--emit", "k8s", str(tmp_path / "k8s"))  # fmt: skip
+    names = sorted(Path(line).name for line in proc.stdout.split())
+    assert names == ["cluster.yaml", "kustomization.yaml", "pgbench-init.yaml",
+                     "pgbench-run-1.yaml", "pgbench-run-2.yaml"]  # fmt: skip
+    job = yaml.safe_load((tmp_path / "k8s" / "pgbench-run-2.yaml").read_text())
+    assert job["metadata"]["annotations"]["pgrig.io/load-host"] == "h3"
+    runs = json.loads(servers.pgrig("runs", "list", "--json").stdout)
+    assert all(r.get("status") != "running" for r in runs)
+
+
+def test_a_load_host_cut_off_mid_run(lab: str, rig: Path) -> None:
+    cut = once_running("h3", lambda: subprocess.run(["ip", "link", "set", f"{PREFIX}-v3", "down"]))
+    try:
+        doc = run_json("-c", "4", "-j", "2", "-T", "20", "--load-from", "h2", "--load-from", "h3")
+    finally:
+        cut.join()
+        subprocess.run(["ip", "link", "set", f"{PREFIX}-v3", "up"])
+    assert doc["status"] == "failed"
+    assert "load host h3 lost" in doc["error"], doc["error"]
+    assert doc["transactions"] and doc["transactions"] > 0  # what was measured is kept
+    assert pgbench_left("h2") == []
+    assert pgbench_left("h3", wait_s=15) == []  # its agent gave up on the silent control machine
+    listed = json.loads(servers.pgrig("runs", "list", "--json", "--status", "running").stdout)
+    assert listed == []
+
+
+def test_an_ssh_session_killed_mid_run(lab: str, rig: Path) -> None:
+    sshd = int((rig / "hosts" / "h3" / "sshd.pid").read_text())
+
+    def kill_sessions() -> None:
+        children = subprocess.run(["pgrep", "-P", str(sshd)], capture_output=True, text=True)
+        for pid in children.stdout.split():
+            os.kill(int(pid), signal.SIGKILL)
+
+    kill = once_running("h3", kill_sessions)
+    try:
+        doc = run_json("-c", "4", "-j", "2", "-T", "20", "--load-from", "h2", "--load-from", "h3")
+    finally:
+        kill.join()
+    assert doc["status"] == "failed"
+    assert "load host h3 lost" in doc["error"] and "connection lost" in doc["error"]
+    assert pgbench_left("h2", "h3") == []
+
+
+def test_the_db_postmaster_killed_mid_run(lab: str) -> None:
+    server = NetServer.current
+    pid = int(server.pid_file.read_text().split()[0])
+    kill = once_running("h2", lambda: os.kill(pid, signal.SIGKILL))
+    try:
+        doc = run_json("-c", "4", "-j", "2", "-T", "20", "--load-from", "h2", "--load-from", "h3")
+    finally:
+        kill.join()
+    assert doc["status"] == "failed"
+    assert "load host h2" in doc["error"] and "load host h3" in doc["error"], doc["error"]
+    assert pgbench_left("h2", "h3") == []
