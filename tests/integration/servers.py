@@ -231,6 +231,40 @@ def wait_for_measuring(
     raise AssertionError(f"the run's pgbench measured nothing within {timeout:.0f} s")
 
 
+def exit_code_within(proc: subprocess.Popen[str], timeout: float) -> int:
+    """The exit code of a pgrig command expected to end within `timeout` s. If it does not,
+    the test fails with what it was doing: every thread's Python stack (pgrig prints them on
+    SIGUSR1), its stderr, and each process below it with its state and kernel wait channel.
+    The command and what it started are then killed."""
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    tree = []
+    with contextlib.suppress(psutil.Error):
+        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                wchan = Path(f"/proc/{p.pid}/wchan").read_text()
+                tree.append(f"{p.pid} {p.status()} {wchan} {' '.join(p.cmdline())[:200]}")
+    os.kill(proc.pid, signal.SIGUSR1)
+    time.sleep(1.0)
+    kids = []
+    with contextlib.suppress(psutil.Error):
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    proc.kill()
+    for kid in kids:
+        with contextlib.suppress(psutil.Error):
+            kid.kill()
+    _out, err = proc.communicate(timeout=30)
+    pytest.fail(
+        f"{' '.join(map(str, proc.args))} still ran {timeout:.0f} s later\n"
+        + "processes:\n"
+        + "\n".join(tree)
+        + "\nstderr (stacks at the end):\n"
+        + err[-20000:]
+    )
+
+
 def pgbench_children(proc: subprocess.Popen[str]) -> list[psutil.Process]:
     """The pgbench processes below a pgrig command (none once it or they ended)."""
     try:

@@ -130,7 +130,7 @@ def test_sigterm_stops_the_series_cleanly(series: dict, home: Path) -> None:
             break
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 143  # SIGTERM: 128 + 15
+    assert servers.exit_code_within(proc, 60) == 143  # SIGTERM: 128 + 15
     shown = json.loads(pgrig("track", "show", "v", "--json").stdout)
     assert shown["status"] == "interrupted"
     listed = json.loads(pgrig("runs", "list", "--study", "v", "--json").stdout)

@@ -106,6 +106,15 @@ def _terminate_as_interrupt() -> None:
         signal.signal(sig, handler)
 
 
+def _stacks_on_sigusr1() -> None:
+    """`kill -USR1 PID` prints every thread's Python stack to stderr and pgrig goes on: what a
+    command that seems stuck is waiting for, without stopping it."""
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+
+
 def _interrupted_code() -> int:
     return 128 + _SIGNALLED[0] if _SIGNALLED else 130
 
@@ -146,6 +155,7 @@ def _clean_after_dead_runs() -> None:
 def main() -> None:
     _register()
     _terminate_as_interrupt()
+    _stacks_on_sigusr1()
     json_errors = "--json" in sys.argv[1:]
     common.set_json_errors(json_errors)  # every error then also a JSON object on stdout
     try:
