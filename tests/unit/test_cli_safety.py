@@ -59,6 +59,17 @@ def test_safe_console_escapes_messages_and_table_cells() -> None:
     assert "\x1b[1m" in text  # rich's own styling still reaches the terminal
 
 
+def test_emoji_codes_in_user_text_print_as_typed(pgrig_home: Path) -> None:
+    out = io.StringIO()
+    common.SafeConsole(file=out, width=120).print("root:x:0:0 :smile: :thumbs_up:")
+    assert out.getvalue() == "root:x:0:0 :smile: :thumbs_up:\n"
+    done = subprocess.run(
+        ["pgrig", "host", "add", "db:x:1", "--ssh", "root@10.0.0.1"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "invalid host name 'db:x:1'" in done.stderr
+
+
 def test_runs_list_and_show_escape_notes_and_tags(pgrig_home: Path) -> None:
     with Archive() as arch:
         rec = _rec(note="evil\x1b]0;pwned\x07", tags={"k": "\x1b[31mred"})

@@ -78,7 +78,12 @@ class SafeConsole(Console):
 
     Strings are escaped before rich measures them (render_str: messages, table cells), and
     any other text at render time (segments only: rich's own styling is not text), so every
-    line of the CLI is covered without each call site having to remember it."""
+    line of the CLI is covered without each call site having to remember it. Emoji codes are
+    left as typed: "root:x:0:0" in an error or a note must not print as "root❌0:0"."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def render_str(self, text: str, **kwargs: Any) -> Any:
         # Strings (messages, table cells) before rich measures them: columns stay aligned.
