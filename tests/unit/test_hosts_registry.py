@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,21 @@ def test_inventory_yaml(tmp_path: Path) -> None:
         "10.231.0.12",
         2222,
     )
+
+
+def test_a_file_ansible_cannot_parse_is_one_line_with_its_reasons(
+    pgrig_home: Path, tmp_path: Path
+) -> None:
+    # A command of its own: pytest's capture of warnings would hide Ansible's reasons
+    f = tmp_path / "passwd"
+    f.write_text("root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody user:/:/bin/false\n")
+    done = subprocess.run(
+        ["pgrig", "host", "import", str(f)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"error: {f}: Ansible cannot read it as an inventory (")
+    assert "ini: Failed to parse inventory" in done.stderr
+    assert done.stderr.count("\n") == 1  # one line: Ansible's own warnings are not printed
 
 
 def test_import_cli_refuses_clashes(pgrig_home: Path, tmp_path: Path) -> None:

@@ -8,7 +8,10 @@ given in ansible_ssh_common_args / ansible_ssh_extra_args. Nothing else is taken
 
 from __future__ import annotations
 
+import contextlib
 import getpass
+import io
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,11 @@ def read(path: Path) -> list[Host]:
     except ImportError as e:  # pragma: no cover - a dependency
         raise PgrigError("ansible-core is not installed (pip install ansible-core)") from e
     loader = DataLoader()
-    inventory = InventoryManager(loader=loader, sources=[str(path)])
+    said = io.StringIO()  # Ansible's warnings: its reasons, in pgrig's one-line error
+    with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+        inventory = InventoryManager(loader=loader, sources=[str(path)])
+    if "No inventory was parsed" in said.getvalue():
+        raise PgrigError(f"{path}: Ansible cannot read it as an inventory ({_reasons(said)})")
     if not inventory.hosts and not inventory.get_hosts():
         raise PgrigError(f"{path}: no hosts found (an Ansible INI or YAML inventory?)")
     variables = VariableManager(loader=loader, inventory=inventory)
@@ -36,6 +43,13 @@ def read(path: Path) -> list[Host]:
         hv: dict[str, Any] = variables.get_vars(host=h)
         hosts.append(_host(h.name, hv, path))
     return hosts
+
+
+def _reasons(said: io.StringIO) -> str:
+    """Why each of Ansible's inventory plugins refused the file, on one line."""
+    refusal = re.compile(r"Failed to parse inventory with '(\w+)' plugin: (.*)")
+    found = [f"{m.group(1)}: {m.group(2).strip()}" for m in refusal.finditer(said.getvalue())]
+    return "; ".join(found) or "no inventory plugin could parse it"
 
 
 def _host(name: str, hv: dict[str, Any], source: Path) -> Host:
