@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pgrig.errors import PgrigError
+from pgrig.errors import NotFound, PgrigError
 from pgrig.track import bisect as bisecting
 from pgrig.track import flow, runner, versions, view
 from pgrig.track.spec import TrackSpec
@@ -195,6 +195,20 @@ def test_another_measurement_under_the_same_name_is_refused(tmp_path) -> None:
     grown = runner.open_series(store, _spec(repeat=4), "s1", versions.expand("17.9", OFFERS))
     assert [p.version for p in grown.points] == ["17.9", "18.6"]
     assert runner.load_series(store, "s1").spec.repeat == 4
+
+
+def test_a_new_series_of_versions_none_can_measure_is_refused_and_not_created(
+    tmp_path,
+) -> None:
+    store = archive_at(tmp_path)
+    with pytest.raises(PgrigError, match=r"no version of the list can be measured \(99: no "):
+        runner.open_series(store, _spec(), "s1", versions.expand("99", OFFERS))
+    with pytest.raises(NotFound):
+        runner.load_series(store, "s1")
+    # one it can measure is enough: the other stays in the plan, skipped with its reason
+    series = runner.open_series(store, _spec(), "s1", versions.expand("99,18.6", OFFERS))
+    shown = [(p.version, p.status) for p in series.points]
+    assert shown == [("18.6", "planned"), ("99", "skipped")]
 
 
 def test_bisect_all_with_fake_runs_finds_and_confirms_the_step(tmp_path) -> None:

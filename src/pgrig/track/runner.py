@@ -73,6 +73,9 @@ def open_series(
             )
         if not new_points:
             raise PgrigError("--versions: a new series needs at least one version")
+        if all(p.status == "skipped" for p in new_points):  # nothing to measure: no series
+            found = "; ".join(f"{p.version}: {p.reason}" for p in new_points)
+            raise PgrigError(f"--versions: no version of the list can be measured ({found})")
         rec = StudyRecord(name=name, kind=KIND, spec=spec.to_json(),
                           extra={"versions": [p.to_dict() for p in new_points]})  # fmt: skip
         archive.create_study(rec)
