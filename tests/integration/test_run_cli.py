@@ -238,3 +238,37 @@ def test_tpcc_generate_run_and_check_through_the_cli(lab: str) -> None:
     exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
     share = exported["extra"]["cpu_share"]
     assert 0 <= share["client_share_pct"] <= 100
+
+
+def test_missing_data_and_unknown_load_hosts_are_refused_before_anything_is_archived(
+    lab: str,
+) -> None:
+    before = json.loads(pgrig("runs", "list", "--json").stdout)
+    servers.as_postgres(
+        "psql", "-h", "127.0.0.1", "-p", str(_port(lab)), "-U", "postgres",
+        "-c", "CREATE DATABASE nodata",
+    )  # fmt: skip
+    refused = {
+        "pgbench": pgrig(
+            "run", lab, "-w", "pgbench:tpcb", "-T", "2", "--db", "nodata", check=False
+        ),
+        "sysbench": pgrig("run", lab, "-w", "sysbench:oltp_read_only", "-T", "2", check=False),
+        "host": pgrig(
+            "run", lab, "-w", "pgbench:select-only", "-T", "2", "--load-from", "nohost",
+            check=False,
+        ),
+    }  # fmt: skip
+    for proc in refused.values():
+        assert proc.returncode == 2, proc.stderr
+    assert "database 'nodata' of " in refused["pgbench"].stderr
+    assert "has no pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history" in (
+        refused["pgbench"].stderr
+    )
+    assert f"pgrig db generate {lab} --db nodata --scenario pgbench" in refused["pgbench"].stderr
+    assert "has no sbtest1: generate the sysbench data first" in refused["sysbench"].stderr
+    assert "no host 'nohost'" in refused["host"].stderr
+    assert json.loads(pgrig("runs", "list", "--json").stdout) == before  # no row, not "failed"
+
+
+def _port(env: str) -> int:
+    return int(json.loads(pgrig("env", "show", env, "--json").stdout)["port"])

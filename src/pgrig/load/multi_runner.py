@@ -69,6 +69,20 @@ def check(spec: RunRequest) -> None:
         raise PgrigError("--keep-txlog keeps a local log: not with --load-from yet")
 
 
+def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
+    """Every load host is known and reaches where pgbench connects: refused before the run is
+    archived (a run row that failed on its own flags would say nothing measured)."""
+    if not spec.load_from:
+        return
+    from pgrig.hosts import registry
+
+    pghost = run_steps.client_env(env, spec, dbname).get("PGHOST")
+    for share in split_load(spec.load_from, spec.clients, spec.threads, spec.rate):
+        if not load_hosts.is_local(share.host):
+            registry.get(share.host)  # NotFound names the hosts there are
+        load_hosts.check_reachable_target(share.host, pghost)
+
+
 def measure(
     rec: RunRecord,
     spec: RunRequest,
@@ -92,8 +106,6 @@ def measure(
     total_s = plan.pgbench_seconds
     shares = split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
     client_env = run_steps.client_env(env, spec, dbname)
-    for share in shares:
-        load_hosts.check_reachable_target(share.host, client_env.get("PGHOST"))
     passfile = _remote_passfile(env)
     loads = [_host_load(share, spec, pgbench, client_env, total_s, passfile) for share in shares]
     rec.command = "\n".join(

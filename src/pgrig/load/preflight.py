@@ -1,8 +1,12 @@
-"""Catch broken custom scripts before anything is archived.
+"""Catch broken custom scripts and missing data before anything is archived.
 
 Each script file is executed once (`pgbench -n -t 1 -c 1`) against the target: pgbench parses
 meta-commands before connecting and the server parses the SQL, so both kinds of mistakes surface
 with pgbench's own message. The cost is one transaction per script file.
+
+pgbench's builtin scripts and sysbench's oltp_* tests read the tables `pgrig db generate`
+makes: a database without them is refused with the command that makes them (one catalogue
+query), instead of a run archived as failed on pgbench's or sysbench's first statement.
 """
 
 from __future__ import annotations
@@ -12,6 +16,35 @@ import subprocess
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, dbname_arg
 from pgrig.request import RunRequest
+
+# What `pgbench -i` makes (every builtin reads pgbench_branches' count first) and the first
+# table of sysbench's prepare (oltp_common.lua: sbtest1..N).
+PGBENCH_TABLES = ("pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history")
+SYSBENCH_TABLES = ("sbtest1",)
+
+
+def check_tables(env: Environment, spec: RunRequest, dbname: str) -> None:
+    from pgrig.workloads import database, sysbench
+
+    needed: tuple[str, ...] = ()
+    if spec.is_sysbench:
+        test = spec.workload.strip().removeprefix(sysbench.PREFIX)
+        if test in sysbench.OLTP_TESTS:  # a Lua script of the user's reads its own tables
+            needed, scenario = SYSBENCH_TABLES, "sysbench"
+    elif spec.scripts and any(s.builtin for s in spec.scripts):
+        needed, scenario = PGBENCH_TABLES, "pgbench"
+    if not needed:
+        return  # a script file runs once (check_scripts); TPC-C checks its own dataset
+    query = "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(t) IS NOT NULL"
+    with database.connect(env, dbname) as conn:
+        found = {row[0] for row in conn.execute(query, (list(needed),)).fetchall()}
+    missing = [t for t in needed if t not in found]
+    if missing:
+        raise PgrigError(
+            f"database {dbname!r} of {env.name} has no {', '.join(missing)}: generate the "
+            f"{scenario} data first (pgrig db generate {env.name} --db {dbname} "
+            f"--scenario {scenario} ...)"
+        )
 
 
 def check_scripts(env: Environment, spec: RunRequest) -> None:

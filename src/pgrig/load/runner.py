@@ -41,7 +41,7 @@ from pgrig.load import (
     run_steps,
 )
 from pgrig.load.live import LiveView
-from pgrig.load.preflight import check_scripts
+from pgrig.load.preflight import check_scripts, check_tables
 from pgrig.load.process import PgbenchProcess
 from pgrig.load.run_steps import RunInterrupted, StopIf
 from pgrig.load.server_log_follow import RunServerLog
@@ -109,6 +109,10 @@ def _execute(
     conninfo = env.conninfo(dbname)
     server = {**_server_facts(env, dbname), "cpu_mark": mark}
     _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
+    if spec.load_from:
+        from pgrig.load import multi_runner
+
+        multi_runner.check_targets(spec, env, dbname)
     work = lifecycle.work_dir()
     try:
         planned, scenario_info = _resolve_scripts(spec, env, dbname, work)
@@ -119,6 +123,7 @@ def _execute(
                 "max_tries": _max_tries(spec, planned.max_tries, env),
             }
         )
+        check_tables(env, spec, dbname)
         check_scripts(env, spec)
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
