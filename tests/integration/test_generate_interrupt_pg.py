@@ -63,36 +63,17 @@ def test_after_kill_9_the_next_generate_ends_the_orphan_and_succeeds(lab: str) -
 
 
 def test_data_that_cannot_fit_is_refused_before_anything_is_dropped(lab: str) -> None:
-    before = servers.as_postgres(
-        "psql",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        _port(lab),
-        "-U",
-        "postgres",
-        "-Atc",
-        "SELECT count(*) FROM pgbench_accounts",
-        "pgrig",
-    ).stdout
+    before = _accounts(lab)
     done = pgrig("db", "generate", lab, "--scenario", "pgbench", "--scale", "99999999",
                  check=False)  # fmt: skip
     assert done.returncode == 2
     assert "--scale 99999999 needs about 1,364.2 TiB" in done.stderr and " free" in done.stderr
-    after = servers.as_postgres(
-        "psql",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        _port(lab),
-        "-U",
-        "postgres",
-        "-Atc",
-        "SELECT count(*) FROM pgbench_accounts",
-        "pgrig",
-    ).stdout
-    assert after == before == "100000\n"  # the scale-1 data is still there
+    assert _accounts(lab) == before == "100000"  # the scale-1 data is still there
 
 
-def _port(env: str) -> str:
-    return str(json.loads(pgrig("env", "show", env, "--json").stdout)["port"])
+def _accounts(env: str) -> str:
+    port = json.loads(pgrig("env", "show", env, "--json").stdout)["port"]
+    return servers.as_postgres(
+        "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
+        "SELECT count(*) FROM pgbench_accounts", "pgrig",
+    ).stdout.strip()  # fmt: skip
