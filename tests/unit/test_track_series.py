@@ -211,6 +211,14 @@ def test_a_new_series_of_versions_none_can_measure_is_refused_and_not_created(
     assert shown == [("18.6", "planned"), ("99", "skipped")]
 
 
+def test_an_unknown_profile_is_refused_before_any_version_is_prepared() -> None:
+    with pytest.raises(NotFound, match="unknown profile 'nope': known profiles are default"):
+        flow.make_spec(
+            "s1", workload="pgbench:select-only", clients=1, threads=1, duration=10, warmup=0,
+            protocol="simple", scale=1, repeat=2, profile="nope", settings={},
+        )  # fmt: skip
+
+
 def test_bisect_all_with_fake_runs_finds_and_confirms_the_step(tmp_path) -> None:
     store = archive_at(tmp_path)
     minors = ["17.0", "17.2", "17.4", "17.5", "17.6", "17.9"]

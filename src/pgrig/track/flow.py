@@ -41,8 +41,12 @@ def make_spec(
     settings: dict[str, str],
     insights: bool = True,
 ) -> TrackSpec:
-    """The measurement, validated by the run request's own rules (a problem names the flag)."""
+    """The measurement, validated by the run request's own rules (a problem names the flag)
+    and with a profile that exists (else every version would fail to prepare, one by one)."""
+    from pgrig.provision.settings import profile_files
     from pgrig.workloads import specs
+
+    profile_files.find(profile)
 
     if not workload.startswith("pgbench:"):
         raise PgrigError(
