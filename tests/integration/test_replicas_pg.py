@@ -80,6 +80,10 @@ def test_replica_stopping_mid_run_is_a_warning_with_the_series(lab: Path) -> Non
     assert "replica_r2_not_streaming" in codes
     assert rec["topology"]["lag"]["r2"]["samples_not_streaming"] >= 1
     assert rec["topology"]["lag"]["r1"]["samples_not_streaming"] == 0
+    exported = json.loads(pgrig("runs", "export", str(rec["id"])).stdout)
+    for name, lag in rec["topology"]["lag"].items():  # the same rows as the stored series
+        flags = exported["series"]["replication"][f"{name}_connected"]
+        assert lag["samples_not_streaming"] == flags.count(0) <= lag["samples"] == len(flags)
     states = {m["name"]: m["status"] for m in show()["topology"]}
     assert states["r2"] == "stopped"
     pgrig("env", "start", "lab")  # brings the stopped replica back

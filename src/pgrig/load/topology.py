@@ -79,6 +79,9 @@ def lag_results(rec: RunRecord, env: Environment, sampler: Sampler) -> None:
     summary = source.summary(samples)
     rec.extra.setdefault("topology", describe(env))["lag"] = summary
     for name, figures in summary.items():
+        flags = cols.get(f"{name}_connected")
+        if flags:  # counted over the rows kept, the ones `samples` counts (not every call)
+            figures["samples_not_streaming"] = sum(1 for v in flags if v == 0)
         missed = figures["samples_not_streaming"]
         if missed:
             rec.add_warning(
