@@ -114,7 +114,9 @@ class WaitSampler:
 
     def sample(self) -> dict[str, Any]:
         """The sums since the last call; {} when no snapshot was taken (the source is down)."""
-        self.start()  # the Sampler's priming call starts the thread
+        if self._thread is None:  # the Sampler's priming call: it starts the thread, and what
+            self.start()  # the thread takes from now on goes to the next row, never lost here
+            return {}
         with self._lock:
             bucket, n = self._bucket, self._snapshots
             self._bucket, self._snapshots = {}, 0
