@@ -80,9 +80,13 @@ class ContextSpec:
     of_group: Callable[[Sequence[RunRecord]], str] | None = None
 
 
+# Light records carry "cpus"; full host facts "cpu_logical", else the CPUs pgrig may use.
+CPU_KEYS = ("cpus", "cpu_logical", "cpus_allowed", "cpu_count")
+
+
 def cpus_of(rec: RunRecord) -> int | None:
-    """Logical CPUs: light records carry "cpus"; full host facts name it "cpu_logical"."""
-    for key in ("cpus", "cpu_logical"):
+    """Logical CPUs of the run's host (the comparison, the runs page and the CSV say the same)."""
+    for key in CPU_KEYS:
         v = (rec.host or {}).get(key)
         if isinstance(v, int | float) and not isinstance(v, bool):
             return int(v)

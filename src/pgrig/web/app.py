@@ -31,6 +31,7 @@ from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.load import lifecycle
 from pgrig.request.values import check_int64
+from pgrig.views.compare import cpus_of, duration_of
 from pgrig.web import compare_view, run_view, runs_view, study_view, track_view
 from pgrig.web import format as fmt
 
@@ -56,8 +57,8 @@ def templates() -> jinja2.Environment:
     env.filters.update(fmt.FILTERS)
     env.globals.update(
         result_of=runs_view.result_of,
-        cpus_of=runs_view.cpus_of,
-        duration_of=runs_view.duration_of,
+        cpus_of=cpus_of,
+        duration_of=duration_of,
         engine=fmt.engine,
         quote=lambda s: quote(str(s), safe=""),
         sort_columns=runs_view.SORT_COLUMNS,

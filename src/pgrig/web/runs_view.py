@@ -21,6 +21,7 @@ from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
 from pgrig.request.values import check_int64
+from pgrig.views.compare import cpus_of
 
 PAGE_SIZES = (25, 50, 100, 200, 500)
 DEFAULT_PAGE_SIZE = 100
@@ -186,23 +187,6 @@ def result_of(rec: RunRecord) -> tuple[float | None, str]:
     if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
         return rec.nopm, "NOPM"
     return rec.tps, "TPS"
-
-
-CPU_KEYS = ("cpus", "cpu_logical", "cpus_allowed", "cpu_count")
-
-
-def cpus_of(rec: RunRecord) -> int | None:
-    """Logical CPUs: light records carry "cpus"; full host facts name it "cpu_logical"."""
-    for key in CPU_KEYS:
-        v = (rec.host or {}).get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return int(v)
-    return None
-
-
-def duration_of(rec: RunRecord) -> float | None:
-    """Planned seconds (time-bound runs) or the measured window (transaction-bound runs)."""
-    return rec.duration_s if rec.duration_s is not None else rec.measured_s
 
 
 # --- CSV -----------------------------------------------------------------------------------------
