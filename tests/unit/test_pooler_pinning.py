@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load import pinning
+from pgrig.load.core import pinning
 
 
 def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -238,7 +238,7 @@ def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environ
         return
     lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
     try:
-        from pgrig.load import guard
+        from pgrig.load.core import guard
 
         for line in guard.put_back_dead_study(env):  # before the command changes anything
             err_console().print(

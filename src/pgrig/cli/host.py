@@ -61,7 +61,7 @@ def check_cmd(
         else:
             _print_checks(doc["checks"])
         return
-    from pgrig.load import pinning
+    from pgrig.load.core import pinning
 
     pinned = pinning.placement(server_cpus, client_cpus).sides()
     ctx = Context(clients=clients, pinned=pinned, disks=_disks())

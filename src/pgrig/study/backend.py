@@ -328,10 +328,10 @@ class ProvisionBackend:
 
     # --- runs ------------------------------------------------------------------------------------
     def execute(self, request: RunRequest, archive: RunStore, console: Console) -> RunRecord:
-        from pgrig.load.runner import execute
+        from pgrig.load.core.runner import execute
 
         if request.backup_during:  # the load is the study's run; the backup is archived beside
-            from pgrig.load import backup_during
+            from pgrig.load.backup import backup_during
 
             return backup_during.during_study_run(request, archive=archive, console=console)
         return execute(request, archive=archive, console=console, live=console.is_terminal)

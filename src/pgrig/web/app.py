@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
-from pgrig.load import lifecycle
+from pgrig.load.core import lifecycle
 from pgrig.request.values import check_int64
 from pgrig.views.compare import cpus_of, duration_of
 from pgrig.web import compare_view, run_view, runs_view, study_view, track_view
