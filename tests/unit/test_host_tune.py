@@ -10,8 +10,8 @@ import pytest
 from host_fakes import FakeKernel, make_machine, snapshot_tree
 
 from pgrig.errors import PgrigError
-from pgrig.host import knobs, state, tune
-from pgrig.host.checks import Context, run_checks
+from pgrig.machine import knobs, state, tune
+from pgrig.machine.checks import Context, run_checks
 from pgrig.provision.server import osuser
 
 

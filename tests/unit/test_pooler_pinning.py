@@ -27,8 +27,8 @@ def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_counts_pick_one_cpu_per_physical_core(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """4 cores with SMT: CPUs 0-3 and their siblings 4-7 (as `lscpu` numbers them)."""
-    from pgrig.host import cpus as topology
-    from pgrig.host.sysfs import HostFs
+    from pgrig.machine import cpus as topology
+    from pgrig.machine.sysfs import HostFs
 
     fs = HostFs.under(tmp_path)
     for cpu in range(8):

@@ -227,7 +227,7 @@ def test_overlapping_cpu_sides_in_a_study_file_name_the_key(tmp_path: Path) -> N
 def test_the_sibling_check_names_a_cpu_given_to_both_sides(tmp_path: Path) -> None:
     from host_fakes import make_machine
 
-    from pgrig.host.checks import Context, run_checks
+    from pgrig.machine.checks import Context, run_checks
 
     fs = make_machine(tmp_path / "m", None)
     ctx = Context(

@@ -72,7 +72,7 @@ class RunWarning(TypedDict):
 
 
 class HostCheck(TypedDict, total=False):
-    """One host check at the start of a run (host/checks.py)."""
+    """One host check at the start of a run (machine/checks.py)."""
 
     name: str
     value: Any  # what was found (a number, a word, a list of CPUs)
@@ -82,7 +82,7 @@ class HostCheck(TypedDict, total=False):
 
 
 class DataMount(TypedDict, total=False):
-    """The filesystem of the data directory (host/facts.mount_of); unknown facts are None."""
+    """The filesystem of the data directory (machine/facts.mount_of); unknown facts are None."""
 
     path: str
     fs_type: str | None
@@ -94,7 +94,7 @@ class DataMount(TypedDict, total=False):
 
 
 class HostDoc(TypedDict, total=False):
-    """RunRecord.host: the machine the server ran on (host/facts.py); unknown facts are None.
+    """RunRecord.host: the machine the server ran on (machine/facts.py); unknown facts are None.
 
     A record read from a list (not the whole run) holds only hostname and cpus.
     """

@@ -153,7 +153,7 @@ class BackupRun:
         self.interrupted = False
 
     def begin(self) -> RunRecord:
-        from pgrig.host.facts import host_facts
+        from pgrig.machine.facts import host_facts
         from pgrig.metrics import pg_snapshot
         from pgrig.workloads import database, datasets
 

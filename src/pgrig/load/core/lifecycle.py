@@ -49,7 +49,7 @@ def work_dir() -> Path:
     (load/engines/txlog_follower.py), so the space used stays small whatever the duration.
     PGRIG_WORK_DIR overrides the place.
     """
-    from pgrig.host.checks import MIN_TMPFS
+    from pgrig.machine.checks import MIN_TMPFS
 
     base = os.environ.get("PGRIG_WORK_DIR")
     if base is None and _tmpfs_ok("/dev/shm", MIN_TMPFS):

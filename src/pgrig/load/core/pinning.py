@@ -24,9 +24,9 @@ import os
 from dataclasses import dataclass
 
 from pgrig.errors import PgrigError
-from pgrig.host import cpus as topology
-from pgrig.host.checks import nofile_for_clients as nofile_for_clients
-from pgrig.host.cpus import format_cpus as format_cpus
+from pgrig.machine import cpus as topology
+from pgrig.machine.checks import nofile_for_clients as nofile_for_clients
+from pgrig.machine.cpus import format_cpus as format_cpus
 from pgrig.provision import pooler
 from pgrig.provision.server.affinity import process_tree as process_tree
 from pgrig.provision.server.affinity import restore as restore

@@ -90,7 +90,7 @@ def _execute(
     live: bool,
     stop_if: StopIf | None,
 ) -> RunRecord:
-    from pgrig.host.checks import cpu_mark
+    from pgrig.machine.checks import cpu_mark
     from pgrig.provision import cluster
 
     # The host checks' CPU steal and busy share are measured over the run's own preparation
@@ -219,7 +219,7 @@ def _run(
     lock: EnvLock,
     stop_if: StopIf | None = None,
 ) -> RunRecord:
-    from pgrig.host.facts import host_facts
+    from pgrig.machine.facts import host_facts
     from pgrig.metrics import pg_snapshot
     from pgrig.workloads import database
 

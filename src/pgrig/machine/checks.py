@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgrig.host import cpus as cpu_topology
-from pgrig.host.knobs import BY_NAME, CSTATE_LATENCY_US, KNOBS, PROFILES, Knob, recommended
-from pgrig.host.sysfs import REAL, HostFs, read_int, read_text
+from pgrig.machine import cpus as cpu_topology
+from pgrig.machine.knobs import BY_NAME, CSTATE_LATENCY_US, KNOBS, PROFILES, Knob, recommended
+from pgrig.machine.sysfs import REAL, HostFs, read_int, read_text
 from pgrig.provision.server import osuser
 
 STATUSES = ("ok", "warn", "unavailable")

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.host import state as saved_state
-from pgrig.host.knobs import BY_NAME, KNOBS, PROFILES, Knob, Value
-from pgrig.host.sysfs import REAL, HostFs
+from pgrig.machine import state as saved_state
+from pgrig.machine.knobs import BY_NAME, KNOBS, PROFILES, Knob, Value
+from pgrig.machine.sysfs import REAL, HostFs
 from pgrig.provision.server import osuser
 
 

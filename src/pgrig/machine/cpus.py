@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pgrig.host.sysfs import REAL, HostFs, read_text
+from pgrig.machine.sysfs import REAL, HostFs, read_text
 from pgrig.request.values import parse_cpu_list
 
 

@@ -22,8 +22,8 @@ from typing import Any, TypeVar, cast
 import psutil
 
 from pgrig import paths
-from pgrig.host.checks import Context, existing_parent, run_checks
-from pgrig.host.sysfs import read_int, read_text
+from pgrig.machine.checks import Context, existing_parent, run_checks
+from pgrig.machine.sysfs import read_int, read_text
 from pgrig.record.documents import DataMount, HostDoc
 
 T = TypeVar("T")

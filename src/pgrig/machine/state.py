@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pgrig import paths
 from pgrig.errors import PgrigError
-from pgrig.host.sysfs import HostFs, read_text
+from pgrig.machine.sysfs import HostFs, read_text
 
 FILE_NAME = "host-tune.json"
 

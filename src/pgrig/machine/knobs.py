@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pgrig.host.sysfs import HostFs, choices, read_choice, read_int, read_text, write_value
+from pgrig.machine.sysfs import HostFs, choices, read_choice, read_int, read_text, write_value
 
 Value = int | str
 MiB = 1024 * 1024
