@@ -22,7 +22,7 @@ from pgrig.table import Table
 from pgrig.views import compare
 from pgrig.views.compare import Changes, Column, ComparisonView, ContextRow, Delta
 from pgrig.views.settings import SettingDiff
-from pgrig.web.study_view import CELL_STYLES
+from pgrig.web.study_page import CELL_STYLES
 
 MAX_GROUPS = 12
 MAX_RUNS = 60  # in all groups together
