@@ -78,7 +78,7 @@ def test_a_signal_anywhere_in_a_run_ends_it_aborted_with_settings_undone(
     from pgrig.archive.store import Archive
     from pgrig.insights import collector
     from pgrig.load.core import run_steps, runner
-    from pgrig.provision.state import run_journal
+    from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
 
     env = Environment.load(lab)
@@ -207,7 +207,7 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     from pgrig.cli import tune as tune_cli
     from pgrig.errors import Terminated
     from pgrig.insights import collector
-    from pgrig.provision.state import run_journal
+    from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
     from pgrig.tune import runner
 

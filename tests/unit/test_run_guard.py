@@ -18,8 +18,9 @@ import pytest
 
 from pgrig.errors import PgrigError, Terminated
 from pgrig.load.core import guard
+from pgrig.provision import live_state, run_journal
 from pgrig.provision.server import affinity
-from pgrig.provision.state import env_lock, live_state, run_journal
+from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

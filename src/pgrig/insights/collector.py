@@ -30,8 +30,8 @@ from typing import Any, cast
 from pgrig.errors import first_line
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
 from pgrig.insights.log_feed import LogFeed
+from pgrig.provision import run_journal
 from pgrig.provision.settings import config, insights_layer
-from pgrig.provision.state import run_journal
 from pgrig.provision.state.environment import Environment
 
 APPLICATION_NAME = "pgrig-insights"

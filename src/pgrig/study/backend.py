@@ -267,8 +267,8 @@ class ProvisionBackend:
     def restore(self, env: EnvSpec) -> None:
         """Put back the settings the environment had before the study (reload/restart), and
         undo what an interrupted run of it left (per-run settings, pinning); then let go."""
-        from pgrig.provision import cluster
-        from pgrig.provision.state import env_lock, run_journal
+        from pgrig.provision import cluster, run_journal
+        from pgrig.provision.state import env_lock
 
         current = _load(env.name)
         if current is not None and current.kind == "remote":  # its host's pgrig undoes runs

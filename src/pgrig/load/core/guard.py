@@ -18,10 +18,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig.errors import Terminated
-from pgrig.provision import pooler
+from pgrig.provision import live_state, pooler, run_journal
 from pgrig.provision.server import postmaster
 from pgrig.provision.settings import config
-from pgrig.provision.state import live_state, run_journal
 from pgrig.provision.state.env_lock import EnvLock
 from pgrig.provision.state.environment import Environment
 

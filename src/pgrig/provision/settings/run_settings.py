@@ -11,9 +11,9 @@ import os
 from collections.abc import Callable, Mapping
 
 from pgrig.errors import PgrigError
+from pgrig.provision import run_journal
 from pgrig.provision.server import postmaster
 from pgrig.provision.settings import catalog, config, validator
-from pgrig.provision.state import run_journal
 from pgrig.provision.state.environment import Environment
 
 
