@@ -21,7 +21,7 @@ from rich.markup import escape
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision.settings import study_layer
+from pgrig.provision import study_layer
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 

@@ -123,7 +123,7 @@ def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
 def restore_now(env_name: str) -> str | None:
     """`pgrig tune ENV --restore`: while no study holds ENV (EnvBusy names the one that does),
     put back its own settings; returns who had left them changed (None: nothing to do)."""
-    from pgrig.provision.settings import study_layer
+    from pgrig.provision import study_layer
 
     backend = TuneBackend()
     backend.hold(env_name)

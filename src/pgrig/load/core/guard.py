@@ -43,7 +43,7 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
 def put_back_dead_study(env: Environment) -> list[str]:
     """The environment's own settings, when a study or tune that borrowed its layer died
     (kill -9): the caller holds the run lock, which a live study would hold."""
-    from pgrig.provision.settings import study_layer
+    from pgrig.provision import study_layer
 
     if not env.managed or not study_layer.saved(env.name):
         return []

@@ -200,7 +200,7 @@ def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[
             f"{env.name} is an external server: pgrig does not change its configuration "
             "(--set needs a managed environment)"
         )
-    from pgrig.provision.settings import run_settings
+    from pgrig.provision import run_settings
 
     return run_settings.apply_run_settings(env, settings)
 
