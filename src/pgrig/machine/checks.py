@@ -26,7 +26,7 @@ from typing import Any
 from pgrig.machine import cpus as cpu_topology
 from pgrig.machine.knobs import BY_NAME, CSTATE_LATENCY_US, KNOBS, PROFILES, Knob, recommended
 from pgrig.machine.sysfs import REAL, HostFs, read_int, read_text
-from pgrig.provision.server import osuser
+from pgrig.provision.system import osuser
 
 STATUSES = ("ok", "warn", "unavailable")
 GiB = 1024**3

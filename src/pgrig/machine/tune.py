@@ -21,7 +21,7 @@ from pgrig.errors import PgrigError
 from pgrig.machine import state as saved_state
 from pgrig.machine.knobs import BY_NAME, KNOBS, PROFILES, Knob, Value
 from pgrig.machine.sysfs import REAL, HostFs
-from pgrig.provision.server import osuser
+from pgrig.provision.system import osuser
 
 
 @dataclass

@@ -21,15 +21,7 @@ from typing import Any
 from pgrig import paths
 from pgrig.errors import InvalidSetting, NotFound, PgrigError, first_line
 from pgrig.provision import pooler
-from pgrig.provision.server import (
-    backups,
-    binaries,
-    osuser,
-    postmaster,
-    remote_access,
-    replicas,
-    standby,
-)
+from pgrig.provision.server import backups, binaries, postmaster, remote_access, replicas, standby
 from pgrig.provision.server.ports import free_port, port_problem
 from pgrig.provision.settings import catalog, config, validator
 from pgrig.provision.state import unfinished
@@ -44,6 +36,7 @@ from pgrig.provision.state.environment import (
     strip_password,
     without_libpq_vars,
 )
+from pgrig.provision.system import osuser
 
 Progress = Callable[[str], None]
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL

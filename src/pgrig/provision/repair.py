@@ -35,9 +35,10 @@ import psutil
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
 from pgrig.provision import cluster
-from pgrig.provision.server import binaries, daemon, osuser
+from pgrig.provision.server import binaries, daemon
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
+from pgrig.provision.system import osuser
 
 _LINE = re.compile(
     r"^\s*([A-Za-z_][\w.$]*)\s*=.*#\s*(base|insights|topology|profile|environment|run)\b"

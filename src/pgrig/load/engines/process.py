@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pgrig.provision.server.child_process import PR_SET_PDEATHSIG, die_with_parent
+from pgrig.provision.system.child_process import PR_SET_PDEATHSIG, die_with_parent
 
 __all__ = ["PR_SET_PDEATHSIG", "PgbenchProcess", "die_with_parent", "failure_reason", "killed_by"]
 

@@ -17,8 +17,8 @@ from functools import cache
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
 from pgrig.provision.state.environment import without_libpq_vars
+from pgrig.provision.system.child_process import die_with_parent
 
 SERVER_USER = "pgrig"
 
