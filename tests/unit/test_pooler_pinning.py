@@ -105,7 +105,7 @@ def test_pin_tree_and_restore() -> None:
 def test_raise_nofile_in_a_child_with_a_low_limit() -> None:
     """A process started with 1,024 open files gets enough for 1,000 clients."""
     code = (
-        "import resource; from pgrig.load import pinning; "
+        "import resource; from pgrig.load.core import pinning; "
         "print(pinning.raise_nofile(pinning.nofile_for_clients(1000)), "
         "resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
     )

@@ -603,14 +603,14 @@ class RunExtra(TypedDict, total=False):
     target_role: str
     targets: TargetsDoc
     topology: TopologyDoc
-    restored_before_run: list[str]  # what load/guard.verify_live put back before the run
+    restored_before_run: list[str]  # what load/core/guard.verify_live put back before the run
     prewarm: PrewarmDoc
     # results (load/engines/results.py and the drivers)
     window: WindowDoc
     stability: StabilityDoc
     latency_basis: LatencyBasisDoc
-    # the parsers' own dataclasses (asdict): load/pgbench_output.Summary,
-    # load/sysbench_output.Statistics and Checkpoint declare their fields
+    # the parsers' own dataclasses (asdict): load/engines/pgbench_output.Summary,
+    # load/engines/sysbench_output.Statistics and Checkpoint declare their fields
     pgbench_summary: dict[str, Any] | None
     sysbench_summary: dict[str, Any]
     sysbench_checkpoint: dict[str, Any]
