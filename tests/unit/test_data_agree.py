@@ -48,7 +48,7 @@ def test_a_restore_verifies_against_the_backups_data_not_the_current(
     pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regenerated at scale 2 after a scale-1 backup: the restore expects scale 1."""
-    from pgrig.load import backup_run, backup_verify
+    from pgrig.load.backup import backup_run, backup_verify
     from pgrig.provision.server import restore
     from pgrig.workloads import datasets
 
@@ -77,7 +77,7 @@ def test_a_restore_verifies_against_the_backups_data_not_the_current(
 
 
 def test_expected_counts_follow_the_recorded_scale() -> None:
-    from pgrig.load.backup_verify import expected_counts
+    from pgrig.load.backup.backup_verify import expected_counts
 
     assert expected_counts(PGBENCH_1)["pgbench_branches"] == 1
     assert expected_counts({"scenario": "sysbench", "tables": 1}) == {}
