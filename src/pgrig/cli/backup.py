@@ -69,7 +69,7 @@ def _size(v: Any) -> str:
 def print_backup(rec: RunRecord) -> None:
     from rich.markup import escape
 
-    console = common.err_console()
+    console = common.out_console()  # the result is data: stdout, as a load run's summary
     colour = common.STATUS_STYLE.get(rec.status, "white")
     console.print(
         f"run [bold]{rec.id}[/bold] {escape(rec.workload)} [{colour}]{rec.status}[/{colour}]"
