@@ -33,6 +33,7 @@ from pgrig.load import command as pgbench_command
 from pgrig.load import (
     engine_choice,
     guard,
+    harness_meter,
     host_samplers,
     lifecycle,
     prewarm,
@@ -377,6 +378,9 @@ def _measure(
         stack.enter_context(_server_pinned(env, spec))
         try:
             view = LiveView(console, driver.total_s, driver.lead_in_s, env.name)
+            stack.enter_context(  # what pgrig itself takes, over the load's span
+                harness_meter.metering(env, dbname, rec, lambda: [proc.pid] if proc else [])
+            )
             stack.enter_context(_engine_reading(driver, art_dir, rec))
             proc = stack.enter_context(_client_process(argv, driver, work))
             run_lease = lifecycle.RunLease(
@@ -426,6 +430,7 @@ def _measure(
         topology.lag_results(rec, env, sampler)
         commits.results(rec)
     collection.finish(rec, art_dir)
+    harness_meter.add_server_log(rec)
     _files_outcome(rec, driver, files)
     return run_steps.conclude(rec, art_dir, archive, console, interrupted)
 
