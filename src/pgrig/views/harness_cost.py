@@ -5,7 +5,7 @@
 
 CPU-s: pgrig's own processes on this machine (without the load generator), the server
 backends of its sessions (samplers, insights) and the load hosts' agents, over the load's
-span (extra["harness_cost"], load/harness_meter.py); "% of the machine" is this machine's
+span (extra["harness_cost"], load/core/harness_meter.py); "% of the machine" is this machine's
 share: its CPU-s over span x logical CPUs. Plans: what auto_explain wrote to the server log
 during the run; log: the bytes the server wrote to its log meanwhile. A run recorded before
 pgrig measured this says "not recorded", never 0.

@@ -71,6 +71,9 @@ class Environment:
     # on a primary: its replicas on other hosts (provision/replication_access.py): [{"name",
     # "host", "slot"}], each allowed by one pg_hba line for its address
     standbys: list[dict[str, Any]] = field(default_factory=list)
+    # block I/O caps of the server (request/disk_limit.py: riops, wiops, rbps, wbps), put in
+    # force by the kernel's throttle at every start (provision/server/disk_throttle.py)
+    disk_limit: dict[str, int] | None = None
 
     # --- locations -------------------------------------------------------------------------
     @property
@@ -94,6 +97,18 @@ class Environment:
     @property
     def managed(self) -> bool:
         return self.kind == "managed"
+
+    @property
+    def default_database(self) -> str:
+        """The database a command uses when none is given: the one an external environment's
+        DSN names (`env add NAME --dsn .../somedb`), else pgrig's own."""
+        if self.kind == "external" and self.dsn:
+            from psycopg.conninfo import conninfo_to_dict
+
+            named = conninfo_to_dict(self.dsn).get("dbname")
+            if named:
+                return str(named)
+        return DEFAULT_DATABASE
 
     def binary(self, name: str) -> str:
         """Path of a PostgreSQL program for this environment's version (pgbench, psql, ...)."""
