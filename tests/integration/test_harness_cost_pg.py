@@ -24,7 +24,7 @@ def lab() -> Iterator[str]:
 
 
 def test_a_run_records_and_every_surface_says_its_harness_cost(lab: str) -> None:
-    out = pgrig("run", lab, "-w", "pgbench:select-only", "-c", "2", "-T", "3").stdout
+    out = pgrig("run", lab, "-w", "pgbench:select-only", "-c", "2", "-T", "3", timeout=300).stdout
     first = json.loads(pgrig("runs", "list", "--json").stdout)[0]["id"]
     doc = json.loads(pgrig("runs", "show", str(first), "--json").stdout)
     cost = Archive(None).get_run(first).extra["harness_cost"]  # as the record keeps it
@@ -37,9 +37,8 @@ def test_a_run_records_and_every_surface_says_its_harness_cost(lab: str) -> None
     assert harness["pgrig_cpu_s"] == cost["pgrig_cpu_s"] and harness["plans"] == cost["plans"]
     assert harness["line"] in " ".join(out.split())  # `run` prints the same line
 
-    second = json.loads(
-        pgrig("run", lab, "-w", "pgbench:select-only", "-c", "2", "-T", "3", "--json").stdout
-    )
+    argv = ("run", lab, "-w", "pgbench:select-only", "-c", "2", "-T", "3", "--json")
+    second = json.loads(pgrig(*argv, timeout=300).stdout)
     assert second["harness"]["recorded"]
     cmp = json.loads(pgrig("runs", "compare", str(first), str(second["id"]), "--json").stdout)
     assert cmp["harness"]["a"]["line"] == harness["line"]
