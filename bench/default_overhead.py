@@ -18,6 +18,9 @@ bounds (the bar: >= 0.97).
 rotated with the other two (ABC CBA): it prints each arm against raw pgbench and the two pgrig
 arms against each other, so a change is measured in the same rounds as its baseline.
 
+Raw pgbench runs in a session of its own, as pgrig's does: with autogroup scheduling a process
+left in the bench's session shares that session's CPU share (see raw()).
+
 On a shared machine the pairs are noisy: run several rounds and read the spread beside the
 median. --client-cpus pins pgbench in both arms (taskset, pgrig's --client-cpus).
 """
@@ -28,6 +31,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 from typing import Any
 
 from abba import summarize
@@ -75,7 +80,16 @@ def main() -> None:
         sh([os.path.join(bindir, "psql"), "-X", "-q", "-c", "CHECKPOINT"], libpq)
         argv = [*pin, os.path.join(bindir, "pgbench"), "-n", "-b", workload, "-c",
                 str(args.clients), "-j", str(args.threads), "-T", str(args.duration)]  # fmt: skip
-        return pgbench_tps(sh(argv, libpq))
+        # a session of its own, as pgrig starts its pgbench (load/engines/process.py): with
+        # the kernel's autogroup scheduling, a pgbench left in the bench's session shares one
+        # CPU share with whatever else that session runs, and measured 2-4x below pgrig's on
+        # a busy machine for that reason alone
+        done = subprocess.run(
+            argv, env=libpq, capture_output=True, text=True, check=False, start_new_session=True
+        )
+        if done.returncode != 0:
+            sys.exit(f"failed: {' '.join(argv)}\n{done.stderr}")
+        return pgbench_tps(done.stdout)
 
     def pgrig_run(workload: str, src: str | None = None) -> tuple[float, str]:
         argv = ["pgrig", "run", args.env, "--workload", f"pgbench:{workload}",
