@@ -1,0 +1,73 @@
+"""What pgrig says about a run on an environment with sync replicas is what ran (issue 30):
+the wait profile measures the workload, not the walsenders (class 4); a run's
+synchronous_commit is the run layer's and the sync mode row the effective one (class 5); a
+replica that is down has no lag to show (class 3). Real PG18, two replicas, sync on, ports
+27300-27349 (PGRIG_PORT_RANGE)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import servers
+from servers import pgrig
+
+pytestmark = pytest.mark.integration
+
+PORTS = "27300-27349"
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PGRIG_PORT_RANGE", PORTS)
+        with servers.pg18_lab("pgrig-truth-test-", "lab", "--replicas", "2", "--sync", "on") as h:
+            yield h
+
+
+def _run(*flags: str) -> dict:
+    out = pgrig("run", "lab", "-w", "pgbench:select-only", "-c", "2", "-T", "3", *flags,
+                "--json", timeout=120)  # fmt: skip
+    rec = json.loads(out.stdout)
+    assert rec["status"] == "ok", rec["error"]
+    return rec
+
+
+def test_waits_and_settings_of_a_run_over_sync_replicas(lab: Path) -> None:
+    rec = _run("--set", "synchronous_commit=local")
+    shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
+    # class 4: the walsenders of the sync replicas are not the workload
+    assert shown["waits"]["collected"] is True
+    assert "WalSender" not in json.dumps(shown["waits"])
+    series = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
+    for kind in ("pg", "waits"):
+        assert not [c for c in series["series"][kind] if "WalSender" in c], kind
+    assert "(30 snapshots)" in shown["wait_sampling"]["why"]  # 10 Hz over 3 s
+    # class 5: the run set synchronous_commit, the topology the standby names
+    text = pgrig("runs", "show", str(rec["id"])).stdout
+    lines = [ln.strip() for ln in text.splitlines()]  # the settings table, one per setting
+    at = lines.index("synchronous_commit")
+    assert lines[at + 1 : at + 5] == ["value: local", "default: on",
+                                      "source: configuration file", "layer: run"]  # fmt: skip
+    at = lines.index("synchronous_standby_names")
+    assert lines[at + 4] == "layer: topology"
+    sync_row = next(line for line in text.splitlines() if line.startswith("sync mode"))
+    assert "local (synchronous_commit from layer run; the topology's mode is on)" in sync_row
+
+
+def test_a_replica_that_is_down_has_no_lag_to_show(lab: Path) -> None:
+    pid_file = lab / "envs" / "lab" / "replicas" / "r2" / "data" / "postmaster.pid"
+    os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+    try:
+        rec = _run()
+        text = pgrig("runs", "show", str(rec["id"])).stdout
+        r2 = next(line for line in text.splitlines() if line.startswith("replica r2"))
+        assert "max replay lag unknown: not streaming in" in r2
+        assert " 0 B" not in r2
+    finally:
+        pgrig("env", "repair", "lab", check=False)
+        pgrig("env", "start", "lab", check=False)
