@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,3 +72,44 @@ def test_a_replica_that_is_down_has_no_lag_to_show(lab: Path) -> None:
     finally:
         pgrig("env", "repair", "lab", check=False)
         pgrig("env", "start", "lab", check=False)
+
+
+def _run_count() -> int:
+    return len(json.loads(pgrig("runs", "list", "--json").stdout))
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--set", "nosuch=1"], ["--set", "work_mem=-5"], ["-w", "pgbench:nosuch"]],
+    ids=["unknown-setting", "bad-value", "unknown-builtin"],
+)
+def test_a_bad_series_is_refused_before_anything_is_made(lab: Path, bad: list[str]) -> None:
+    runs = _run_count()
+    out = pgrig("track", "bad", "--versions", "18", "-w", "pgbench:select-only", "-T", "3",
+                "--repeat", "1", *bad, "--check", "--json", check=False)  # fmt: skip
+    assert out.returncode != 0
+    assert "nosuch" in out.stderr + out.stdout or "work_mem=-5" in out.stderr + out.stdout
+    assert pgrig("track", "show", "bad", check=False).returncode != 0  # no series
+    assert not list((lab / "envs").glob("trk-bad-*"))  # no environment
+    assert _run_count() == runs  # no run
+
+
+def test_a_backup_dir_the_server_cannot_write_is_refused_up_front(lab: Path) -> None:
+    runs = _run_count()
+    immutable = lab / "immutable"
+    immutable.mkdir()
+    if subprocess.run(["chattr", "+i", str(immutable)], check=False).returncode != 0:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        out = pgrig("run", "lab", "-w", "backup:basebackup-full", "--backup-dir", str(immutable),
+                    check=False)  # fmt: skip
+    finally:
+        subprocess.run(["chattr", "-i", str(immutable)], check=False)
+    assert out.returncode != 0
+    assert f"--backup-dir {immutable}: cannot make" in out.stderr
+    assert "PermissionError" not in out.stderr + out.stdout
+    missing = lab / "no-such-dir"
+    out = pgrig("run", "lab", "-w", "backup:basebackup-full", "--backup-dir", str(missing),
+                check=False)  # fmt: skip
+    assert out.returncode != 0 and "is not a directory" in out.stderr
+    assert _run_count() == runs  # nothing archived: no failed run either
