@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,3 +114,69 @@ def test_a_backup_dir_the_server_cannot_write_is_refused_up_front(lab: Path) -> 
                 check=False)  # fmt: skip
     assert out.returncode != 0 and "is not a directory" in out.stderr
     assert _run_count() == runs  # nothing archived: no failed run either
+
+
+def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: Path) -> None:
+    env_dir = lab / "envs" / "lab"
+    journal = env_dir / "run-journal.json"
+    proc = subprocess.Popen(
+        ["pgrig", "run", "lab", "-w", "pgbench:select-only", "-T", "60", "--set",
+         "work_mem=22MB", "--server-cpus", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and '"pinning"' not in _text(journal):
+            time.sleep(0.2)
+        assert '"pinning"' in _text(journal), "the run never pinned its server"
+        servers.wait_for_measuring(proc, seconds=0.5)
+    finally:
+        proc.kill()  # kill -9: nothing of the run undoes its changes
+        proc.wait()
+    postmaster = int((env_dir / "data" / "postmaster.pid").read_text().split()[0])
+    assert os.sched_getaffinity(postmaster) == {0}
+    assert servers.show("lab", "work_mem") == "22MB"
+    doc = json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)
+    assert doc["needed"] is True
+    assert any("work_mem" in line for line in doc["dead_run"])
+    assert any(f"pid {postmaster}" in line for line in doc["dead_run"])
+    assert servers.show("lab", "work_mem") == "22MB"  # --check changed nothing
+    out = pgrig("env", "repair", "lab")
+    assert "settings of an interrupted run undone" in out.stderr
+    assert servers.show("lab", "work_mem") == "4MB"
+    assert (
+        os.sched_getaffinity(postmaster) == set(range(os.cpu_count() or 1))
+        or len(os.sched_getaffinity(postmaster)) > 1
+    )
+    assert json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)["needed"] is False
+
+
+def test_stopped_replicas_are_reported_by_repair_and_started_by_start(lab: Path) -> None:
+    pgrig("env", "start", "lab")
+    r1 = lab / "envs" / "lab" / "replicas" / "r1" / "data" / "postmaster.pid"
+    os.kill(int(r1.read_text().split()[0]), signal.SIGKILL)
+    deadline = time.time() + 30
+    while time.time() < deadline and r1.exists() and _alive(r1):
+        time.sleep(0.2)
+    doc = json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)
+    assert doc["stopped"] == ["r1"]
+    out = pgrig("env", "repair", "lab")
+    assert "replica r1 is stopped" in out.stderr
+    out = pgrig("env", "start", "lab")
+    assert "replica started: r1" in out.stderr
+    assert "already running" in out.stderr  # the primary was, and it says so apart
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _alive(pid_file: Path) -> bool:
+    try:
+        os.kill(int(pid_file.read_text().split()[0]), 0)
+    except (OSError, ValueError):
+        return False
+    return True

@@ -416,18 +416,21 @@ def remove_abandoned_creates(say: Progress | None = None) -> list[str]:
 # --- start / stop ------------------------------------------------------------------------------
 
 
-def start_environment(name: str) -> tuple[Environment, bool]:
+def start_environment(name: str) -> tuple[Environment, bool, list[str]]:
+    """Start what of `name` is down: (env, whether the primary was started, the replicas
+    started), so the caller says what it started, not "already running" over started
+    replicas."""
     env = _managed(name, "start")
     if postmaster.is_running(env):
-        replicas.start_all(env)
+        started_replicas = replicas.start_all(env)
         _start_pooler(env)
-        return env, False
+        return env, False, started_replicas
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
     config.write_conf(env, run={})
     started = postmaster.start(env)
-    replicas.start_all(env)
+    started_replicas = replicas.start_all(env)
     _start_pooler(env)
-    return env, started
+    return env, started, started_replicas
 
 
 def _start_pooler(env: Environment) -> None:
