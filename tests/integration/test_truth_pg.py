@@ -129,7 +129,7 @@ def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: P
         while time.time() < deadline and '"pinning"' not in _text(journal):
             time.sleep(0.2)
         assert '"pinning"' in _text(journal), "the run never pinned its server"
-        servers.wait_for_measuring(proc, seconds=0.5)
+        time.sleep(1.0)  # the pinning itself follows its journal entry
     finally:
         proc.kill()  # kill -9: nothing of the run undoes its changes
         proc.wait()
@@ -144,10 +144,7 @@ def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: P
     out = pgrig("env", "repair", "lab")
     assert "settings of an interrupted run undone" in out.stderr
     assert servers.show("lab", "work_mem") == "4MB"
-    assert (
-        os.sched_getaffinity(postmaster) == set(range(os.cpu_count() or 1))
-        or len(os.sched_getaffinity(postmaster)) > 1
-    )
+    assert len(os.sched_getaffinity(postmaster)) > 1  # every CPU again
     assert json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)["needed"] is False
 
 
