@@ -5,7 +5,7 @@ settings and CPU pinning, class 2b)."""
 from __future__ import annotations
 
 from pgrig.cli.remote_repair import needs_text
-from pgrig.provision.state.repair import Diagnosis
+from pgrig.provision.repair import Diagnosis
 
 
 def test_check_says_what_a_repair_would_do() -> None:

@@ -34,10 +34,9 @@ import psutil
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision import cluster
+from pgrig.provision import cluster, run_journal
 from pgrig.provision.server import binaries, daemon
 from pgrig.provision.settings import config
-from pgrig.provision.state import run_journal
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
 from pgrig.provision.system import osuser
 
