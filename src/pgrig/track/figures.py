@@ -198,19 +198,21 @@ def _point(
 
 
 def _warnings(runs: list[RunRecord]) -> list[str]:
-    """One line per kind of warning: which runs, and the first run's message."""
-    seen: dict[str, tuple[list[int], str]] = {}
+    """One line per warning text: which runs said it. Runs that said the same kind of warning
+    with their own figures (a busy host at 86%, 71%, 102%) each keep their own line: a group
+    never shows one run's figure for another."""
+    seen: dict[str, list[int | None]] = {}
     for r in runs:
         for w in r.warnings():
-            ids, _first = seen.setdefault(str(w.get("code")), ([], str(w.get("message"))))
-            if r.id is not None:
-                ids.append(r.id)
-    return [
-        f"runs {', '.join(map(str, ids))}: {message}"
-        if len(ids) > 1
-        else f"run {ids[0] if ids else '?'}: {message}"
-        for ids, message in seen.values()
-    ]
+            seen.setdefault(str(w.get("message")), []).append(r.id)
+    out = []
+    for message, ids in seen.items():
+        known = [str(i) for i in ids if i is not None]
+        if len(known) > 1:
+            out.append(f"runs {', '.join(known)}: {message}")
+        else:
+            out.append(f"run {known[0] if known else '?'}: {message}")
+    return out
 
 
 def _comparison(cmp: Comparison) -> dict[str, Any]:

@@ -63,8 +63,16 @@ def rows(rec: RunRecord) -> list[tuple[str, str]]:
         ("size ratio", _num(b.get("size_ratio"), 3)),
         ("start LSN", str(b.get("start_lsn") or "-")),
         ("stop LSN", str(b.get("stop_lsn") or "-")),
-        ("WAL generated", size_text(b.get("wal_generated_bytes"))),
+        ("WAL generated", wal_text(b)),
     ]
+    if b.get("wal_lsn_advance_bytes") not in (None, b.get("wal_generated_bytes")):
+        out.append(
+            (
+                "LSN advance",
+                f"{size_text(b.get('wal_lsn_advance_bytes'))} (with "
+                "the padding of the segment switch the backup forces)",
+            )
+        )
     if b.get("parent"):
         out.insert(2, ("builds on", str(b["parent"])))
     if b.get("bytes_written_before_failure") is not None:
@@ -108,6 +116,15 @@ def _backup(key: str) -> Callable[[RunRecord], Any]:
         return None if b is None else _figure(b, key)
 
     return get
+
+
+def wal_text(b: BackupDoc) -> str:
+    """The WAL written during the backup and what the figure is (older runs: the LSN
+    advance, which counts a segment switch's padding, said so)."""
+    if b.get("wal_generated_bytes") is None:
+        return size_text(None)
+    what = b.get("wal_generated_what") or "LSN advance: includes segment-switch padding"
+    return f"{size_text(b.get('wal_generated_bytes'))} ({what})"
 
 
 def max_lag_bytes(rec: RunRecord) -> int | None:
