@@ -126,8 +126,11 @@ def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: P
     )  # fmt: skip
     try:
         deadline = time.time() + 120
-        while time.time() < deadline and '"pinning"' not in _text(journal):
-            time.sleep(0.2)
+        while time.time() < deadline and not (
+            '"pinning"' in _text(journal) and '"work_mem"' in _text(journal)
+            and servers.show("lab", "work_mem") == "22MB"
+        ):  # fmt: skip
+            time.sleep(0.5)
         assert '"pinning"' in _text(journal), "the run never pinned its server"
         time.sleep(1.0)  # the pinning itself follows its journal entry
     finally:
@@ -177,3 +180,23 @@ def _alive(pid_file: Path) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def test_a_series_reuses_its_environment_only_as_it_made_it(lab: Path) -> None:
+    args = ["--versions", "18", "-w", "pgbench:select-only", "-T", "1", "--repeat"]
+    pgrig("track", "tr", *args, "1", timeout=300)
+    env = next(p.name for p in (lab / "envs").glob("trk-tr-*"))
+    pgrig("env", "set", env, "synchronous_commit=off")
+    out = pgrig("track", "tr", *args, "2", timeout=300)
+    assert "settings changed since the series made it, put back to the series'" in out.stderr
+    assert "synchronous_commit=off (series: unset)" in out.stderr
+    shown = json.loads(pgrig("env", "show", env, "--json").stdout)
+    assert "synchronous_commit" not in json.dumps(shown.get("layers", {}).get("environment"))
+    doc = json.loads(pgrig("track", "show", "tr", "--json").stdout)
+    assert "synchronous_commit" not in doc["points"][0]["settings"]  # every run had it on
+    # an environment a user made under a series' name is not taken over
+    pgrig("env", "create", "trk-mine-" + env.split("-")[-1], "--pg", "18", timeout=300)
+    out = pgrig("track", "mine", *args, "1", check=False, timeout=300)
+    assert "made by a user, not by a series: series 'mine' does not take it over" in out.stderr
+    pgrig("env", "destroy", "trk-mine-" + env.split("-")[-1], "--yes")
+    pgrig("track", "tr", "--destroy", "--yes")

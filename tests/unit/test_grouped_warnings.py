@@ -30,3 +30,20 @@ def test_each_run_keeps_its_own_figure() -> None:
 def test_the_same_message_is_one_line_naming_its_runs() -> None:
     lines = figures._warnings([_run(9, 86), _run(13, 86)])
     assert len(lines) == 1 and lines[0].startswith("runs 9, 13: ")
+
+
+def test_a_versions_settings_are_what_each_run_had_not_the_last_runs() -> None:
+    def run(run_id: int, sync: str | None) -> RunRecord:
+        rec = RunRecord(env_name="trk-s-18.6", workload="pgbench:select-only", clients=1,
+                        threads=1)  # fmt: skip
+        rec.id = run_id
+        conf = "configuration file"
+        rec.settings = {"work_mem": {"setting": "8192", "boot_val": "4096", "source": conf}}
+        if sync is not None:
+            rec.settings["synchronous_commit"] = {"setting": sync, "boot_val": "on",
+                                                  "source": conf}  # fmt: skip
+        return rec
+
+    got = figures.settings_of([run(3, None), run(5, None), run(7, "off")])
+    assert got["work_mem"] == "8192"  # every run had it
+    assert got["synchronous_commit"] == "(default) (runs 3, 5) / off (run 7)"
