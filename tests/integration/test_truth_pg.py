@@ -116,41 +116,6 @@ def test_a_backup_dir_the_server_cannot_write_is_refused_up_front(lab: Path) -> 
     assert _run_count() == runs  # nothing archived: no failed run either
 
 
-def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: Path) -> None:
-    env_dir = lab / "envs" / "lab"
-    journal = env_dir / "run-journal.json"
-    proc = subprocess.Popen(
-        ["pgrig", "run", "lab", "-w", "pgbench:select-only", "-T", "60", "--set",
-         "work_mem=22MB", "--server-cpus", "0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.time() + 120
-        while time.time() < deadline and not (
-            '"pinning"' in _text(journal) and '"work_mem"' in _text(journal)
-            and servers.show("lab", "work_mem") == "22MB"
-        ):  # fmt: skip
-            time.sleep(0.5)
-        assert '"pinning"' in _text(journal), "the run never pinned its server"
-        time.sleep(1.0)  # the pinning itself follows its journal entry
-    finally:
-        proc.kill()  # kill -9: nothing of the run undoes its changes
-        proc.wait()
-    postmaster = int((env_dir / "data" / "postmaster.pid").read_text().split()[0])
-    assert os.sched_getaffinity(postmaster) == {0}
-    assert servers.show("lab", "work_mem") == "22MB"
-    doc = json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)
-    assert doc["needed"] is True
-    assert any("work_mem" in line for line in doc["dead_run"])
-    assert any(f"pid {postmaster}" in line for line in doc["dead_run"])
-    assert servers.show("lab", "work_mem") == "22MB"  # --check changed nothing
-    out = pgrig("env", "repair", "lab")
-    assert "settings of an interrupted run undone" in out.stderr
-    assert servers.show("lab", "work_mem") == "4MB"
-    assert len(os.sched_getaffinity(postmaster)) > 1  # every CPU again
-    assert json.loads(pgrig("env", "repair", "lab", "--check", "--json").stdout)["needed"] is False
-
-
 def test_stopped_replicas_are_reported_by_repair_and_started_by_start(lab: Path) -> None:
     pgrig("env", "start", "lab")
     r1 = lab / "envs" / "lab" / "replicas" / "r1" / "data" / "postmaster.pid"
