@@ -71,7 +71,7 @@ def print_backup(rec: RunRecord) -> None:
 
     from pgrig.views import backup_figures
 
-    console = common.err_console()
+    console = common.out_console()  # the result is data: stdout, as a load run's summary
     colour = common.STATUS_STYLE.get(rec.status, "white")
     console.print(
         f"run [bold]{rec.id}[/bold] {escape(rec.workload)} [{colour}]{rec.status}[/{colour}]"

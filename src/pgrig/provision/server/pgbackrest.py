@@ -66,7 +66,7 @@ def check(env: Environment, kind: str) -> None:
         )
     if kind != "full" and backups.latest(env, "pgbackrest") is None:
         raise PgrigError(
-            f"no full pgBackRest backup of {env.name} to build a {kind} backup on: run "
+            f"no full pgBackRest backup of {env.name} to build {_a(kind)} backup on: run "
             f"`pgrig run {env.name} --workload backup:pgbackrest-full` first"
         )
 
@@ -163,7 +163,7 @@ def take(
     parent = backups.latest(env, "pgbackrest")
     if kind != "full" and (parent is None or parent.path != str(repo)):
         raise PgrigError(
-            f"no full pgBackRest backup of {env.name} in {repo} to build a {kind} backup on: "
+            f"no full pgBackRest backup of {env.name} in {repo} to build {_a(kind)} backup on: "
             f"run `pgrig run {env.name} --workload backup:pgbackrest-full` first"
         )
     before = server_state(env)
@@ -255,3 +255,8 @@ def restore_command(env: Environment, label: str, target: Path) -> list[str]:
         "--target-action=promote",
         "restore",
     )
+
+
+def _a(kind: str) -> str:
+    """ "a diff", "an incr": the article a backup kind takes."""
+    return ("an " if kind[:1] in "aeiou" else "a ") + kind
