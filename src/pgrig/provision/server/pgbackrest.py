@@ -20,7 +20,13 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.provision.server import backups, postmaster
-from pgrig.provision.server.basebackup import BackupFailed, lsn_bytes, rates, server_state
+from pgrig.provision.server.basebackup import (
+    BackupFailed,
+    lsn_bytes,
+    rates,
+    server_state,
+    wal_figures,
+)
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
@@ -179,8 +185,7 @@ def take(
     after = server_state(env)
     info = last_backup(env)
     figures.update(info)
-    figures["wal_lsn_after"] = after["wal_lsn"]
-    figures["wal_generated_bytes"] = lsn_bytes(after["wal_lsn"]) - lsn_bytes(before["wal_lsn"])
+    figures.update(wal_figures(before, after))
     figures["copied_bytes"] = info.get("delta_bytes")  # files read this time, uncompressed
     figures.update(rates(figures))
     backups.record(
