@@ -293,9 +293,9 @@ def repair(
     """Rebuild a damaged environment: env.json from its data directory, or a removed data
     directory (empty: generate the data again; a replica is cloned again from its primary,
     on whatever host each runs)."""
+    from pgrig.provision import repair as repairing
     from pgrig.provision.server import standby
     from pgrig.provision.state import env_lock
-    from pgrig.provision.state import repair as repairing
     from pgrig.provision.state.environment import Environment, check_name
 
     check_name(name)

@@ -25,7 +25,6 @@ from pgrig.provision.server import (
     backups,
     binaries,
     disk_throttle,
-    osuser,
     postmaster,
     remote_access,
     replicas,
@@ -45,6 +44,7 @@ from pgrig.provision.state.environment import (
     strip_password,
     without_libpq_vars,
 )
+from pgrig.provision.system import osuser
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 

@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import osuser
 from pgrig.provision.server.daemon import POSTGRES, Daemon
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 
 class StartError(PgrigError):
