@@ -19,7 +19,7 @@ from pgrig.record.documents import DiskLimitDoc
 from pgrig.reports import publish
 from pgrig.views import compare as compare_view
 from pgrig.views import disk_limit
-from pgrig.web import compare_view as web_compare
+from pgrig.web import compare_page as web_compare
 
 LIMITED = cast(
     DiskLimitDoc,
