@@ -368,6 +368,8 @@ def _emit(emit: tuple[str, str], request: object) -> None:
 def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
+    from pgrig.views import harness_cost
+
     console = common.out_console()  # the result is data: stdout (progress stays on stderr)
     colour = common.STATUS_STYLE.get(rec.status, "white")
     lat = rec.latency
@@ -393,6 +395,7 @@ def _print_human(rec: RunRecord) -> None:
             f"p99 {ms(lat.p99)}  max {ms(lat.max)}",
             highlight=False,
         )
+    console.print(f"  {escape(harness_cost.of(rec).line)}", highlight=False, soft_wrap=True)
     for w in rec.warnings():
         message = escape(str(w.get("message")))
         console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)

@@ -27,6 +27,8 @@ __all__ = [
     "DuringLoad",
     "FiguresFromDoc",
     "GeneratorDoc",
+    "HarnessCostDoc",
+    "HarnessLoadHost",
     "HostCheck",
     "HostDoc",
     "InsightPart",
@@ -617,6 +619,33 @@ class BackupDoc(TypedDict, total=False):
     ended_at: str
 
 
+# --- what the harness itself cost (load/core/harness_meter.py, metrics/harness_cost.py) ----
+
+
+class HarnessLoadHost(TypedDict, total=False):
+    """A load host's agent over the load (load/remote/remote_agent.py)."""
+
+    cpu_s: float | None  # the agent's own process, pgbench not included
+    cpus: int | None
+
+
+class HarnessCostDoc(TypedDict, total=False):
+    """extra["harness_cost"]: what pgrig took from the run over its load's span (from just
+    before the load generator started to its end). CPU in seconds (/proc utime + stime)."""
+
+    span_s: float
+    cpus: int | None  # this machine's logical CPUs
+    pgrig_cpu_s: float | None  # pgrig's own processes here, without the load generator
+    pgrig_processes: int
+    backends_cpu_s: float | None  # the server backends of pgrig's sessions, by pid
+    backends: int
+    backends_reason: str | None  # why they were not measured (server on another host...)
+    load_hosts: dict[str, HarnessLoadHost]  # host -> its agent's CPU
+    plans: int | None  # plans auto_explain wrote to the server log during the run
+    log_bytes: int | None  # what the server wrote to its log during the run
+    log_reason: str | None  # why plans and log bytes are unknown
+
+
 class RunExtra(TypedDict, total=False):
     """RunRecord.extra: what a run records beside its columns, by the module that writes it."""
 
@@ -661,6 +690,8 @@ class RunExtra(TypedDict, total=False):
     plan_top_up: PlanTopUpDoc
     # the server log during the run: written, kept, left out (load/core/server_log_follow.py)
     server_log: dict[str, Any]
+    # what pgrig itself took from the run (load/core/harness_meter.py)
+    harness_cost: HarnessCostDoc
     # several hosts (load/core/multi_runner.py, load/remote/host_samplers.py)
     load: LoadDoc
     load_error: str
