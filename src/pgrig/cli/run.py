@@ -262,7 +262,9 @@ def _check_flags(
     from pgrig.load.backup import backup_run
     from pgrig.request.load import MAX_REPEATS
 
-    if not 1 <= repeat <= MAX_REPEATS:
+    if repeat < 1:
+        raise PgrigError(f"--repeat must be at least 1 (got {repeat}): how many runs to make")
+    if repeat > MAX_REPEATS:
         raise PgrigError(
             f"--repeat must be between 1 and {MAX_REPEATS} (got {repeat}): more repeats "
             "of one point resolve nothing more on one machine (see `pgrig runs compare`)"

@@ -582,7 +582,9 @@ class BackupDoc(TypedDict, total=False):
     source_bytes: int  # the databases' size when the backup started
     wal_lsn_before: str
     wal_lsn_after: str
-    wal_generated_bytes: int
+    wal_generated_bytes: int  # pg_stat_wal's wal_bytes grown (14+), else the LSN advance
+    wal_generated_what: str  # which of the two, in words
+    wal_lsn_advance_bytes: int  # with the padding of the segment switch the backup forces
     duration_s: float | None
     bytes_written_before_failure: int
     start_lsn: str | None  # the backup's WAL range (backup_manifest, pgbackrest info)
