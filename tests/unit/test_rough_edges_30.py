@@ -105,3 +105,12 @@ def test_track_names_the_binaries_source_as_track_show_does(
     said = out.getvalue()
     assert "system" not in said and "binaries pgrig" in said
     assert point.source == "pgrig"
+
+
+def test_track_detect_takes_only_a_named_first_line_as_a_header() -> None:
+    from pgrig.analysis.changepoints import parse_csv
+
+    assert parse_csv("version,tps\n17.1,10\n17.2,11\n") == (["17.1", "17.2"], [10.0, 11.0])
+    for bad in ("12.5x", "", "-", ".5.5", "+-1"):
+        with pytest.raises(PgrigError, match=r"input:1: .* is not a number"):
+            parse_csv(f"17.0,{bad}\n17.1,10\n17.2,11\n")
