@@ -89,25 +89,31 @@ def plan_units(
     max_units: int = DEFAULT_MAX_UNITS,
 ) -> list[Unit]:
     """The units to take back, in order: each durability knob alone (seed 000's question is
-    which of them pays), the groups of TOGETHER, every other knob alone; past `max_units` the
-    units of lowest search importance go together into one unit, REST."""
+    which of them pays), then the groups of TOGETHER and every other knob alone, in the order
+    of `changed`; past `max_units` the units of lowest search importance go together into one
+    unit, REST."""
     left = list(dict.fromkeys(changed))
     units: list[Unit] = []
     for name in UNSAFE:
         if name in left:
             units.append(Unit(name, (name,)))
             left.remove(name)
+    grouped: list[Unit] = []
     for key, names in TOGETHER:
         found = tuple(n for n in names if n in left)
         if found:
-            units.append(Unit(key, found))
-            left = [n for n in left if n not in found]
-    units += [Unit(n, (n,)) for n in left]
+            grouped.append(Unit(key, found))
+    inside = {n for u in grouped for n in u.knobs}
+    grouped += [Unit(n, (n,)) for n in left if n not in inside]
+    # in the space's order (its first knobs are the ones that matter most by design)
+    grouped.sort(key=lambda u: min(left.index(k) for k in u.knobs))
+    units += grouped
     if len(units) <= max_units:
         return units
     fixed = [u for u in units if u.key in UNSAFE]
     others = [u for u in units if u.key not in UNSAFE]
     room = max(0, max_units - len(fixed) - 1)  # one place for REST
+    # by search importance; ties (no importances: fewer than 3 completed trials) keep the order
     ranked = sorted(others, key=lambda u: -sum(importances.get(k, 0.0) for k in u.knobs))
     kept, rest = ranked[:room], ranked[room:]
     kept.sort(key=others.index)
