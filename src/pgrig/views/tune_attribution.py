@@ -177,17 +177,14 @@ def reasons(extra: dict[str, Any], a: Attribution) -> list[Reason]:
     for name, value in best.items():
         s = by_knob.get(name)
         if s is not None and s.comparison is not None and s.comparison.ratio is not None:
-            together = (
-                f" (together with {', '.join(k for k in s.unit.knobs if k != name)})"
-                if len(s.unit.knobs) > 1
-                else ""
-            )
+            single = len(s.unit.knobs) == 1
+            where = "" if single else f" (as part of {s.unit.key}: {', '.join(s.unit.knobs)})"
             verdict = s.comparison.verdict or "no verdict"
-            if s.share is not None:
-                why = f"ablation: {s.share_text} of the gain{together}"
-            else:
-                why = f"ablation{together}"
-            why += f"; the best is {s.effect_text} against it put back ({verdict})"
+            why = (
+                f"ablation{where}: the best is {s.effect_text} against itself with "
+                f"{'it' if single else 'the group'} put back ({verdict}); "
+            )
+            why += f"{s.share_text} of the gain" if s.share is not None else f"no share: {s.reason}"
             out.append(Reason(name, value, why, True))
             continue
         imp = a.importances.get(name)
