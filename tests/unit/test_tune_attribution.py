@@ -161,7 +161,7 @@ def test_confirmation_stops_at_the_first_decisive_look(archive: Archive) -> None
 
 
 def test_ablation_runs_interleaved_and_show_renders_the_reasons(archive: Archive) -> None:
-    from pgrig.cli.tune_show import render
+    from pgrig.cli.tune import render
     from pgrig.views import tune_attribution
 
     backend = TuneFake(running={"e1"})
@@ -197,7 +197,7 @@ def test_ablation_runs_interleaved_and_show_renders_the_reasons(archive: Archive
 
 
 def test_show_falls_back_to_search_importance_labelled() -> None:
-    from pgrig.cli.tune_show import render
+    from pgrig.cli.tune import render
     from pgrig.views.tune_attribution import Attribution, reasons
 
     x = {"best": {"settings": {"jit": "off", "work_mem": "8MB"}}}

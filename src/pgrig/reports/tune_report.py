@@ -393,9 +393,10 @@ def _importances(x: dict[str, Any]) -> Section:
         return Section("Knob importances (search)", [Paragraph(f"none: {why}", "note")])
     rows = [[k, f"{v * 100:.1f}%"] for k, v in sorted(imp.items(), key=lambda kv: -kv[1])]
     note = Paragraph(
-        f"{METHOD} over the completed trials: how much each knob's values among the best "
-        "trials differ from its values over all of them, as shares summing to 100%. Few trials "
-        "make these rough.",
+        f"Search importances, not effects: {METHOD} over the completed trials, how much each "
+        "knob's values among the best trials differ from its values over all of them, as "
+        "shares summing to 100%. Few trials make these rough; the ablation above measures "
+        "effects.",
         "note",
     )
     return Section(

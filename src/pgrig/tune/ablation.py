@@ -13,7 +13,9 @@ The comparison engine judges each "best without the unit" against the best (pair
 of each round alternate), so every unit gets the ratio best / without-it with its bounds: the
 part of the gain it carries. Its share of the confirmed gain is log(that ratio) / log(best /
 baseline), the confirmation's paired ratio; its bounds are those of the unit's own ratio over
-the same confirmed gain (the gain's own uncertainty is said beside it, not folded in). Shares
+the same confirmed gain (the gain's own uncertainty is said beside it, not folded in). The
+ablation's comparisons are judged at the default misrate (5%), on their own: each is one
+question asked once, after the confirmation, with no look before it. Shares
 need not sum to 100%: knobs that only help together (or get in each other's way) make the sum
 differ, and the report shows the sum.
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pgrig.analysis.compare import Comparison
+from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison
 from pgrig.archive.records import RunRecord
 from pgrig.insights.summary import parts
 from pgrig.tune import ablation, confirm
@@ -106,7 +106,11 @@ def build(
     extra_configs = [c for c in plan.get("configs") or {} if c == ablation.DURABLE]
     if units:
         ratio = gain.ratio if gain is not None else None
-        measured = ablation.shares(runs, units, metric, threshold, ratio, misrate, extra_configs)
+        # the ablation is its own set of questions, asked once after the confirmation: at the
+        # default misrate (its 4 rounds are then pairs), not at a look's share of it
+        measured = ablation.shares(
+            runs, units, metric, threshold, ratio, DEFAULT_MISRATE, extra_configs
+        )
         out.shares = [s for s in measured if s.unit.key != ablation.DURABLE]
         out.durable = next((s for s in measured if s.unit.key == ablation.DURABLE), None)
         if out.durable is None:  # a single durability knob: its own unit is durable-only
