@@ -133,7 +133,9 @@ def evidence_rows(whole: Sequence[RunRecord], ablated: Sequence[str]) -> list[Ev
     rows = []
     named: list[tuple[str, list[RunRecord]]] = list(confirm.groups(whole).items())
     for name, group in ablation.groups(whole, ablated).items():
-        label = "ablation: best" if name == ablation.BEST else f"ablation: without {name}"
+        label = {ablation.BEST: "ablation: best", ablation.DURABLE: "ablation: durable only"}.get(
+            name, f"ablation: without {name}"
+        )
         named.append((label, group))
     for config, group in named:
         if not group:
