@@ -25,6 +25,8 @@ __all__ = [
     "DuringLoad",
     "FiguresFromDoc",
     "GeneratorDoc",
+    "HarnessCostDoc",
+    "HarnessLoadHost",
     "HostCheck",
     "HostDoc",
     "InsightPart",
@@ -551,7 +553,9 @@ class BackupDoc(TypedDict, total=False):
     source_bytes: int  # the databases' size when the backup started
     wal_lsn_before: str
     wal_lsn_after: str
-    wal_generated_bytes: int
+    wal_generated_bytes: int  # pg_stat_wal's wal_bytes grown (14+), else the LSN advance
+    wal_generated_what: str  # which of the two, in words
+    wal_lsn_advance_bytes: int  # with the padding of the segment switch the backup forces
     duration_s: float | None
     bytes_written_before_failure: int
     start_lsn: str | None  # the backup's WAL range (backup_manifest, pgbackrest info)
@@ -586,6 +590,33 @@ class BackupDoc(TypedDict, total=False):
     # load/backup/backup_run.py: the wall clock (ISO 8601, UTC)
     started_at: str
     ended_at: str
+
+
+# --- what the harness itself cost (load/core/harness_meter.py, metrics/harness_cost.py) ----
+
+
+class HarnessLoadHost(TypedDict, total=False):
+    """A load host's agent over the load (load/remote/remote_agent.py)."""
+
+    cpu_s: float | None  # the agent's own process, pgbench not included
+    cpus: int | None
+
+
+class HarnessCostDoc(TypedDict, total=False):
+    """extra["harness_cost"]: what pgrig took from the run over its load's span (from just
+    before the load generator started to its end). CPU in seconds (/proc utime + stime)."""
+
+    span_s: float
+    cpus: int | None  # this machine's logical CPUs
+    pgrig_cpu_s: float | None  # pgrig's own processes here, without the load generator
+    pgrig_processes: int
+    backends_cpu_s: float | None  # the server backends of pgrig's sessions, by pid
+    backends: int
+    backends_reason: str | None  # why they were not measured (server on another host...)
+    load_hosts: dict[str, HarnessLoadHost]  # host -> its agent's CPU
+    plans: int | None  # plans auto_explain wrote to the server log during the run
+    log_bytes: int | None  # what the server wrote to its log during the run
+    log_reason: str | None  # why plans and log bytes are unknown
 
 
 class RunExtra(TypedDict, total=False):
@@ -632,6 +663,8 @@ class RunExtra(TypedDict, total=False):
     plan_top_up: PlanTopUpDoc
     # the server log during the run: written, kept, left out (load/core/server_log_follow.py)
     server_log: dict[str, Any]
+    # what pgrig itself took from the run (load/core/harness_meter.py)
+    harness_cost: HarnessCostDoc
     # several hosts (load/core/multi_runner.py, load/remote/host_samplers.py)
     load: LoadDoc
     load_error: str

@@ -29,7 +29,7 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError
-from pgrig.load.core import guard, lifecycle, prewarm, run_files, run_steps
+from pgrig.load.core import guard, harness_meter, lifecycle, prewarm, run_files, run_steps
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.preflight import check_scripts, check_tables
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
@@ -372,6 +372,9 @@ def _measure(
         stack.enter_context(_server_pinned(env, spec))
         try:
             view = LiveView(console, driver.total_s, driver.lead_in_s, env.name)
+            stack.enter_context(  # what pgrig itself takes, over the load's span
+                harness_meter.metering(env, dbname, rec, lambda: [proc.pid] if proc else [])
+            )
             stack.enter_context(_engine_reading(driver, art_dir, rec))
             proc = stack.enter_context(_client_process(argv, driver, work))
             run_lease = lifecycle.RunLease(
@@ -421,6 +424,7 @@ def _measure(
         topology.lag_results(rec, env, sampler)
         commits.results(rec)
     collection.finish(rec, art_dir)
+    harness_meter.add_server_log(rec)
     _files_outcome(rec, driver, files)
     return run_steps.conclude(rec, art_dir, archive, console, interrupted)
 
