@@ -60,7 +60,6 @@ def generate(
     """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows), SQL, or
     sysbench (--tables, --table-size: sysbench's own prepare)."""
     from pgrig.provision import cluster
-    from pgrig.provision.state.environment import DEFAULT_DATABASE
     from pgrig.request import DatasetRequest, from_flags
 
     request = from_flags(
@@ -77,7 +76,6 @@ def generate(
         tables=tables,
         table_size=table_size,
     )
-    dbname = request.database or DEFAULT_DATABASE
     from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
@@ -93,6 +91,7 @@ def generate(
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
+        dbname = request.database or environment.default_database
         if environment.managed:
             cluster.ensure_running(environment)
         info = _generate(environment, request, env, dbname)
@@ -145,7 +144,6 @@ def check(
 ) -> None:
     """Check a dataset's consistency (TPC-C conditions 1-10 and 12; 11 before any delivery)."""
     from pgrig.provision import cluster
-    from pgrig.provision.state.environment import DEFAULT_DATABASE
 
     if scenario != "tpcc":
         raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
@@ -159,7 +157,7 @@ def check(
     environment.check_intact()
     if environment.managed:
         cluster.ensure_running(environment)
-    results = tpcc.check(environment.conninfo(db or DEFAULT_DATABASE))
+    results = tpcc.check(environment.conninfo(db or environment.default_database))
     if as_json:
         common.print_json([r.__dict__ for r in results])
     else:
