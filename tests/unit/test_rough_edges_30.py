@@ -114,3 +114,22 @@ def test_track_detect_takes_only_a_named_first_line_as_a_header() -> None:
     for bad in ("12.5x", "", "-", ".5.5", "+-1"):
         with pytest.raises(PgrigError, match=r"input:1: .* is not a number"):
             parse_csv(f"17.0,{bad}\n17.1,10\n17.2,11\n")
+
+
+def test_a_start_on_a_port_held_by_another_process_names_the_port() -> None:
+    import socket
+
+    from pgrig.provision.server.postmaster import StartError
+    from pgrig.provision.state.environment import Environment
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env = Environment(name="e", port=port)
+        e = StartError(env, "FATAL: could not create any TCP/IP sockets")
+    assert f"port {port} on 127.0.0.1 is held by another process" in str(e)
+    free = StartError(
+        Environment(name="e", port=port), "FATAL: could not create any TCP/IP sockets"
+    )
+    assert "held by another process" not in str(free)  # released: no such claim
