@@ -67,3 +67,69 @@ def test_a_backup_runs_summary_is_on_stdout(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr()
     assert "run 3 backup:basebackup-full ok" in out.out and "pg_basebackup full" in out.out
     assert out.err == ""
+
+
+def test_track_names_the_binaries_source_as_track_show_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Installed before by pgrig: stderr said "binaries (system)", `track show` said pgrig."""
+    import io
+    from types import SimpleNamespace
+    from typing import cast
+
+    from rich.console import Console
+
+    from pgrig.provision.server import binaries, maven, sources
+    from pgrig.track.runner import Measurer, Series
+    from pgrig.track.spec import TrackSpec
+    from pgrig.track.versions import VersionPoint
+
+    class Stop(Exception):
+        pass
+
+    bindir = tmp_path / "18.6" / "bin"
+    found = binaries.Installation("18.6", 18, str(bindir), "pgrig", None)
+    monkeypatch.setattr(binaries, "installed", lambda: [found])
+    monkeypatch.setattr(sources, "install", lambda version, order: (bindir, "system"))
+
+    def stop(_bindir: Path) -> dict[str, str]:
+        raise Stop
+
+    monkeypatch.setattr(maven, "client_tools", stop)
+    out = io.StringIO()
+    point = VersionPoint(version="18.6", requested="18")
+    spec = cast(TrackSpec, SimpleNamespace(name="t"))  # prepare reads only its name here
+    measurer = Measurer(Series(spec=spec, points=[point]), archive=None, console=Console(file=out))  # type: ignore[arg-type]
+    with pytest.raises(Stop):
+        measurer.prepare(point)
+    said = out.getvalue()
+    assert "system" not in said and "binaries pgrig" in said
+    assert point.source == "pgrig"
+
+
+def test_track_detect_takes_only_a_named_first_line_as_a_header() -> None:
+    from pgrig.analysis.changepoints import parse_csv
+
+    assert parse_csv("version,tps\n17.1,10\n17.2,11\n") == (["17.1", "17.2"], [10.0, 11.0])
+    for bad in ("12.5x", "", "-", ".5.5", "+-1"):
+        with pytest.raises(PgrigError, match=r"input:1: .* is not a number"):
+            parse_csv(f"17.0,{bad}\n17.1,10\n17.2,11\n")
+
+
+def test_a_start_on_a_port_held_by_another_process_names_the_port() -> None:
+    import socket
+
+    from pgrig.provision.server.postmaster import StartError
+    from pgrig.provision.state.environment import Environment
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env = Environment(name="e", port=port)
+        e = StartError(env, "FATAL: could not create any TCP/IP sockets")
+    assert f"port {port} on 127.0.0.1 is held by another process" in str(e)
+    free = StartError(
+        Environment(name="e", port=port), "FATAL: could not create any TCP/IP sockets"
+    )
+    assert "held by another process" not in str(free)  # released: no such claim

@@ -279,6 +279,13 @@ def _divergence(rows: np.ndarray, min_size: int) -> np.ndarray:
 # --- `label,value` text (a nightly job's CSV) --------------------------------------------------
 
 
+def _header_name(value: str) -> bool:
+    """Whether a first line's value column is a name ("tps", "TPS (mean)"), not a bad number
+    ("12.5x", "", "-", "1e"): only a name makes the line a header."""
+    text = value.strip().strip('"')
+    return bool(text) and text[0].isalpha()
+
+
 def parse_csv(text: str, source: str = "input") -> tuple[list[str], list[float]]:
     """`label,value` lines; blank lines and #-comments are skipped; a header line whose value
     is not a number is allowed as the first line only. Errors name the line."""
@@ -295,7 +302,7 @@ def parse_csv(text: str, source: str = "input") -> tuple[list[str], list[float]]
         try:
             v = float(value)
         except ValueError:
-            if first:
+            if first and _header_name(value):
                 first = False
                 continue  # a header such as "version,tps"
             raise PgrigError(f"{source}:{lineno}: {value.strip()[:40]!r} is not a number") from None

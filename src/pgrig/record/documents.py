@@ -21,6 +21,8 @@ __all__ = [
     "ConnectionDoc",
     "CrosscheckDoc",
     "DataMount",
+    "DiskDeviceDoc",
+    "DiskLimitDoc",
     "DuringDoc",
     "DuringLoad",
     "FiguresFromDoc",
@@ -93,6 +95,33 @@ class DataMount(TypedDict, total=False):
     mount_options: str | None
     disk_total_bytes: int | None
     disk_free_bytes: int | None
+
+
+class DiskDeviceDoc(TypedDict, total=False):
+    """One disk under a disk limit: what it holds and what its throttle files held."""
+
+    device: str  # "254:0"
+    name: str  # "vda"
+    holds: list[str]  # "data directory", "WAL"
+    in_force: dict[str, int]  # the limits read back (keys as in `limit`)
+
+
+class DiskLimitDoc(TypedDict, total=False):
+    """RunRecord.disk_limit: the environment's disk limit at the start of the run and what
+    the kernel held of it (provision/server/disk_throttle.in_force). None on the record: not
+    recorded (runs before schema revision 0005, or servers pgrig does not run here)."""
+
+    limit: dict[str, int]  # riops, wiops, rbps, wbps; {}: no limit
+    text: str  # "wiops=300,wbps=50MB" or "none"
+    in_force: bool | None  # all of it held by the kernel (None: no limit)
+    mechanism: str  # "cgroup v1 blkio throttle" | "cgroup v2 io.max"
+    cgroup: str
+    devices: list[DiskDeviceDoc]
+    server_in_cgroup: bool
+    processes_outside: int
+    problems: list[str]  # why it is not in force
+    reapplied_because: list[str]  # found not in force at the run's start, so put back first
+    not_throttled: str  # what this mechanism does not limit
 
 
 class HostDoc(TypedDict, total=False):

@@ -134,12 +134,14 @@ class Measurer:
             order = (["system"] if point.version in installed else []) + [
                 s for s in ("pgrig", "maven") if s in point.sources or not point.sources
             ]
-            self._say(f"PostgreSQL {point.version}: binaries ({' or '.join(order)})")
+            if point.version not in installed:
+                self._say(f"PostgreSQL {point.version}: installing binaries ({' or '.join(order)})")
             bindir, source = sources.install(point.version, order)
-            if source == "system":
+            if source == "system":  # installed before: by whom, as `track show` says it
                 source = next(
                     (i.source for i in binaries.installed() if Path(i.bindir) == bindir), "system"
                 )
+            self._say(f"PostgreSQL {point.version}: binaries {source} ({bindir})")
             point.bindir, point.source = str(bindir), source
             point.client_tools = maven.client_tools(bindir)
         if point.source == "maven" and not (Path(point.bindir) / "pgbench").exists():

@@ -25,7 +25,7 @@ from pgrig.analysis.compare import (
 from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import tables, what_changed
 from pgrig.table import Cell, Table
-from pgrig.views import backup_figures, compare_hosts, harness_cost, latency
+from pgrig.views import backup_figures, compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
 from pgrig.views.compare_hosts import HostFigures
 from pgrig.views.settings import SettingDiff, settings_diff
@@ -123,6 +123,7 @@ CONTEXT_SPECS: tuple[ContextSpec, ...] = (
     ContextSpec("rate", "rate limit", lambda r: r.rate),
     ContextSpec("protocol", "protocol", lambda r: r.protocol),
     ContextSpec("via", "via", lambda r: r.via),
+    ContextSpec("disk_limit", "disk limit", disk_limit.of),
     ContextSpec("study_point", "study point", lambda r: r.study_point),
     ContextSpec(
         "latency_basis",

@@ -39,7 +39,7 @@ from pgrig.load.engines import engine_choice, results
 from pgrig.load.engines.process import PgbenchProcess
 from pgrig.load.remote import host_samplers
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
-from pgrig.record.documents import NetworkDoc, PoolerDoc, RunExtra
+from pgrig.record.documents import DiskLimitDoc, NetworkDoc, PoolerDoc, RunExtra
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
@@ -237,6 +237,7 @@ def _run(
     engine_version = driver.version()  # fails here, before anything is archived
 
     restored = guard.verify_live(env, console)  # the server is what the record will say
+    disk = _disk_limit(env)  # the kernel's truth about the disk limit, before the record
     with database.connect(env, dbname) as conn:
         warmed = prewarm.prewarm(conn) if spec.prewarm else None
         pg_snapshot.checkpoint(conn)
@@ -264,6 +265,7 @@ def _run(
         tags=dict(spec.tags),
         settings=settings,
         settings_layers=_layers(env, spec),
+        disk_limit=disk,
         host=host_facts(
             env.datadir if env.managed else None,
             clients=spec.clients,
@@ -284,6 +286,11 @@ def _run(
         rec.extra["topology"] = topology.describe(env)
     if restored:
         rec.extra["restored_before_run"] = restored
+    if disk is not None and disk.get("in_force") is False:
+        problems = "; ".join(disk.get("problems", []))
+        rec.add_warning(
+            "disk_limit", f"the disk limit {disk.get('text')} was not in force: {problems}"
+        )
     if warmed is not None:
         rec.extra["prewarm"] = warmed
         if "skipped" in warmed:
@@ -670,6 +677,23 @@ def _track_client(os_sampler: Any, pid: int) -> None:
 
     with contextlib.suppress(Exception):
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
+
+
+def _disk_limit(env: Environment) -> DiskLimitDoc | None:
+    """What the kernel holds of the environment's disk limit (provision/server/disk_throttle):
+    a limit found not in force (its cgroup changed behind pgrig) is put back once and read
+    again; None for servers pgrig does not run here."""
+    if not env.managed:
+        return None
+    from pgrig.provision.server import disk_throttle, postmaster
+
+    doc = disk_throttle.in_force(env, postmaster.pid(env))
+    if doc.get("in_force") is False:
+        disk_throttle.apply(env, postmaster.pid(env))
+        found = doc.get("problems", [])
+        doc = disk_throttle.in_force(env, postmaster.pid(env))
+        doc["reapplied_because"] = found
+    return cast(DiskLimitDoc, doc)
 
 
 def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:
