@@ -76,7 +76,7 @@ def generate(
         tables=tables,
         table_size=table_size,
     )
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
         argv = ["db", "generate", env, "--scenario", request.scenario]
@@ -87,7 +87,7 @@ def generate(
                 argv += [flag, str(value)]
         argv += [f for f, on in (("--partition", partition), ("--json", as_json),
                                  ("--force", force)) if on]  # fmt: skip
-        remote_env.forward(remote, remote_env.db_argv_files(argv, remote))
+        raise SystemExit(remote_env.forward_rc(remote, remote_env.db_argv_files(argv, remote)))
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
@@ -147,12 +147,12 @@ def check(
 
     if scenario != "tpcc":
         raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
     from pgrig.workloads import tpcc
 
     if (remote := remote_env.record(env)) is not None:
         argv = ["db", "check", env, "--scenario", scenario] + (["--db", db] if db else [])
-        remote_env.forward(remote, argv + (["--json"] if as_json else []))
+        raise SystemExit(remote_env.forward_rc(remote, argv + (["--json"] if as_json else [])))
     environment = common.recovered_env(env)
     environment.check_intact()
     if environment.managed:
