@@ -148,3 +148,17 @@ def test_a_group_mixing_workloads_has_no_centre() -> None:
     assert group_value(same, lambda r: r.tps) is not None
     mixed = [run("pgbench:select-only", 100.0), run("pgbench:tpcb-like", 10.0)]
     assert group_value(mixed, lambda r: r.tps) is None
+
+
+def test_a_note_longer_than_an_argument_comes_from_a_file(tmp_path: Path) -> None:
+    from pgrig.cli.run import _note
+
+    long = "n" * (200 * 1024)  # over the kernel's 128 KiB for one argument
+    f = tmp_path / "note.txt"
+    f.write_text(long + "\n")
+    assert _note(None, str(f)) == long
+    assert _note("short", None) == "short"
+    with pytest.raises(PgrigError, match="not both"):
+        _note("x", str(f))
+    with pytest.raises(PgrigError, match=r"--note-file .*nosuch: cannot read it"):
+        _note(None, str(tmp_path / "nosuch"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -76,6 +77,14 @@ def register(app: typer.Typer) -> None:
         ] = None,
         repeat: Annotated[int, typer.Option("--repeat", help="Repeat the run K times.")] = 1,
         note: Annotated[str | None, typer.Option("--note")] = None,
+        note_file: Annotated[
+            str | None,
+            typer.Option(
+                "--note-file",
+                help="Read the note from this file (- for stdin): for notes longer than a "
+                "command-line argument may be (128 KiB).",
+            ),
+        ] = None,
         tag: Annotated[list[str] | None, typer.Option("--tag", help="k=v, repeatable.")] = None,
         db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
         mix: Annotated[
@@ -197,6 +206,7 @@ def register(app: typer.Typer) -> None:
         from pgrig.workloads import specs
 
         _check_flags(workload, repeat, during, backup_dir)
+        note = _note(note, note_file)
         # the load flags a plain run and a backup's --during load share
         load_flags: dict[str, Any] = dict(
             env_name=env,
@@ -253,6 +263,20 @@ def register(app: typer.Typer) -> None:
         records = _execute_repeats(request, repeat, archive, as_json)
         if any(r.status != "ok" for r in records):
             sys.exit(1)
+
+
+def _note(note: str | None, note_file: str | None) -> str | None:
+    """The run's note: --note, or the text of --note-file (one of them)."""
+    if note_file is None:
+        return note
+    if note is not None:
+        raise PgrigError("give --note or --note-file, not both")
+    try:
+        text = sys.stdin.read() if note_file == "-" else Path(note_file).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or e
+        raise PgrigError(f"--note-file {note_file}: cannot read it: {why}") from None
+    return text.rstrip("\n")
 
 
 def _check_flags(
