@@ -338,9 +338,19 @@ def psql(env: Environment, dbname: str | None, args: list[str]) -> NoReturn:
 
 
 def db_argv_files(argv: list[str], env: Environment) -> list[str]:
-    """`--sql FILE` names a file here: it is copied to the host and its copy is named."""
+    """`--sql FILE` names a file here: it is copied to the host and its copy is named.
+    `--script PATH.lua` (sysbench) goes with the Lua files beside it (the modules it may
+    require), all into one directory there, which the host's pgrig puts on the Lua path."""
     out = list(argv)
     for i, a in enumerate(out[:-1]):
         if a == "--sql":
             out[i + 1] = remote.put_temp(host_of(env), Path(out[i + 1]))
+        elif a == "--script":
+            from pgrig.workloads import sysbench_lua
+
+            script = Path(out[i + 1])
+            for sibling in sysbench_lua.shipped_files(script):
+                if sibling != script.resolve():
+                    remote.put_temp(host_of(env), sibling)
+            out[i + 1] = remote.put_temp(host_of(env), script)
     return out

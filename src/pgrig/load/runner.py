@@ -41,7 +41,7 @@ from pgrig.load import (
     run_steps,
 )
 from pgrig.load.live import LiveView
-from pgrig.load.preflight import check_scripts, check_tables
+from pgrig.load.preflight import check_scripts, check_sysbench_data, check_tables
 from pgrig.load.process import PgbenchProcess
 from pgrig.load.run_steps import RunInterrupted, StopIf
 from pgrig.load.server_log_follow import RunServerLog
@@ -123,6 +123,7 @@ def _execute(
                 "max_tries": _max_tries(spec, planned.max_tries, env),
             }
         )
+        check_sysbench_data(spec, dbname, scenario_info)
         check_tables(env, spec, dbname)
         check_scripts(env, spec)
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
