@@ -46,7 +46,7 @@ def test_a_script_dataset_gives_its_defines_to_the_run() -> None:
     assert options(LEDGER, {}, LEDGER_DATA) == ["--scale=2", "--tables=2"]
     # run-time options it was not prepared with are added; the same value again is no conflict
     assert options(LEDGER, {"read_pct": "50", "scale": "2"}, LEDGER_DATA) == [
-        "--scale=2", "--tables=2", "--read_pct=50",
+        "--scale=2", "--tables=2", "--read-pct=50",
     ]  # fmt: skip
 
 
@@ -84,9 +84,9 @@ def test_the_same_script_elsewhere_is_the_same_script() -> None:
 
 
 def test_only_declared_options_come_from_the_bundled_dataset() -> None:
-    assert options(OLTP, {}, OLTP_DATA) == ["--tables=2", "--table_size=500"]
+    assert options(OLTP, {}, OLTP_DATA) == ["--tables=2", "--table-size=500"]
     assert options(OLTP, {"range_size": "10"}, OLTP_DATA) == [
-        "--tables=2", "--table_size=500", "--range_size=10",
+        "--tables=2", "--table-size=500", "--range-size=10",
     ]  # fmt: skip
     # a script that declares no option gets none of the data's (sysbench.opt has what it asks)
     assert options(Path("/w/plain.lua"), {}, OLTP_DATA) == []

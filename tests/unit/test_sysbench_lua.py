@@ -107,3 +107,12 @@ def test_shipped_files_are_the_script_and_the_lua_files_beside_it() -> None:
     ]  # fmt: skip
     with pytest.raises(PgrigError, match="not found"):
         sysbench_lua.shipped_files(LEDGER.with_name("nope.lua"))
+
+
+@needs_sysbench
+def test_a_script_declaring_nothing(tmp_path: Path) -> None:
+    """sysbench fails `help` for a script without options (after the probe printed)."""
+    script = tmp_path / "plain.lua"
+    script.write_text("function event() end\n")
+    facts = sysbench_lua.describe("sysbench", script)
+    assert facts.options == {} and facts.commands == {"run"} and not facts.validates_options

@@ -37,7 +37,10 @@ def generate(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", help="Parallel loader connections (TPC-C, tickets; default 2)."),
+        typer.Option(
+            "--jobs",
+            help="Parallel loader connections (TPC-C, tickets: default 2; sysbench: 1).",
+        ),
     ] = None,
     partition: Annotated[
         bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")

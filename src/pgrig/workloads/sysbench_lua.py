@@ -11,7 +11,8 @@ default}) and its commands in `sysbench.cmdline.commands` (name -> {function, ..
 older API, as global functions `prepare`, `cleanup` and `help`; `run` needs a global `event`.
 sysbench refuses an option the script does not declare ("invalid option: --table-size=1000")
 when the script declares any. pgrig learns the declarations by running a small probe under
-sysbench's `help` command: the probe loads the script (with its Lua path, as a run would) and
+sysbench's `help` command (sysbench fails that command for a script declaring no option,
+after the probe printed: its last line says it did): the probe loads the script (with its Lua path, as a run would) and
 prints what the script declared. The answer is kept per script, keyed by the size and
 modification time of the Lua files of its directory (a module beside it may declare options).
 """
@@ -46,6 +47,7 @@ for _, name in ipairs({"prepare", "cleanup", "help"}) do
   if type(_G[name]) == "function" then out("pgrig-command\\t", name) end
 end
 if type(_G.event) == "function" then out("pgrig-command\\trun") end
+out("pgrig-probe-done")
 """
 
 
@@ -137,7 +139,8 @@ def _describe(
             )  # fmt: skip
         except (OSError, subprocess.SubprocessError) as e:
             raise PgrigError(f"cannot run sysbench to read {script.name}: {e}") from None
-    if proc.returncode != 0:
+    # a script that declares no option has no `help` (sysbench then exits 1, after the probe)
+    if "pgrig-probe-done" not in proc.stdout.splitlines():
         raise PgrigError(f"sysbench cannot load {script}: {_load_error(proc.stdout + proc.stderr)}")
     return parse_probe(script, sha256_of(script), proc.stdout)
 
@@ -176,5 +179,6 @@ def check_defines(facts: ScriptFacts, label: str, defines: dict[str, str]) -> No
 
 
 def as_options(values: dict[str, str]) -> list[str]:
-    """--NAME=VALUE for each, the name as the script declares it."""
-    return [f"--{name}={value}" for name, value in values.items()]
+    """--NAME=VALUE for each, written as sysbench's documentation does (--table-size: it reads
+    dashes and underscores alike)."""
+    return [f"--{name.replace('_', '-')}={value}" for name, value in values.items()]
