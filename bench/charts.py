@@ -30,7 +30,7 @@ from typing import TypeVar
 from pgrig.archive.records import RunRecord
 from pgrig.archive.store import Archive
 from pgrig.reports import publish, svg
-from pgrig.web import run_view
+from pgrig.web import run_page
 from pgrig.web.app import create_app
 
 # The synthetic runs and the browser harness live with the tests (they are not part of pgrig).
@@ -53,7 +53,7 @@ def timed(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
 
 
 def draw_page(rec: RunRecord) -> str:
-    page = run_view.build(rec)
+    page = run_page.build(rec)
     charts = [*page.load_charts, *(c for m in page.metrics for c in m.charts)]
     return "".join(str(c) for c in charts)
 

@@ -1,4 +1,4 @@
-"""What a running run's life cycle costs (load/lifecycle.py), in the heartbeat thread, never
+"""What a running run's life cycle costs (load/core/lifecycle.py), in the heartbeat thread, never
 on pgbench's hot path:
 
 - one heartbeat (an UPDATE of the run's row in its own short transaction), SQLite archive;

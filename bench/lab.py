@@ -22,7 +22,7 @@ from typing import Any
 
 from abba import interleave
 
-from pgrig.load.pgbench_output import parse_summary
+from pgrig.load.engines.pgbench_output import parse_summary
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
 
 

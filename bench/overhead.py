@@ -4,7 +4,7 @@
                              [--pairs | --split | --two] [--client-cpus 1|none]
                              [--builtin select-only]
 
---pairs (the default): the two bars of `--txlog` (load/txlog_mode.py), four arms rotated in
+--pairs (the default): the two bars of `--txlog` (load/engines/txlog_mode.py), four arms rotated in
 every round (raw, raw -l, pgrig, pgrig --txlog full; reversed order every other round), pgbench
 pinned (--client-cpus, CPU 1 by default):
   pgrig with its default (--txlog auto: sampled above 10,000 TPS) / raw pgbench without -l

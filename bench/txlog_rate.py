@@ -25,7 +25,7 @@ import polars as pl
 
 from pgrig.analysis.txlog import TxlogStream, complete_lines
 from pgrig.analysis.window import WindowPlan
-from pgrig.load.txlog_follower import READ_CHUNK, TxlogFollower
+from pgrig.load.engines.txlog_follower import READ_CHUNK, TxlogFollower
 
 SCRIPT_WEIGHTS = [45, 43, 4, 4, 4]  # a TPC-C-like mix
 SCRIPT_NAMES = ["new_order", "payment", "order_status", "delivery", "stock_level"]

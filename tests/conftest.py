@@ -57,6 +57,22 @@ def _stop_servers(home: Path) -> None:
         except (OSError, ValueError, IndexError):
             pass
     subprocess.run(["pkill", "-9", "-f", f"pgbouncer.*{home}"], check=False)
+    _remove_disk_limits(home)
+
+
+def _remove_disk_limits(home: Path) -> None:
+    """No disk-limit cgroup of the home's environments outlives its test (a failed one too)."""
+    if not home.joinpath("envs").is_dir():
+        return
+    from pgrig.provision.server import disk_throttle
+    from pgrig.provision.state.environment import Environment
+    from pgrig.request.disk_limit import DiskLimitError
+
+    for d in home.joinpath("envs").iterdir():
+        try:
+            disk_throttle.remove(Environment(name=d.name))  # PGRIG_HOME is still this home
+        except (DiskLimitError, OSError) as e:
+            print(f"disk-limit cgroup of {d.name} left: {e}")
 
 
 @pytest.fixture(scope="session")

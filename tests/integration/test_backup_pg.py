@@ -1,4 +1,4 @@
-"""Backup and restore runs against real servers (load/backup_run.py): pg_basebackup full and
+"""Backup and restore runs against real servers (load/backup/backup_run.py): pg_basebackup full and
 incremental with a pg_combinebackup restore (PG18), pgBackRest full/incr and restore (PG15,
 Debian's 2.45), a backup under load, and the faults: summarize_wal off, no full backup, a
 backup target that fills up (a small tmpfs), pgBackRest too old for PG18."""

@@ -47,7 +47,7 @@ def _answers(a: list[int], b: list[int], out: Path) -> list[surfaces.Answer]:
     """(ratio, verdict) of B against A from the CLI's JSON, both report formats and the web."""
     from fastapi.testclient import TestClient
 
-    from pgrig.web import compare_view
+    from pgrig.web import compare_page
     from pgrig.web.app import create_app
 
     ga, gb = _ids(a), _ids(b)
@@ -56,7 +56,7 @@ def _answers(a: list[int], b: list[int], out: Path) -> list[surfaces.Answer]:
                   "--out", str(out)).stdout.split()  # fmt: skip
     md, html = (Path(p).read_text() for p in paths)
     label = ("run " if len(b) == 1 else "runs ") + gb
-    page = TestClient(create_app()).get(compare_view.compare_url([a, b]))
+    page = TestClient(create_app()).get(compare_page.compare_url([a, b]))
     assert page.status_code == 200, page.text
     return [
         surfaces.from_json(doc),

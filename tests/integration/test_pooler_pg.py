@@ -14,8 +14,8 @@ import pytest
 import servers
 
 from pgrig.provision import pooler
-from pgrig.provision.server import osuser
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 pytestmark = pytest.mark.integration
 

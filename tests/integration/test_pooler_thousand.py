@@ -13,7 +13,7 @@ import pytest
 
 from pgrig.archive.artifacts import artifact_path
 from pgrig.archive.store import Archive
-from pgrig.load.runner import execute
+from pgrig.load.core.runner import execute
 from pgrig.provision import pooler
 from pgrig.provision.state.environment import Environment
 from pgrig.request import RunRequest

@@ -1,5 +1,5 @@
 """`pgrig run --prewarm`: the run's database is read into shared buffers before its CHECKPOINT
-(load/prewarm.py), and the run records what was read."""
+(load/core/prewarm.py), and the run records what was read."""
 
 from __future__ import annotations
 

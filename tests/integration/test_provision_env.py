@@ -18,8 +18,9 @@ import pytest
 import servers
 
 from pgrig.errors import InvalidSetting, PgrigError
+from pgrig.provision import run_settings
 from pgrig.provision.server import postmaster
-from pgrig.provision.settings import config, run_settings
+from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import pytest
 import servers
 from servers import pgrig
 
-from pgrig.provision.server import osuser
+from pgrig.provision.system import osuser
 
 pytestmark = pytest.mark.integration
 

@@ -77,8 +77,8 @@ def test_a_signal_anywhere_in_a_run_ends_it_aborted_with_settings_undone(
 
     from pgrig.archive.store import Archive
     from pgrig.insights import collector
-    from pgrig.load import run_steps, runner
-    from pgrig.provision.state import run_journal
+    from pgrig.load.core import run_steps, runner
+    from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
 
     env = Environment.load(lab)
@@ -91,7 +91,7 @@ def test_a_signal_anywhere_in_a_run_ends_it_aborted_with_settings_undone(
     elif where == "sampler-start":
         monkeypatch.setattr(run_steps, "start_sampler", _terminate_after(run_steps.start_sampler))
     else:  # pgbench has ended, the results are being written
-        from pgrig.load.server_log_follow import RunServerLog
+        from pgrig.load.core.server_log_follow import RunServerLog
 
         monkeypatch.setattr(RunServerLog, "finish", _terminate_after(RunServerLog.finish))
     with pytest.raises(run_steps.RunInterrupted):
@@ -207,7 +207,7 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     from pgrig.cli import tune as tune_cli
     from pgrig.errors import Terminated
     from pgrig.insights import collector
-    from pgrig.provision.state import run_journal
+    from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
     from pgrig.tune import runner
 

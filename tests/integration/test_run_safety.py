@@ -70,7 +70,7 @@ def _wait_for_file(path: Path, timeout: float = 30) -> None:
 
 def _kill_9(proc: subprocess.Popen[str]) -> set[Path]:
     """kill -9 of `pgrig run`; returns its scratch directories (the next pgrig command removes
-    them: load/lifecycle.py)."""
+    them: load/core/lifecycle.py)."""
     workdirs = set()
     for child in psutil.Process(proc.pid).children(recursive=True):
         with contextlib.suppress(psutil.Error):

@@ -61,8 +61,8 @@ def test_the_servers_file_is_cut_while_the_server_writes(
     from pgrig.archive.records import RunRecord
     from pgrig.insights import log_excerpt
     from pgrig.insights.log_feed import LogFeed
-    from pgrig.load import run_files, server_log_follow
-    from pgrig.load.server_log_follow import RunServerLog
+    from pgrig.load.core import run_files, server_log_follow
+    from pgrig.load.core.server_log_follow import RunServerLog
     from pgrig.provision.server import log_file
     from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
 

@@ -9,7 +9,7 @@ import pytest
 
 from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
-from pgrig.load.runner import execute
+from pgrig.load.core.runner import execute
 from pgrig.provision.state.environment import Environment
 from pgrig.request import RunRequest
 from pgrig.workloads import datasets, specs, tickets

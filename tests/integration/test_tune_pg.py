@@ -264,7 +264,7 @@ def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_pat
 def test_guardrail_stops_a_real_run_early(lab: Path) -> None:
     """The run orchestrator's stop_if: pgbench is stopped, the run archived aborted with why."""
     from pgrig.archive.store import Archive
-    from pgrig.load.runner import execute
+    from pgrig.load.core.runner import execute
     from pgrig.request import RunRequest
     from pgrig.tune.guardrails import Guardrails
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from pgrig.host.sysfs import HostFs
+from pgrig.machine.sysfs import HostFs
 
 CPU_LINE = "cpu  1000 10 500 8000 100 5 5 380 0 0"  # user nice system idle iowait irq softirq steal
 

@@ -8,7 +8,7 @@ import pytest
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.load import backup_run
+from pgrig.load.backup import backup_run
 from pgrig.provision.server import basebackup, pgbackrest
 from pgrig.provision.server.backups import ToolResult
 from pgrig.views import backup_figures

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pgrig.archive.export import run_to_json
 from pgrig.archive.store import Archive
 from pgrig.cli.runs import app as runs_app
-from pgrig.load.results import attach_samples
+from pgrig.load.engines.results import attach_samples
 from pgrig.metrics.cpu_share import (
     BUSY_HOST_CORE_PCT,
     BUSY_HOST_MACHINE_PCT,

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 from fastapi.testclient import TestClient
 
-from pgrig.load.process import failure_reason, killed_by
+from pgrig.load.engines.process import failure_reason, killed_by
 from pgrig.provision.server import postmaster
 from pgrig.web.app import create_app
 

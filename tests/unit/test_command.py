@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load.command import build_pgbench_command, pgbench_major, shell_quote
+from pgrig.load.engines.command import build_pgbench_command, pgbench_major, shell_quote
 from pgrig.request import RunRequest, ScriptSpec
 
 PG15 = Path("/usr/lib/postgresql/15/bin/pgbench")

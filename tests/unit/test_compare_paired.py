@@ -28,7 +28,7 @@ from pgrig.archive.store import Archive
 from pgrig.cli.runs import app as runs_app
 from pgrig.reports import publish
 from pgrig.views.compare import PAIRED_NOTE
-from pgrig.web import compare_view
+from pgrig.web import compare_page
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -261,7 +261,7 @@ def test_every_surface_says_paired(
     assert surfaces.from_report_html(page.read_text(), label) == want
     assert "Paired: the runs are interleaved repeats" in md.read_text()
 
-    web = client.get(compare_view.compare_url([base, cand]))
+    web = client.get(compare_page.compare_url([base, cand]))
     assert web.status_code == 200
     assert surfaces.from_web(web.text) == want
     assert "Paired: the runs are interleaved repeats" in web.text

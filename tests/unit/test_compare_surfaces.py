@@ -26,7 +26,7 @@ from pgrig.archive.store import Archive
 from pgrig.cli.runs import app as runs_app
 from pgrig.reports import html, markdown, publish
 from pgrig.reports.run_report import compare_document
-from pgrig.web import compare_view
+from pgrig.web import compare_page
 from pgrig.web.app import templates
 
 # name: (baseline TPS per run, candidate TPS per run, seconds per run, candidate status)
@@ -74,7 +74,7 @@ def test_every_surface_gives_the_engines_answer(
     assert surfaces.from_markdown(md.read_text(), _label(cand)) == want
     assert surfaces.from_report_html(page.read_text(), _label(cand)) == want
 
-    web = client.get(compare_view.compare_url([base, cand]))
+    web = client.get(compare_page.compare_url([base, cand]))
     assert web.status_code == 200
     assert surfaces.from_web(web.text) == want
 
@@ -153,7 +153,7 @@ def test_no_surface_calls_a_detected_change_equivalent() -> None:
         assert _check(_markdown_cells(markdown.render(doc, "x"))) == said
         assert _check(_html_cells(html.render(doc))) == said
         if threshold == 0.02:  # the web page uses the default threshold
-            page = compare_view.build([base, cand])
+            page = compare_page.build([base, cand])
             _check(_html_cells(env.get_template("compare.html").render(v=page, archive_url="-")))
     assert verdicts == {"faster", "slower", "equivalent", "inconclusive"}
     assert seen > 40
@@ -202,7 +202,7 @@ def test_every_surface_shows_the_same_settings_diff(
         "shared_buffers": {"a": "16384", "b": "771378"},  # raw, in the setting's unit
         "work_mem": {"a": "4096", "b": "20070"},
     }
-    web = client.get(compare_view.compare_url([[a.id], [b.id]])).text
+    web = client.get(compare_page.compare_url([[a.id], [b.id]])).text
     assert surfaces.settings_from_web(web) == want
     (md,) = publish.compare_report(archive, [[a.id], [b.id]], ["md"], tmp_path)
     assert surfaces.settings_from_markdown(md.read_text()) == want
@@ -389,7 +389,7 @@ def test_every_surface_shows_the_same_hosts(
             by_json.append((h["host"], h["role"], "saturated (> 90% busy)", sat))
     assert by_json == want
 
-    web = client.get(compare_view.compare_url([[a.id], [b.id]]))
+    web = client.get(compare_page.compare_url([[a.id], [b.id]]))
     assert web.status_code == 200
     assert surfaces.hosts_from_web(web.text) == want
     md, page = publish.compare_report(archive, [[a.id], [b.id]], ["md", "html"], tmp_path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from pgrig.host import checks
+from pgrig.machine import checks
 
 
 def test_a_mark_replaces_the_pause() -> None:

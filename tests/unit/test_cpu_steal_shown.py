@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from pgrig.archive.records import RunRecord
-from pgrig.load import results
+from pgrig.load.engines import results
 from pgrig.views import run_summary
 
 

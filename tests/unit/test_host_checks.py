@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from host_fakes import make_machine
 
-from pgrig.host import checks
-from pgrig.host.checks import Context, run_checks
-from pgrig.host.sysfs import REAL
+from pgrig.machine import checks
+from pgrig.machine.checks import Context, run_checks
+from pgrig.machine.sysfs import REAL
 
 NAMES = [
     "governor",

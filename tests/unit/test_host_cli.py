@@ -14,8 +14,8 @@ from pgrig.archive.store import Archive
 from pgrig.cli import host as host_cli
 from pgrig.cli import runs as runs_cli
 from pgrig.errors import PgrigError
-from pgrig.host import knobs, tune
-from pgrig.provision.server import osuser
+from pgrig.machine import knobs, tune
+from pgrig.provision.system import osuser
 
 runner = CliRunner()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import namedtuple
 from pathlib import Path
 
-from pgrig.host import facts
-from pgrig.host.facts import host_facts, mount_of
+from pgrig.machine import facts
+from pgrig.machine.facts import host_facts, mount_of
 
 Part = namedtuple("Part", "device mountpoint fstype opts")
 

@@ -1,5 +1,5 @@
 """The database host's sampler names a host that fell silent (cut off mid-run) and is not
-waited for when the run ends (load/host_samplers.py). On the rig:
+waited for when the run ends (load/remote/host_samplers.py). On the rig:
 tests/integration/test_hosts_rig.py (the db host cut off)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pgrig.load import host_samplers
+from pgrig.load.remote import host_samplers
 
 
 class FakeAgent:

@@ -10,9 +10,9 @@ import pytest
 from host_fakes import FakeKernel, make_machine, snapshot_tree
 
 from pgrig.errors import PgrigError
-from pgrig.host import knobs, state, tune
-from pgrig.host.checks import Context, run_checks
-from pgrig.provision.server import osuser
+from pgrig.machine import knobs, state, tune
+from pgrig.machine.checks import Context, run_checks
+from pgrig.provision.system import osuser
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pgrig.insights import compare, plans, server_log
+from pgrig.insights import plan_changes, plans, server_log
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "insights"
 
@@ -202,16 +202,16 @@ def _run_doc(name: str) -> dict[str, Any]:
 def test_plan_changes_between_runs() -> None:
     a = _run_doc("pg15_tpcc_hammerdb.log")
     b = copy.deepcopy(a)
-    assert compare.plan_changes([a], [b]) == []
+    assert plan_changes.plan_changes([a], [b]) == []
     (st,) = [s for s in b["plans"]["statements"] if s["text"].startswith("UPDATE district")]
     st["plans"][1]["samples"] = 10  # the index-scan plan now dominates in B
-    (change,) = compare.plan_changes([a], [b])
+    (change,) = plan_changes.plan_changes([a], [b])
     assert change["a"]["outline"][1] == "  Seq Scan on district"
     assert change["b"]["outline"][1] == "  Index Scan using district_pkey on district"
-    lines = compare.change_lines([change])
+    lines = plan_changes.change_lines([change])
     assert lines[0].startswith("UPDATE district") and "Seq Scan" in lines[3]
-    assert compare.plan_changes([a], [{"plans": {"collected": False, "reason": "x"}}]) == []
-    assert compare.plan_changes([None], [b]) == []
+    assert plan_changes.plan_changes([a], [{"plans": {"collected": False, "reason": "x"}}]) == []
+    assert plan_changes.plan_changes([None], [b]) == []
 
 
 def test_plan_changes_between_groups_sum_the_samples() -> None:
@@ -221,7 +221,7 @@ def test_plan_changes_between_groups_sum_the_samples() -> None:
     (st,) = [s for s in idx["plans"]["statements"] if s["text"].startswith("UPDATE district")]
     st["plans"][0]["samples"], st["plans"][1]["samples"] = 0, 5
     # A: 3 + 0 seq, 1 + 5 index -> index dominates; B: 3 + 3 seq, 1 + 1 index -> seq
-    (change,) = compare.plan_changes([seq, idx], [seq, seq])
+    (change,) = plan_changes.plan_changes([seq, idx], [seq, seq])
     assert change["a"]["samples"] == 6 and change["b"]["samples"] == 6
     assert "Index Scan" in change["a"]["outline"][1] and "Seq Scan" in change["b"]["outline"][1]
-    assert compare.plan_changes([seq, idx], [idx, seq]) == []
+    assert plan_changes.plan_changes([seq, idx], [idx, seq]) == []

@@ -1,4 +1,4 @@
-"""`--emit k8s DIR` (load/k8s_emit.py): the manifests parse as YAML and hold what a
+"""`--emit k8s DIR` (load/emit/k8s_emit.py): the manifests parse as YAML and hold what a
 CloudNativePG Cluster and a batch/v1 Job require (the fields and types of their schemas that
 these manifests use, checked with jsonschema), and they say the same experiment as the run:
 version, settings, clients/threads/rate split, scripts. No cluster here: nothing is applied."""
@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from pgrig.load.k8s_emit import dns_name, manifests, write
+from pgrig.load.emit.k8s_emit import dns_name, manifests, write
 from pgrig.request import RunRequest, ScriptSpec
 
 DNS1123 = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -214,7 +214,7 @@ def test_manifests_say_the_same_experiment(tmp_path: Path) -> None:
         env = {e["name"]: e for e in c["env"]}
         assert env["PGHOST"]["value"] == "pgrig-lab-one-rw"
         assert env["PGPASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "pgrig-lab-one-app"
-    assert shares == [("5", "2", "300"), ("5", "1", "300")]  # load/split.py's rule
+    assert shares == [("5", "2", "300"), ("5", "1", "300")]  # load/remote/split.py's rule
     scripts = files["scripts.yaml"]
     assert isinstance(scripts, dict) and list(scripts["data"].values()) == ["SELECT 1;\n"]
     init = files["pgbench-init.yaml"]

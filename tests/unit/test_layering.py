@@ -1,11 +1,13 @@
 """Dependencies flow one way: a package may import only from packages below it.
 
 The order (docs/architecture.md): cli > web > reports > views > tune > study, track > load >
-workloads, metrics, host, insights > provision > hosts > archive > analysis > record > request >
-the shared modules (paths, errors, __init__, units, format, table). Analysis reads run records
-(record/), never the archive that stores them. Inside a package too, no two modules import each
-other, directly or round a loop (every import counts, also one inside a function or only for
-typing): a loop means neither module can be read, tested or changed alone.
+workloads, metrics, machine, insights > provision > hosts > archive > analysis > record > request
+> the shared modules (paths, errors, __init__, units, format, table). Analysis reads run records
+(record/), never the archive that stores them. The rooms inside load/ and provision/ are ordered
+the same way (ROOM_RANK; a package's own modules, like provision/cluster.py, stand on the top
+floor of its rooms). Inside a package too, no two modules import each other, directly or round a
+loop (every import counts, also one inside a function or only for typing): a loop means neither
+module can be read, tested or changed alone. A room of more than 20 modules gets rooms inside.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ RANK = {
     "load": 6,
     "workloads": 5,
     "metrics": 5,
-    "host": 5,
+    "machine": 5,  # this machine: facts, checks, kernel knobs
     "insights": 5,
     "provision": 4,
     "hosts": 3.5,  # other machines over SSH: provision, metrics and load reach them
@@ -37,6 +39,27 @@ RANK = {
     "request": 1,
 }
 SHARED = 0  # paths.py, errors.py, the package root
+
+# Rooms inside a package, bottom up; "" is the package's own modules (the top floor).
+ROOM_RANK = {
+    "load": {
+        "engines": 1,  # pgbench and sysbench behind the driver seam
+        "remote": 2,  # load agents on other hosts
+        "core": 3,  # the measured run: runner, multi_runner, steps, guard, life cycle
+        "backup": 4,  # backups under load use the runner
+        "emit": 4,  # experiments written out use the runner's plan
+        "": 5,
+    },
+    "provision": {
+        "state": 1,  # the Environment model, its lock, safe writes
+        "system": 2,  # the OS user, child processes
+        "settings": 3,  # what a server is configured with
+        "server": 4,  # the PostgreSQL server: builds, postmaster, replicas, backups
+        "pooler": 5,  # pgbouncer beside a running server
+        "": 6,  # cluster, run_journal, live_state, repair, run_settings, study_layer
+    },
+}
+MAX_MODULES_PER_ROOM = 20
 
 
 def _package_of(module: str) -> str | None:
@@ -78,6 +101,56 @@ def test_no_package_imports_from_above_itself() -> None:
             if RANK[target] >= RANK[own]:
                 violations.append(f"{rel}: imports {module} ({own} -> {target})")
     assert not violations, "\n".join(violations)
+
+
+def _names_imported(path: Path) -> list[str]:
+    """Every dotted name an import in `path` reaches: `from pgrig.provision import cluster` is
+    pgrig.provision.cluster (a module of the package's top floor), not only pgrig.provision."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return found
+
+
+def _room_of(module: str) -> tuple[str, str] | None:
+    """(package, room) of a dotted pgrig module inside a package with rooms."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[0] != "pgrig" or parts[1] not in ROOM_RANK:
+        return None
+    return parts[1], parts[2] if parts[2] in ROOM_RANK[parts[1]] else ""
+
+
+def test_every_room_has_a_rank() -> None:
+    for package, rooms in ROOM_RANK.items():
+        found = {p.name for p in (SRC / package).iterdir() if (p / "__init__.py").exists()}
+        assert found | {""} == set(rooms), f"add {package}'s rooms to ROOM_RANK and the docs"
+
+
+def test_no_room_imports_from_above_itself() -> None:
+    violations = []
+    for package in ROOM_RANK:
+        for path in (SRC / package).rglob("*.py"):
+            rel = path.relative_to(SRC.parent).with_suffix("")
+            own = _room_of(".".join(rel.parts))
+            assert own is not None
+            for module in _names_imported(path):
+                target = _room_of(module)
+                if target is None or target[0] != package or target[1] == own[1]:
+                    continue
+                if ROOM_RANK[package][target[1]] >= ROOM_RANK[package][own[1]]:
+                    violations.append(f"{rel}: imports {module} ({own[1]!r} -> {target[1]!r})")
+    assert not violations, "\n".join(violations)
+
+
+def test_big_rooms_have_rooms_inside() -> None:
+    for init in SRC.rglob("__init__.py"):
+        modules = [p for p in init.parent.glob("*.py") if p.name != "__init__.py"]
+        assert len(modules) <= MAX_MODULES_PER_ROOM, (
+            f"{init.parent.relative_to(SRC)} holds {len(modules)} modules: give it rooms"
+        )
 
 
 def test_shared_modules_import_no_package() -> None:

@@ -21,7 +21,7 @@ from pgrig.archive.store import Archive
 from pgrig.cli.app import _register
 from pgrig.cli.app import app as pgrig_app
 from pgrig.errors import PgrigError
-from pgrig.load import lifecycle
+from pgrig.load.core import lifecycle
 
 runner = CliRunner()
 

@@ -1,5 +1,5 @@
-"""The load agent (load/remote_agent.py) driven through its real protocol by the client
-(load/agent_client.py), as a local process: clocks, files, round trips, a stand-in "pgbench"
+"""The load agent (load/remote/remote_agent.py) driven through its real protocol by the client
+(load/remote/agent_client.py), as a local process: clocks, files, round trips, a stand-in "pgbench"
 (a shell script writing pgbench-shaped log lines), stop, the silence watchdog, and that nothing
 is left behind."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.load import agent_program
-from pgrig.load.agent_client import AgentClient, LocalTransport
-from pgrig.load.remote_agent import measure_rtt
+from pgrig.load.remote import agent_program
+from pgrig.load.remote.agent_client import AgentClient, LocalTransport
+from pgrig.load.remote.remote_agent import measure_rtt
 
 FAKE_PGBENCH = """#!/bin/sh
 # writes 3 log lines per thread file, a progress line, then sleeps $1 seconds

@@ -1,4 +1,4 @@
-"""The prelude of a run with load hosts works on every host at once (load/multi_load.py):
+"""The prelude of a run with load hosts works on every host at once (load/remote/multi_load.py):
 results by host in the hosts' order, the first failure in that order raised after all ended,
 and transports that did open closed again when another could not."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load.multi_load import at_once, open_transports
+from pgrig.load.remote.multi_load import at_once, open_transports
 
 
 def test_every_host_at_once_results_in_order() -> None:

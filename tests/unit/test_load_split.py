@@ -1,14 +1,15 @@
-"""Sharing one run's load over its load hosts (load/split.py), saturated load hosts and network
-facts (load/multi_load.py, load/network.py)."""
+"""Sharing one run's load over its load hosts (load/remote/split.py), saturated load hosts and
+network
+facts (load/remote/multi_load.py, load/remote/network.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load.multi_load import saturated_hosts
-from pgrig.load.network import describe, path_facts
-from pgrig.load.split import even, split_load
+from pgrig.load.remote.multi_load import saturated_hosts
+from pgrig.load.remote.network import describe, path_facts
+from pgrig.load.remote.split import even, split_load
 
 
 def test_clients_and_threads_split_evenly_in_host_order() -> None:

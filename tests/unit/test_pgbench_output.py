@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.load.pgbench_output import (
+from pgrig.load.engines.pgbench_output import (
     PgbenchSummary,
     ProgressPoint,
     error_lines,

@@ -15,7 +15,7 @@ import pytest
 
 from pgrig.hosts import registry, ssh
 from pgrig.hosts.registry import Host
-from pgrig.load import pooler_log
+from pgrig.load.core import pooler_log
 from pgrig.provision import pooler
 from pgrig.provision.pooler import layout
 from pgrig.provision.state.environment import Environment

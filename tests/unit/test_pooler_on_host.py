@@ -93,7 +93,7 @@ def test_ensure_compares_the_chosen_options_only() -> None:
 
 
 def test_run_samples_the_pooler_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pgrig.load import host_samplers
+    from pgrig.load.remote import host_samplers
 
     started: list[tuple[str, str, dict[str, str]]] = []
 

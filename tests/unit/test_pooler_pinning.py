@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load import pinning
+from pgrig.load.core import pinning
 
 
 def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,8 +27,8 @@ def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_counts_pick_one_cpu_per_physical_core(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     """4 cores with SMT: CPUs 0-3 and their siblings 4-7 (as `lscpu` numbers them)."""
-    from pgrig.host import cpus as topology
-    from pgrig.host.sysfs import HostFs
+    from pgrig.machine import cpus as topology
+    from pgrig.machine.sysfs import HostFs
 
     fs = HostFs.under(tmp_path)
     for cpu in range(8):
@@ -105,7 +105,7 @@ def test_pin_tree_and_restore() -> None:
 def test_raise_nofile_in_a_child_with_a_low_limit() -> None:
     """A process started with 1,024 open files gets enough for 1,000 clients."""
     code = (
-        "import resource; from pgrig.load import pinning; "
+        "import resource; from pgrig.load.core import pinning; "
         "print(pinning.raise_nofile(pinning.nofile_for_clients(1000)), "
         "resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
     )

@@ -1,4 +1,5 @@
-"""Totals from pgbench's -P lines (load/progress_totals.py), checked against pgbench's own summary
+"""Totals from pgbench's -P lines (load/engines/progress_totals.py), checked against pgbench's own
+summary
 on the real captures of tests/fixtures/pgbench, and on a real interrupted pgbench (SIGINT: no
 summary at all, tests/fixtures/pgbench/15/interrupted.*)."""
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.load import pgbench_output, progress_totals
+from pgrig.load.engines import pgbench_output, progress_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pgbench"
 

@@ -15,8 +15,8 @@ from pgrig.cli import remote_repair
 from pgrig.errors import PgrigError
 from pgrig.hosts import registry, remote
 from pgrig.hosts.registry import Host
+from pgrig.provision import repair as repairing
 from pgrig.provision.server import postmaster, standby
-from pgrig.provision.state import repair as repairing
 from pgrig.provision.state.environment import Environment
 
 SOURCE = standby.Source("10.0.0.11", 5440, "pgrig_r1", "r1")

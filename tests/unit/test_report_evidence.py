@@ -94,7 +94,7 @@ def test_the_sweep_report_has_the_evidence_column(archive: Archive) -> None:
 def test_the_track_report_has_each_versions_evidence(tmp_path: Any) -> None:
     from study_fakes import archive_at
 
-    from pgrig.track import runner, versions, view
+    from pgrig.track import figures, runner, versions
     from pgrig.views import track as track_page
     from tests.unit.test_track_series import OFFERS, FakeMeasurer, _spec
 
@@ -107,7 +107,7 @@ def test_the_track_report_has_each_versions_evidence(tmp_path: Any) -> None:
     levels = {"18.3": 1000.0, "18.6": 900.0}
     series = runner.open_series(store, _spec(3), "s1", versions.expand("18.3,18.6", OFFERS))
     runner.measure(series, Stamped(store, levels), store)
-    page = track_page.build(view.build(runner.load_series(store, "s1"), archive=store))
+    page = track_page.build(figures.build(runner.load_series(store, "s1"), archive=store))
     assert page.versions.columns[-1] == "evidence"
     newer = page.versions.rows[1][-1].lines
     # 3 repeats of 10 sampled states each (documents without effective sizes: no bounds)

@@ -129,7 +129,7 @@ def _all_surfaces(archive: Any, url: str, client: Any, tmp_path: Path, a: list[i
 
     from pgrig.cli.runs import app as runs_app
     from pgrig.reports import publish
-    from pgrig.web import compare_view
+    from pgrig.web import compare_page
 
     ga, gb = ",".join(map(str, a)), ",".join(map(str, b))
     doc = json.loads(
@@ -137,7 +137,7 @@ def _all_surfaces(archive: Any, url: str, client: Any, tmp_path: Path, a: list[i
     )
     text = CliRunner().invoke(runs_app, ["compare", ga, gb, "--archive", url]).stdout
     (md,) = publish.compare_report(archive, [a, b], ["md"], tmp_path)
-    web = client.get(compare_view.compare_url([a, b])).text
+    web = client.get(compare_page.compare_url([a, b])).text
     return doc["verdict"], " ".join(text.split()), md.read_text(), web
 
 
@@ -227,7 +227,7 @@ def test_overlapping_cpu_sides_in_a_study_file_name_the_key(tmp_path: Path) -> N
 def test_the_sibling_check_names_a_cpu_given_to_both_sides(tmp_path: Path) -> None:
     from host_fakes import make_machine
 
-    from pgrig.host.checks import Context, run_checks
+    from pgrig.machine.checks import Context, run_checks
 
     fs = make_machine(tmp_path / "m", None)
     ctx = Context(

@@ -18,9 +18,10 @@ from pgrig.archive import spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
 from pgrig.archive.store import Archive
-from pgrig.load import crosscheck, lifecycle, results
-from pgrig.load.pgbench_output import parse_summary
-from pgrig.load.run_files import RunFiles
+from pgrig.load.core import lifecycle
+from pgrig.load.core.run_files import RunFiles
+from pgrig.load.engines import crosscheck, results
+from pgrig.load.engines.pgbench_output import parse_summary
 from pgrig.provision.state import safe_write
 
 PGBENCH = Path(__file__).parents[1] / "fixtures" / "pgbench"

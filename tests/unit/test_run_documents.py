@@ -106,8 +106,8 @@ def test_the_fixtures_cover_the_declared_extra() -> None:
         "figures_from",  # pgbench killed before its summary
         "host_sampler_errors",  # a host's sampler could not start
         "restored_before_run",  # the live server differed from what the run records
-        "pgbench_launched_at",  # written again at launch (load/runner.py): newer than these
-        "server_log",  # the server log's growth (load/server_log_follow.py): newer than these
+        "pgbench_launched_at",  # written again at launch (load/core/runner.py): newer than these
+        "server_log",  # the server log's growth (load/core/server_log_follow.py): newer than these
     }  # fmt: skip
     seen = {key for path in FIXTURES for key in _load(path)["extra"]}
     missing = set(get_type_hints(RunExtra)) - seen - rare

@@ -1,6 +1,6 @@
 """The environment's run lock, the run journal and its undo, the live-state checks, and the
 process rules (SIGTERM as Ctrl-C, pgbench dying with pgrig): provision/env_lock.py,
-provision/run_journal.py, provision/live_state.py, load/guard.py, load/process.py."""
+provision/run_journal.py, provision/live_state.py, load/core/guard.py, load/engines/process.py."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ import psutil
 import pytest
 
 from pgrig.errors import PgrigError, Terminated
-from pgrig.load import guard
+from pgrig.load.core import guard
+from pgrig.provision import live_state, run_journal
 from pgrig.provision.server import affinity
-from pgrig.provision.state import env_lock, live_state, run_journal
+from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -209,7 +210,7 @@ def test_pgbench_child_dies_with_a_killed_pgrig(tmp_path: Path) -> None:
     parent = _python(f"""
         import time
         from pathlib import Path
-        from pgrig.load.process import PgbenchProcess
+        from pgrig.load.engines.process import PgbenchProcess
         p = PgbenchProcess(["sleep", "60"], env={{}}, cwd=Path({str(tmp_path)!r}),
                            stdout_path=Path({str(tmp_path / "out")!r}))
         print(p.pid, flush=True)
@@ -247,7 +248,7 @@ def test_the_run_loop_sees_pgbench_exit_and_leaves_no_descriptor(tmp_path: Path)
     sleep that may end before the first check), and the descriptors checked are the ones this
     process object opened, identified by what they refer to (a count of the whole process's
     descriptors also moves when another test's object is collected meanwhile)."""
-    from pgrig.load.process import PgbenchProcess
+    from pgrig.load.engines.process import PgbenchProcess
 
     go = tmp_path / "go"
     child = ["sh", "-c", f"while [ ! -e {go} ]; do sleep 0.02; done"]

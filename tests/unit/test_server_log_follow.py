@@ -17,8 +17,8 @@ import pytest
 
 from pgrig.archive.records import RunRecord
 from pgrig.insights.log_feed import LogFeed
-from pgrig.load import run_files, server_log_follow
-from pgrig.load.server_log_follow import RunServerLog
+from pgrig.load.core import run_files, server_log_follow
+from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.provision.server import log_file
 from pgrig.provision.state.environment import Environment
 

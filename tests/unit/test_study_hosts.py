@@ -121,7 +121,7 @@ def test_the_report_has_the_hosts_section(tmp_path: Path, fmt: str) -> None:
 
 def test_load_from_this_machine_is_its_own_row_with_the_path() -> None:
     """A study on `env create --on h1` without --load-from: pgbench ran here, its path is from
-    "localhost" (load/network.local_path), this machine's sampler is series "os"."""
+    "localhost" (load/remote/network.local_path), this machine's sampler is series "os"."""
     from study_fakes import make_record
     from study_hosts_fakes import captured, graft
 

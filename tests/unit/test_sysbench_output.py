@@ -16,8 +16,8 @@ import pytest
 from pgrig.analysis import quantile_bounds
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.load import sysbench_output
-from pgrig.load.sysbench_driver import _series, _window_figures
+from pgrig.load.engines import sysbench_output
+from pgrig.load.engines.sysbench_driver import _series, _window_figures
 from pgrig.request import RunRequest, from_flags
 from pgrig.workloads import sysbench
 
@@ -97,7 +97,7 @@ def test_rank_bounds_are_the_binomial_points() -> None:
 
 def test_command_has_no_connection_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sysbench, "binary", lambda: "/usr/bin/sysbench")
-    from pgrig.load.sysbench_driver import SysbenchDriver
+    from pgrig.load.engines.sysbench_driver import SysbenchDriver
 
     if not (sysbench.BUNDLED_DIR / "oltp_read_write.lua").is_file():
         pytest.skip("sysbench's Lua scripts are not installed")

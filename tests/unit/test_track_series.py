@@ -11,7 +11,7 @@ import pytest
 
 from pgrig.errors import NotFound, PgrigError
 from pgrig.track import bisect as bisecting
-from pgrig.track import flow, runner, versions, view
+from pgrig.track import figures, flow, runner, versions
 from pgrig.track.spec import TrackSpec
 from tests.unit.study_fakes import archive_at, make_record
 
@@ -252,7 +252,7 @@ def _measured(tmp_path, levels: dict[str, float], repeat: int = 4):
 def test_view_has_centres_bounds_steps_and_change_points(tmp_path) -> None:
     levels = {"15.19": 1000.0, "17.9": 1000.0, "17.10": 1001.0, "18.3": 1080.0, "18.6": 1082.0}
     store, series = _measured(tmp_path, levels)
-    v = view.build(series, 0.02, archive=store)
+    v = figures.build(series, 0.02, archive=store)
     assert [p.version for p in v.points] == ["15.19", "17.9", "17.10", "18.3", "18.6"]
     for p in v.points:
         assert p.lower is not None and p.upper is not None
@@ -267,13 +267,13 @@ def test_view_has_centres_bounds_steps_and_change_points(tmp_path) -> None:
 
 def test_check_flags_a_confirmed_regression_only(tmp_path) -> None:
     _, slower = _measured(tmp_path / "a", {"18.3": 1000.0, "18.6": 950.0})
-    chk = view.check(slower, 0.025)
+    chk = figures.check(slower, 0.025)
     assert chk["newest"] == "18.6" and chk["baseline"] == "18.3"
     assert chk["regression"] is True and chk["verdict"] == "slower"
     _, same = _measured(tmp_path / "b", {"18.3": 1000.0, "18.6": 1003.0})
-    assert view.check(same, 0.025)["regression"] is False
+    assert figures.check(same, 0.025)["regression"] is False
     _, few = _measured(tmp_path / "c", {"18.3": 1000.0, "18.6": 900.0}, repeat=2)
-    chk = view.check(few, 0.025)  # slower, but 2 vs 2 repeats cannot reach 95%
+    chk = figures.check(few, 0.025)  # slower, but 2 vs 2 repeats cannot reach 95%
     assert chk["verdict"] == "slower" and chk["insufficient"] and not chk["regression"]
 
 
@@ -306,7 +306,7 @@ def test_web_page_links_runs_and_shows_the_same_tables(tmp_path) -> None:
     client = TestClient(create_app(f"sqlite:///{tmp_path / 'archive.sqlite'}"))
     page = client.get("/track/s1")
     assert page.status_code == 200
-    model = track_page.build(view.build(series, archive=store))
+    model = track_page.build(figures.build(series, archive=store))
     for ids in model.run_ids.values():
         for run_id in ids:
             assert f'<a href="/runs/{run_id}">{run_id}</a>' in page.text

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pgrig.cli import track as track_cli
 from pgrig.reports import publish
-from pgrig.track import view
+from pgrig.track import figures
 from pgrig.views import track as track_page
 from pgrig.web.app import create_app
 from tests.unit.test_track_series import _measured
@@ -22,7 +22,7 @@ LEVELS = {"15.19": 1000.0, "17.9": 1000.0, "17.10": 1001.0, "18.3": 1080.0, "18.
 
 def test_every_surface_shows_the_same_versions(tmp_path: Path) -> None:
     store, series = _measured(tmp_path, LEVELS)
-    page = track_page.build(view.build(series, archive=store))
+    page = track_page.build(figures.build(series, archive=store))
     want = [[c.lines for c in row] for row in page.versions.rows]
     cols = page.versions.columns
     centre, bounds, step = 4, cols.index("95% bounds"), cols.index("vs previous")

@@ -28,7 +28,7 @@ from pgrig.analysis.txlog import (
 )
 from pgrig.analysis.window import WindowPlan
 from pgrig.errors import PgrigError
-from pgrig.load.pgbench_output import parse_summary
+from pgrig.load.engines.pgbench_output import parse_summary
 
 ROOT = Path(__file__).parents[1] / "fixtures" / "pgbench"
 MAJORS = (14, 15, 16, 17, 18)

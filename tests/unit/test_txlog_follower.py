@@ -18,7 +18,7 @@ import pytest
 
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
-from pgrig.load.txlog_follower import PUNCH_STEP, TxlogFollower, punch_hole
+from pgrig.load.engines.txlog_follower import PUNCH_STEP, TxlogFollower, punch_hole
 
 T0 = 1_700_000_000_000_000
 

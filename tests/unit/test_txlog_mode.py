@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load import txlog_mode
-from pgrig.load.command import build_pgbench_command
+from pgrig.load.engines import txlog_mode
+from pgrig.load.engines.command import build_pgbench_command
 from pgrig.request import RunRequest, from_flags, load_values
 
 

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
-from pgrig.web import runs_view
+from pgrig.web import runs_page
 from pgrig.web.app import create_app
 
 
@@ -101,7 +101,7 @@ def test_bad_parameters_give_a_clear_400(client: TestClient, query: str, message
 def test_csv_export_has_every_matching_run(
     archive: Archive, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runs_view, "CSV_BATCH", 10)
+    monkeypatch.setattr(runs_page, "CSV_BATCH", 10)
     sample_data.fill(archive, 25)  # three export batches
     r = client.get("/runs.csv")
     assert r.status_code == 200

@@ -140,7 +140,7 @@ def _clean_after_dead_runs() -> None:
     OOM): one glob of /dev/shm, and what an `env create` that died left
     (provision/state/unfinished.py): one glob of the environments. Their runs are marked lost
     when the archive is opened."""
-    from pgrig.load import lifecycle
+    from pgrig.load.core import lifecycle
     from pgrig.provision.state import unfinished
 
     lifecycle.remove_orphan_work_dirs()

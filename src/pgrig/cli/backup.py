@@ -9,7 +9,7 @@ from pgrig.cli import common
 
 if TYPE_CHECKING:
     from pgrig.archive.records import RunRecord
-    from pgrig.load.backup_run import BackupRequest
+    from pgrig.load.backup.backup_run import BackupRequest
     from pgrig.request import RunRequest
 
 
@@ -22,7 +22,7 @@ def run_backups(
     as_json: bool,
 ) -> None:
     from pgrig.archive.export import run_to_json
-    from pgrig.load import backup_run
+    from pgrig.load.backup import backup_run
 
     store = common.open_archive(archive)
     console = common.err_console()
@@ -39,7 +39,7 @@ def run_backups(
                 if not as_json:
                     print_backup(rec)
             else:
-                from pgrig.load import backup_during
+                from pgrig.load.backup import backup_during
 
                 history = history or backup_during.History()
                 result = backup_during.execute(

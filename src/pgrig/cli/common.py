@@ -213,8 +213,8 @@ def print_wide(renderable: Any) -> None:
 def recovered_env(name: str) -> Environment:
     """The environment `name`, after undoing what a killed run left on it (settings, pinning:
     provision/run_journal.py); each undo is told on stderr."""
+    from pgrig.provision import run_journal
     from pgrig.provision.server import backups
-    from pgrig.provision.state import run_journal
     from pgrig.provision.state.environment import Environment
 
     env = Environment.load(name)
@@ -238,7 +238,7 @@ def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environ
         return
     lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
     try:
-        from pgrig.load import guard
+        from pgrig.load.core import guard
 
         for line in guard.put_back_dead_study(env):  # before the command changes anything
             err_console().print(

@@ -27,6 +27,16 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True)
 
 FORCE = typer.Option(False, "--force", help="Even while a run is in progress on it.")
+DISK_LIMIT_HELP = (
+    "Block I/O caps of the server: riops=N,wiops=N,rbps=SIZE,wbps=SIZE (any of them; SIZE in "
+    "bytes or with B/kB/MB/GB, 1024-based, per second), or none; put in force by the kernel's "
+    "throttle (cgroup v2 io.max or v1 blkio) on the disks of the data directory and WAL."
+)
+REMOTE_DISK_LIMIT = (
+    "--disk-limit is not supported for environments on other hosts: pgrig limits the disk of "
+    "servers on this machine only (run `pgrig env create/set ... --disk-limit` on that host's "
+    "pgrig instead)"
+)
 
 
 def _say(msg: str) -> None:
@@ -143,13 +153,20 @@ def create(
     ),
     slot: str | None = typer.Option(None, "--slot", hidden=True),
     application_name: str | None = typer.Option(None, "--application-name", hidden=True),
+    disk_limit: str | None = typer.Option(
+        None, "--disk-limit", help=DISK_LIMIT_HELP + " Needs root and a cgroup I/O controller."
+    ),
 ) -> None:
     """Create and start a managed PostgreSQL server (everything validated first)."""
     from pgrig.errors import PgrigError
     from pgrig.provision import cluster, pooler
     from pgrig.provision.server import standby
     from pgrig.provision.settings import config
+    from pgrig.request import disk_limit as disk_limits
 
+    limit = disk_limits.parse(disk_limit) if disk_limit is not None else None
+    if limit is not None and on is not None:
+        raise PgrigError(REMOTE_DISK_LIMIT)
     if replica_on and on is None:
         raise PgrigError("--replica-on needs --on HOST (the primary's host)")
     if pooler_on is not None and on is None:
@@ -196,6 +213,7 @@ def create(
             password_verifier=verifier,
             standby_of=source,
             replication_password=secret if source is not None else None,
+            disk_limit=limit,
         )
         if pooler_cfg is not None:
             try:
@@ -205,6 +223,8 @@ def create(
                 raise
             _say(f"{pooler_cfg.kind} on 127.0.0.1:{(env.pooler or {}).get('port')}")
     members = "".join(f", replica {r['name']} on {r['port']}" for r in env.replicas)
+    if limit is not None:
+        _say(f"disk limit {disk_limits.describe(limit)} in force ({_throttle_where(env)})")
     err_console().print(
         f"[green]environment {env.name} is running[/green]: PostgreSQL {env.version} on "
         f"{env.listen or '127.0.0.1'}:{env.port}{members} ({time.monotonic() - t0:.1f} s)",
@@ -273,9 +293,9 @@ def repair(
     """Rebuild a damaged environment: env.json from its data directory, or a removed data
     directory (empty: generate the data again; a replica is cloned again from its primary,
     on whatever host each runs)."""
+    from pgrig.provision import repair as repairing
     from pgrig.provision.server import standby
     from pgrig.provision.state import env_lock
-    from pgrig.provision.state import repair as repairing
     from pgrig.provision.state.environment import Environment, check_name
 
     check_name(name)
@@ -393,6 +413,7 @@ def set_(
     sync: str | None = typer.Option(
         None, "--sync", help="Replication mode: off | on | remote_write | remote_apply."
     ),
+    disk_limit: str | None = typer.Option(None, "--disk-limit", help=DISK_LIMIT_HELP),
     force: bool = FORCE,
     as_json: bool = typer.Option(
         False, "--json", help="What changed (values before and after, reload or restart)."
@@ -404,10 +425,15 @@ def set_(
     from pgrig.provision.server import replicas
     from pgrig.provision.settings import config
 
+    if disk_limit is not None:
+        if assignments or reset or insights is not None or sync is not None:
+            raise PgrigError("give --disk-limit alone, not with other changes")
+        _set_disk_limit(name, disk_limit, force, as_json)
+        return
     if not assignments and not reset and insights is None and sync is None:
         raise PgrigError(
-            "nothing to change: give NAME=VALUE settings, --reset NAME, --sync MODE "
-            "or --insights/--no-insights"
+            "nothing to change: give NAME=VALUE settings, --reset NAME, --sync MODE, "
+            "--disk-limit LIMITS or --insights/--no-insights"
         )
     if (insights is not None or sync is not None) and (
         assignments or reset or (insights is not None and sync is not None)
@@ -458,6 +484,56 @@ def set_(
         return
     err_console().print(f"{name}: {', '.join(changed)} changed; {how}", highlight=False)
     _warn_auto_conf(name, changed)
+
+
+def _set_disk_limit(name: str, spec: str, force: bool, as_json: bool) -> None:
+    """`env set NAME --disk-limit ...`: in force at once on a running server."""
+    from pgrig.provision import cluster
+    from pgrig.provision.server import postmaster
+    from pgrig.request import disk_limit as disk_limits
+
+    limit = disk_limits.parse(spec)
+    if _remote(name) is not None:
+        raise PgrigError(REMOTE_DISK_LIMIT)
+    with exclusive_env(name, "env set", force) as env:
+        env.check_intact()
+        before, changed = cluster.set_disk_limit(name, limit)
+        running = postmaster.is_running(env)
+    old = disk_limits.describe(disk_limits.DiskLimit.from_dict(before) if before else None)
+    new = disk_limits.describe(limit)
+    action = ("applied" if running else "next start") if changed else "unchanged"
+    if as_json:
+        print_json(
+            {
+                "env": name,
+                "action": action,
+                "changed": [{"name": "disk_limit", "before": old, "after": new}] if changed else [],
+            }
+        )
+    if not changed:
+        err_console().print(f"{name}: nothing changed (disk limit {new})", highlight=False)
+        return
+    if limit is None:
+        how = "removed" if running else "removed (server stopped)"
+        err_console().print(f"{name}: disk limit {old} {how}", highlight=False)
+        return
+    from pgrig.provision.state.environment import Environment
+
+    where = _throttle_where(Environment.load(name))
+    when = "in force" if running else "server is stopped: in force at the next start"
+    err_console().print(f"{name}: disk limit {old} -> {new}; {when} ({where})", highlight=False)
+
+
+def _throttle_where(env: Environment) -> str:
+    """ "cgroup v1 blkio throttle on 254:0 (vda)": how and on which disks."""
+    from pgrig.provision.server import disk_throttle
+
+    try:
+        h = disk_throttle.hierarchy()
+        disks = ", ".join(f"{d.number} ({d.name})" for d, _ in disk_throttle.devices(env))
+    except PgrigError as e:
+        return str(e)
+    return f"{h.mechanism} on {disks}"
 
 
 def _set_document(name: str, before: Any, changed: list[str], action: str) -> dict[str, Any]:
@@ -552,6 +628,8 @@ def show(
         con.print(f"  profile  {d['profile']}   os user {d.get('os_user')}", highlight=False)
         for k, v in d["paths"].items():
             con.print(f"  {k:<11}{v}", highlight=False)
+        for line in _disk_limit_lines(d["disk_limit"]):
+            con.print(f"  {line}", highlight=False, markup=False)
         table = Table(
             title="settings (defaults < insights < topology < profile < environment < run)"
         )
@@ -578,6 +656,21 @@ def show(
             )
     else:
         con.print(f"  bindir   {d['paths']['bindir']}", highlight=False)
+
+
+def _disk_limit_lines(doc: dict[str, Any]) -> list[str]:
+    """`env show`: the limit, whether the kernel holds it now, and what it does not limit."""
+    if not doc.get("limit"):
+        return ["disk limit none"]
+    state = {True: "in force", False: "NOT in force", None: ""}[doc.get("in_force")]
+    lines = [f"disk limit {doc['text'].replace(',', ', ')}: {state}"]
+    for dev in doc.get("devices", []):
+        lines.append(f"  {dev['device']} ({dev['name']}, {' and '.join(dev['holds'])}): "
+                     f"{doc.get('mechanism')} in {doc.get('cgroup')}")  # fmt: skip
+    lines += [f"  problem: {p}" for p in doc.get("problems", [])]
+    if doc.get("not_throttled"):
+        lines.append(f"  not limited: {doc['not_throttled']}")
+    return lines
 
 
 def _print_topology(d: dict) -> None:
@@ -632,7 +725,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
     from rich.table import Table
 
     table = Table()
-    for col in ("name", "kind", "version", "port", "status", "profile"):
+    for col in ("name", "kind", "version", "port", "status", "profile", "disk limit"):
         table.add_column(col)
     for r in rows:
         from rich.markup import escape
@@ -642,7 +735,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
             status = f"[red]{escape(status)}[/red]"
         table.add_row(
             r["name"], r["kind"] or "-", str(r["version"] or "-"), str(r["port"] or "-"),
-            status, r["profile"] or "",
+            status, r["profile"] or "", r.get("disk_limit") or "",
         )  # fmt: skip
     out_console().print(table)
 

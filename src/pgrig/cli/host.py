@@ -46,7 +46,7 @@ def check_cmd(
     on: OnOpt = None,
 ) -> None:
     """How the host is prepared for benchmarking: each check, what is recommended, and why."""
-    from pgrig.host.checks import Context, run_checks
+    from pgrig.machine.checks import Context, run_checks
 
     if on is not None:
         argv = ["host", "check", "--json"]
@@ -61,7 +61,7 @@ def check_cmd(
         else:
             _print_checks(doc["checks"])
         return
-    from pgrig.load import pinning
+    from pgrig.load.core import pinning
 
     pinned = pinning.placement(server_cpus, client_cpus).sides()
     ctx = Context(clients=clients, pinned=pinned, disks=_disks())
@@ -137,7 +137,7 @@ def tune_cmd(
     on: OnOpt = None,
 ) -> None:
     """The exact changes of a profile (setting, files, old -> new); applied only with --apply."""
-    from pgrig.host import state, tune
+    from pgrig.machine import state, tune
 
     names = _only(only)
     if on is not None:
@@ -203,7 +203,7 @@ def _print_tune(profile: str, apply: bool, changes: list, skipped: list, saved: 
 @app.command("restore")
 def restore_cmd(as_json: JsonOpt = False, on: OnOpt = None) -> None:
     """Put back every value `host tune --apply` changed, then remove the saved state."""
-    from pgrig.host import state, tune
+    from pgrig.machine import state, tune
 
     if on is not None:
         doc = _on_host(on, "restore", ["host", "restore", "--json"])

@@ -15,7 +15,7 @@ from pgrig.errors import PgrigError
 if TYPE_CHECKING:
     from pgrig.archive.protocol import RunReader
     from pgrig.archive.records import RunRecord
-    from pgrig.load.backup_run import BackupRequest
+    from pgrig.load.backup.backup_run import BackupRequest
     from pgrig.request import RunRequest
 
 
@@ -192,7 +192,7 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Run pgbench against ENV, sample the host and the server, and archive the result."""
-        from pgrig.load import backup_run
+        from pgrig.load.backup import backup_run
         from pgrig.request import RunRequest, from_flags
         from pgrig.workloads import specs
 
@@ -259,7 +259,7 @@ def _check_flags(
     workload: list[str], repeat: int, during: str | None, backup_dir: str | None
 ) -> None:
     """The flag combinations refused before anything else is read."""
-    from pgrig.load import backup_run
+    from pgrig.load.backup import backup_run
     from pgrig.request.load import MAX_REPEATS
 
     if not 1 <= repeat <= MAX_REPEATS:
@@ -299,9 +299,9 @@ def _execute_repeats(
 ) -> list[RunRecord]:
     """The run `repeat` times, each printed as it finishes (or all as one JSON document at
     the end); an interrupted repeat prints what was measured and exits 130."""
-    from pgrig.load.lifecycle import RunNotStored
-    from pgrig.load.run_steps import RunInterrupted
-    from pgrig.load.runner import execute
+    from pgrig.load.core.lifecycle import RunNotStored
+    from pgrig.load.core.run_steps import RunInterrupted
+    from pgrig.load.core.runner import execute
     from pgrig.views.run_summary import to_json
 
     store = common.open_archive(archive)
@@ -356,7 +356,7 @@ def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, Any]:
 def _emit(emit: tuple[str, str], request: object) -> None:
     from pathlib import Path
 
-    from pgrig.load import k8s_emit
+    from pgrig.load.emit import k8s_emit
 
     what, where = emit
     if what != "k8s":

@@ -357,13 +357,13 @@ def _print_compare(view: Any, wide: bool = False) -> None:
 
 
 def _print_plan_changes(changes: list[dict[str, Any]]) -> None:
-    """Statements planned differently in B than in A (pgrig.insights.compare)."""
+    """Statements planned differently in B than in A (pgrig.insights.plan_changes)."""
     if not changes:
         return
     from rich.text import Text
 
     from pgrig.cli import render
-    from pgrig.insights.compare import change_lines
+    from pgrig.insights.plan_changes import change_lines
 
     con = render.console()
     con.print(Text(f"plan changes ({len(changes)} statements)", style="bold"))

@@ -293,11 +293,11 @@ def show(
 ) -> None:
     """The series per version (centre and 95% bounds), steps between versions, change points."""
     from pgrig.cli import common
-    from pgrig.track import runner, view
+    from pgrig.track import figures, runner
 
     store = common.reading_archive(archive)
     series = runner.load_series(store, name)
-    series_view = view.build(series, parse_threshold(threshold), archive=store)
+    series_view = figures.build(series, parse_threshold(threshold), archive=store)
     if as_json:
         print_json(series_view.to_dict())
         return

@@ -29,7 +29,7 @@ from pgrig.analysis.compare import format_ratio
 from pgrig.analysis.host_diff import host_differences
 from pgrig.analysis.proportion import difference_bounds, share_bounds
 from pgrig.archive.records import RunRecord
-from pgrig.insights.compare import plan_changes
+from pgrig.insights.plan_changes import plan_changes
 from pgrig.insights.plans import clip, fingerprint, normalize_query
 from pgrig.insights.summary import parts
 from pgrig.record.documents import InsightsDoc

@@ -30,8 +30,8 @@ from typing import Any, cast
 from pgrig.errors import first_line
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
 from pgrig.insights.log_feed import LogFeed
+from pgrig.provision import run_journal
 from pgrig.provision.settings import config, insights_layer
-from pgrig.provision.state import run_journal
 from pgrig.provision.state.environment import Environment
 
 APPLICATION_NAME = "pgrig-insights"
@@ -66,7 +66,7 @@ class Collection:
         self.lock = threading.Lock()  # the connection: the thread, then stop()
         self.collector_dir: Path | None = None  # logging_collector's directory, when on
         self.collector_sizes: dict[str, int] = {}
-        self.top_up: dict[str, Any] | None = None  # load/plan_top_up.py, when it ran
+        self.top_up: dict[str, Any] | None = None  # load/core/plan_top_up.py, when it ran
         self.feed: LogFeed | None = None  # the runner's reading of pgrig's log file
 
     # --- start ------------------------------------------------------------------------------
@@ -352,7 +352,7 @@ class Collection:
 
     def log_feed(self) -> LogFeed | None:
         """Where the runner feeds the lines of the run's part of pgrig's server log file as it
-        reads them (load/server_log_follow.py); None when the log is not used, or is read from
+        reads them (load/core/server_log_follow.py); None when the log is not used, or is read from
         the logging collector's files."""
         if ("plans" in self.reasons and "log_digest" in self.reasons) or self.collector_dir:
             return None
@@ -407,7 +407,7 @@ class Collection:
             out["plans"] = book.result()
         return out
 
-    # --- the top-up of rare transaction types (load/plan_top_up.py) ---------------------------
+    # --- the top-up of rare transaction types (load/core/plan_top_up.py) --------------------------
     def plan_shortfall(self, transactions: list[tuple[str, int]]) -> list[dict[str, Any]]:
         """Scripts whose statements expect too few plans at the run's mean sample rate
         (insights/sampling.shortfall); none when pgrig did not sample the plans itself."""

@@ -1,4 +1,4 @@
-"""The run's server log, fed line by line as the runner reads it (load/server_log_follow.py):
+"""The run's server log, fed line by line as the runner reads it (load/core/server_log_follow.py):
 every record goes to the plan book when it is a plan, else to the digest.
 
 The runner reads the log once, for the insights and for the bounded excerpt it keeps

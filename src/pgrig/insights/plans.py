@@ -293,7 +293,7 @@ class PlanBook:
     ) -> None:
         self.window_start = window_start
         # plans logged from then on come from the top-up of rare scripts after the window
-        # (load/plan_top_up.py): counted apart, and kept out of the plan-change timeline
+        # (load/core/plan_top_up.py): counted apart, and kept out of the plan-change timeline
         self.top_up_from = top_up_from
         self.top_up_samples = 0
         self.max_statements = max_statements

@@ -15,7 +15,7 @@ One rate samples every statement alike, so the cap can starve a rare transaction
 a script run 20,000 times a second, a script run 10 times a second expects 0.025 plans a
 second. shortfall() names the scripts whose statements expect fewer than MIN_PER_SCRIPT plans;
 after the window each gets its own short pgbench run with every statement explained
-(load/plan_top_up.py), so every transaction type has plans, counted apart from the window's.
+(load/core/plan_top_up.py), so every transaction type has plans, counted apart from the window's.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ CHECKS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 EVERY_S = 30.0
 UNKNOWN_REMAINING_S = 60.0  # runs bounded by transactions: the rest is guessed
 # Plans each transaction type (pgbench script) should have whatever its share of the load: a
-# type whose expected plans fall short is topped up after the window (load/plan_top_up.py).
+# type whose expected plans fall short is topped up after the window (load/core/plan_top_up.py).
 MIN_PER_SCRIPT = 10
 
 

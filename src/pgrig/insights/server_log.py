@@ -92,7 +92,7 @@ def records(
 class RecordParser:
     """Lines in, records out, one line at a time: feed() returns the record a line ended (a
     record ends when the next one starts, so the last one comes from flush()). For a log read
-    piece by piece while the server writes it (load/server_log_follow.py)."""
+    piece by piece while the server writes it (load/core/server_log_follow.py)."""
 
     def __init__(self, log_timezone: str | None = None, max_record_bytes: int = 1 << 20) -> None:
         self.zone = _zone(log_timezone)

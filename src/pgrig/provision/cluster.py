@@ -24,7 +24,7 @@ from pgrig.provision import pooler
 from pgrig.provision.server import (
     backups,
     binaries,
-    osuser,
+    disk_throttle,
     postmaster,
     remote_access,
     replicas,
@@ -44,6 +44,9 @@ from pgrig.provision.state.environment import (
     strip_password,
     without_libpq_vars,
 )
+from pgrig.provision.system import osuser
+from pgrig.request import disk_limit as disk_limits
+from pgrig.request.disk_limit import DiskLimit
 
 Progress = Callable[[str], None]
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL
@@ -127,6 +130,7 @@ def create_environment(
     password_verifier: str | None = None,
     standby_of: standby.Source | None = None,
     replication_password: str | None = None,
+    disk_limit: DiskLimit | None = None,
 ) -> Environment:
     """Create, start and return a managed environment (validated first, all or nothing);
     insights=False leaves out pgrig's insights layer (provision/insights_layer.py);
@@ -135,7 +139,8 @@ def create_environment(
     the superuser whose password is set from `password_verifier` (a SCRAM verifier: the
     password itself never reaches this machine's files, logs or argv); `standby_of`: a replica
     of a primary on another host instead of a new cluster, cloned with `replication_password`
-    (provision/standby.py)."""
+    (provision/standby.py); `disk_limit`: the server's block I/O caps, in force from its first
+    start (provision/server/disk_throttle.py)."""
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
     check_name(name)
@@ -171,7 +176,9 @@ def create_environment(
         insights=insights,
         listen=listen,
         standby_of=standby_of.as_dict() if standby_of is not None else None,
+        disk_limit=disk_limit.as_dict() if disk_limit is not None else None,
     )
+    _check_disk_limit(env)
     if (
         len(str(env.socket_dir / "replicas" / "r8" / "run" / f".s.PGSQL.{env.port}"))
         > (SOCKET_PATH_MAX)
@@ -224,6 +231,12 @@ def create_environment(
     unfinished.clear(env.dir)
     say(f"created {name} (PostgreSQL {version}, port {env.port}) in {time.monotonic() - t0:.1f} s")
     return env
+
+
+def _check_disk_limit(env: Environment) -> None:
+    """A throttle and a disk for it, found before anything is made."""
+    if env.disk_limit:
+        disk_throttle.check(env)
 
 
 def _check_access(
@@ -324,6 +337,11 @@ def _remove(env: Environment, say: Progress | None = None) -> None:
     left = postmaster.release_crashed_memory(env)  # a server killed before, or just now
     if left is not None and say is not None:
         say(f"warning: {left}")
+    try:
+        disk_throttle.remove(env)  # its disk-limit cgroup, once its server is gone
+    except PgrigError as e:
+        if say is not None:
+            say(f"warning: {e}")
     shutil.rmtree(env.dir, ignore_errors=True)
 
 
@@ -469,6 +487,29 @@ def set_settings(
     return action, changed
 
 
+def set_disk_limit(name: str, limit: DiskLimit | None) -> tuple[dict[str, int] | None, bool]:
+    """Change (None: remove) the environment's disk limit; in force at once when its server
+    runs, else at its next start. Returns (the limit before, whether it changed). On failure
+    the previous limit is put back."""
+    env = _managed(name, "limit the disk of")
+    if limit is not None:
+        disk_throttle.check(env)
+    old = env.disk_limit
+    new = limit.as_dict() if limit is not None else None
+    if new == old:
+        return old, False
+    env.disk_limit = new
+    try:
+        disk_throttle.apply(env, postmaster.pid(env))
+    except PgrigError as e:
+        env.disk_limit = old
+        with contextlib.suppress(PgrigError):
+            disk_throttle.apply(env, postmaster.pid(env))
+        raise PgrigError(f"{e}; nothing changed") from None
+    env.save()
+    return old, True
+
+
 # --- external servers --------------------------------------------------------------------------
 
 
@@ -573,7 +614,18 @@ def describe(env: Environment) -> dict[str, Any]:
         d["topology"] = replicas.topology(env)
     if env.standby_of:
         d["standby_of"] = dict(env.standby_of)
+    d["disk_limit"] = disk_limit_state(env)
     return d
+
+
+def disk_limit_state(env: Environment) -> dict[str, Any]:
+    """The environment's disk limit and what the kernel holds of it now (in_force)."""
+    if not env.disk_limit:
+        return {"limit": {}, "text": "none", "in_force": None}
+    try:
+        return disk_throttle.in_force(env, postmaster.pid(env))
+    except PgrigError as e:  # a damaged record: said, not hidden
+        return {"limit": dict(env.disk_limit), "text": "?", "in_force": False, "problems": [str(e)]}
 
 
 def _status(env: Environment, timeout: float = 2) -> str:
@@ -588,7 +640,7 @@ def list_rows() -> list[dict[str, Any]]:
     """Every environment; a damaged or incomplete one too, its status saying what is wrong."""
     rows: list[dict[str, Any]] = [
         {"name": name, "kind": None, "version": None, "port": None,
-         "status": f"damaged: {why}", "profile": None, "target": None}
+         "status": f"damaged: {why}", "profile": None, "target": None, "disk_limit": None}
         for name, why in Environment.damaged().items()
     ]  # fmt: skip
     for env in Environment.all():
@@ -601,9 +653,19 @@ def list_rows() -> list[dict[str, Any]]:
                 "status": _status(env, timeout=1),
                 "profile": env.profile if env.managed or env.kind == "remote" else None,
                 "target": env.masked_target(),
+                "disk_limit": _limit_text(env),
             }
         )
     return sorted(rows, key=lambda r: str(r["name"]))
+
+
+def _limit_text(env: Environment) -> str | None:
+    if not env.managed:
+        return None
+    try:
+        return disk_limits.describe(disk_throttle.limit_of(env))
+    except PgrigError:
+        return "damaged"
 
 
 def psql_invocation(

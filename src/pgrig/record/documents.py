@@ -72,7 +72,7 @@ class RunWarning(TypedDict):
 
 
 class HostCheck(TypedDict, total=False):
-    """One host check at the start of a run (host/checks.py)."""
+    """One host check at the start of a run (machine/checks.py)."""
 
     name: str
     value: Any  # what was found (a number, a word, a list of CPUs)
@@ -82,7 +82,7 @@ class HostCheck(TypedDict, total=False):
 
 
 class DataMount(TypedDict, total=False):
-    """The filesystem of the data directory (host/facts.mount_of); unknown facts are None."""
+    """The filesystem of the data directory (machine/facts.mount_of); unknown facts are None."""
 
     path: str
     fs_type: str | None
@@ -94,7 +94,7 @@ class DataMount(TypedDict, total=False):
 
 
 class HostDoc(TypedDict, total=False):
-    """RunRecord.host: the machine the server ran on (host/facts.py); unknown facts are None.
+    """RunRecord.host: the machine the server ran on (machine/facts.py); unknown facts are None.
 
     A record read from a list (not the whole run) holds only hostname and cpus.
     """
@@ -118,7 +118,7 @@ class HostDoc(TypedDict, total=False):
     checks: list[HostCheck]
 
 
-# --- the connection path, its placement and the servers (load/runner.py, load/topology.py) -----
+# --- the connection path, its placement and the servers (load/core/runner.py, load/core/topology.py
 
 
 class ConnectionDoc(TypedDict, total=False):
@@ -171,7 +171,7 @@ NetworkPath = TypedDict(
 
 
 class NetworkDoc(TypedDict, total=False):
-    """extra["network"]: the path from the load to the server (load/network.py)."""
+    """extra["network"]: the path from the load to the server (load/remote/network.py)."""
 
     paths: list[NetworkPath]  # one per load host
 
@@ -203,7 +203,7 @@ class TopologyDoc(TypedDict, total=False):
 
 
 class TargetServer(TypedDict, total=False):
-    """What one target server committed while pgbench ran (load/topology.py)."""
+    """What one target server committed while pgbench ran (load/core/topology.py)."""
 
     server: str
     transactions: int | None  # None: it could not be read after the run
@@ -220,7 +220,7 @@ class TargetsDoc(TypedDict, total=False):
 
 
 class PrewarmDoc(TypedDict, total=False):
-    """extra["prewarm"]: what load/prewarm.py read into shared buffers, or why not."""
+    """extra["prewarm"]: what load/core/prewarm.py read into shared buffers, or why not."""
 
     relations: int
     blocks: int
@@ -228,7 +228,7 @@ class PrewarmDoc(TypedDict, total=False):
     skipped: str
 
 
-# --- results (load/results.py and the drivers) -----------------------------------------------
+# --- results (load/engines/results.py and the drivers) --------------------------------------------
 
 
 class WindowDoc(TypedDict, total=False):
@@ -298,7 +298,7 @@ class LatencyBasisDoc(TypedDict, total=False):
 
 
 class TxlogDoc(TypedDict, total=False):
-    """extra["txlog"]: the per-transaction log's reading (load/txlog_follower.py)."""
+    """extra["txlog"]: the per-transaction log's reading (load/engines/txlog_follower.py)."""
 
     files: int
     bytes_read: int
@@ -309,7 +309,7 @@ class TxlogDoc(TypedDict, total=False):
 
 
 class TxlogModeDoc(TypedDict, total=False):
-    """extra["txlog_mode"]: the log mode chosen and why (load/txlog_mode.py)."""
+    """extra["txlog_mode"]: the log mode chosen and why (load/engines/txlog_mode.py)."""
 
     mode: str  # full | sampled | off
     sampling_rate: float | None
@@ -318,7 +318,7 @@ class TxlogModeDoc(TypedDict, total=False):
 
 
 class CrosscheckDoc(TypedDict, total=False):
-    """extra["crosscheck"]: pgbench's summary disagreed with the log (load/crosscheck.py)."""
+    """extra["crosscheck"]: pgbench's summary disagreed with its log (engines/crosscheck.py)."""
 
     summary_transactions: int | None
     logged_lines: int | None
@@ -326,7 +326,7 @@ class CrosscheckDoc(TypedDict, total=False):
 
 class FiguresFromDoc(TypedDict, total=False):
     """extra["figures_from"]: pgbench printed no summary, the figures come from its progress
-    lines (load/progress_totals.py)."""
+    lines (load/engines/progress_totals.py)."""
 
     source: str
     transactions: int
@@ -368,13 +368,13 @@ class TpccDoc(TypedDict, total=False):
 
 
 class LoadEngineDoc(TypedDict, total=False):
-    """extra["load_engine"]: the load engine and its version (load/driver.py)."""
+    """extra["load_engine"]: the load engine and its version (load/engines/driver.py)."""
 
     name: str  # pgbench | sysbench
     version: str | None
 
 
-# --- wait events and plans (load/wait_sources.py, load/plan_top_up.py) -----------------------
+# --- wait events and plans (load/core/wait_sources.py, load/core/plan_top_up.py) ------------------
 
 
 class WaitSamplingFound(TypedDict, total=False):
@@ -429,14 +429,14 @@ PlanTopUpDoc = TypedDict(
     },
     total=False,
 )
-"""extra["plan_top_up"]: plans collected after the run (load/plan_top_up.py)."""
+"""extra["plan_top_up"]: plans collected after the run (load/core/plan_top_up.py)."""
 
 
-# --- several hosts (load/multi_runner.py, load/multi_load.py) --------------------------------
+# --- several hosts (load/core/multi_runner.py, load/remote/multi_load.py) -------------------------
 
 
 class LoadShare(TypedDict, total=False):
-    """One load host's share of the clients, threads and rate (load/split.py)."""
+    """One load host's share of the clients, threads and rate (load/remote/split.py)."""
 
     host: str
     clients: int
@@ -466,7 +466,7 @@ class GeneratorDoc(TypedDict, total=False):
 
 
 class LoadHost(TypedDict, total=False):
-    """One load host over the run (load/multi_load.py)."""
+    """One load host over the run (load/remote/multi_load.py)."""
 
     clock: ClockDoc | None
     launch_delay_ms: float | None
@@ -489,7 +489,7 @@ class LoadDoc(TypedDict, total=False):
     saturated: dict[str, float]  # host -> % busy in the window (load_host_saturated)
 
 
-# --- operations (load/backup_run.py, load/backup_during.py) ----------------------------------
+# --- operations (load/backup/backup_run.py, load/backup/backup_during.py) -------------------------
 
 
 class DuringLoad(TypedDict, total=False):
@@ -526,7 +526,7 @@ class RowCount(TypedDict, total=False):
 
 
 class VerifyDoc(TypedDict, total=False):
-    """What the restored server showed (load/backup_verify.py): row counts and pg_amcheck."""
+    """What the restored server showed (load/backup/backup_verify.py): row counts and pg_amcheck."""
 
     ok: bool
     problem: str | None
@@ -540,7 +540,7 @@ class VerifyDoc(TypedDict, total=False):
 class BackupDoc(TypedDict, total=False):
     """extra["backup"]: a backup's or a restore's figures, assembled by the backup tools'
     modules (provision/server/basebackup.py, pgbackrest.py, restore.py) and
-    load/backup_run.py. Sizes in bytes, durations in seconds."""
+    load/backup/backup_run.py. Sizes in bytes, durations in seconds."""
 
     tool: str  # pg_basebackup | pgbackrest | "restore (<tool>)"
     type: str  # full | incremental | diff | incr | restore
@@ -582,7 +582,7 @@ class BackupDoc(TypedDict, total=False):
     start_s: float  # start and recovery until ready
     restore_total_s: float
     verify: VerifyDoc
-    # load/backup_run.py: the wall clock (ISO 8601, UTC)
+    # load/backup/backup_run.py: the wall clock (ISO 8601, UTC)
     started_at: str
     ended_at: str
 
@@ -595,7 +595,7 @@ class RunExtra(TypedDict, total=False):
     # what `db generate` recorded for the database (workloads/datasets.py): its keys are
     # each scenario's own (scale, warehouses, rows, tables...), read back from env's JSON file
     dataset: dict[str, Any] | None
-    # the connection path and CPU placement (load/runner.py)
+    # the connection path and CPU placement (load/core/runner.py)
     connection: ConnectionDoc
     cpus: dict[str, str]  # side (server, client, pooler) -> the CPUs it was pinned to
     pooler: PoolerDoc
@@ -603,14 +603,14 @@ class RunExtra(TypedDict, total=False):
     target_role: str
     targets: TargetsDoc
     topology: TopologyDoc
-    restored_before_run: list[str]  # what load/guard.verify_live put back before the run
+    restored_before_run: list[str]  # what load/core/guard.verify_live put back before the run
     prewarm: PrewarmDoc
-    # results (load/results.py and the drivers)
+    # results (load/engines/results.py and the drivers)
     window: WindowDoc
     stability: StabilityDoc
     latency_basis: LatencyBasisDoc
-    # the parsers' own dataclasses (asdict): load/pgbench_output.Summary,
-    # load/sysbench_output.Statistics and Checkpoint declare their fields
+    # the parsers' own dataclasses (asdict): load/engines/pgbench_output.Summary,
+    # load/engines/sysbench_output.Statistics and Checkpoint declare their fields
     pgbench_summary: dict[str, Any] | None
     sysbench_summary: dict[str, Any]
     sysbench_checkpoint: dict[str, Any]
@@ -626,17 +626,17 @@ class RunExtra(TypedDict, total=False):
     cpu_share: dict[str, float]
     load_engine: LoadEngineDoc
     figures_from: FiguresFromDoc
-    # wait events (load/wait_sources.py): the sources chosen, their rate and cost
+    # wait events (load/core/wait_sources.py): the sources chosen, their rate and cost
     wait_sampling: WaitSamplingDoc
     plan_top_up: PlanTopUpDoc
-    # the server log during the run: written, kept, left out (load/server_log_follow.py)
+    # the server log during the run: written, kept, left out (load/core/server_log_follow.py)
     server_log: dict[str, Any]
-    # several hosts (load/multi_runner.py, load/host_samplers.py)
+    # several hosts (load/core/multi_runner.py, load/remote/host_samplers.py)
     load: LoadDoc
     load_error: str
     host_roles: dict[str, list[str]]  # host -> its roles in the run (db, load, pooler)
     host_sampler_errors: dict[str, str]
-    # operations (load/backup_run.py, load/backup_during.py)
+    # operations (load/backup/backup_run.py, load/backup/backup_during.py)
     backup: BackupDoc
     during: DuringDoc
 

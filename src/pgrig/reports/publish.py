@@ -65,9 +65,9 @@ def study_document(archive: RunReader, name: str) -> Document:
 def track_document(archive: RunReader, name: str, threshold: float = DEFAULT_THRESHOLD) -> Document:
     """A version series (pgrig track): the one SeriesView every surface renders."""
     from pgrig.reports import track_report
-    from pgrig.track import runner, view
+    from pgrig.track import figures, runner
 
-    return track_report.build(view.build(runner.load_series(archive, name), threshold, archive))
+    return track_report.build(figures.build(runner.load_series(archive, name), threshold, archive))
 
 
 def track_report(

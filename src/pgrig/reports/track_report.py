@@ -2,7 +2,7 @@
 bounds, the steps between versions, bisections, and each point's settings and environment.
 
 The text is the page model of views/track.py (what `track show` and the web page render); the
-chart is drawn here from the same SeriesView (track/view.py).
+chart is drawn here from the same SeriesView (track/figures.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pgrig.reports.document import Document, Figure, KeyValues, Paragraph, Section
 from pgrig.reports.svg import INK, PALETTE, Chart, Trace
-from pgrig.track.view import SeriesView
+from pgrig.track.figures import SeriesView
 from pgrig.views import track as track_page
 
 CHANGE_COLOR = PALETTE[2]

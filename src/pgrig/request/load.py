@@ -257,7 +257,7 @@ class LoadParams(BaseModel):
     # keep the compressed per-transaction log as an artifact of the run
     keep_txlog: bool = flag_field("--keep-txlog", default=False)
     # pgbench's per-transaction log: auto (by expected rate), full, sampled or off; the
-    # archive records the mode a run used (load/txlog_mode.py)
+    # archive records the mode a run used (load/engines/txlog_mode.py)
     txlog: TxlogMode = flag_field("--txlog", default="auto")
 
     @model_validator(mode="after")
@@ -309,7 +309,7 @@ def _check_time(p: LoadParams) -> None:
 
 def _check_cpu_sides(p: LoadParams) -> None:
     """The server and pgbench on the same CPU would compete for it: what pinning is meant to
-    prevent. (Counts of cores are placed apart by the runner, load/pinning.py.)"""
+    prevent. (Counts of cores are placed apart by the runner, load/core/pinning.py.)"""
     if not p.server_cpus or not p.client_cpus:
         return
     if cpu_count(p.server_cpus) is not None or cpu_count(p.client_cpus) is not None:
@@ -393,7 +393,7 @@ def _check_workload_options(p: LoadParams) -> None:
             )
 
 
-# What sysbench cannot do as pgrig asks (load/sysbench_driver.py), with the reason.
+# What sysbench cannot do as pgrig asks (load/engines/sysbench_driver.py), with the reason.
 _SYSBENCH_REFUSED: dict[str, str] = {
     "threads": "sysbench runs one thread per client (--clients); leave --threads at 1",
     "transactions_per_client": "sysbench runs are timed: give a duration",
@@ -451,7 +451,7 @@ class RunRequest(LoadParams):
     scenario: str | None = None  # pgbench, tpcc, tickets, custom, sysbench (None: from the dataset)
     note: str | None = flag_field("--note", default=None)
     tags: dict[str, str] = flag_field("--tag", default_factory=dict)
-    # read the database into shared buffers before the run's CHECKPOINT (load/prewarm.py)
+    # read the database into shared buffers before the run's CHECKPOINT (load/core/prewarm.py)
     prewarm: bool = flag_field("--prewarm", default=False)
     # pg_stat_activity's wait events sampled this many times a second (None: by the measured
     # window's length, metrics/wait_sampler.choose_hz; 1: the PostgreSQL sampler's own)
@@ -459,12 +459,12 @@ class RunRequest(LoadParams):
     study: str | None = None
     study_point: str | None = None
     repeat: int = Field(0, ge=0, lt=MAX_REPEATS)  # this run's index among the point's repeats
-    # which servers of an environment with replicas get the load (load/topology.py): the
+    # which servers of an environment with replicas get the load (load/core/topology.py): the
     # primary, the replicas (read-only load) or all of them, clients spread by libpq
     target_role: TargetRole = flag_field("--target", default="primary")
-    # a backup taken while the load runs (a study's [run].backup; load/backup_during.py)
+    # a backup taken while the load runs (a study's [run].backup; load/backup/backup_during.py)
     backup_during: str | None = None
-    # load hosts (`--load-from`, load/split.py shares the load); empty: pgbench on this machine
+    # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)

@@ -16,7 +16,7 @@ TargetRole = Literal["primary", "replica", "split"]  # which servers of a topolo
 PgbenchBuiltin = Literal["tpcb-like", "simple-update", "select-only"]
 TpccStockLevel = Literal["standard", "hammerdb"]
 # pgbench's per-transaction log: every transaction, a --sampling-rate sample, or none;
-# auto chooses by the expected rate (load/txlog_mode.py)
+# auto chooses by the expected rate (load/engines/txlog_mode.py)
 TxlogMode = Literal["auto", "full", "sampled", "off"]
 Scenario = Literal["pgbench", "tpcc", "tickets", "custom", "sysbench"]  # datasets
 

@@ -21,7 +21,7 @@ from rich.markup import escape
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision.settings import study_layer
+from pgrig.provision import study_layer
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 
@@ -267,8 +267,8 @@ class ProvisionBackend:
     def restore(self, env: EnvSpec) -> None:
         """Put back the settings the environment had before the study (reload/restart), and
         undo what an interrupted run of it left (per-run settings, pinning); then let go."""
-        from pgrig.provision import cluster
-        from pgrig.provision.state import env_lock, run_journal
+        from pgrig.provision import cluster, run_journal
+        from pgrig.provision.state import env_lock
 
         current = _load(env.name)
         if current is not None and current.kind == "remote":  # its host's pgrig undoes runs
@@ -328,10 +328,10 @@ class ProvisionBackend:
 
     # --- runs ------------------------------------------------------------------------------------
     def execute(self, request: RunRequest, archive: RunStore, console: Console) -> RunRecord:
-        from pgrig.load.runner import execute
+        from pgrig.load.core.runner import execute
 
         if request.backup_during:  # the load is the study's run; the backup is archived beside
-            from pgrig.load import backup_during
+            from pgrig.load.backup import backup_during
 
             return backup_during.during_study_run(request, archive=archive, console=console)
         return execute(request, archive=archive, console=console, live=console.is_terminal)

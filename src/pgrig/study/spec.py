@@ -81,7 +81,7 @@ class StudyRun(LoadParams):
 
     before_each: Actions = ()  # e.g. ("checkpoint",)
     load_from: list[str] = Field(default_factory=list)  # load hosts (`run --load-from`)
-    # a backup taken while this load runs (load/backup_during.py), e.g. "basebackup-full"
+    # a backup taken while this load runs (load/backup/backup_during.py), e.g. "basebackup-full"
     backup: str | None = None
 
     @field_validator("backup")
@@ -89,7 +89,7 @@ class StudyRun(LoadParams):
     def _backup(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from pgrig.load import backup_run
+        from pgrig.load.backup import backup_run
 
         what = value.removeprefix(backup_run.PREFIX)
         if what == "restore" or what not in backup_run.WHATS:

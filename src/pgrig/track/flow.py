@@ -18,7 +18,7 @@ from pgrig.errors import Interrupted, PgrigError, is_interruption
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, from_flags
 from pgrig.track import bisect as bisecting
-from pgrig.track import runner, versions, view
+from pgrig.track import figures, runner, versions
 from pgrig.track.spec import TrackSpec, load_from_request
 
 
@@ -93,7 +93,7 @@ def run(
     *,
     bisect: bool = False,
     check: bool = False,
-    threshold: float = view.DEFAULT_THRESHOLD,
+    threshold: float = figures.DEFAULT_THRESHOLD,
     console: Console | None = None,
 ) -> dict[str, Any]:
     con = console or Console(stderr=True)
@@ -127,9 +127,9 @@ def run(
         measurer.stop()
         archive.set_study_status(name, status)
     fresh = runner.load_series(archive, name)
-    out: dict[str, Any] = {"view": view.build(fresh, threshold, archive=archive), "check": None}
+    out: dict[str, Any] = {"view": figures.build(fresh, threshold, archive=archive), "check": None}
     if check:
-        result = view.check(fresh, threshold)
+        result = figures.check(fresh, threshold)
         archive.update_study_extra(name, {"last_check": result})
         out["check"] = result
     return out

@@ -197,7 +197,7 @@ class Measurer:
         datasets.generate(env, want)
 
     def run(self, point: VersionPoint, repeat: int, phase: str) -> RunRecord:
-        from pgrig.load.runner import execute
+        from pgrig.load.core.runner import execute
 
         assert point.env is not None
         self.switch_to(point)

@@ -38,7 +38,7 @@ class Guardrails:
         return None if self.baseline_p95_ms is None else self.baseline_p95_ms * self.factor
 
     def early_stop(self, seconds: int = STOP_AFTER_S) -> Callable[[float | None], str | None]:
-        """A `stop_if` for the run orchestrator (load/runner.execute): the reason to stop, once
+        """A `stop_if` for the run orchestrator (load/core/runner.execute): the reason to stop, once
         `seconds` whole seconds in a row had a p95 above the limit."""
         limit = self.p95_limit_ms
         above = 0

@@ -45,7 +45,7 @@ from pgrig.tune.objective import Objective
 from pgrig.tune.space import RESTART_GROUP, Space
 
 if TYPE_CHECKING:
-    from pgrig.load.run_steps import StopIf
+    from pgrig.load.core.run_steps import StopIf
 
 KIND = "tune"
 BASELINE_POINT = "baseline"
@@ -123,7 +123,7 @@ def restore_leftovers(env_name: str, backend: Backend | None = None) -> bool:
 def restore_now(env_name: str) -> str | None:
     """`pgrig tune ENV --restore`: while no study holds ENV (EnvBusy names the one that does),
     put back its own settings; returns who had left them changed (None: nothing to do)."""
-    from pgrig.provision.settings import study_layer
+    from pgrig.provision import study_layer
 
     backend = TuneBackend()
     backend.hold(env_name)
@@ -159,7 +159,7 @@ class TuneBackend(ProvisionBackend):
         console: Console,
         stop_if: StopIf | None = None,
     ) -> RunRecord:
-        from pgrig.load.runner import execute
+        from pgrig.load.core.runner import execute
 
         return execute(request, archive=archive, console=console, live=False, stop_if=stop_if)
 

@@ -21,7 +21,7 @@ from pgrig.views.run_hosts import roles, window_mean
 
 # role -> the process group its sampler measures (metrics/cpu_share.py)
 GROUPS = {"db": "server", "pooler": "pooler", "load": "pgbench"}
-LOCAL_SOURCES = ("localhost", "127.0.0.1", "::1")  # load/network.local_path's source
+LOCAL_SOURCES = ("localhost", "127.0.0.1", "::1")  # load/remote/network.local_path's source
 
 
 @dataclass

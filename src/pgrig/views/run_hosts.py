@@ -143,7 +143,7 @@ def about_items(rec: RunRecord) -> list[tuple[str, str]]:
         if load.get("first_tx_skew_ms") is not None:
             text += f", first transactions {load['first_tx_skew_ms']:.1f} ms apart"
         items.append(("start skew", text))
-    from pgrig.load.network import describe
+    from pgrig.load.remote.network import describe
 
     line = describe(rec.extra.get("network"))
     if line:

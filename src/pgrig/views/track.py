@@ -2,7 +2,7 @@
 `pgrig report track NAME` render this page model (the chart is the report's, drawn by
 reports/svg.py from the same SeriesView).
 
-The figures come from track/view.py's SeriesView (centre, bounds, steps by the comparison
+The figures come from track/figures.py's SeriesView (centre, bounds, steps by the comparison
 engine, change points); here they become text: numbers by pgrig/format.py, tables as
 pgrig/table.py's Table.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from pgrig import format as fmt
 from pgrig.table import Cell, CellValue, Table
-from pgrig.track.view import SeriesView
+from pgrig.track.figures import SeriesView
 
 VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
 

@@ -29,10 +29,16 @@ from sqlalchemy.engine import make_url
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
-from pgrig.load import lifecycle
+from pgrig.load.core import lifecycle
 from pgrig.request.values import check_int64
 from pgrig.views.compare import cpus_of, duration_of
-from pgrig.web import compare_view, run_view, runs_view, study_view, track_view
+from pgrig.web import (
+    compare_page,
+    run_page,
+    runs_page,
+    study_page,
+    track_page,
+)
 from pgrig.web import format as fmt
 
 HERE = Path(__file__).parent
@@ -56,18 +62,18 @@ def templates() -> jinja2.Environment:
     )
     env.filters.update(fmt.FILTERS)
     env.globals.update(
-        result_of=runs_view.result_of,
+        result_of=runs_page.result_of,
         cpus_of=cpus_of,
         duration_of=duration_of,
         engine=fmt.engine,
         quote=lambda s: quote(str(s), safe=""),
-        sort_columns=runs_view.SORT_COLUMNS,
-        statuses=runs_view.STATUSES,
-        page_sizes=runs_view.PAGE_SIZES,
-        baseline_url=compare_view.baseline_url,
-        block_kind=study_view.block_kind,
-        cell_class=study_view.cell_class,
-        run_id_column=study_view.run_id_column,
+        sort_columns=runs_page.SORT_COLUMNS,
+        statuses=runs_page.STATUSES,
+        page_sizes=runs_page.PAGE_SIZES,
+        baseline_url=compare_page.baseline_url,
+        block_kind=study_page.block_kind,
+        cell_class=study_page.cell_class,
+        run_id_column=study_page.run_id_column,
     )
     return env
 
@@ -154,14 +160,14 @@ def _run_pages(app: FastAPI, archive: Archive, page: Page) -> None:
     @app.get("/runs", response_class=HTMLResponse)
     def runs(request: Request) -> HTMLResponse:
         archive.mark_lost_runs()  # a long-lived server sees runs die too (archive/lease.py)
-        q = runs_view.parse_query(request.query_params)
-        return page("runs.html", p=runs_view.load_page(archive, q), q=q)
+        q = runs_page.parse_query(request.query_params)
+        return page("runs.html", p=runs_page.load_page(archive, q), q=q)
 
     @app.get("/runs.csv")
     def runs_csv(request: Request) -> StreamingResponse:
-        q = runs_view.parse_query(request.query_params)
+        q = runs_page.parse_query(request.query_params)
         return StreamingResponse(
-            runs_view.csv_lines(archive, q),
+            runs_page.csv_lines(archive, q),
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": 'attachment; filename="pgrig-runs.csv"'},
         )
@@ -169,12 +175,12 @@ def _run_pages(app: FastAPI, archive: Archive, page: Page) -> None:
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run(run_id: int) -> HTMLResponse:
         rec = archive.get_run(check_int64(run_id, "run id"))
-        return page("run.html", v=run_view.build(rec), r=rec)
+        return page("run.html", v=run_page.build(rec), r=rec)
 
     @app.get("/runs/{run_id}/artifacts/{name}")
     def artifact(run_id: int, name: str) -> FileResponse:
         rec = archive.get_run(check_int64(run_id, "run id"))
-        path = run_view.resolve_artifact(rec, name)
+        path = run_page.resolve_artifact(rec, name)
         media = "text/plain; charset=utf-8" if path.name.endswith(TEXT_SUFFIXES) else None
         return FileResponse(
             path,
@@ -187,9 +193,9 @@ def _run_pages(app: FastAPI, archive: Archive, page: Page) -> None:
     def compare(
         ids: list[str] = Query(default=[]), group: list[str] = Query(default=[])
     ) -> HTMLResponse:
-        groups = [[archive.get_run(i) for i in g] for g in compare_view.parse_groups(ids, group)]
-        repeats_url = compare_view.study_repeats_url(archive, groups)
-        return page("compare.html", v=compare_view.build(groups, repeats_url))
+        groups = [[archive.get_run(i) for i in g] for g in compare_page.parse_groups(ids, group)]
+        repeats_url = compare_page.study_repeats_url(archive, groups)
+        return page("compare.html", v=compare_page.build(groups, repeats_url))
 
 
 def _study_pages(app: FastAPI, archive: Archive, page: Page) -> None:
@@ -202,7 +208,7 @@ def _study_pages(app: FastAPI, archive: Archive, page: Page) -> None:
 
     @app.get("/track/{name}", response_class=HTMLResponse)
     def track(name: str) -> HTMLResponse:
-        page_model, chart = track_view.build(archive, name)
+        page_model, chart = track_page.build(archive, name)
         return page("track.html", p=page_model, chart=chart)
 
     @app.get("/studies/{name}", response_class=HTMLResponse)
@@ -211,7 +217,7 @@ def _study_pages(app: FastAPI, archive: Archive, page: Page) -> None:
         if rec.kind == "track":  # a version series has its own page
             return RedirectResponse(f"/track/{quote(name, safe='')}", status_code=307)
         try:
-            view = study_view.build(rec, archive)
+            view = study_page.build(rec, archive)
         except NotFound:
             raise
         except PgrigError as e:  # e.g. the stored study file no longer parses

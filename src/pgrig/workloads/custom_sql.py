@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
 from pgrig.provision.state.environment import Environment, dbname_arg
+from pgrig.provision.system.child_process import die_with_parent
 from pgrig.workloads import database
 
 

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
 from pgrig.provision.state.environment import Environment, dbname_arg
+from pgrig.provision.system.child_process import die_with_parent
 from pgrig.workloads import database
 
 BYTES_PER_SCALE = 15_000_000  # tables + primary keys, measured on PostgreSQL 15-18

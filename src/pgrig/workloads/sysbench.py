@@ -25,8 +25,8 @@ from pathlib import Path
 from psycopg import sql
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system.child_process import die_with_parent
 from pgrig.workloads import database
 
 PREFIX = "sysbench:"

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system.child_process import die_with_parent
 from pgrig.workloads import sysbench, sysbench_lua
 from pgrig.workloads.sysbench_lua import ScriptFacts, option_key
 

@@ -11,10 +11,11 @@ default}) and its commands in `sysbench.cmdline.commands` (name -> {function, ..
 older API, as global functions `prepare`, `cleanup` and `help`; `run` needs a global `event`.
 sysbench refuses an option the script does not declare ("invalid option: --table-size=1000")
 when the script declares any. pgrig learns the declarations by running a small probe under
-sysbench's `help` command (sysbench fails that command for a script declaring no option,
-after the probe printed: its last line says it did): the probe loads the script (with its Lua path, as a run would) and
-prints what the script declared. The answer is kept per script, keyed by the size and
-modification time of the Lua files of its directory (a module beside it may declare options).
+sysbench's `help` command (sysbench fails that command for a script declaring no option, after
+the probe printed: its last line says it did): the probe loads the script (with its Lua path,
+as a run would) and prints what the script declared. The answer is kept per script, keyed by
+the size and modification time of the Lua files of its directory (a module beside it may
+declare options).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server.child_process import die_with_parent
+from pgrig.provision.system.child_process import die_with_parent
 
 PROBE_TIMEOUT_S = 30
 _OPTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

@@ -22,8 +22,8 @@ from pathlib import Path
 from pgrig.errors import PgrigError, first_line
 from pgrig.provision.pooler import layout
 from pgrig.provision.pooler.config import PoolerConfig
-from pgrig.provision.server import osuser
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 # SCRAM iterations slow down guessing a weak password from a stolen verifier. The generated
 # passwords are 192-bit random, so iterations add no safety, only client CPU at every login:

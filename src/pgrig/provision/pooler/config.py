@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from pgrig.errors import PgrigError
 from pgrig.provision.pooler import layout
-from pgrig.provision.server import osuser
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 from pgrig.request.pooler import (
     DEFAULT_MAX_CLIENT_CONN,
     DEFAULT_MODE,

@@ -24,9 +24,9 @@ from pgrig.provision.pooler.config import (
     no_pooler_error,
     write_config,
 )
-from pgrig.provision.server import osuser
 from pgrig.provision.server.daemon import PGBOUNCER, Daemon
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 START_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0

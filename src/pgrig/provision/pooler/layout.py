@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgrig.provision.server import osuser
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; a margin for ".s.PGSQL.NNNNN"
 

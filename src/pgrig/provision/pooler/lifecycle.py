@@ -25,8 +25,9 @@ from pgrig.provision.pooler.config import (
     write_config,
 )
 from pgrig.provision.pooler.layout import SOCKET_PATH_MAX
-from pgrig.provision.server import osuser, ports, postmaster
+from pgrig.provision.server import ports, postmaster
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 
 def _choose_port(env: Environment, wanted: int) -> int:

@@ -1,6 +1,6 @@
 """CPU affinity of a process tree (a postmaster and its backends, pgbouncer): read and set.
 
-load/pinning.py pins a run's server with these; provision/run_journal.py puts a killed run's
+load/core/pinning.py pins a run's server with these; provision/run_journal.py puts a killed run's
 pinning back with them; provision/live_state.py checks them before a run records anything.
 Every thread counts: a mask is per thread (sched_setaffinity takes a tid).
 """

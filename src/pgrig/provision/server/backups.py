@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import osuser
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 CATALOG = "backups.json"
 

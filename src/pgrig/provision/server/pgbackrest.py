@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import backups, osuser, postmaster
+from pgrig.provision.server import backups, postmaster
 from pgrig.provision.server.basebackup import BackupFailed, lsn_bytes, rates, server_state
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 KINDS = ("full", "diff", "incr")
 OLDEST_WITHOUT_16 = (2, 46)

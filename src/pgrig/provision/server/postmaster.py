@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import osuser
 from pgrig.provision.server.daemon import POSTGRES, Daemon
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 
 class StartError(PgrigError):
@@ -129,7 +129,24 @@ def start(env: Environment, timeout: int = 60) -> bool:
         why = log_problems(env, mark) or " ".join((proc.stderr or proc.stdout).split())
         raise StartError(env, why or f"pg_ctl exited {proc.returncode}")
     wait_ready(env, timeout)
+    _limit_disk(env)
     return True
+
+
+def _limit_disk(env: Environment) -> None:
+    """A new postmaster (a new pid) goes into the environment's disk-limit cgroup with every
+    process it forked so far; those it forks later inherit it."""
+    if not env.disk_limit or env.member_dir:
+        return
+    from pgrig.provision.server import disk_throttle
+
+    try:
+        disk_throttle.apply(env, pid(env))
+    except PgrigError as e:
+        raise PgrigError(
+            f"server of {env.name!r} started but its disk limit is not in force: {e} "
+            f"(`pgrig env set {env.name} --disk-limit none` removes the limit)"
+        ) from None
 
 
 def _clear_stale_lock(env: Environment, timeout: float = 15) -> None:

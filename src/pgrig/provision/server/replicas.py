@@ -19,11 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import osuser, postmaster
+from pgrig.provision.server import postmaster
 from pgrig.provision.server.ports import free_port
 from pgrig.provision.server.standby import base_backup, plain_conninfo
 from pgrig.provision.settings import config, topology_layer
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 Progress = Callable[[str], None]
 MAX_REPLICAS = 8

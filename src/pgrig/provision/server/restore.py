@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import backups, osuser, pgbackrest, postmaster, replicas
+from pgrig.provision.server import backups, pgbackrest, postmaster, replicas
 from pgrig.provision.server.ports import free_port
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 
 def _scratch(env: Environment) -> Environment:

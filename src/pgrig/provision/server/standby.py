@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import osuser, postmaster
+from pgrig.provision.server import postmaster
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 PASSFILE = "replication-pgpass"
 ROLE = "pgrig_replication"  # provision/replication_access.py makes it on the primary

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pgrig.errors import InvalidSetting
-from pgrig.provision.server import osuser
 from pgrig.provision.settings import insights_layer, topology_layer
 from pgrig.provision.state import safe_write
 from pgrig.provision.state.environment import Environment
+from pgrig.provision.system import osuser
 
 CONF_NAME = "pgrig.conf"
 INCLUDE_LINE = f"include_if_exists = '{CONF_NAME}'"

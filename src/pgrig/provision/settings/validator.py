@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pgrig.errors import InvalidSetting
-from pgrig.provision.server import osuser
 from pgrig.provision.settings.catalog import Catalog
+from pgrig.provision.system import osuser
 
 # Settings pgrig owns in the base layer of managed environments: not settable by users.
 RESERVED = {

@@ -71,6 +71,9 @@ class Environment:
     # on a primary: its replicas on other hosts (provision/replication_access.py): [{"name",
     # "host", "slot"}], each allowed by one pg_hba line for its address
     standbys: list[dict[str, Any]] = field(default_factory=list)
+    # block I/O caps of the server (request/disk_limit.py: riops, wiops, rbps, wbps), put in
+    # force by the kernel's throttle at every start (provision/server/disk_throttle.py)
+    disk_limit: dict[str, int] | None = None
 
     # --- locations -------------------------------------------------------------------------
     @property

@@ -1,0 +1,91 @@
+"""A run's hold on its environment: one run at a time, nothing of a dead run left, nothing
+misrecorded, nothing of this run left behind.
+
+- holding(): the environment's run lock (provision/env_lock.py) for the whole run, and the
+  undo of whatever a killed run left (provision/run_journal.py) before anything starts.
+- verify_live(): the live server's configuration and CPU placement equal what the run will
+  record (provision/live_state.py), restored once or refused.
+- pin_journaled(): --server-cpus noted in the journal before the server is pinned.
+- interruption(): why a run stopped early (Ctrl-C, or SIGTERM/SIGHUP turned into it by the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+
+from pgrig.errors import Terminated
+from pgrig.provision import live_state, pooler, run_journal
+from pgrig.provision.server import postmaster
+from pgrig.provision.settings import config
+from pgrig.provision.state.env_lock import EnvLock
+from pgrig.provision.state.environment import Environment
+
+
+@contextmanager
+def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
+    """The environment's run lock (EnvBusy naming the run in progress when taken)."""
+    lock = EnvLock(env.dir, env.name).acquire()
+    try:
+        lines = run_journal.recover(env, holding_lock=True)
+        if lock.outer is None:  # not a run of a live study: a borrowed layer is a dead one's
+            lines += put_back_dead_study(env)
+        for line in lines:
+            console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+        yield lock
+    finally:
+        lock.release()
+
+
+def put_back_dead_study(env: Environment) -> list[str]:
+    """The environment's own settings, when a study or tune that borrowed its layer died
+    (kill -9): the caller holds the run lock, which a live study would hold."""
+    from pgrig.provision import study_layer
+
+    if not env.managed or not study_layer.saved(env.name):
+        return []
+    done = study_layer.put_back(env.name)
+    env.settings = Environment.load(env.name).settings  # the caller's copy, current again
+    return [done] if done else []
+
+
+def verify_live(env: Environment, console: Console) -> list[str]:
+    """Restore the server's settings (its layers and the run layer in force) and placement
+    to what the run records, or refuse; returns what was restored."""
+    if not env.managed or not postmaster.is_running(env):
+        return []
+    notes = live_state.ensure_settings(env, config.run_layer(env))
+    root = postmaster.pid(env)
+    roots = ([root] if root else []) + (pooler.pids(env) if env.pooler else [])
+    notes += live_state.ensure_unpinned(env, roots)
+    for line in notes:
+        console.print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+    return notes
+
+
+def pin_journaled(env: Environment, roots: list[int], cpus: list[int]) -> Callable[[], None]:
+    """Pin the trees of `roots` on `cpus`, journaled first; returns the undo."""
+    from pgrig.load.core import pinning
+
+    run_journal.note_pinning(env, roots)
+    try:
+        previous = pinning.pin_trees(roots, cpus)
+    except BaseException:
+        run_journal.done(env, run_journal.PINNING)
+        raise
+
+    def unpin() -> None:
+        pinning.restore(previous)
+        run_journal.done(env, run_journal.PINNING)
+
+    return unpin
+
+
+def interruption(stop: KeyboardInterrupt) -> str:
+    """The archived reason of an aborted run."""
+    if isinstance(stop, Terminated):
+        return f"stopped by {stop.signal_name}"
+    return "interrupted by the user (Ctrl-C)"

@@ -1,0 +1,364 @@
+"""A run whose load comes from several hosts (`pgrig run ENV --load-from A --load-from B`).
+
+The same steps as load/core/runner.py's _measure (settings, samplers, insights, lease, results,
+archive: load/core/run_steps.py holds those both take), with pgbench on the load hosts through their
+agents (load/remote/multi_load.py) instead of one local process, and the logs of every host merged
+into one stream (analysis/txlog_merge.py). Load split: load/remote/split.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from pgrig.analysis.txlog import TxlogStream
+from pgrig.analysis.window import WindowPlan
+from pgrig.archive.records import RunRecord
+from pgrig.errors import PgrigError
+from pgrig.load.core import guard, lifecycle, pooler_log, run_files, run_steps
+from pgrig.load.core.live import LiveView
+from pgrig.load.core.run_steps import StopIf
+from pgrig.load.core.server_log_follow import RunServerLog
+from pgrig.load.engines import command as pgbench_command
+from pgrig.load.engines import results
+from pgrig.load.remote import host_samplers, load_hosts
+from pgrig.load.remote.multi_load import (
+    SATURATED_PCT,
+    SKEW_WARNING_MS,
+    HostLoad,
+    MultiHostLoad,
+    open_transports,
+    saturated_hosts,
+)
+from pgrig.load.remote.split import HostShare, split_load
+from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import LoadDoc
+from pgrig.record.protocol import RunStore
+from pgrig.request import RunRequest
+
+DEADLINE_GRACE_S = 120.0  # an agent ends pgbench this long after -T whatever happens
+UNTIMED_DEADLINE_S = 24 * 3600.0  # -t runs: a day
+
+
+def check(spec: RunRequest) -> None:
+    """What --load-from cannot take, refused before anything starts."""
+    if not spec.load_from:
+        return
+    split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
+    if spec.is_sysbench:
+        raise PgrigError("--load-from drives pgbench on the load hosts: not with sysbench")
+    if spec.client_cpus:
+        raise PgrigError("--client-cpus pins pgbench on this machine: not with --load-from")
+    if spec.duration_s is None and spec.warmup_s > 0:
+        raise PgrigError(
+            "--warmup with --transactions runs a separate warm-up: not with --load-from "
+            "(give --duration)"
+        )
+    if spec.keep_txlog:
+        raise PgrigError("--keep-txlog keeps a local log: not with --load-from yet")
+
+
+def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
+    """Every load host is known and reaches where pgbench connects: refused before the run is
+    archived (a run row that failed on its own flags would say nothing measured)."""
+    if not spec.load_from:
+        return
+    from pgrig.hosts import registry
+
+    pghost = run_steps.client_env(env, spec, dbname).get("PGHOST")
+    for share in split_load(spec.load_from, spec.clients, spec.threads, spec.rate):
+        if not load_hosts.is_local(share.host):
+            registry.get(share.host)  # NotFound names the hosts there are
+        load_hosts.check_reachable_target(share.host, pghost)
+
+
+def measure(
+    rec: RunRecord,
+    spec: RunRequest,
+    env: Environment,
+    dbname: str,
+    conninfo: str,
+    pgbench: str,
+    work: Path,
+    archive: RunStore,
+    console: Console,
+    live: bool,
+    stop_if: StopIf | None = None,
+) -> RunRecord:
+    from pgrig.archive import artifacts
+    from pgrig.insights import collector as insights
+
+    assert rec.id is not None
+    art_dir = artifacts.run_artifacts_dir(rec.id, archive=archive.url)  # keyed by archive
+    art_dir.mkdir(parents=True, exist_ok=True)
+    plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
+    total_s = plan.pgbench_seconds
+    shares = split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
+    client_env = run_steps.client_env(env, spec, dbname)
+    passfile = _remote_passfile(env)
+    loads = [_host_load(share, spec, pgbench, client_env, total_s, passfile) for share in shares]
+    rec.command = "\n".join(
+        f"{x.host}: {pgbench_command.shell_quote(x.argv)}" for x in loads
+    )  # fmt: skip
+    rec.extra["load"] = {"split": [s.as_dict() for s in shares], "rule": "load/remote/split.py"}
+
+    load = MultiHostLoad([])  # filled below: a transport that fails still leaves a close()
+    interrupted = ""
+    stopped: str | None = None
+    sampler = collection = pooler_source = None
+    other_hosts = host_samplers.HostSamplers()  # the server's host, when it is another one
+    server_log: RunServerLog | None = None
+    pooler_log_offsets: pooler_log.LogMark | None = None
+    unpin: Any = lambda: None  # noqa: E731
+    run_lease: lifecycle.RunLease | None = None
+    stream = TxlogStream(
+        origin_us=0,  # set by launch()
+        plan=plan,
+        has_lag=spec.rate is not None,
+        has_retries=spec.max_tries != 1,
+        script_names=[s.name for s in spec.scripts],
+        expected_sources=sum(s.threads for s in shares),
+    )
+    try:
+        load = MultiHostLoad(open_transports([s.host for s in shares], load_hosts.transport))
+        load.connect()
+        host, port = client_env.get("PGHOST", "127.0.0.1"), int(client_env.get("PGPORT", "5432"))
+        rec.extra["network"] = {"paths": load.network(host, port)}
+        server_log = RunServerLog.open(env, art_dir)  # first: the collection's reloads are ours
+        pooler_log_offsets = run_steps.pooler_log_offsets(env, spec)
+        collection = insights.start(env, dbname, spec, rec)
+        if server_log is not None:
+            server_log.feed = collection.log_feed()
+            server_log.follow()
+        other_hosts = host_samplers.for_env(env, spec.via)
+        sampler, os_sampler, pooler_source = run_steps.start_sampler(
+            env, conninfo, dbname, spec.via
+        )
+        unpin = run_steps.pin_server(env, spec)
+        run_lease = lifecycle.RunLease(archive, rec, art_dir, lambda: {})
+        run_lease.start()
+        view = LiveView(console, total_s, plan.lead_in_s, env.name)
+        deadline = (total_s + DEADLINE_GRACE_S) if total_s is not None else UNTIMED_DEADLINE_S
+        rec.extra["pgbench_launched_at"] = load.launch(loads, stream, deadline) / 1e6
+        stopped = _follow(load, stream, view if live else None, os_sampler, stop_if)
+    except KeyboardInterrupt as stop:
+        interrupted = guard.interruption(stop)
+        load.interrupt()
+    except PgrigError as e:  # a host that cannot be reached or started: the run failed
+        rec.extra["load_error"] = str(e)
+    finally:
+        if run_lease is not None:
+            run_lease.stop()
+        load.close()
+        series_raw = sampler.stop() if sampler is not None else {}
+        series_raw.update(other_hosts.stop())
+        if collection is not None:
+            collection.stop()
+        if server_log is not None:
+            server_log.stop()
+        unpin()
+
+    rec.ended_at = datetime.now(UTC)
+    host_samplers.record(rec, other_hosts, [s.host for s in shares])
+    rc = load.return_code() if "load_error" not in rec.extra else -1
+    facts = load.facts()
+    rec.extra["load"].update(facts)
+    stdout, stderr = _agent_output(load)
+    files = run_files.RunFiles(rec, art_dir)  # a full disk fails the run, keeps its figures
+    rec.artifacts = {}
+    files.write("pgbench.stdout", stdout)
+    files.write("pgbench.stderr", stderr)
+
+    completed = rc == 0 and not interrupted and not stopped
+    series_raw = {**series_raw, **load.os_series()}
+    _fill_results(rec, spec, completed, stream, load, stderr, series_raw)
+    _warnings(rec, facts, series_raw, [s.host for s in shares])
+
+    _set_status(rec, rc, interrupted, stopped, load, other_hosts)
+
+    if server_log is not None:
+        server_log.finish(files, rec)
+    run_steps.pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
+    if collection is not None:
+        collection.finish(rec, art_dir)
+    run_steps.files_outcome(rec, files)
+    return run_steps.conclude(rec, art_dir, archive, console, interrupted)
+
+
+def _follow(
+    load: MultiHostLoad,
+    stream: TxlogStream,
+    view: LiveView | None,
+    os_sampler: Any,
+    stop_if: StopIf | None,
+) -> str | None:
+    """Watch the hosts' pgbench until they end (shown live when `view`); what stop_if
+    answered when it stopped the run early, else None."""
+    with view if view is not None else contextlib.nullcontext():
+        while load.running_after(1.0):
+            _track_local(load, os_sampler)
+            p95 = stream.live()[1]
+            if view is not None:
+                view.update(tps=load.live_tps(), p95_ms=p95)
+            stopped = stop_if(p95) if stop_if is not None else None
+            if stopped:
+                load.interrupt()
+                return stopped
+    return None
+
+
+def _agent_output(load: MultiHostLoad) -> tuple[str, str]:
+    """pgbench's stdout of every host (a header line each) and its stderr (lines prefixed
+    with the host)."""
+    stdout = "\n".join(
+        f"--- {name}\n{a.state.stdout}" for name, a in load.agents.items() if a.state.stdout
+    )
+    stderr = "\n".join(
+        f"{name}: {line}" for name, a in load.agents.items() for line in a.state.stderr_lines
+    )
+    return stdout, stderr
+
+
+def _fill_results(
+    rec: RunRecord,
+    spec: RunRequest,
+    completed: bool,
+    stream: TxlogStream,
+    load: MultiHostLoad,
+    stderr: str,
+    series_raw: dict[str, Any],
+) -> None:
+    """The run's figures from the merged logs; what stopped them is results_error."""
+    rec.extra["txlog"] = {"lines": stream.lines, "late_lines": stream.late_lines}
+    if load.feed_error:
+        rec.extra["results_error"] = load.feed_error
+    try:
+        txlog = stream.finish(completed) if not load.feed_error else None
+        # pgbench's own summary is per host: the merged figures come from the logs only
+        results.fill_results(rec, spec, completed, txlog, "", stderr, [], series_raw)
+    except Exception as e:
+        rec.extra["results_error"] = f"{type(e).__name__}: {e}"
+
+
+def _set_status(
+    rec: RunRecord,
+    rc: int,
+    interrupted: str,
+    stopped: str | None,
+    load: MultiHostLoad,
+    other_hosts: host_samplers.HostSamplers,
+) -> None:
+    """aborted (interrupted, or stopped early), failed (a host's pgbench, or the db host cut
+    off, named first) or ok."""
+    if interrupted:
+        rec.status, rec.error = "aborted", interrupted
+    elif stopped:
+        rec.status, rec.error = "aborted", f"stopped early: {stopped}"
+    elif rc != 0:
+        rec.status = "failed"
+        why = rec.extra.get("load_error") or load.failure() or f"pgbench exited with code {rc}"
+        rec.error = str(why)[:2000]
+        other_hosts.blame(rec)  # the db host cut off: named before the load hosts' errors
+    else:
+        rec.status = "ok"
+
+
+def _track_local(load: MultiHostLoad, os_sampler: Any) -> None:
+    """This machine's own sampler counts a local agent and its pgbench as the benchmark's
+    client, not as a neighbour (metrics/cpu_share.py)."""
+    from pgrig.metrics.os_metrics import fixed_pids
+
+    agent = load.agents.get(load_hosts.LOCAL)
+    if agent is None or agent.state.pid is None or load.tracked_local:
+        return
+    load.tracked_local = True
+    pids = [agent.state.pid]
+    transport_pid = getattr(getattr(agent.transport, "proc", None), "pid", None)
+    with contextlib.suppress(Exception):
+        os_sampler.track_processes("pgbench", fixed_pids(*pids), children=False)
+        if transport_pid is not None:
+            os_sampler.track_processes("agent", fixed_pids(transport_pid), children=False)
+
+
+def _host_load(
+    share: HostShare,
+    spec: RunRequest,
+    pgbench: str,
+    client_env: dict[str, str],
+    total_s: int | None,
+    server_passfile: str | None = None,
+) -> HostLoad:
+    """One host's pgbench: its share of clients, threads and rate; script files sent along."""
+    files: dict[str, str] = {}
+    scripts = []
+    for i, s in enumerate(spec.scripts):
+        if s.path is not None:
+            name = f"s{i}-{Path(s.path).name}"
+            files[name] = Path(s.path).read_text()
+            s = s.model_copy(update={"path": f"@WORK@/{name}"})
+        scripts.append(s)
+    host_spec = spec.model_copy(
+        update={
+            "clients": share.clients,
+            "threads": share.threads,
+            "rate": share.rate,
+            "scripts": scripts,
+        }
+    )
+    argv = pgbench_command.build_pgbench_command(
+        load_hosts.pgbench_path(share.host, pgbench),
+        host_spec,
+        log_prefix="@WORK@/txlog",
+        total_seconds=total_s,
+        progress=True,
+        pgbench_version_major=pgbench_command.pgbench_major(pgbench),
+        target_host=client_env.get("PGHOST"),
+    )
+    env = dict(client_env)
+    passfile = server_passfile
+    if "PGPASSFILE" in env:  # the pooler's: its text goes over the session, into a 0600 file
+        passfile = Path(env.pop("PGPASSFILE")).read_text()
+    return HostLoad(
+        host=share.host,
+        argv=argv,
+        env=env,
+        files=files,
+        passfile=passfile,
+        clients=share.clients,
+        threads=share.threads,
+        rate=share.rate,
+    )
+
+
+def _remote_passfile(env: Environment) -> str | None:
+    """The password file of an environment on another host (`env create --on`): its text goes
+    to each agent over its session, into a 0600 file that the agent removes."""
+    path = getattr(env, "passfile", None)
+    if env.kind != "remote" or path is None or not Path(path).exists():
+        return None
+    return Path(path).read_text()
+
+
+def _warnings(rec: RunRecord, facts: LoadDoc, series_raw: dict[str, Any], hosts: list[str]) -> None:
+    skew = facts.get("start_skew_ms")
+    if skew is not None and skew > SKEW_WARNING_MS:
+        rec.add_warning(
+            "start_skew",
+            f"the load hosts started {skew:.0f} ms apart (more than {SKEW_WARNING_MS:.0f} ms): "
+            "the first seconds were not driven by every host",
+        )
+    window = rec.extra.get("window") or {}
+    if window.get("start_us") and window.get("end_us"):
+        busy = saturated_hosts(series_raw, hosts, window["start_us"] / 1e6, window["end_us"] / 1e6)
+        if busy:
+            rec.extra["load"]["saturated"] = busy
+            which = ", ".join(f"{host} ({pct:.0f}% busy)" for host, pct in busy.items())
+            rec.add_warning(
+                "load_host_saturated",
+                f"load host{'s' if len(busy) > 1 else ''} {which} during the measured window, "
+                f"above {SATURATED_PCT:.0f}%: it measured the client, not the server",
+            )

@@ -1,0 +1,165 @@
+"""The steps every measured run takes, whichever way its load is driven: one local process
+(load/core/runner.py) or pgbench on load hosts (load/core/multi_runner.py). Where the client
+connects,
+the samplers, pinning the server, the server's and the pooler's logs over the run, the run's
+last write. Both runners import this module; neither imports the other's steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pgrig.archive.records import RunRecord
+from pgrig.errors import Interrupted
+from pgrig.load.core import guard, lifecycle, pooler_log, run_files
+from pgrig.provision.state.environment import Environment
+from pgrig.record.protocol import RunStore
+from pgrig.request import RunRequest
+
+if TYPE_CHECKING:
+    from pgrig.load.core.pinning import Placement
+    from pgrig.metrics.os_metrics import OsSampler
+    from pgrig.metrics.pooler_metrics import PoolerSampler
+    from pgrig.metrics.sampler import Sampler
+
+
+StopIf = Callable[[float | None], str | None]
+
+
+class RunInterrupted(Interrupted):
+    """Raised after an aborted run has been archived, so the CLI can exit 130."""
+
+    def __init__(self, record: RunRecord):
+        super().__init__(f"run {record.id} aborted")
+        self.record = record
+
+
+def client_env(env: Environment, spec: RunRequest, dbname: str) -> dict[str, str]:
+    from pgrig.provision import pooler
+
+    if spec.target_role != "primary":  # replicas: load/core/topology.py
+        from pgrig.load.core import topology
+
+        return topology.client_env(env, spec.target_role, dbname)
+
+    return pooler.client_env(env, dbname, spec.via, spec.connect)
+
+
+def placement(spec: RunRequest) -> Placement:
+    """The CPUs of each side (--server-cpus/--client-cpus: lists, or counts resolved here)."""
+    from pgrig.load.core import pinning
+
+    return pinning.placement(spec.server_cpus, spec.client_cpus)
+
+
+def pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:
+    """Pin the server's processes, and the pooler's on the same CPUs, for the run; returns
+    the function that unpins them."""
+    from pgrig.provision import pooler
+    from pgrig.provision.server import postmaster
+
+    cpus = placement(spec).server
+    root = postmaster.pid(env) if cpus and env.managed else None
+    if not cpus or root is None:
+        return lambda: None
+    roots = [root] + (pooler.pids(env) if spec.via != "direct" else [])
+    return guard.pin_journaled(env, roots, cpus)
+
+
+def start_sampler(
+    env: Environment,
+    conninfo: str,
+    dbname: str,
+    via: str = "direct",
+    wait_sources: Sequence[Any] = (),
+) -> tuple[Sampler, OsSampler, PoolerSampler | None]:
+    from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
+    from pgrig.metrics.pg_metrics import PgSampler
+    from pgrig.metrics.sampler import Sampler
+
+    os_sampler = OsSampler()
+    # pgrig's own CPU (this sampler, the live view) is neither the benchmark nor a neighbour.
+    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=False)
+    if env.managed:
+        os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
+    pooler_source = None
+    if via != "direct":  # pgbouncer's SHOW POOLS/STATS (series "pooler") and its CPU
+        from pgrig.metrics.pooler_metrics import PoolerSampler
+        from pgrig.provision import pooler
+
+        pooler_source = PoolerSampler(pooler.console_params(env), dbname)
+        os_sampler.track_processes("pooler", pooler.pids_callable(env), children=False)
+    extra: list[Any] = [pooler_source] if pooler_source is not None else []
+    if env.replicas and env.kind in ("managed", "remote"):  # replica lag every second
+        from pgrig.load.core import topology
+
+        extra.append(topology.lag_sampler(env))
+    extra.extend(wait_sources)  # metrics/wait_sampler.py (load/core/wait_sources.py chose them)
+    sampler = Sampler(os_sampler, PgSampler(conninfo, dbname), extra=extra)
+    sampler.start()
+    return sampler, os_sampler, pooler_source
+
+
+def pooler_log_offsets(env: Environment, spec: RunRequest) -> pooler_log.LogMark | None:
+    return pooler_log.mark(env, spec.via)
+
+
+def pooler_results(
+    rec: RunRecord,
+    env: Environment,
+    source: Any,
+    offsets: pooler_log.LogMark | None,
+    art_dir: Path,
+) -> None:
+    """The pooler's totals over the run and what it logged meanwhile (artifact pooler.log,
+    bounded, from this machine or the pooler's host: load/core/pooler_log.py)."""
+    if source is None:
+        return
+    with contextlib.suppress(Exception):
+        source.sample()  # a last look after pgbench ended, so the totals cover the whole run
+        source.close()
+        rec.extra.setdefault("pooler", {})["totals"] = source.summary()
+    pooler_log.keep(rec, env, offsets, art_dir)
+
+
+def files_outcome(rec: RunRecord, files: run_files.RunFiles) -> None:
+    """A run whose files a full disk cut short fails if it was ok, else says so in a warning."""
+    if (disk := files.failure()) is not None:
+        if rec.status == "ok":
+            rec.status, rec.error = "failed", disk[:2000]
+        else:
+            rec.add_warning("files_incomplete", disk)
+
+
+def conclude(
+    rec: RunRecord, art_dir: Path, archive: RunStore, console: Console, interrupted: str
+) -> RunRecord:
+    """The run's artifacts named relative to the artifacts root (an archive stays valid if the
+    home moves), its last write, and RunInterrupted when a user or a signal stopped it."""
+    from pgrig.archive import artifacts
+
+    rec.artifacts = {k: f"{artifacts.relative(art_dir)}/{v}" for k, v in rec.artifacts.items()}
+    finish(rec, archive, console)
+    if interrupted:
+        raise RunInterrupted(rec)
+    return rec
+
+
+def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:
+    """The run's last write; if the archive cannot take it, the record is spooled (and said)."""
+    spooled = lifecycle.finish_or_spool(archive, rec)
+    if spooled is not None:
+        console.print(
+            f"[yellow]warning:[/yellow] archive {escape(archive.url)} is unavailable: run "
+            f"{rec.id} is saved in {escape(str(spooled))}; the next pgrig command imports it "
+            f"(or `pgrig runs import {escape(str(spooled))}`)",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -1,0 +1,1 @@
+"""Experiments written out for another runner instead of run here (`--emit k8s`)."""

@@ -1,0 +1,336 @@
+"""`pgrig env repair NAME`: an environment damaged by hand made usable again.
+
+Two kinds of damage are repaired, and only these:
+- env.json unreadable: rebuilt from the data directory, which holds all it recorded (the major
+  in PG_VERSION, the binaries in postmaster.opts, port and every settings layer in pgrig.conf,
+  each line tagged with its layer). A pooler's settings are not there: add it again.
+- the data directory removed (or left without PG_VERSION): any server still running from the
+  removed directory is stopped, and a new empty cluster is made with the environment's own
+  settings and port. The data is gone: `pgrig db generate` again.
+- a replica of a primary on another host (`--standby-of`) whose data directory is gone: cloned
+  again from its primary (pg_basebackup over the network through its slot, the password in
+  its passfile or, from the control machine, a new one on stdin), into a staging directory
+  that replaces the old one only once complete (a failure or a signal leaves it as it was).
+  From the control machine, `env repair NAME` drives it (cli/remote_repair.py): the primary's
+  host re-creates the slot first (`env replication NAME renew rN`).
+
+`diagnose` says what a repair would do without doing it (`env repair NAME --check`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pgrig import paths
+from pgrig.errors import NotFound, PgrigError
+from pgrig.provision import cluster
+from pgrig.provision.server import binaries, daemon
+from pgrig.provision.settings import config
+from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
+from pgrig.provision.system import osuser
+
+_LINE = re.compile(
+    r"^\s*([A-Za-z_][\w.$]*)\s*=.*#\s*(base|insights|topology|profile|environment|run)\b"
+)
+_PROFILE = re.compile(r"^# --- profile '([^']*)'")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What `repair` would do to an environment (`env repair NAME --check --json`)."""
+
+    name: str
+    env_json: str | None = None  # why env.json would be rebuilt
+    rebuild: bool = False  # a primary's data directory is gone: a new, empty cluster
+    reclone: bool = False  # a replica of another host's primary lost its data: cloned again
+    replicas: tuple[str, ...] = ()  # this host's replicas of it that would be cloned again
+    leftovers: tuple[str, ...] = ()  # what an interrupted repair left (removed)
+
+    @property
+    def needed(self) -> bool:
+        return bool(
+            self.env_json or self.rebuild or self.reclone or self.replicas or self.leftovers
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "needed": self.needed, "env_json": self.env_json,
+                "rebuild": self.rebuild, "reclone": self.reclone,
+                "replicas": list(self.replicas), "leftovers": list(self.leftovers)}  # fmt: skip
+
+
+def diagnose(name: str) -> Diagnosis:
+    """What `repair(name)` would do; nothing is changed."""
+    from pgrig.provision.server import replicas
+
+    check_name(name)
+    if not (paths.envs_dir() / name).is_dir():
+        raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
+    env_json = None
+    try:
+        env = Environment.load(name)
+    except DamagedEnvironment as e:
+        env_json = e.reason or "unreadable"
+        env = from_datadir(name)
+    gone = env.managed and not (env.datadir / "PG_VERSION").is_file()
+    rebuild = gone and not env.standby_of
+    again = [
+        str(rep["name"])
+        for rep in env.replicas
+        if rebuild or not (replicas.member(env, rep).datadir / "PG_VERSION").is_file()
+    ]
+    return Diagnosis(
+        name, env_json, rebuild, bool(gone and env.standby_of), tuple(again),
+        tuple(p.name for p in _leftovers(env)),
+    )  # fmt: skip
+
+
+def repair(
+    name: str,
+    say: Callable[[str], None],
+    *,
+    source: Any = None,
+    password: str | None = None,
+    reclone: bool = False,
+) -> list[str]:
+    """Repair `name`; returns what was done (empty: nothing needed it). A replica of another
+    host's primary: `source` (standby.Source) says where its primary is now (default: where
+    it was), `password` a new replication password, `reclone` clones it again even when its
+    data directory is there (its primary was re-created: its data no longer matches)."""
+    check_name(name)
+    if not (paths.envs_dir() / name).is_dir():
+        raise NotFound(f"environment {name!r} does not exist (see `pgrig env list`)")
+    done: list[str] = []
+    try:
+        env = Environment.load(name)
+    except DamagedEnvironment as e:
+        try:
+            env = from_datadir(name)
+        except PgrigError as cannot:  # the diagnosis with the verdict
+            raise PgrigError(f"{cannot} ({e.reason or e})") from None
+        if source is not None:
+            env.standby_of = source.as_dict()
+        env.save()
+        done.append(
+            f"env.json rebuilt from the data directory ({e.reason or 'unreadable'}; a pooler "
+            "must be added again)"
+        )
+    rebuilt = False
+    gone = env.managed and not (env.datadir / "PG_VERSION").is_file()
+    if env.standby_of and env.managed:
+        for left in _leftovers(env):
+            _discard(left)
+            done.append(f"removed {left.name}, left by an interrupted repair")
+        if gone or reclone:  # an empty new cluster would be a primary of its own: cloned again
+            done += _reclone_standby(env, source, password, say)
+        return done
+    if env.managed and not (env.datadir / "PG_VERSION").is_file():
+        rebuilt = True
+        stopped = stop_orphans(env.datadir)
+        shutil.rmtree(env.datadir, ignore_errors=True)
+        (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
+        (env.dir / "datasets.json").unlink(missing_ok=True)
+        cluster.rebuild(env, say)
+        done.append(
+            ("a server still running from the removed directory was stopped; " if stopped else "")
+            + f"data directory re-created empty: `pgrig db generate {name} ...` to load data"
+        )
+    done += _repair_replicas(env, say, rebuilt)
+    return done
+
+
+def _repair_replicas(env: Environment, say: Callable[[str], None], rebuilt: bool) -> list[str]:
+    """A replica whose data directory is gone is cloned again from the primary (a replica of
+    a re-created primary too: its old data no longer matches)."""
+    from pgrig.provision.server import replicas
+
+    done = []
+    for rep in env.replicas:
+        m = replicas.member(env, rep)
+        if (m.datadir / "PG_VERSION").is_file() and not rebuilt:
+            continue
+        stop_orphans(m.datadir)
+        replicas.kill(m)
+        cluster.ensure_running(env)
+        say(f"replica {rep['name']}: cloning again from the primary")
+        replicas.clone(env, rep)
+        done.append(f"replica {rep['name']} cloned again from the primary")
+    return done
+
+
+STAGING = "data.reclone"  # a replica's new clone, until it is complete
+SET_ASIDE = "data.old"  # its old data directory, for the instant of the swap
+SLOT_BUSY_WAIT_S = 15.0  # the old replica's walsender may hold the slot a moment longer
+
+
+def _leftovers(env: Environment) -> list[Path]:
+    return [p for p in (env.dir / STAGING, env.dir / SET_ASIDE) if p.exists()]
+
+
+def _discard(path: Path) -> None:
+    """A partial clone or an old data directory: its writers stopped, then removed."""
+    from pgrig.provision.server import backups
+
+    stop_orphans(path)
+    backups.kill_writers(path)  # pg_basebackup -X stream's WAL child outlives its parent
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _reclone_standby(
+    env: Environment, source: Any, password: str | None, say: Callable[[str], None]
+) -> list[str]:
+    """Clone the primary again into a replica of another host's primary: into STAGING, which
+    replaces the data directory only once complete. A failure, Ctrl-C or SIGTERM on the way
+    leaves the replica as it was (its old data directory, if any, untouched) and no partial
+    clone (its old server, useless now, stays stopped); an interrupted swap (kill -9) is
+    finished by the next repair."""
+    from pgrig.provision.server import postmaster, replicas, standby
+    from pgrig.provision.settings import config as settings_config
+
+    src = source or standby.Source(**(env.standby_of or {}))
+    if password:
+        standby.write_passfile(env, src, password)
+    elif not Path(standby.passfile(env)).is_file():
+        raise PgrigError(
+            f"{env.name}: its replication password is gone ({standby.passfile(env)}): repair "
+            "its primary's environment from the control machine (`pgrig env repair NAME` "
+            "there sends a new one)"
+        )
+    # the old server first (one still running from a removed directory too): its walreceiver
+    # would take the slot back from the primary, and its data is of no use any more
+    had_data = (env.datadir / "PG_VERSION").is_file()
+    stopped = stop_orphans(env.datadir)
+    replicas.kill(env)
+    staging = env.dir / STAGING
+    staging.mkdir()
+    osuser.give_to_server(staging, 0o700)
+    primary = standby.conninfo(env, src)
+    say(f"pg_basebackup from {src.host}:{src.port} (slot {src.slot})")
+    try:
+        deadline = time.monotonic() + SLOT_BUSY_WAIT_S
+        while (failed := standby.base_backup(env, staging, primary, src.slot,
+                                             create_slot=False)) is not None:  # fmt: skip
+            if "is active for PID" not in failed or time.monotonic() > deadline:
+                raise PgrigError(f"pg_basebackup from {src.host}:{src.port} failed: {failed}")
+            _discard(staging)  # the old replica's walsender still holds the slot: again
+            staging.mkdir()
+            osuser.give_to_server(staging, 0o700)
+            time.sleep(1)
+        standby.plain_conninfo(staging, primary, src.slot)
+        # said before the swap: a control machine gone (kill -9) makes this write fail, which
+        # must leave a discarded staging directory, not a clone in place never started
+        say("cloned: swapping it in and starting the replica")
+    except BaseException:
+        _discard(staging)
+        raise
+    # the swap: the old directory set aside, the new clone in its place
+    aside = env.dir / SET_ASIDE
+    if env.datadir.exists():
+        os.rename(env.datadir, aside)
+    os.rename(staging, env.datadir)
+    shutil.rmtree(aside, ignore_errors=True)
+    env.standby_of = src.as_dict()
+    (env.dir / settings_config.RUN_LAYER_FILE).unlink(missing_ok=True)
+    settings_config.write_conf(env, run={})
+    env.save()
+    postmaster.start(env)
+    was = ""
+    if stopped and had_data:
+        was = "its old server was stopped; "
+    elif stopped:
+        was = "a server still running from the removed directory was stopped; "
+    return [was + f"cloned again from its primary {src.host}:{src.port} (slot {src.slot})"]
+
+
+def from_datadir(name: str) -> Environment:
+    """The Environment a data directory describes (PgrigError when it cannot)."""
+    env = Environment(name=name)
+    conf = env.datadir / config.CONF_NAME
+    try:
+        major = int((env.datadir / "PG_VERSION").read_text().strip())
+        text = conf.read_text()
+    except (OSError, ValueError):
+        raise PgrigError(
+            f"environment {name!r} cannot be repaired: neither env.json nor {conf} can be read; "
+            f"remove it with `pgrig env destroy {name} --yes`"
+        ) from None
+    values = config.parse_conf(text)
+    by_layer: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m and m.group(1).lower() in values:
+            by_layer.setdefault(m.group(2), {})[m.group(1).lower()] = values[m.group(1).lower()]
+        if p := _PROFILE.match(line):
+            env.profile = p.group(1)
+    bindir, version = _binaries(env.datadir, major)
+    env.major, env.version, env.bindir = major, version, str(bindir)
+    env.port = int(by_layer.get("base", {}).get("port", "0")) or None
+    env.os_user = osuser.server_user().name
+    env.profile_settings = by_layer.get("profile", {})
+    env.settings = by_layer.get("environment", {})
+    if env.port is None:
+        raise PgrigError(f"environment {name!r} cannot be repaired: no port in {conf}")
+    env.replicas = _replicas_of(env)
+    return env
+
+
+def _replicas_of(env: Environment) -> list[dict[str, object]]:
+    """Replicas found in <env>/replicas/rN (their port from their pgrig.conf); the sync mode
+    is not recorded there: it comes back as "off" (async)."""
+    found: list[dict[str, object]] = []
+    root = env.dir / "replicas"
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            port = int(config.parse_conf((d / "data" / config.CONF_NAME).read_text())["port"])
+            found.append({"name": d.name, "port": port, "slot": f"pgrig_{d.name}"})
+    return found
+
+
+def _binaries(datadir: Path, major: int) -> tuple[Path, str]:
+    """The binaries the server last ran with (postmaster.opts), else the installed major."""
+    with contextlib.suppress(OSError, IndexError, NotFound):
+        first = (datadir / "postmaster.opts").read_text().split()[0]
+        bindir = Path(first.strip('"')).parent
+        for inst in binaries.installed():
+            if Path(inst.bindir) == bindir:
+                return bindir, inst.version
+    return binaries.find_bindir(major)
+
+
+def stop_orphans(datadir: Path) -> int:
+    """Stop servers whose working directory is `datadir` (removed under them); their count.
+
+    The postmaster gets SIGQUIT (an immediate shutdown): it stops its backends and frees its
+    shared memory on the way out. SIGKILL would leak that memory for good, since no later
+    server can find it by a data directory that is gone. SIGKILL only for what lingers.
+    """
+    target = str(datadir)
+    found = []
+    for proc in psutil.process_iter(["name", "ppid"]):
+        if proc.info["name"] not in daemon.POSTGRES:
+            continue
+        with contextlib.suppress(psutil.Error):
+            cwd = proc.cwd()
+            if cwd == target or cwd.startswith(target + " ") or cwd.startswith(target + "/"):
+                found.append(proc)
+    pids = {p.pid for p in found}
+    for proc in found:
+        if proc.info["ppid"] not in pids:  # a postmaster, not one of its backends
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGQUIT)
+    _, lingering = psutil.wait_procs(found, timeout=10)
+    for proc in lingering:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(lingering, timeout=10)  # their port is free before the new server starts
+    return len(found)

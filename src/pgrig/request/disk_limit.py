@@ -1,0 +1,140 @@
+"""A disk limit: the block I/O a server may do, as the kernel's throttle counts it.
+
+`--disk-limit riops=N,wiops=N,rbps=SIZE,wbps=SIZE` (any subset, at least one): read and write
+operations per second, read and write bytes per second. SIZE is a whole number of bytes or a
+number with a unit B, kB, MB, GB or TB, 1024-based as in PostgreSQL's settings (50MB is
+52,428,800 bytes per second). `none` says "no limit". Parsed here, before anything is made;
+provision/server/disk_throttle.py puts a limit in force.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pgrig.errors import PgrigError
+from pgrig.request.problems import unknown_key
+
+KEYS = ("riops", "wiops", "rbps", "wbps")
+IOPS_KEYS = ("riops", "wiops")
+NONE = "none"
+# The kernel keeps an IOPS limit in 32 bits (v1 blkio) and a byte rate in 64.
+_IOPS_MAX = 2**32 - 2
+_BPS_MAX = 2**63 - 1
+_UNITS = {"": 1, "b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+_UNIT_NAMES = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024))
+_SIZE = re.compile(r"(\d+)\s*([a-z]*)", re.I)
+# what each key means, for people
+MEANING = {
+    "riops": "read operations per second",
+    "wiops": "write operations per second",
+    "rbps": "read bytes per second",
+    "wbps": "write bytes per second",
+}
+
+
+class DiskLimitError(PgrigError):
+    """A --disk-limit that cannot be: malformed, or no throttle to put it in force."""
+
+
+@dataclass(frozen=True)
+class DiskLimit:
+    """Caps per second; None: that direction and unit is not limited."""
+
+    riops: int | None = None
+    wiops: int | None = None
+    rbps: int | None = None
+    wbps: int | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        """Only the keys that are set (env.json and the run record keep this)."""
+        return {k: v for k in KEYS if (v := getattr(self, k)) is not None}
+
+    def text(self) -> str:
+        """The canonical spec: `riops=100,wbps=50MB` (what --disk-limit takes back)."""
+        return ",".join(f"{k}={_value_text(k, v)}" for k, v in self.as_dict().items())
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> DiskLimit:
+        """From env.json or a run record (keys checked: a damaged file is not guessed at)."""
+        unknown = sorted(set(doc) - set(KEYS))
+        if unknown:
+            raise DiskLimitError(f"disk limit: {unknown[0]!r}: {unknown_key(unknown[0], KEYS)}")
+        values = {}
+        for k, v in doc.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise DiskLimitError(f"disk limit: {k} must be a positive integer (got {v!r})")
+            values[k] = v
+        return cls(**values)
+
+
+def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:
+    """`riops=100,wbps=50MB` -> DiskLimit; `none` -> None. A problem is one line naming the
+    flag, the key and what is allowed."""
+    text = spec.strip()
+    if text.lower() == NONE:
+        return None
+    if not text:
+        raise DiskLimitError(f"{flag} is empty: give KEY=VALUE pairs ({', '.join(KEYS)}) or none")
+    values: dict[str, int] = {}
+    for part in text.split(","):
+        key, sep, raw = part.strip().partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise DiskLimitError(
+                f"{flag}: {part.strip()!r} is not KEY=VALUE (keys: {', '.join(KEYS)}; "
+                "for example wiops=300,wbps=50MB)"
+            )
+        if key not in KEYS:
+            raise DiskLimitError(f"{flag}: {key!r}: {unknown_key(key, KEYS)}")
+        if key in values:
+            raise DiskLimitError(f"{flag}: {key} is given twice")
+        values[key] = _iops(flag, key, raw) if key in IOPS_KEYS else _bytes(flag, key, raw)
+    return DiskLimit(**values)
+
+
+def _iops(flag: str, key: str, raw: str) -> int:
+    text = raw.strip()
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise DiskLimitError(
+            f"{flag}: {key} must be a whole number of {MEANING[key]} (got {text!r})"
+        )
+    n = int(text)
+    if n <= 0:
+        raise DiskLimitError(f"{flag}: {key} must be > 0 (got {n}); `{flag} none` removes limits")
+    if n > _IOPS_MAX:
+        raise DiskLimitError(f"{flag}: {key} must be at most {_IOPS_MAX} (got {n})")
+    return n
+
+
+def _bytes(flag: str, key: str, raw: str) -> int:
+    text = raw.strip()
+    m = _SIZE.fullmatch(text)
+    if not m or m.group(2).lower() not in _UNITS:
+        if text.startswith("-") or text == "0":
+            raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
+        raise DiskLimitError(
+            f"{flag}: {key} must be a size in bytes per second: a whole number with B, kB, MB, "
+            f"GB or TB, 1024-based (got {text!r}; for example {key}=50MB)"
+        )
+    n = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if n <= 0:
+        raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
+    if n > _BPS_MAX:
+        raise DiskLimitError(f"{flag}: {key} is too large (got {text!r})")
+    return n
+
+
+def _value_text(key: str, v: int) -> str:
+    if key in IOPS_KEYS:
+        return str(v)
+    for name, factor in _UNIT_NAMES:
+        if v % factor == 0:
+            return f"{v // factor}{name}"
+    return str(v)
+
+
+def describe(limit: DiskLimit | None) -> str:
+    """For people: "wiops=300, wbps=50MB" or "none"."""
+    return NONE if limit is None else limit.text().replace(",", ", ")

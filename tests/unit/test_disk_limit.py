@@ -1,0 +1,327 @@
+"""--disk-limit: the spec's parsing, and the kernel's files the throttle writes and reads back,
+against a fake tree (a fake /proc, /sys/dev/block and cgroup mounts; writes emulate the
+kernel's semantics of each file)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pgrig.provision.server import disk_throttle
+from pgrig.provision.server.disk_throttle import Kernel
+from pgrig.provision.state.environment import Environment
+from pgrig.request.disk_limit import DiskLimit, DiskLimitError, describe, parse
+
+# --- the spec ----------------------------------------------------------------------------------
+
+
+def test_parse_any_subset_and_sizes() -> None:
+    assert parse("wiops=300") == DiskLimit(wiops=300)
+    assert parse("riops=100, wiops=300,rbps=50MB,wbps=1GB") == DiskLimit(
+        riops=100, wiops=300, rbps=50 * 1024**2, wbps=1024**3
+    )
+    assert parse("wbps=4096").wbps == 4096  # type: ignore[union-attr]
+    assert parse("wbps=8kB").wbps == 8192  # type: ignore[union-attr]
+    assert parse("rbps=2mb").rbps == 2 * 1024**2  # type: ignore[union-attr]
+    assert parse("none") is None
+    assert parse(" NONE ") is None
+
+
+def test_text_round_trips() -> None:
+    limit = parse("wbps=52428800,riops=7,rbps=1000")
+    assert limit is not None
+    assert limit.text() == "riops=7,rbps=1000,wbps=50MB"
+    assert parse(limit.text()) == limit
+    assert describe(limit) == "riops=7, rbps=1000, wbps=50MB"
+    assert describe(None) == "none"
+    assert DiskLimit.from_dict(limit.as_dict()) == limit
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("wiop=3", "'wiop': unknown key (did you mean 'wiops'?); allowed here: riops, wiops"),
+        ("wiops=0", "wiops must be > 0 (got 0)"),
+        ("riops=-5", "riops must be > 0 (got -5)"),
+        ("wiops=3.5", "wiops must be a whole number of write operations per second"),
+        ("wiops=lots", "got 'lots'"),
+        ("rbps=50XB", "rbps must be a size in bytes per second"),
+        ("wbps=0", "wbps must be > 0"),
+        ("wbps=-1MB", "wbps must be > 0"),
+        ("wiops", "'wiops' is not KEY=VALUE"),
+        ("wiops=1,wiops=2", "wiops is given twice"),
+        ("", "--disk-limit is empty"),
+        ("wiops=99999999999", "wiops must be at most"),
+    ],
+)
+def test_bad_specs_are_refused_in_one_line(spec: str, says: str) -> None:
+    with pytest.raises(DiskLimitError) as e:
+        parse(spec)
+    assert says in str(e.value)
+    assert str(e.value).startswith("--disk-limit")
+    assert "\n" not in str(e.value)
+
+
+def test_a_damaged_record_is_not_guessed_at() -> None:
+    with pytest.raises(DiskLimitError, match="must be a positive integer"):
+        DiskLimit.from_dict({"wiops": "300"})
+    with pytest.raises(DiskLimitError, match="unknown key"):
+        DiskLimit.from_dict({"iops": 3})
+
+
+# --- a fake kernel -----------------------------------------------------------------------------
+
+
+class FakeKernel:
+    """A tree laid out as the kernel's, and writes with the kernel's meaning per file."""
+
+    def __init__(self, root: Path, version: int = 1, device: tuple[int, int] = (254, 0)) -> None:
+        self.root = root
+        self.proc = root / "proc"
+        self.sys_block = root / "sys" / "dev" / "block"
+        self.cgroup = root / "cgroup" / ("blkio" if version == 1 else "unified")
+        self.device = device
+        self.writes: list[tuple[str, str]] = []
+        self.refuse: dict[str, str] = {}  # file name -> errno name, to fail a write
+        (self.proc / "self").mkdir(parents=True)
+        self.cgroup.mkdir(parents=True)
+        if version == 1:
+            mount = f"38 31 0:35 / {self.cgroup} rw,relatime - cgroup cgroup rw,blkio"
+            (self.proc / "self" / "cgroup").write_text("7:blkio:/\n0::/\n")
+        else:
+            mount = f"41 31 0:38 / {self.cgroup} rw,relatime - cgroup2 cgroup2 rw"
+            (self.cgroup / "cgroup.controllers").write_text("cpu io memory\n")
+            (self.proc / "self" / "cgroup").write_text("0::/\n")
+        (self.proc / "self" / "mountinfo").write_text(
+            f"22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n{mount}\n"
+        )
+        self._disk("vda", 254, 0)
+
+    def _disk(self, name: str, major: int, minor: int, parts: int = 0) -> None:
+        dev = self.root / "sys" / "devices" / name
+        dev.mkdir(parents=True)
+        (dev / "dev").write_text(f"{major}:{minor}\n")
+        (dev / "uevent").write_text(f"MAJOR={major}\nMINOR={minor}\nDEVNAME={name}\nDEVTYPE=disk\n")
+        self.sys_block.mkdir(parents=True, exist_ok=True)
+        (self.sys_block / f"{major}:{minor}").symlink_to(dev)
+        for n in range(1, parts + 1):
+            part = dev / f"{name}{n}"
+            part.mkdir()
+            (part / "partition").write_text(f"{n}\n")
+            (part / "dev").write_text(f"{major}:{minor + n}\n")
+            (part / "uevent").write_text(f"DEVNAME={name}{n}\nDEVTYPE=partition\n")
+            (self.sys_block / f"{major}:{minor + n}").symlink_to(part)
+
+    def processes(self, tree: dict[int, list[int]]) -> None:
+        """pid -> children, as /proc/PID/task/PID/children says."""
+        for pid, children in tree.items():
+            task = self.proc / str(pid) / "task" / str(pid)
+            task.mkdir(parents=True, exist_ok=True)
+            (task / "children").write_text(" ".join(map(str, children)) + " ")
+
+    def write(self, path: Path, text: str) -> None:
+        if path.name in self.refuse:
+            raise DiskLimitError(f"cannot write {text!r} to {path}: {self.refuse[path.name]}")
+        self.writes.append((str(path.relative_to(self.cgroup)), text))
+        old = path.read_text() if path.exists() else ""
+        if path.name.endswith("_device"):  # v1: "M:m V", 0 removes the device's rule
+            number, value = text.split()
+            rules = dict(line.split() for line in old.splitlines())
+            rules.pop(number, None)
+            if value != "0":
+                rules[number] = value
+            path.write_text("".join(f"{k} {v}\n" for k, v in sorted(rules.items())))
+        elif path.name == "io.max":  # v2: "M:m key=value ...", all max removes the line
+            number, *pairs = text.split()
+            lines = {ln.split()[0]: ln.split()[1:] for ln in old.splitlines()}
+            current = dict(p.split("=") for p in lines.get(number, [])) or dict.fromkeys(
+                ("rbps", "wbps", "riops", "wiops"), "max"
+            )
+            current.update(p.split("=") for p in pairs)
+            lines.pop(number, None)
+            if any(v != "max" for v in current.values()):
+                lines[number] = [f"{k}={current[k]}" for k in ("rbps", "wbps", "riops", "wiops")]
+            path.write_text("".join(f"{k} {' '.join(v)}\n" for k, v in sorted(lines.items())))
+        elif path.name == "cgroup.procs":  # a process is in one cgroup of a hierarchy
+            for procs in self.cgroup.rglob("cgroup.procs"):
+                kept = [p for p in procs.read_text().split() if p != text]
+                procs.write_text("".join(f"{p}\n" for p in kept))
+            path.write_text(old + f"{text}\n")
+        elif path.name == "cgroup.subtree_control":
+            path.write_text(" ".join(sorted({*old.split(), text.lstrip("+")})))
+        else:
+            path.write_text(text)
+
+    def rmdir(self, path: Path) -> None:
+        if disk_throttle.members(path) or any(p.is_dir() for p in path.iterdir()):
+            raise OSError(errno.EBUSY if path.name != "pgrig" else errno.ENOTEMPTY, "busy")
+        shutil.rmtree(path)
+
+    def kernel(self, euid: int = 0, device: tuple[int, int] | None = None) -> Kernel:
+        number = os.makedev(*(device or self.device))
+        return Kernel(
+            proc=self.proc,
+            sys_block=self.sys_block,
+            euid=lambda: euid,
+            device_number=lambda _p: number,
+            write=self.write,
+            rmdir=self.rmdir,
+        )
+
+
+@pytest.fixture
+def env(pgrig_home: Path) -> Environment:
+    e = Environment(name="db1", port=5999, disk_limit={"wiops": 300, "rbps": 50 * 1024**2})
+    e.datadir.mkdir(parents=True)
+    return e
+
+
+def test_v1_files_hold_the_limit_and_the_server_tree(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: [101, 102], 101: [], 102: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    h = disk_throttle.hierarchy(kernel)
+    assert h.version == 1 and h.mount == fake.cgroup
+    cg = disk_throttle.cgroup_dir(env, h)
+    assert cg.parent == fake.cgroup / "pgrig" and cg.name.startswith("db1.")
+    assert (cg / "blkio.throttle.write_iops_device").read_text() == "254:0 300\n"
+    assert (cg / "blkio.throttle.read_bps_device").read_text() == "254:0 52428800\n"
+    assert (cg / "blkio.throttle.read_iops_device").read_text() == ""
+    assert (cg / "blkio.throttle.write_bps_device").read_text() == ""
+    assert sorted(disk_throttle.members(cg)) == [100, 101, 102]
+
+    doc = disk_throttle.in_force(env, 100, kernel)
+    assert doc["in_force"] is True and doc["problems"] == []
+    assert doc["text"] == "wiops=300,rbps=50MB"
+    assert doc["mechanism"] == "cgroup v1 blkio throttle"
+    assert doc["devices"] == [
+        {"device": "254:0", "name": "vda", "holds": ["data directory", "WAL"],
+         "in_force": {"wiops": 300, "rbps": 52428800}}
+    ]  # fmt: skip
+    assert "buffered writeback" in doc["not_throttled"]
+    assert doc["server_in_cgroup"] is True and doc["processes_outside"] == 0
+
+
+def test_a_change_clears_what_is_no_longer_limited(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    env.disk_limit = {"riops": 1000}
+    disk_throttle.apply(env, 100, kernel)
+    cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
+    assert disk_throttle.read_limits(cg, disk_throttle.hierarchy(kernel)) == {
+        "254:0": {"riops": 1000}
+    }
+    assert disk_throttle.in_force(env, 100, kernel)["in_force"] is True
+
+
+def test_v2_io_max(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path, version=2)
+    fake.processes({100: [101], 101: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    h = disk_throttle.hierarchy(kernel)
+    assert h.version == 2
+    cg = disk_throttle.cgroup_dir(env, h)
+    assert (cg / "io.max").read_text() == "254:0 rbps=52428800 wbps=max riops=max wiops=300\n"
+    assert (fake.cgroup / "cgroup.subtree_control").read_text() == "io"
+    assert (fake.cgroup / "pgrig" / "cgroup.subtree_control").read_text() == "io"
+    doc = disk_throttle.in_force(env, 100, kernel)
+    assert doc["in_force"] is True and doc["mechanism"] == "cgroup v2 io.max"
+    env.disk_limit = None
+    disk_throttle.apply(env, 100, kernel)  # no limit: the cgroup goes, the server leaves it
+    assert not cg.exists()
+    none = {"limit": {}, "text": "none", "in_force": None}
+    assert disk_throttle.in_force(env, 100, kernel) == none
+
+
+def test_a_partition_is_limited_through_its_disk(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path, device=(8, 1))
+    fake._disk("sda", 8, 0, parts=2)
+    kernel = fake.kernel()
+    dev = disk_throttle.device_of(env.datadir, kernel)
+    assert (dev.number, dev.name) == ("8:0", "sda")
+    disk_throttle.apply(env, None, kernel)
+    cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
+    assert (cg / "blkio.throttle.write_iops_device").read_text() == "8:0 300\n"
+
+
+def test_no_block_device_is_refused(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    with pytest.raises(DiskLimitError, match="without a block device \\(0:42\\)"):
+        disk_throttle.check(env, fake.kernel(device=(0, 42)))
+
+
+def test_what_is_missing_is_named(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    (fake.proc / "self" / "mountinfo").write_text(
+        f"41 31 0:38 / {fake.cgroup} rw - cgroup2 cgroup2 rw\n"
+        f"32 31 0:29 / {tmp_path}/cpu rw - cgroup cgroup rw,cpu\n"
+    )
+    (fake.cgroup / "cgroup.controllers").write_text("hugetlb\n")
+    with pytest.raises(DiskLimitError) as e:
+        disk_throttle.check(env, fake.kernel())
+    assert str(e.value) == (
+        "cannot limit disk I/O on this machine: the kernel's block I/O throttle is not "
+        f"available (the cgroup v2 hierarchy at {fake.cgroup} has no io controller (its "
+        "controllers: hugetlb); no cgroup v1 hierarchy with the blkio controller is mounted)"
+    )
+    assert fake.writes == []
+
+
+def test_not_root_is_refused(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    with pytest.raises(DiskLimitError, match=r"must run as root .* it runs as uid 1000"):
+        disk_throttle.apply(env, None, fake.kernel(euid=1000))
+    assert fake.writes == []
+
+
+def test_external_environments_are_refused(tmp_path: Path, pgrig_home: Path) -> None:
+    fake = FakeKernel(tmp_path)
+    ext = Environment(name="ext", kind="external", dsn="host=x", disk_limit={"wiops": 1})
+    with pytest.raises(DiskLimitError, match="is external: pgrig limits the disk of servers"):
+        disk_throttle.check(ext, fake.kernel())
+
+
+def test_in_force_says_what_is_not(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: [101], 101: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, None, kernel)  # limits written, server not moved in
+    doc = disk_throttle.in_force(env, 100, kernel)
+    assert doc["in_force"] is False
+    assert doc["server_in_cgroup"] is False
+    assert any("the postmaster (pid 100) is not in" in p for p in doc["problems"])
+    cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
+    fake.write(cg / "blkio.throttle.write_iops_device", "254:0 0")  # changed behind pgrig
+    doc = disk_throttle.in_force(env, None, kernel)
+    assert "254:0 (vda) holds {'rbps': 52428800}" in doc["problems"]
+    assert "the server is not running" in doc["problems"]
+
+
+def test_remove_moves_processes_out_first(tmp_path: Path, env: Environment) -> None:
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: [101], 101: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
+    fake.writes.clear()
+    assert disk_throttle.remove(env, kernel) is True
+    assert fake.writes == [("cgroup.procs", "100"), ("cgroup.procs", "101")]
+    assert (fake.cgroup / "cgroup.procs").read_text().split() == ["100", "101"]
+    assert not cg.exists() and not cg.parent.exists()
+    assert disk_throttle.remove(env, fake.kernel()) is False  # nothing left to remove
+
+
+def test_mount_points_are_unescaped(tmp_path: Path) -> None:
+    fake = FakeKernel(tmp_path)
+    (fake.proc / "self" / "mountinfo").write_text(
+        "38 31 0:35 / /sys/fs/cgroup/my\\040blkio rw - cgroup cgroup rw,blkio\n"
+    )
+    assert disk_throttle.mounts(fake.kernel())[0].point == Path("/sys/fs/cgroup/my blkio")
