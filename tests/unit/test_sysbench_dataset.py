@@ -132,3 +132,13 @@ def test_the_dataset_request_of_a_script() -> None:
     for message, flags in cases.items():
         with pytest.raises(PgrigError, match=message.replace("(", r"\(")):
             from_flags(DatasetRequest, **flags)
+
+
+def test_a_check_fails_on_an_error_or_a_line_saying_failed() -> None:
+    """sysbench-tpcc's check prints its verdicts ("Check 2, warehouse: 1 FAILED!!!") and
+    exits 0; the ledger example raises an error (sysbench exits 1)."""
+    assert sysbench_dataset.passed(0, ["Check 1, warehouse: 1 PASSED"])
+    assert not sysbench_dataset.passed(0, ["Check 1, warehouse: 1 PASSED",
+                                           "Check 2, warehouse: 1 FAILED!!!"])  # fmt: skip
+    assert not sysbench_dataset.passed(1, ["FATAL: set 1: accounts hold 7, expected 0"])
+    assert sysbench_dataset.passed(0, ["0 transfers failed to commit: none"])  # not a verdict
