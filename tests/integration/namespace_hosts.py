@@ -4,7 +4,7 @@ namespaces on a bridge, each with its own sshd and a private mount namespace).
 - `up(net, prefix, rig_dir, count)`: the rig up with hosts h1..hN for a module (skipping
   where no rig can be made), and always down after; a rig that cannot be put down fails.
 - `script_env(net, prefix, rig_dir)`: the process environment that aims test-hosts.sh, or the
-  README's commands, at that rig.
+  commands of docs/hosts.md, at that rig.
 - `home(prefix, pg_dir, **more)`: a scratch pgrig home whose commands reach the rig's hosts
   (the process environment to run `pgrig` with); every environment in it destroyed after.
 - `processes(netns)`: (pid, name) of the programs running in a host's network namespace.

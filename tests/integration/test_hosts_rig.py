@@ -2,11 +2,11 @@
 through the `pgrig` command as a user would.
 
 One rig per module (10.231.1.0/24, its own names and directory, apart from a user's rig and
-from the run-time tests' 10.232.x) and one pgrig home. The README's "Several hosts" commands
+from the run-time tests' 10.232.x) and one pgrig home. The commands of docs/hosts.md
 run first, as printed (test_readme_several_hosts_works_as_printed: the rig's address and
 directory put for the default ones); they provision db1 (h1) and c1 (h2), which the later tests
 use. Covers: host keys (unknown, changed, accepted on first use), not root and no sudo,
-unreachable, no python3, disk full (h4, h5: fault hosts the README never names), provisioning
+unreachable, no python3, disk full (h4, h5: fault hosts docs/hosts.md never names), provisioning
 (idempotent, --check), an environment on db1 used from here (show, set, psql, db generate, a
 connection over the network with the passfile, destroy), TPC-C generated on db1 and run from c1
 (the datasets recorded on the host), and the database host cut off mid-run (the run ends failed
@@ -28,7 +28,7 @@ from typing import Any
 import namespace_hosts
 import pytest
 
-# the README's commands provision two hosts in one fixture: minutes on a busy 2-core machine
+# docs/hosts.md's commands provision two hosts in one fixture: minutes on a busy 2-core machine
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ FAULTS_AND_TMPFS = {
     "PGRIG_RIG_TMPFS": "1",  # the hosts' files in memory: provisioned faster, gone at once
 }
 RIG_ENV = namespace_hosts.script_env(NET, PREFIX, RIG_DIR, FAULTS_AND_TMPFS)
-T1, T2, T4, T5 = (f"{NET}.{10 + i}" for i in (1, 2, 4, 5))  # db1 and c1 of the README: h1, h2
+T1, T2, T4, T5 = (f"{NET}.{10 + i}" for i in (1, 2, 4, 5))  # db1 and c1 of docs/hosts.md: h1, h2
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +80,16 @@ def _add(env: dict[str, str], name: str, target: str, *extra: str, ok: bool = Tr
     return pgrig(env, "host", "add", name, "--ssh", target, "--identity", key, *extra, ok=ok)
 
 
-README = ROOT / "README.md"
+HOSTS_PAGE = ROOT / "docs" / "hosts.md"  # the user's page of several hosts
 
 
 def readme_commands() -> list[list[str]]:
-    """The commands of the README's "Several hosts" block, as a shell reads them (continued
+    """The commands of docs/hosts.md's first block, as a shell reads them (continued
     lines joined, comments dropped), with the rig's address and directory put for the default
-    ones (the README's rig is the default one: 10.231.0, /var/lib/pgrig-rig)."""
+    ones (the page's rig is the default one: 10.231.0, /var/lib/pgrig-rig)."""
     import shlex
 
-    section = README.read_text().split("\n## Several hosts\n")[1].split("\n## ")[0]
+    section = HOSTS_PAGE.read_text().split("\n## ")[0]  # the page before its sub-sections
     block = section.split("```sh\n")[1].split("```")[0].replace("\\\n", " ")
     out = []
     for line in block.splitlines():
@@ -102,7 +102,7 @@ def readme_commands() -> list[list[str]]:
 
 @pytest.fixture(scope="module")
 def readme(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Every command of the README's block run in order (the last, `test-hosts.sh down`, is
+    """Every command of the page's block run in order (the last, `test-hosts.sh down`, is
     the rig's teardown): db1 and c1 provisioned, what each command printed."""
     from pgrig.provision.server import binaries
 
@@ -122,12 +122,12 @@ def readme(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dic
             run, env={**env, **RIG_ENV}, cwd=cwd, capture_output=True, text=True, timeout=600,
             input="",
         )  # fmt: skip
-        assert proc.returncode == 0, f"README: {shlex_join(argv)}: {proc.stderr}"
+        assert proc.returncode == 0, f"docs/hosts.md: {shlex_join(argv)}: {proc.stderr}"
         done.append((argv, proc, time.monotonic() - began))
         began = time.monotonic()
     # where the time goes (shown with -s): figures for the suite's budget, never asserted
     for argv, _proc, seconds in done:
-        print(f"README {seconds:6.1f} s  {shlex_join(argv)}")
+        print(f"hosts.md {seconds:6.1f} s  {shlex_join(argv)}")
     return {"env": env, "done": done, "cwd": cwd}
 
 
@@ -139,7 +139,7 @@ def shlex_join(argv: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def provisioned(readme: dict[str, Any]) -> dict[str, str]:
-    """db1 (h1) and c1 (h2) provisioned by the README's commands (PostgreSQL 18 from the
+    """db1 (h1) and c1 (h2) provisioned by docs/hosts.md's commands (PostgreSQL 18 from the
     cache)."""
     return dict(readme["env"])
 
@@ -212,7 +212,7 @@ def test_readme_several_hosts_works_as_printed(readme: dict[str, Any]) -> None:
     assert [s["host"] for s in tpcc["extra"]["load"]["split"]] == ["c1"]
     k8s = sorted(p.name for p in (readme["cwd"] / "k8s").iterdir())
     assert "cluster.yaml" in k8s and "pgbench-run.yaml" in k8s  # one load host: one Job
-    assert "lab" not in pgrig(e, "env", "list", "--json")  # the README destroyed it
+    assert "lab" not in pgrig(e, "env", "list", "--json")  # the page's commands destroyed it
 
 
 def test_provisioning_is_idempotent(provisioned: dict[str, str]) -> None:

@@ -96,7 +96,8 @@ def print_backup(rec: RunRecord) -> None:
             f"  restored {b.get('backup')} ({' + '.join(b.get('chain') or [])}) in "
             f"{b['restore_total_s']:.1f} s (files {b.get('restore_s')} s, start "
             f"{b.get('start_s')} s); verified: {'ok' if v.get('ok') else v.get('problem')}, "
-            f"pg_amcheck {v.get('amcheck', '-')}",
+            f"pg_amcheck {v.get('amcheck', '-')}"
+            + (f" ({v['counts_note']})" if v.get("counts_note") else ""),
             highlight=False,
         )
     d = rec.extra.get("during")

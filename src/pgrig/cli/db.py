@@ -73,7 +73,6 @@ def generate(
     options as --define NAME=VALUE: the script's own prepare)."""
     from pgrig.cli.run import parse_pairs
     from pgrig.provision import cluster
-    from pgrig.provision.state.environment import DEFAULT_DATABASE
     from pgrig.request import DatasetRequest, from_flags
 
     request = from_flags(
@@ -92,7 +91,6 @@ def generate(
         script=str(script) if script is not None else None,
         defines=parse_pairs(define, "--define"),
     )
-    dbname = request.database or DEFAULT_DATABASE
     from pgrig.cli import remote_env
 
     if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
@@ -111,6 +109,7 @@ def generate(
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
+        dbname = request.database or environment.default_database
         if environment.managed:
             cluster.ensure_running(environment)
         info = _generate(environment, request, env, dbname)
@@ -167,7 +166,6 @@ def check(
     """Check a dataset's consistency: TPC-C conditions 1-10 and 12 (11 before any delivery),
     or the `check` command of the sysbench script that prepared the data."""
     from pgrig.provision import cluster
-    from pgrig.provision.state.environment import DEFAULT_DATABASE
 
     if scenario not in (None, "tpcc", "sysbench"):
         raise PgrigError(f"no consistency check for scenario {scenario!r} (tpcc, sysbench)")
@@ -179,7 +177,7 @@ def check(
         remote_env.forward(remote, argv + (["--json"] if as_json else []))
     environment = common.recovered_env(env)
     environment.check_intact()
-    dbname = db or DEFAULT_DATABASE
+    dbname = db or environment.default_database
     from pgrig.workloads import datasets
 
     dataset = datasets.usable(environment, dbname)

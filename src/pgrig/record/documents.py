@@ -531,6 +531,7 @@ class VerifyDoc(TypedDict, total=False):
     ok: bool
     problem: str | None
     counts: dict[str, RowCount]  # "<database>.<table>" -> expected and found rows
+    counts_note: str  # why no row counts were checked (a backup that recorded no data)
     counts_s: float
     amcheck: str  # ok | failed | not available
     amcheck_s: float

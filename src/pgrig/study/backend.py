@@ -288,11 +288,10 @@ class ProvisionBackend:
 
     # --- data ----------------------------------------------------------------------------------
     def prepare_dataset(self, env: EnvSpec, dataset: DatasetSpec, force: bool) -> bool:
-        from pgrig.provision.state.environment import DEFAULT_DATABASE
         from pgrig.workloads import datasets
 
         e = _require(env.name)
-        db = dataset.database or DEFAULT_DATABASE
+        db = dataset.database or e.default_database
         if not force and datasets.matches(datasets.get(e, db), dataset):
             return False
         self.console.print(
@@ -306,11 +305,10 @@ class ProvisionBackend:
     def action(self, env: EnvSpec, action: str, database: str | None) -> None:
         from pgrig.provision import cluster
         from pgrig.provision.server import postmaster
-        from pgrig.provision.state.environment import DEFAULT_DATABASE
         from pgrig.workloads import database as dbmod
 
         e = _require(env.name)
-        db = database or DEFAULT_DATABASE
+        db = database or e.default_database
         self.console.print(f"  {action} ({env.name})", highlight=False, soft_wrap=True)
         if action == "restart":
             cluster.restart_environment(env.name)

@@ -48,7 +48,7 @@ def rows(rec: RunRecord) -> list[tuple[str, str]]:
             ("  files", f"{_num(b.get('restore_s'), 2, ' s')} ({b.get('restore_method', '-')})"),
             ("  start and recovery", _num(b.get("start_s"), 2, " s")),
             ("verified", verified),
-            ("row counts", counts or "-"),
+            ("row counts", counts or v.get("counts_note") or "-"),
             ("pg_amcheck", f"{v.get('amcheck', '-')} ({_num(v.get('amcheck_s'), 2, ' s')})"),
         ]
     out = [

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pgrig.errors import PgrigError
-from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
+from pgrig.provision.state.environment import Environment
 from pgrig.request import DatasetRequest
 
 Progress = Callable[[float, float, str], None]  # (done, total, phase)
@@ -33,7 +33,7 @@ def generate(
     database this call created is dropped again if the generation fails."""
     from pgrig.workloads import database
 
-    dbname = request.database or DEFAULT_DATABASE
+    dbname = request.database or env.default_database
     _check_room(env, request)
     if request.scenario == "sysbench" and request.script is not None:
         from pgrig.workloads import sysbench_dataset

@@ -28,7 +28,7 @@ from pgrig import __version__
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.load.core import guard, lifecycle
-from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
+from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import BackupDoc
 from pgrig.record.protocol import RunStore
 
@@ -146,11 +146,12 @@ class BackupRun:
 
     def __init__(self, req: BackupRequest, env: Environment, archive: RunStore, console: Console):
         self.req, self.env, self.archive, self.console = req, env, archive, console
-        self.dbname = req.database or DEFAULT_DATABASE
+        self.dbname = req.database or env.default_database
         self.figures: dict[str, Any] = {}
         self.t0 = self.t1 = 0.0
         self.rec: RunRecord | None = None
         self.interrupted = False
+        self.datasets: dict[str, dict[str, Any]] = {}  # the data when the backup began
 
     def begin(self) -> RunRecord:
         from pgrig.machine.facts import host_facts
@@ -161,7 +162,16 @@ class BackupRun:
         with database.connect(env, "postgres") as conn:
             full, major, _num = pg_snapshot.server_version(conn)
             settings = pg_snapshot.settings_snapshot(conn)
-        info = datasets.get(env, self.dbname) or {}
+        # the data a run is about: the data now for a backup (recorded with it), the restored
+        # backup's own for a restore (the environment's may have been regenerated since)
+        self.datasets = datasets.load_all(env)
+        held = self.datasets
+        if req.what == "restore":
+            from pgrig.provision.server import backups
+
+            last = backups.latest(env)
+            held = (last.datasets if last is not None else None) or {}
+        info = held.get(self.dbname) or {}
         rec = RunRecord(
             env_name=env.name,
             workload=req.workload,
@@ -202,7 +212,7 @@ class BackupRun:
         run_lease = lifecycle.RunLease(self.archive, rec, art_dir, lambda: _series(sampler, t0))
         run_lease.start()
         try:
-            self.figures = _do(self.req, self.env, self.dbname, self.console)
+            self.figures = _do(self.req, self.env, self.dbname, self.console, self.datasets)
             rec.status = "ok"
         except KeyboardInterrupt:
             rec.status, rec.error = "aborted", "interrupted (Ctrl-C)"
@@ -238,7 +248,13 @@ class BackupRun:
         return rec
 
 
-def _do(req: BackupRequest, env: Environment, dbname: str, console: Console) -> dict[str, Any]:
+def _do(
+    req: BackupRequest,
+    env: Environment,
+    dbname: str,
+    console: Console,
+    datasets: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
     from pgrig.provision.server import basebackup, pgbackrest
 
     def say(msg: str) -> None:
@@ -248,17 +264,17 @@ def _do(req: BackupRequest, env: Environment, dbname: str, console: Console) -> 
     if what.startswith("basebackup-"):
         kind = what.split("-", 1)[1]
         say(f"pg_basebackup ({kind}) of {env.name}")
-        return basebackup.take(env, kind, req.backup_dir)
+        return basebackup.take(env, kind, req.backup_dir, datasets)
     if what.startswith("pgbackrest-"):
         kind = what.split("-", 1)[1]
         say(f"pgBackRest {kind} backup of {env.name}")
-        return pgbackrest.take(env, kind, req.backup_dir, say)
+        return pgbackrest.take(env, kind, req.backup_dir, say, datasets)
     return _restore(env, dbname, say)
 
 
 def _restore(env: Environment, dbname: str, say: Any) -> dict[str, Any]:
     from pgrig.load.backup import backup_verify
-    from pgrig.provision.server import restore
+    from pgrig.provision.server import backups, restore
     from pgrig.provision.server.basebackup import BackupFailed
 
     figures: dict[str, Any] = {"tool": "restore", "type": "restore"}
@@ -268,7 +284,9 @@ def _restore(env: Environment, dbname: str, say: Any) -> dict[str, Any]:
                 f"restored {figures['backup']} ({figures['tool']}) in {figures['restore_s']:.1f} s"
                 f", started on port {scratch.port} in {figures['start_s']:.1f} s; verifying"
             )
-            figures["verify"] = backup_verify.verify(env, scratch)
+            restored = backups.named(env, figures["backup"])
+            held = restored.datasets if restored is not None else None
+            figures["verify"] = backup_verify.verify(held, scratch)
     except PgrigError as e:
         raise BackupFailed(str(e), figures) from None
     figures["tool"] = f"restore ({figures.get('tool')})" if "backup" in figures else "restore"

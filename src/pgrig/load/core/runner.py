@@ -77,6 +77,8 @@ def execute(
         multi_runner.check(spec)
     env = Environment.load(spec.env_name)
     env.check_intact()
+    if spec.database is None and env.default_database != DEFAULT_DATABASE:
+        spec = spec.model_copy(update={"database": env.default_database})  # the DSN's own
     with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
         return _execute(spec, env, lock, archive, console, live, stop_if)
 
@@ -96,7 +98,7 @@ def _execute(
     # The host checks' CPU steal and busy share are measured over the run's own preparation
     # (from here to the record), not over a 0.5 s pause on the critical path.
     mark = cpu_mark()
-    dbname = spec.database or DEFAULT_DATABASE
+    dbname = spec.database or env.default_database
     if env.managed:
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)

@@ -202,14 +202,14 @@ def emit(spec: RunRequest, out_dir: Path) -> list[Path]:
     import tempfile
 
     from pgrig.load.core import runner
-    from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment
+    from pgrig.provision.state.environment import Environment
     from pgrig.workloads import datasets
 
     spec = runner._with_scripts(spec)
     env = Environment.load(spec.env_name)
     if env.major is None:
         raise PgrigError(f"{env.name}: its PostgreSQL major is unknown (see `pgrig env show`)")
-    database = spec.database or DEFAULT_DATABASE
+    database = spec.database or env.default_database
     info = dict(datasets.get(env, database) or {})
     with tempfile.TemporaryDirectory(prefix="pgrig-emit-") as tmp:
         planned, _info = runner._resolve_scripts(spec, env, database, Path(tmp))

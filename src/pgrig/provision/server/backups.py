@@ -45,6 +45,10 @@ class Backup:
     start_lsn: str | None = None
     stop_lsn: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # the data the backup holds, per database (workloads/datasets.py's records, taken when
+    # the backup began): a restore verifies against these, not against what the environment
+    # holds now (regenerated since, or another scenario). None: an older catalogue entry.
+    datasets: dict[str, dict[str, Any]] | None = None
 
 
 def root(env: Environment, backup_dir: str | Path | None = None) -> Path:
@@ -77,6 +81,10 @@ def record(env: Environment, backup: Backup) -> None:
     tmp = env.dir / f".{CATALOG}.tmp"
     tmp.write_text(json.dumps(docs, indent=2))
     os.replace(tmp, env.dir / CATALOG)
+
+
+def named(env: Environment, name: str) -> Backup | None:
+    return next((b for b in catalog(env) if b.name == name), None)
 
 
 def latest(env: Environment, tool: str | None = None) -> Backup | None:

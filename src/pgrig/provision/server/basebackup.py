@@ -81,9 +81,15 @@ def check_incremental(env: Environment) -> backups.Backup:
     return parent
 
 
-def take(env: Environment, kind: str, backup_dir: str | None = None) -> dict[str, Any]:
-    """Take a `kind` ("full" or "incremental") backup; returns its figures (and catalogues it).
-    Raises BackupFailed (nothing catalogued, the partial backup removed) when the tool fails."""
+def take(
+    env: Environment,
+    kind: str,
+    backup_dir: str | None = None,
+    datasets: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Take a `kind` ("full" or "incremental") backup; returns its figures (and catalogues it,
+    with `datasets`: the data it holds). Raises BackupFailed (nothing catalogued, the partial
+    backup removed) when the tool fails."""
     parent = check_incremental(env) if kind == "incremental" else None
     root = backups.root(env, backup_dir)
     name = backups.next_name(env, "basebackup", kind)
@@ -109,7 +115,7 @@ def take(env: Environment, kind: str, backup_dir: str | None = None) -> dict[str
         "wal_lsn_before": before["wal_lsn"],
     }
     with backups.in_progress(env, dest, "pg_basebackup backup"):  # until catalogued
-        return _take(env, kind, argv, dest, root, parent, before, figures)
+        return _take(env, kind, argv, dest, root, parent, before, figures, datasets)
 
 
 def _take(
@@ -121,6 +127,7 @@ def _take(
     parent: backups.Backup | None,
     before: dict[str, Any],
     figures: dict[str, Any],
+    datasets: dict[str, dict[str, Any]] | None,
 ) -> dict[str, Any]:
     try:
         result = backups.run_tool(argv)
@@ -153,6 +160,7 @@ def _take(
             parent=parent.name if parent else None,
             start_lsn=figures.get("start_lsn"),
             stop_lsn=figures.get("stop_lsn"),
+            datasets=datasets,
         ),
     )
     return figures

@@ -143,8 +143,15 @@ def _set_archiving(env: Environment, archiving: dict[str, Any] | None, say: Any)
         postmaster.restart_or_reload(env, changed)
 
 
-def take(env: Environment, kind: str, backup_dir: str | None, say: Any) -> dict[str, Any]:
-    """A pgBackRest backup of `kind` (full, diff, incr); returns its figures (catalogued)."""
+def take(
+    env: Environment,
+    kind: str,
+    backup_dir: str | None,
+    say: Any,
+    datasets: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A pgBackRest backup of `kind` (full, diff, incr); returns its figures (catalogued, with
+    `datasets`: the data it holds)."""
     check(env, kind)
     repo = ensure_stanza(env, backup_dir, say)
     parent = backups.latest(env, "pgbackrest")
@@ -187,6 +194,7 @@ def take(env: Environment, kind: str, backup_dir: str | None, say: Any) -> dict[
             label=info.get("label"),
             start_lsn=info.get("start_lsn"),
             stop_lsn=info.get("stop_lsn"),
+            datasets=datasets,
         ),
     )
     figures["name"] = info.get("label")

@@ -98,6 +98,18 @@ class Environment:
     def managed(self) -> bool:
         return self.kind == "managed"
 
+    @property
+    def default_database(self) -> str:
+        """The database a command uses when none is given: the one an external environment's
+        DSN names (`env add NAME --dsn .../somedb`), else pgrig's own."""
+        if self.kind == "external" and self.dsn:
+            from psycopg.conninfo import conninfo_to_dict
+
+            named = conninfo_to_dict(self.dsn).get("dbname")
+            if named:
+                return str(named)
+        return DEFAULT_DATABASE
+
     def binary(self, name: str) -> str:
         """Path of a PostgreSQL program for this environment's version (pgbench, psql, ...)."""
         if self.bindir:
