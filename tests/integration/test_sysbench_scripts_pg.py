@@ -8,6 +8,7 @@ is archived (issue 30, class 6)."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,3 +127,28 @@ def test_a_script_without_check_says_so(lab: tuple[str, Path], tmp_path: Path) -
     assert "sysbench:reader.lua declares no check command (its commands: prepare, run)" in (
         bad.stderr
     )
+
+
+ROOT = EXAMPLE.parents[2]
+
+
+def documented_commands() -> list[list[str]]:
+    """The commands of docs/sysbench.md's block that uses examples/sysbench/ledger."""
+    page = (ROOT / "docs" / "sysbench.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in page.split("```sh\n")[1:]]
+    (block,) = [b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b]
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_the_documented_commands_run(lab: tuple[str, Path]) -> None:
+    env, _script = lab
+    commands = documented_commands()
+    assert [argv[:3] for argv in commands] == [
+        ["pgrig", "db", "generate"], ["pgrig", "run", "lab"], ["pgrig", "run", "lab"],
+        ["pgrig", "db", "check"],
+    ]  # fmt: skip
+    outputs = []
+    for argv in commands:
+        args = [env if a == "lab" else a for a in argv[1:]]
+        outputs.append(pgrig(*args, cwd=ROOT).stdout)
+    assert "sysbench:ledger.lua check passed on sbs/ledger" in outputs[-1]
