@@ -97,9 +97,14 @@ class Recovery:
                 f"{path} belongs to archive {owner_url}, not {self._db.url}: open that archive "
                 "(--archive or PGRIG_ARCHIVE) to import it"
             )
-        return self._import_record(rec, path)
+        return self._import_record(rec, path, given=True)
 
-    def _import_record(self, rec: RunRecord, path: Path, wait_s: float | None = None) -> int:
+    def _import_record(
+        self, rec: RunRecord, path: Path, wait_s: float | None = None, given: bool = False
+    ) -> int:
+        """`given`: a file the user named (`runs import PATH`): when the archive already holds
+        the run finished (imported before), the same record is written again and the file,
+        and the partial series beside it, are left as they are (they may be the user's copy)."""
         from pgrig.archive import spool
 
         assert rec.id is not None  # write_spool refuses records without one
@@ -113,6 +118,8 @@ class Recovery:
                 f"run {rec.id} in archive {self._db.url} is not the run spooled in {path}"
             )
         self._runs.finish_run(rec, wait_s=wait_s)
+        if given and here.status not in ("running", "lost"):
+            return rec.id  # imported before: the files given are not ours to remove
         path.unlink(missing_ok=True)  # the file imported (it may have been given by path)
         spool.forget(rec.id, archive=self._db.url)
         (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
@@ -129,6 +136,16 @@ class Recovery:
                 if owner_url != self._db.url:
                     continue  # another archive's: imported when that one is opened
                 run_id = self._import_record(rec, path, wait_s=1.0)
+            except spool.SpoolUnreadable as e:  # tried by every command: set aside once
+                try:
+                    aside = spool.quarantine(path)
+                except OSError as moved:
+                    self.recovered.append(f"{e}; it could not be set aside: {moved}")
+                    continue
+                self.recovered.append(
+                    f"warning: {e}: set aside as {aside} (nothing imported from it)"
+                )
+                continue
             except PgrigError as e:
                 self.recovered.append(f"spooled run not imported: {e}")
                 continue

@@ -36,8 +36,10 @@ __all__ = [
     "PARTIAL_SERIES",
     "RECORD_SPOOL",
     "PartialSeries",
+    "SpoolUnreadable",
     "forget",
     "pending_spools",
+    "quarantine",
     "read_partial_series",
     "read_spool",
     "write_spool",
@@ -156,11 +158,33 @@ def read_spool(path: Path) -> tuple[str, RunRecord]:
     """(the masked URL of its archive, the record) of a spool file."""
     try:
         doc = json.loads(path.read_text())
+        if not isinstance(doc, dict):
+            raise ValueError(f"a JSON {_json_kind(doc)}, not a spooled run (an object)")
         if doc.get("format") != _SPOOL_FORMAT:
             raise ValueError(f"unknown spool format {doc.get('format')!r}")
-        return str(doc["archive"]), _decode_record(doc["record"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise PgrigError(f"cannot read spooled run {path}: {e}") from e
+        if not isinstance(doc.get("record"), dict) or not isinstance(doc.get("archive"), str):
+            raise ValueError("no record and archive in it")
+        return doc["archive"], _decode_record(doc["record"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SpoolUnreadable(f"cannot read spooled run {path}: {e}") from e
+
+
+class SpoolUnreadable(PgrigError):
+    """A spool file that is no spooled run (damaged, or not one at all)."""
+
+
+def _json_kind(doc: Any) -> str:
+    if doc is None:
+        return "null"
+    return {list: "array", str: "string", bool: "boolean"}.get(type(doc), "number")
+
+
+def quarantine(path: Path) -> Path:
+    """Set a damaged spool file aside (renamed *.damaged): no command tries it again (its
+    marker, now stale, goes at the next `pending_spools`), and nothing of it is lost."""
+    aside = path.with_name(path.name + ".damaged")
+    os.replace(path, aside)
+    return aside
 
 
 def pending_spools(archive_url: str) -> list[Path]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, TextIO, cast
 
 import typer
 
@@ -156,6 +156,7 @@ def main() -> None:
     _register()
     _terminate_as_interrupt()
     _stacks_on_sigusr1()
+    sys.stdout = cast(TextIO, common.GuardedStdout(sys.stdout))  # a failed output says so
     json_errors = "--json" in sys.argv[1:]
     common.set_json_errors(json_errors)  # every error then also a JSON object on stdout
     try:

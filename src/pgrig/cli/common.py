@@ -137,13 +137,56 @@ def fail(message: str, code: int = 2, *, quiet: bool = False) -> NoReturn:
     """The end of a command that failed: one line on stderr (unless `quiet`: already shown)
     and, with --json, {"error": ..., "exit_code": ...} on stdout; exit `code`."""
     if _JSON_ERRORS[0]:
-        print_json({"error": message, "exit_code": code})
+        with contextlib.suppress(OutputError):  # the output itself failed: stderr says it
+            print_json({"error": message, "exit_code": code})
     if not quiet:
         # soft_wrap: an error stays one line even when stderr is not a terminal (80 columns).
         err_console().print(
             f"[bold red]error:[/bold red] {escape(message)}", highlight=False, soft_wrap=True
         )
     sys.exit(code)
+
+
+class OutputError(PgrigError):
+    """The standard output could not be written (a full disk, a closed pipe): the fault of
+    where the output goes, never of pgrig's home."""
+
+    exit_code = 1  # as every other input/output error
+
+
+class GuardedStdout:
+    """sys.stdout for the whole command (installed by the CLI's main): a write or flush that
+    fails raises OutputError naming the output, and the output is then silenced (fd 1 to
+    /dev/null) so that the interpreter's last flush does not fail again."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as e:
+            raise _output_error(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise _output_error(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _output_error(e: OSError) -> OutputError:
+    where = ""
+    with contextlib.suppress(OSError):
+        where = f" ({os.readlink('/proc/self/fd/1')})"
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    return OutputError(f"cannot write the output to standard output{where}: {e.strerror or e}")
 
 
 def os_error_message(e: OSError) -> str:
@@ -170,7 +213,8 @@ def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
 
     archive = Archive(url, upgrade=upgrade)
     for line in archive.recovered:
-        err_console().print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+        prefix = "" if line.startswith("warning:") else "note: "
+        err_console().print(f"{prefix}{line}", highlight=False, markup=False, soft_wrap=True)
     _undo_lost_runs(archive)
     return archive
 
