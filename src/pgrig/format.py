@@ -10,7 +10,9 @@
 - settings: memory settings in binary units ("128 MiB" when exact, else "5.9 GiB"), time
   settings as PostgreSQL's SHOW prints them ("5min", "200ms": units.py), others as they are;
 - durations: "45s", "2.5s", "1m 30s", "2h";
-- timestamps: UTC, always with the zone shown ("2026-11-25 18:24 UTC").
+- timestamps: UTC, always with the zone shown ("2026-11-25 18:24 UTC");
+- text from users and programs (notes, tags, labels, errors): control characters shown
+  escaped (`visible`), in the terminal and on pages alike.
 
 This is a shared module (below every package): it imports only units.py.
 """
@@ -30,6 +32,28 @@ MISSING = "-"
 _BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 _MEMORY_UNIT = re.compile(r"^(\d*)(B|kB|MB|GB|TB)$")
 _MEMORY_FACTOR = {"B": 1, "kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
+
+# C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
+# escape sequence must not drive the terminal (colours, titles, cursor moves, hyperlinks, the
+# bell); and the bidirectional controls (U+061C, U+200E/F, U+202A-202E, U+2066-2069), which
+# reorder what follows them on a terminal and in a browser ("Trojan source").
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown as \\xNN, bidi controls as \\uNNNN (idempotent)."""
+
+    def shown(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return CONTROLS.sub(shown, text)
+
+
+def page_text(value: Any) -> Any:
+    """A template's output (Jinja's `finalize`): plain text with its controls shown escaped;
+    markup the code built (markupsafe.Markup, a str subclass) and non-text as they are."""
+    return visible(value) if type(value) is str else value
 
 
 def is_missing(v: Any) -> bool:

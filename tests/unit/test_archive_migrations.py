@@ -59,7 +59,7 @@ def test_a_newer_schema_is_refused(url: str) -> None:
     with engine.begin() as conn:
         conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '9999_future'"))
     engine.dispose()
-    newer = r"revision '9999_future', newer than this pgrig knows \(up to '0004'\): this pgrig is"
+    newer = r"revision '9999_future', newer than this pgrig knows \(up to '0005'\): this pgrig is"
     with pytest.raises(PgrigError, match=newer):  # names both revisions
         Archive(url)
 
@@ -174,7 +174,7 @@ def test_revision_0003_retypes_tables_without_losing_their_children(url: str) ->
 
 def test_an_older_shared_schema_needs_an_explicit_upgrade(url: str) -> None:
     _archive_with_an_old_run(url, "0002")
-    message = r"schema revision '0002', older than this pgrig's '0004': run `pgrig archive upg"
+    message = r"schema revision '0002', older than this pgrig's '0005': run `pgrig archive upg"
     with pytest.raises(PgrigError, match=message):
         Archive(url, upgrade=False)  # what a PostgreSQL archive gets by default
     with Archive(url, upgrade=True) as a:

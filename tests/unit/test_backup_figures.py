@@ -65,3 +65,23 @@ def test_rows_and_summary_of_a_backup_run() -> None:
     rows = dict(backup_figures.rows(rec))
     assert rows["backup size"] == "3.0 MiB" and rows["start LSN"] == "0/3000028"
     assert backup_figures.summary(rec) == "full 3.0 MiB in 2.0 s"
+
+
+def test_wal_during_a_backup_is_the_records_written_not_the_switch_padding() -> None:
+    # an idle PG18: pg_stat_wal grew 326 B while the backup's segment switch moved the LSN
+    # 19.7 MiB (captured from `run solo -w backup:basebackup-full`)
+    before = {"wal_lsn": "0/3000028", "wal_bytes": 1000}
+    after = {"wal_lsn": "0/4400000", "wal_bytes": 1326}
+    wal = basebackup.wal_figures(before, after)
+    assert wal["wal_generated_bytes"] == 326
+    assert wal["wal_lsn_advance_bytes"] == 0x4400000 - 0x3000028
+    assert "no segment-switch padding" in wal["wal_generated_what"]
+    rec = RunRecord(env_name="lab", workload="backup:basebackup-full", clients=0, threads=0)
+    rec.extra["backup"] = {"tool": "pg_basebackup", "type": "full", **wal}
+    rows = dict(backup_figures.rows(rec))
+    assert rows["WAL generated"].startswith("326 B (records written, pg_stat_wal")
+    assert rows["LSN advance"].startswith("20.0 MiB (with the padding")
+    # a server without pg_stat_wal (13): the LSN advance, said to include the padding
+    old = basebackup.wal_figures({"wal_lsn": "0/3000028", "wal_bytes": None}, after)
+    assert old["wal_generated_bytes"] == old["wal_lsn_advance_bytes"]
+    assert "with segment-switch padding" in old["wal_generated_what"]

@@ -93,7 +93,8 @@ def _simulate(budget: sampling.PlanBudget, rate_per_s: float, duration: float) -
 
 
 def test_budget_spreads_plans_over_the_run() -> None:
-    budget = sampling.PlanBudget(budget=2400, rate=0.01)  # 40 plans/s: under the cap
+    # 40 plans/s: under the cap (set above it: this is the budget's spreading)
+    budget = sampling.PlanBudget(budget=2400, rate=0.01, max_per_s=50.0)
     spent = _simulate(budget, rate_per_s=12000.0, duration=60.0)
     assert 1900 < spent <= 2400 * 1.05
     assert budget.rate == 0.0  # the run's end: silent
@@ -103,11 +104,40 @@ def test_short_runs_log_at_most_max_per_s_plans() -> None:
     budget = sampling.PlanBudget(budget=5000, rate=0.01)
     spent = _simulate(budget, rate_per_s=12000.0, duration=20.0)
     first_second = 0.01 * 12000.0  # before the first measurement
-    assert 500 < spent <= first_second + sampling.MAX_PER_S * 19 * 1.05
+    assert sampling.MAX_PER_S * 19 * 0.5 < spent <= first_second + sampling.MAX_PER_S * 19 * 1.05
+
+
+def test_the_default_budget_is_silent_until_the_rate_is_measured() -> None:
+    budget = sampling.PlanBudget()  # as the collector makes it
+    assert (
+        budget.rate == 0.0
+        and sampling.runtime_settings(budget.rate)["auto_explain.log_min_duration"] == "-1"
+    )
+    first = budget.revise(calls=12000.0, seconds=1.0, remaining_s=19.0)
+    assert budget.spent == 0.0  # nothing logged in the first second (pgbench's lead-in)
+    assert first == pytest.approx(sampling.MAX_PER_S / 12000.0, rel=0.01)  # a few a second
+    spent = _simulate(sampling.PlanBudget(), rate_per_s=12000.0, duration=20.0)
+    assert sampling.MAX_PER_S * 19 * 0.5 < spent <= sampling.MAX_PER_S * 19 * 1.05
+
+
+def test_a_measurement_during_the_clients_ramp_never_floods_the_log() -> None:
+    budget = sampling.PlanBudget()
+    # 1 s in, two clients of eight connected: 30 statements; then 12,000 a second
+    first = budget.revise(calls=30.0, seconds=1.0, remaining_s=19.0)
+    assert first == pytest.approx(sampling.MAX_PER_S / sampling.FIRST_FLOOR_PER_S)
+    assert budget.revise(calls=12000.0, seconds=1.0, remaining_s=18.0) == pytest.approx(
+        sampling.MAX_PER_S / 12000.0, rel=0.01
+    )
+    assert budget.spent <= sampling.MAX_PER_S * 12  # not 12,000 plans in that second
+    # a pause (nothing ran) keeps the sampler ready, by MAX_RISE at most
+    rate = budget.rate
+    assert budget.revise(calls=0.0, seconds=1.0, remaining_s=17.0) == pytest.approx(
+        rate * sampling.MAX_RISE, rel=0.01
+    )
 
 
 def test_budget_changes_rate_only_by_2x_or_more() -> None:
-    budget = sampling.PlanBudget(budget=1000, rate=0.01)
+    budget = sampling.PlanBudget(budget=1000, rate=0.01, max_per_s=50.0)
     assert budget.revise(calls=1000, seconds=1, remaining_s=66) is None  # 990/66k: 0.015
     assert budget.revise(calls=1000, seconds=1, remaining_s=20) == pytest.approx(0.049)
     assert budget.spent == pytest.approx(20.0)

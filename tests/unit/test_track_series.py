@@ -333,3 +333,12 @@ def test_bisect_again_does_not_repeat_a_finished_bisection(tmp_path) -> None:
     flow._bisect_all(again, fake, store, 0.02, lambda _t: None)
     assert len(fake.calls) == calls
     assert len(runner.load_series(store, "s1").extra["bisections"]) == 1
+
+
+def test_an_unknown_builtin_is_refused_when_the_spec_is_made() -> None:
+    # before: accepted, and refused only after the environment and its data existed
+    with pytest.raises(PgrigError, match="--workload 'pgbench:nosuch': unknown pgbench builtin"):
+        flow.make_spec(
+            "s1", workload="pgbench:nosuch", clients=1, threads=1, duration=10, warmup=0,
+            protocol="simple", scale=1, repeat=1, profile="default", settings={},
+        )  # fmt: skip

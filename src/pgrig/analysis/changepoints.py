@@ -18,8 +18,12 @@ first candidate that is not significant ends it. Each part keeps at least `min_s
 
 The reported index is that of the first point of the new level (counted from 0), so
 labels[index] is the first version that shows the change. `ratio` is the mean of the new level
-over the mean of the level before (both between neighbouring change points): 0.95 is 5% lower.
-Whether lower is worse (a regression) depends on the metric; the caller knows.
+over the mean of the level before (both between neighbouring change points): 0.95 is 5% lower;
+None where the level before is not positive (a ratio of signed or zero levels means nothing).
+`change_pct` is the difference over the size of the level before (-10 to -20: -100%), None
+from a level of 0. The series is scaled by its largest magnitude first, so values near the
+float limits (1e308) neither overflow nor lose the change. Whether lower is worse (a
+regression) depends on the metric; the caller knows.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pgrig.errors import PgrigError
 
 MAX_P_VALUE = 0.01
 PERMUTATIONS = 499
+MAX_PERMUTATIONS = 9999  # p resolves to 0.0001; more costs minutes on long series, for nothing
 MIN_SIZE = 3
 CELLS = 100 * 30 * 30  # shuffles per batch x n^2: bounds the memory of one batch
 MAX_POINTS = 1000
@@ -48,20 +53,19 @@ class Change:
     label: str
     before: float  # mean of the level before (since the previous change)
     after: float  # mean of the new level (until the next change)
-    ratio: float  # after / before
-    change_pct: float  # (ratio - 1) * 100
+    ratio: float | None  # after / before (None: the level before is not positive)
+    change_pct: float | None  # (after - before) / |before| * 100 (None: before is 0)
     p_value: float  # permutation test
     confidence: float  # 1 - p_value
-    q: float  # the e-divisive divergence at this split
+    q: float | None  # the e-divisive divergence at this split (None: beyond a float's range)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def describe(self) -> str:
-        return (
-            f"at {self.label} (#{self.index}): {self.change_pct:+.1f}% "
-            f"(x{self.ratio:.3f}, p={self.p_value:.3f})"
-        )
+        pct = "from 0" if self.change_pct is None else f"{self.change_pct:+.1f}%"
+        ratio = "" if self.ratio is None else f"x{self.ratio:.3f}, "
+        return f"at {self.label} (#{self.index}): {pct} ({ratio}p={self.p_value:.3f})"
 
 
 @dataclass(frozen=True)
@@ -112,11 +116,17 @@ def detect(
         raise PgrigError(f"{len(labels)} labels for {len(x)} values")
     if not 0 < max_p_value < 1:
         raise PgrigError(f"max_p_value must be between 0 and 1, not {max_p_value}")
-    if permutations < 19:
-        raise PgrigError(f"at least 19 permutations are needed, not {permutations}")
+    if not 19 <= permutations <= MAX_PERMUTATIONS:
+        raise PgrigError(
+            f"permutations must be between 19 and {MAX_PERMUTATIONS} (p resolves to "
+            f"1/(permutations+1)), not {permutations}"
+        )
     if min_size < 2:
         raise PgrigError(f"min_size must be at least 2, not {min_size}")
     names = [str(s) for s in labels] if labels is not None else [str(i) for i in range(len(x))]
+    scale = float(np.max(np.abs(x))) if len(x) else 0.0
+    scale = scale if scale > 0 else 1.0
+    x = x / scale  # |x| <= 1: differences and sums of 1e308s stay finite; Q scales linearly
     allowed = _allowed_cuts(len(x), groups)
     rng = np.random.default_rng(seed)
     cuts: list[tuple[int, float, float]] = []  # (index, p, q)
@@ -132,32 +142,38 @@ def detect(
             break
         cuts.append((tau, p, q))
         bounds = sorted([*bounds, tau])
-    return Detection(_describe(x, names, sorted(cuts)), len(x), max_p_value, permutations, min_size)
+    changes = _describe(x, scale, names, sorted(cuts))
+    return Detection(changes, len(x), max_p_value, permutations, min_size)
 
 
 def _describe(
-    x: np.ndarray, names: list[str], cuts: list[tuple[int, float, float]]
+    x: np.ndarray, scale: float, names: list[str], cuts: list[tuple[int, float, float]]
 ) -> list[Change]:
+    """The changes in the series' own units (x is the series over `scale`)."""
     edges = [0] + [c[0] for c in cuts] + [len(x)]
     out = []
     for k, (tau, p, q) in enumerate(cuts):
         before = float(np.mean(x[edges[k] : tau]))
         after = float(np.mean(x[tau : edges[k + 2]]))
-        ratio = after / before if before != 0 else float("inf")
         out.append(
             Change(
                 index=tau,
                 label=names[tau],
-                before=before,
-                after=after,
-                ratio=ratio,
-                change_pct=(ratio - 1) * 100,
+                before=before * scale,
+                after=after * scale,
+                ratio=after / before if before > 0 else None,
+                change_pct=(after - before) / abs(before) * 100 if before != 0 else None,
                 p_value=p,
                 confidence=1 - p,
-                q=q,
+                q=_finite(q * scale),
             )
         )
     return out
+
+
+def _finite(v: float) -> float | None:
+    """A divergence of a series near the float limits can exceed them: not representable."""
+    return v if np.isfinite(v) else None
 
 
 def _allowed_cuts(n: int, groups: Sequence[object] | None) -> np.ndarray:
@@ -263,6 +279,13 @@ def _divergence(rows: np.ndarray, min_size: int) -> np.ndarray:
 # --- `label,value` text (a nightly job's CSV) --------------------------------------------------
 
 
+def _header_name(value: str) -> bool:
+    """Whether a first line's value column is a name ("tps", "TPS (mean)"), not a bad number
+    ("12.5x", "", "-", "1e"): only a name makes the line a header."""
+    text = value.strip().strip('"')
+    return bool(text) and text[0].isalpha()
+
+
 def parse_csv(text: str, source: str = "input") -> tuple[list[str], list[float]]:
     """`label,value` lines; blank lines and #-comments are skipped; a header line whose value
     is not a number is allowed as the first line only. Errors name the line."""
@@ -279,7 +302,7 @@ def parse_csv(text: str, source: str = "input") -> tuple[list[str], list[float]]
         try:
             v = float(value)
         except ValueError:
-            if first:
+            if first and _header_name(value):
                 first = False
                 continue  # a header such as "version,tps"
             raise PgrigError(f"{source}:{lineno}: {value.strip()[:40]!r} is not a number") from None

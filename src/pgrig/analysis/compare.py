@@ -385,13 +385,14 @@ _PLACE_SETTINGS = frozenset(
 
 
 def configured_settings(rec: RunRecord) -> dict[str, str]:
-    """The settings a run was configured with: its layers (profile < environment < run, with
-    the profile's and a per-run profile's names), or for a server pgrig does not manage the
-    non-default settings it reported."""
+    """The settings a run was configured with: its layers (topology < profile < environment
+    < run, with the profile's and a per-run profile's names: the topology's sync mode is a
+    configuration too), or for a server pgrig does not manage the non-default settings it
+    reported."""
     layers = rec.settings_layers or {}
     if any(layers.get(k) for k in ("profile", "environment", "run")):
         out: dict[str, str] = {}
-        for key in ("profile", "environment", "run"):
+        for key in ("topology", "profile", "environment", "run"):
             for name, value in (layers.get(key) or {}).items():
                 name = {"__name__": "profile", "__profile__": "per-run profile"}.get(name, name)
                 out[name] = str(value)

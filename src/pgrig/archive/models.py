@@ -199,6 +199,7 @@ runs = Table(
     _opt("host_cpus", Integer),
     _opt("host_name", Text),
     _opt("command", Text),
+    _opt("disk_limit", JSON),  # the server's disk limit in force (revision 0005)
     # the lease of a running run (archive/lease.py): who runs it and its last sign of life
     _opt("lease_host", Text),
     _opt("lease_pid", Integer),

@@ -248,6 +248,11 @@ class RunTable:
             )
         with self._db.write() as conn:
             row = live_runs.refuse_live(self._db, conn, run_id, "mark")
+            if status == "lost" and row["status"] in ("ok", "failed", "aborted"):
+                raise PgrigError(
+                    f'cannot mark run {run_id} lost: it finished ({row["status"]}); "lost" is '
+                    "for a run whose pgrig died before it ended"
+                )
             values: dict[str, Any] = {"status": status, "error": row["error"] or reason}
             if row["ended_at"] is None:
                 values["ended_at"] = row["heartbeat_at"] or row["started_at"]

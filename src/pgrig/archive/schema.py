@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 VERSION_TABLE = "pgrig_schema_version"
 # The newest revision in migrations/versions/ (a unit test keeps the two in step). Knowing it
 # without Alembic lets an up-to-date archive open with a single SELECT.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _PG_LOCK_KEY = 0x70677269  # "pgri": serialises concurrent schema upgrades on PostgreSQL
 

@@ -69,7 +69,9 @@ def _size(v: Any) -> str:
 def print_backup(rec: RunRecord) -> None:
     from rich.markup import escape
 
-    console = common.err_console()
+    from pgrig.views import backup_figures
+
+    console = common.out_console()  # the result is data: stdout, as a load run's summary
     colour = common.STATUS_STYLE.get(rec.status, "white")
     console.print(
         f"run [bold]{rec.id}[/bold] {escape(rec.workload)} [{colour}]{rec.status}[/{colour}]"
@@ -87,7 +89,7 @@ def print_backup(rec: RunRecord) -> None:
         )
         console.print(
             f"  LSN {b.get('start_lsn', '-')} .. {b.get('stop_lsn', '-')}  WAL during the backup "
-            f"{_size(b.get('wal_generated_bytes'))}",
+            f"{escape(backup_figures.wal_text(b))}",
             highlight=False,
         )
     if b.get("type") == "restore" and b.get("restore_total_s") is not None:

@@ -5,18 +5,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from rich import text as rich_text
 from rich.console import Console
 from rich.markup import escape
 from rich.segment import Segment
 
 from pgrig.errors import PgrigError
+from pgrig.format import CONTROLS, visible
 
 if TYPE_CHECKING:
     from pgrig.archive.store import Archive
@@ -63,14 +64,17 @@ ArchiveOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
-# C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
-# escape sequence must not drive the terminal (colours, titles, cursor moves, hyperlinks).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# control characters (format.CONTROLS: C0, C1, bidi) are shown escaped by every console
+_CONTROLS = CONTROLS
 
 
-def visible(text: str) -> str:
-    """`text` with control characters shown as \\xNN (idempotent)."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+# rich's Text drops BEL, BS, VT, FF and CR silently (rich.control.strip_control_codes): pgrig's
+# text is shown with them escaped instead, as every other control character
+def _shown_not_stripped(text: str, _table: Any = None) -> str:
+    return visible(text)
+
+
+setattr(rich_text, "strip_control_codes", _shown_not_stripped)  # noqa: B010 (rich's name)
 
 
 class SafeConsole(Console):

@@ -321,10 +321,11 @@ def repair(
     if env_dir.is_dir():
         env_lock.refuse_if_busy(env_dir, name, "env repair", force)
     done = repairing.repair(name, _say, source=source, password=password, reclone=reclone)
+    notes = repairing.stopped_notes(name)
     if as_json:
-        print_json({"name": name, "done": done})
+        print_json({"name": name, "done": done, "notes": notes})
         return
-    for line in done or ["nothing to repair"]:
+    for line in (done or ["nothing to repair"]) + notes:
         err_console().print(f"{name}: {line}", highlight=False, soft_wrap=True)
 
 
@@ -370,9 +371,13 @@ def start(name: str = typer.Argument(..., help="Environment name.")) -> None:
     argv = ["env", "start", name]
     _forward_if_remote(name, argv, replicas_too=_same_for(argv), pooler="start")
     recovered_env(name).check_intact()
-    env, started = cluster.start_environment(name)
+    env, started, started_replicas = cluster.start_environment(name)
     msg = "started" if started else "already running"
-    err_console().print(f"{name}: {msg} on port {env.port}", highlight=False)
+    msg += f" on port {env.port}"
+    if started_replicas:
+        msg += f"; replica{'s' if len(started_replicas) > 1 else ''} started: "
+        msg += ", ".join(n.rsplit("/", 1)[-1] for n in started_replicas)
+    err_console().print(f"{name}: {msg}", highlight=False)
 
 
 @app.command("stop")
@@ -753,6 +758,7 @@ def psql(
         from pgrig.cli import remote_env
 
         remote_env.psql(remote, dbname, list(ctx.args))
+    recovered_env(name)  # a killed run's settings and pinning undone first, never shown as its own
     env = cluster.get_environment(name)
     argv, environ = cluster.psql_invocation(env, dbname, list(ctx.args))
     sys.stdout.flush()

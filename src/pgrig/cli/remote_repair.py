@@ -124,7 +124,9 @@ def _plan_lines(env: Environment, plan: dict[str, Any]) -> list[str]:
             continue
         what = needs_text(state)
         if rebuilt and not state.get("needed"):
-            what = "cloned again from the re-created primary, with a new replication password"
+            what = (
+                "would clone it again from the re-created primary, with a new replication password"
+            )
         lines.append(f"replica {rep['name']} on host {rep['on']} ({rep['env']}): {what}")
     return lines
 
@@ -183,20 +185,34 @@ def _reclone(
         say(f"replica {name}: the record here could not follow host {on}: {e}")
     if reclone:
         return f"replica {name} on host {on}: cloned again from the primary"
-    return f"replica {name} on host {on}: repaired there ({needs_text(state)})"
+    return f"replica {name} on host {on}: repaired there ({needs_text(state, done=True)})"
 
 
-def needs_text(doc: dict[str, Any]) -> str:
-    """What `env repair --check --json` found, in words."""
+def needs_text(doc: dict[str, Any], *, done: bool = False) -> str:
+    """What `env repair --check --json` found, in words: what a repair would do (nothing is
+    done by --check), or with `done` what the repair did."""
+    if done:
+        rebuild, new, clone, again, removed = (
+            "env.json rebuilt", "a new, empty cluster made", "cloned again from its primary",
+            "replicas cloned again", "an interrupted repair's leftovers removed",
+        )  # fmt: skip
+    else:
+        rebuild, new, clone, again, removed = (
+            "would rebuild env.json", "would make a new, empty cluster",
+            "would clone it again from its primary", "would clone replicas again",
+            "would remove an interrupted repair's leftovers",
+        )  # fmt: skip
     parts = []
     if doc.get("env_json"):
-        parts.append(f"env.json rebuilt ({doc['env_json']})")
+        parts.append(f"{rebuild} ({doc['env_json']})")
     if doc.get("rebuild"):
-        parts.append("its data directory is gone: a new, empty cluster")
+        parts.append(f"its data directory is gone: {new}")
     if doc.get("reclone"):
-        parts.append("its data directory is gone: cloned again from its primary")
+        parts.append(f"its data directory is gone: {clone}")
     if doc.get("replicas"):
-        parts.append("replicas cloned again: " + ", ".join(doc["replicas"]))
+        parts.append(f"{again}: " + ", ".join(doc["replicas"]))
     if doc.get("leftovers"):
-        parts.append("an interrupted repair's leftovers removed: " + ", ".join(doc["leftovers"]))
+        parts.append(f"{removed}: " + ", ".join(doc["leftovers"]))
+    for extra in doc.get("notes") or []:  # what --check found that a repair leaves alone
+        parts.append(str(extra))
     return "; ".join(parts) or "nothing to repair"

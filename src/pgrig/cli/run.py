@@ -262,7 +262,9 @@ def _check_flags(
     from pgrig.load.backup import backup_run
     from pgrig.request.load import MAX_REPEATS
 
-    if not 1 <= repeat <= MAX_REPEATS:
+    if repeat < 1:
+        raise PgrigError(f"--repeat must be at least 1 (got {repeat}): how many runs to make")
+    if repeat > MAX_REPEATS:
         raise PgrigError(
             f"--repeat must be between 1 and {MAX_REPEATS} (got {repeat}): more repeats "
             "of one point resolve nothing more on one machine (see `pgrig runs compare`)"
@@ -368,6 +370,8 @@ def _emit(emit: tuple[str, str], request: object) -> None:
 def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
+    from pgrig.views import harness_cost
+
     console = common.out_console()  # the result is data: stdout (progress stays on stderr)
     colour = common.STATUS_STYLE.get(rec.status, "white")
     lat = rec.latency
@@ -393,6 +397,7 @@ def _print_human(rec: RunRecord) -> None:
             f"p99 {ms(lat.p99)}  max {ms(lat.max)}",
             highlight=False,
         )
+    console.print(f"  {escape(harness_cost.of(rec).line)}", highlight=False, soft_wrap=True)
     for w in rec.warnings():
         message = escape(str(w.get("message")))
         console.print(f"  [yellow]warning:[/yellow] {message}", highlight=False, soft_wrap=True)

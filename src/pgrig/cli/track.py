@@ -85,7 +85,8 @@ def detect(
         float, typer.Option("--max-p", help="Significance: a change needs p <= this.")
     ] = 0.01,
     permutations: Annotated[
-        int, typer.Option("--permutations", help="Shuffles of the permutation test.")
+        int,
+        typer.Option("--permutations", help="Shuffles of the permutation test (19 to 9999)."),
     ] = 499,
     min_size: Annotated[
         int, typer.Option("--min-size", help="Fewest points on each side of a change.")
@@ -140,7 +141,7 @@ def _print_changes(doc: dict[str, Any], points: int) -> None:
             c["label"],
             f"{c['before']:,.4g}",
             f"{c['after']:,.4g}",
-            f"{c['change_pct']:+.2f}%",
+            "from 0" if c["change_pct"] is None else f"{c['change_pct']:+.2f}%",
             f"{c['p_value']:.3f}",
             f"{c['confidence'] * 100:.1f}%",
         )

@@ -169,7 +169,10 @@ class Collection:
         self.budget = sampling.PlanBudget()
         self.last_calls = statements.total_calls(self.conn, self.ext)
         self.last_check = time.time()
-        self._apply_rate(self.budget.rate)
+        if self.budget.rate > 0:
+            self._apply_rate(self.budget.rate)
+        else:  # silent until the statement rate is measured: as the layer is, no reload
+            self.budget.history.append((round(time.time() - self.window_start(), 3), 0.0))
 
     def _not_loaded(self, lib: str) -> str:
         if not self.env.managed:

@@ -24,8 +24,24 @@ import math
 from dataclasses import dataclass, field
 
 BUDGET = 5000  # plans per run: about 2 kB each in the log (JSON with buffers)
-MAX_PER_S = 50.0  # plans a second at most, whatever is left of the budget
-FIRST_RATE = 0.01  # until the first measurement (1 s into the run)
+# Plans a second at most, whatever is left of the budget: a few, so a default run stays within
+# 3% of raw pgbench (bench/default_overhead.py). Each sampled statement runs instrumented and
+# writes ~2 kB of JSON from inside the benchmark's own backend; at 50 a second a 20 s
+# select-only run wrote ~1,000 plans (2 MiB) where 100 tell the same plans apart.
+MAX_PER_S = 5.0
+# Silent until the first measurement of the statement rate (1 s in, during pgbench's lead-in,
+# which is outside the measured window): a fixed first guess (0.01) meant 120-200 plans in
+# that second at select-only rates, before any was needed. The rate is then chosen from the
+# statements actually run (the revisions below), never written first and trimmed after.
+FIRST_RATE = 0.0
+# The statement rate a revision measures can be far below the run's while its clients still
+# connect (seconds on a busy host): a rate chosen from it logged every statement for a second
+# (5,000 plans, 4.8 MiB, in a 15 s select-only run). So the first rate assumes at least
+# FIRST_FLOOR_PER_S statements a second (pgbench's built-ins on one core do more; a slower
+# workload gets fewer plans until the next revision), and a rate rises at most MAX_RISE
+# times per revision: an underestimate costs a few plans, never a flood.
+FIRST_FLOOR_PER_S = 1000.0
+MAX_RISE = 5.0
 # When the rate is revised (s after the start): often while connections ramp up, then every
 # EVERY_S. Each revision corrects the previous one's estimate of the statement rate.
 CHECKS_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
@@ -40,6 +56,7 @@ MIN_PER_SCRIPT = 10
 class PlanBudget:
     budget: float = BUDGET
     rate: float = FIRST_RATE
+    max_per_s: float = MAX_PER_S
     spent: float = 0.0  # expected plans logged so far
     calls: float = 0.0  # statements run over the revisions so far
     history: list[tuple[float, float]] = field(default_factory=list)  # (t, rate) set
@@ -58,7 +75,11 @@ class PlanBudget:
             new = 1.0 if self.rate > 0 else self.rate  # nothing ran: stay ready
         else:
             per_s = calls / seconds
-            new = min(1.0, left / (per_s * remaining_s), MAX_PER_S / per_s)
+            if self.rate <= 0:  # the first rate: the clients may still be connecting
+                per_s = max(per_s, FIRST_FLOOR_PER_S)
+            new = min(1.0, left / (per_s * remaining_s), self.max_per_s / per_s)
+        if self.rate > 0 and new > 0:
+            new = min(new, self.rate * MAX_RISE)
         new = float(f"{new:.3g}")
         if new == self.rate:
             return None

@@ -30,6 +30,7 @@ from pgrig.errors import PgrigError, first_line
 from pgrig.metrics.pg_snapshot import (
     TABLE_COUNTERS_SQL,
     WAL_BYTES_SQL,
+    WORKLOAD_BACKENDS_SQL,
     checkpoint_sql,
     hit_ratio,
 )
@@ -84,8 +85,7 @@ def sample_query(server_version_num: int) -> str:
     return f"""
 WITH a AS (
   SELECT state, backend_type, wait_event_type, wait_event
-  FROM pg_stat_activity WHERE pid <> pg_backend_pid()
-    AND coalesce(application_name, '') NOT LIKE 'pgrig-%'
+  FROM pg_stat_activity WHERE {WORKLOAD_BACKENDS_SQL}
 )
 SELECT {db},
   c.checkpoints_timed::float8, c.checkpoints_req::float8, c.buffers_written::float8,

@@ -38,6 +38,15 @@ DB_COUNTERS = (
 SERVER_COUNTERS = ("checkpoints_timed", "checkpoints_req", "buffers_written", "wal_bytes")
 TABLE_COUNTERS = ("autovacuum_count", "autoanalyze_count")
 
+# The workload's backends in pg_stat_activity: clients and their parallel workers, never
+# walsenders (a sync replica's walsender is 'active' in WalSenderMain all run long), autovacuum
+# or other background processes, nor pgrig's own monitoring sessions (application_name
+# pgrig-*). Every activity and wait figure counts these and only these.
+WORKLOAD_BACKENDS_SQL = (
+    "backend_type IN ('client backend', 'parallel worker') AND pid <> pg_backend_pid()"
+    " AND coalesce(application_name, '') NOT LIKE 'pgrig-%'"
+)
+
 
 def checkpoint_sql(server_version_num: int) -> str:
     """A one-row subquery (checkpoints_timed, checkpoints_req, buffers_written).

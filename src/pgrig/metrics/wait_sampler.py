@@ -28,10 +28,10 @@ from typing import Any
 
 from pgrig.errors import first_line
 from pgrig.metrics.pg_metrics import WAIT_PREFIX
+from pgrig.metrics.pg_snapshot import WORKLOAD_BACKENDS_SQL
 from pgrig.record.documents import WaitSamplerStats, WaitSamplingFound
 
 APPLICATION_NAME = "pgrig-waits"
-OWN_SESSIONS = "pgrig-%"  # application_name of pgrig's samplers and insights collector
 MAX_HZ = 50
 DEFAULT_HZ = 10
 TARGET_SNAPSHOTS = 600  # what the default rate aims at over the measured window
@@ -40,16 +40,14 @@ STATEMENT_TIMEOUT_MS = 1000
 ACTIVITY_SQL = f"""
 SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)::int4
 FROM pg_stat_activity
-WHERE state = 'active' AND pid <> pg_backend_pid()
-  AND coalesce(application_name, '') NOT LIKE '{OWN_SESSIONS}'
+WHERE state = 'active' AND {WORKLOAD_BACKENDS_SQL}
 GROUP BY 1
 """
 
 PROFILE_SQL = f"""
 SELECT p.pid, coalesce(p.event_type || ':' || p.event, 'CPU'), sum(p.count)::int8
-FROM pg_wait_sampling_profile p JOIN pg_stat_activity a ON a.pid = p.pid
-WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
-  AND coalesce(a.application_name, '') NOT LIKE '{OWN_SESSIONS}'
+FROM pg_wait_sampling_profile p JOIN pg_stat_activity a USING (pid)
+WHERE {WORKLOAD_BACKENDS_SQL}
 GROUP BY 1, 2
 """
 IDLE_EVENT = "Client:ClientRead"
@@ -63,7 +61,8 @@ def choose_hz(window_s: float | None, requested: float | None = None) -> tuple[f
     if window_s is None:
         return float(DEFAULT_HZ), "run bounded by transactions: 10 Hz"
     hz = min(DEFAULT_HZ, max(1, math.ceil(TARGET_SNAPSHOTS / max(window_s, 1.0))))
-    return float(hz), f"{hz} Hz for a {window_s:g} s window (about {TARGET_SNAPSHOTS} snapshots)"
+    snapshots = round(hz * window_s)  # what this rate takes over this window, not the aim
+    return float(hz), f"{hz} Hz for a {window_s:g} s window ({snapshots} snapshots)"
 
 
 def _connect(conninfo: str, dbname: str) -> Any:

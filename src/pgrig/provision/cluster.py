@@ -116,6 +116,40 @@ def _traversable(path: Path) -> None:
             pass
 
 
+def check_settings(
+    pg: str | int,
+    *,
+    profile: str = "default",
+    settings: dict[str, str] | None = None,
+    insights: bool = True,
+) -> str:
+    """What create_environment checks of an environment's settings (the profile resolved,
+    every layer's names and the server parser's verdict on the values) without making
+    anything: for a caller that must refuse before it makes a series or a run. Returns the
+    exact version checked."""
+    bindir, version = binaries.find_bindir(pg)
+    major = binaries.major_of(version)
+    env_settings = validator.normalize(settings or {})
+    validator.check_reserved(env_settings)
+    prof_settings, _notes = resolve_profile(profile, major, bindir)
+    env = Environment(
+        name="settings-check", kind="managed", major=major, version=version, bindir=str(bindir),
+        port=5432, os_user=osuser.server_user().name, profile=profile,
+        profile_settings=validator.normalize(prof_settings), settings=env_settings,
+        insights=insights,
+    )  # fmt: skip
+    _validate_layers(env, bindir, major, catalog.load_catalog(bindir, version))
+    return version
+
+
+def _validate_layers(env: Environment, bindir: Path, major: int, cat: catalog.Catalog) -> None:
+    """The user's layers' names, then the effective settings of every layer by the real
+    parser of the environment's server (an error names the layer that set the value)."""
+    ls = config.layers(env, run={})
+    validator.check_names({**env.profile_settings, **env.settings}, major, cat)
+    validator.validate(bindir, major, cat, ls.effective(), ls.origins())
+
+
 def create_environment(
     name: str,
     pg: str | int,
@@ -193,10 +227,7 @@ def create_environment(
             f"socket path {env.socket_dir} is too long for a Unix socket: use a shorter "
             "environment name or PGRIG_HOME"
         )
-    ls = config.layers(env, run={})
-    user_layers = {**prof_settings, **env_settings}
-    validator.check_names(user_layers, major, cat)
-    validator.validate(bindir, major, cat, ls.effective(), ls.origins())
+    _validate_layers(env, bindir, major, cat)
     for note in notes:
         say(f"profile {profile}: {note}")
     say(f"settings valid for PostgreSQL {version}")
@@ -385,18 +416,21 @@ def remove_abandoned_creates(say: Progress | None = None) -> list[str]:
 # --- start / stop ------------------------------------------------------------------------------
 
 
-def start_environment(name: str) -> tuple[Environment, bool]:
+def start_environment(name: str) -> tuple[Environment, bool, list[str]]:
+    """Start what of `name` is down: (env, whether the primary was started, the replicas
+    started), so the caller says what it started, not "already running" over started
+    replicas."""
     env = _managed(name, "start")
     if postmaster.is_running(env):
-        replicas.start_all(env)
+        started_replicas = replicas.start_all(env)
         _start_pooler(env)
-        return env, False
+        return env, False, started_replicas
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
     config.write_conf(env, run={})
     started = postmaster.start(env)
-    replicas.start_all(env)
+    started_replicas = replicas.start_all(env)
     _start_pooler(env)
-    return env, started
+    return env, started, started_replicas
 
 
 def _start_pooler(env: Environment) -> None:

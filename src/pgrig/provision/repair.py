@@ -34,7 +34,7 @@ import psutil
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
-from pgrig.provision import cluster
+from pgrig.provision import cluster, run_journal
 from pgrig.provision.server import binaries, daemon
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
@@ -56,17 +56,24 @@ class Diagnosis:
     reclone: bool = False  # a replica of another host's primary lost its data: cloned again
     replicas: tuple[str, ...] = ()  # this host's replicas of it that would be cloned again
     leftovers: tuple[str, ...] = ()  # what an interrupted repair left (removed)
+    dead_run: tuple[str, ...] = ()  # what a killed run left in force (undone: run_journal)
+    stopped: tuple[str, ...] = ()  # replicas that are not running (`env start` starts them)
 
     @property
     def needed(self) -> bool:
         return bool(
             self.env_json or self.rebuild or self.reclone or self.replicas or self.leftovers
-        )
+            or self.dead_run
+        )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
+        notes = [f"replica {n} is stopped: `pgrig env start {self.name}` starts it"
+                 for n in self.stopped]  # fmt: skip
         return {"name": self.name, "needed": self.needed, "env_json": self.env_json,
                 "rebuild": self.rebuild, "reclone": self.reclone,
-                "replicas": list(self.replicas), "leftovers": list(self.leftovers)}  # fmt: skip
+                "replicas": list(self.replicas), "leftovers": list(self.leftovers),
+                "dead_run": list(self.dead_run), "stopped": list(self.stopped),
+                "notes": [*self.dead_run, *notes]}  # fmt: skip
 
 
 def diagnose(name: str) -> Diagnosis:
@@ -91,8 +98,23 @@ def diagnose(name: str) -> Diagnosis:
     ]
     return Diagnosis(
         name, env_json, rebuild, bool(gone and env.standby_of), tuple(again),
-        tuple(p.name for p in _leftovers(env)),
+        tuple(p.name for p in _leftovers(env)), tuple(run_journal.pending(env)),
+        tuple(_stopped_replicas(env, again)),
     )  # fmt: skip
+
+
+def _stopped_replicas(env: Environment, recloned: list[str]) -> list[str]:
+    """This host's replicas whose data is there but whose server is not running (a repair
+    leaves them so and says it; `env start` starts them)."""
+    from pgrig.provision.server import postmaster, replicas
+
+    if not env.managed:
+        return []
+    return [
+        str(rep["name"])
+        for rep in env.replicas
+        if str(rep["name"]) not in recloned and not postmaster.is_running(replicas.member(env, rep))
+    ]
 
 
 def repair(
@@ -146,7 +168,21 @@ def repair(
             + f"data directory re-created empty: `pgrig db generate {name} ...` to load data"
         )
     done += _repair_replicas(env, say, rebuilt)
+    if not rebuilt:  # a killed run's settings and CPU pinning (a rebuilt cluster has neither)
+        done += run_journal.recover(env)
     return done
+
+
+def stopped_notes(name: str) -> list[str]:
+    """What a repair leaves as it is and says: replicas that are stopped."""
+    try:
+        env = Environment.load(name)
+    except PgrigError:
+        return []
+    return [
+        f"replica {n} is stopped (not repaired: `pgrig env start {name}` starts it)"
+        for n in _stopped_replicas(env, [])
+    ]
 
 
 def _repair_replicas(env: Environment, say: Callable[[str], None], rebuilt: bool) -> list[str]:

@@ -76,6 +76,42 @@ def done(env: Environment, key: str) -> None:
         _write(env, doc)
 
 
+def pending(env: Environment) -> list[str]:
+    """What recover() would undo now, in words ("would ..."), changing nothing: empty while a
+    live run holds the environment (its changes are its own) or when no run left anything."""
+    if not env.managed or not env.dir.is_dir():
+        return []
+    stale_layer = (env.dir / config.RUN_LAYER_FILE).exists()
+    doc = read(env)
+    if (not doc and not stale_layer) or env_lock.holder(env.dir) is not None:
+        return []
+    out = []
+    if CONF in doc or INSIGHTS in doc or stale_layer:
+        names = set(config.run_layer(env))
+        for key in (CONF, INSIGHTS):
+            names |= set(doc.get(key, {}).get("names", []))
+        shown = ", ".join(sorted(names)) or "pgrig.conf"
+        out.append(f"would undo the settings of an interrupted run ({shown})")
+    pids = [p for p in (_alive(root) for root in doc.get(PINNING, {}).get("roots", [])) if p]
+    if pids:
+        out.append(
+            "would put back the CPU affinity an interrupted run set on pid "
+            + ", ".join(str(p) for p in pids)
+            + " and its children"
+        )
+    return out
+
+
+def _alive(root: dict[str, Any]) -> int | None:
+    """The pid of a journaled root when it is still the process that was pinned."""
+    try:
+        proc = psutil.Process(int(root["pid"]))
+        same = abs(proc.create_time() - float(root["create_time"])) < 0.01
+    except (psutil.Error, KeyError, TypeError, ValueError):
+        return None
+    return proc.pid if same and root.get("mask") else None
+
+
 def recover(env: Environment, *, holding_lock: bool = False) -> list[str]:
     """Undo what a dead run left on `env`; returns what was undone (one line each).
 
@@ -107,16 +143,10 @@ def recover(env: Environment, *, holding_lock: bool = False) -> list[str]:
 def _unpin(entry: dict[str, Any]) -> list[str]:
     out = []
     for root in entry.get("roots", []):
-        try:
-            proc = psutil.Process(int(root["pid"]))
-            same = abs(proc.create_time() - float(root["create_time"])) < 0.01
-        except (psutil.Error, KeyError, TypeError, ValueError):
-            continue  # gone (restarted since): a new process was never pinned
-        if same:
-            mask = {int(c) for c in root.get("mask", [])}
-            if mask:
-                affinity.set_tree(proc.pid, mask)
-                out.append(f"CPU affinity of pid {proc.pid} and its children put back")
+        pid = _alive(root)  # None: gone (restarted since): a new process was never pinned
+        if pid is not None:
+            affinity.set_tree(pid, {int(c) for c in root["mask"]})
+            out.append(f"CPU affinity of pid {pid} and its children put back")
     return out
 
 

@@ -21,10 +21,14 @@ __all__ = [
     "ConnectionDoc",
     "CrosscheckDoc",
     "DataMount",
+    "DiskDeviceDoc",
+    "DiskLimitDoc",
     "DuringDoc",
     "DuringLoad",
     "FiguresFromDoc",
     "GeneratorDoc",
+    "HarnessCostDoc",
+    "HarnessLoadHost",
     "HostCheck",
     "HostDoc",
     "InsightPart",
@@ -91,6 +95,33 @@ class DataMount(TypedDict, total=False):
     mount_options: str | None
     disk_total_bytes: int | None
     disk_free_bytes: int | None
+
+
+class DiskDeviceDoc(TypedDict, total=False):
+    """One disk under a disk limit: what it holds and what its throttle files held."""
+
+    device: str  # "254:0"
+    name: str  # "vda"
+    holds: list[str]  # "data directory", "WAL"
+    in_force: dict[str, int]  # the limits read back (keys as in `limit`)
+
+
+class DiskLimitDoc(TypedDict, total=False):
+    """RunRecord.disk_limit: the environment's disk limit at the start of the run and what
+    the kernel held of it (provision/server/disk_throttle.in_force). None on the record: not
+    recorded (runs before schema revision 0005, or servers pgrig does not run here)."""
+
+    limit: dict[str, int]  # riops, wiops, rbps, wbps; {}: no limit
+    text: str  # "wiops=300,wbps=50MB" or "none"
+    in_force: bool | None  # all of it held by the kernel (None: no limit)
+    mechanism: str  # "cgroup v1 blkio throttle" | "cgroup v2 io.max"
+    cgroup: str
+    devices: list[DiskDeviceDoc]
+    server_in_cgroup: bool
+    processes_outside: int
+    problems: list[str]  # why it is not in force
+    reapplied_because: list[str]  # found not in force at the run's start, so put back first
+    not_throttled: str  # what this mechanism does not limit
 
 
 class HostDoc(TypedDict, total=False):
@@ -551,7 +582,9 @@ class BackupDoc(TypedDict, total=False):
     source_bytes: int  # the databases' size when the backup started
     wal_lsn_before: str
     wal_lsn_after: str
-    wal_generated_bytes: int
+    wal_generated_bytes: int  # pg_stat_wal's wal_bytes grown (14+), else the LSN advance
+    wal_generated_what: str  # which of the two, in words
+    wal_lsn_advance_bytes: int  # with the padding of the segment switch the backup forces
     duration_s: float | None
     bytes_written_before_failure: int
     start_lsn: str | None  # the backup's WAL range (backup_manifest, pgbackrest info)
@@ -586,6 +619,33 @@ class BackupDoc(TypedDict, total=False):
     # load/backup/backup_run.py: the wall clock (ISO 8601, UTC)
     started_at: str
     ended_at: str
+
+
+# --- what the harness itself cost (load/core/harness_meter.py, metrics/harness_cost.py) ----
+
+
+class HarnessLoadHost(TypedDict, total=False):
+    """A load host's agent over the load (load/remote/remote_agent.py)."""
+
+    cpu_s: float | None  # the agent's own process, pgbench not included
+    cpus: int | None
+
+
+class HarnessCostDoc(TypedDict, total=False):
+    """extra["harness_cost"]: what pgrig took from the run over its load's span (from just
+    before the load generator started to its end). CPU in seconds (/proc utime + stime)."""
+
+    span_s: float
+    cpus: int | None  # this machine's logical CPUs
+    pgrig_cpu_s: float | None  # pgrig's own processes here, without the load generator
+    pgrig_processes: int
+    backends_cpu_s: float | None  # the server backends of pgrig's sessions, by pid
+    backends: int
+    backends_reason: str | None  # why they were not measured (server on another host...)
+    load_hosts: dict[str, HarnessLoadHost]  # host -> its agent's CPU
+    plans: int | None  # plans auto_explain wrote to the server log during the run
+    log_bytes: int | None  # what the server wrote to its log during the run
+    log_reason: str | None  # why plans and log bytes are unknown
 
 
 class RunExtra(TypedDict, total=False):
@@ -632,6 +692,8 @@ class RunExtra(TypedDict, total=False):
     plan_top_up: PlanTopUpDoc
     # the server log during the run: written, kept, left out (load/core/server_log_follow.py)
     server_log: dict[str, Any]
+    # what pgrig itself took from the run (load/core/harness_meter.py)
+    harness_cost: HarnessCostDoc
     # several hosts (load/core/multi_runner.py, load/remote/host_samplers.py)
     load: LoadDoc
     load_error: str

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra, RunWarning
+from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra, RunWarning
 
 RunStatus = Literal["running", "ok", "failed", "aborted", "lost"]
 LATENCY_FIELDS = ("avg", "stddev", "p50", "p90", "p95", "p99", "p999", "max")
@@ -137,6 +137,8 @@ class RunRecord:
     # context
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # full pg_settings snapshot
     settings_layers: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the server's disk limit and what the kernel held of it (None: not recorded)
+    disk_limit: DiskLimitDoc | None = None
     host: HostDoc = field(default_factory=lambda: HostDoc())
     series: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> path

@@ -13,6 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from pgrig.format import page_text
 from pgrig.reports import svg
 from pgrig.reports.document import Document, Figure, KeyValues, Paragraph, Table
 
@@ -24,6 +25,7 @@ def _jinja() -> Environment:
     return Environment(
         loader=FileSystemLoader(str(_TEMPLATES)),
         autoescape=select_autoescape(["html"], default=True),
+        finalize=page_text,  # control and bidi characters shown escaped, as in the CLI
         trim_blocks=True,
         lstrip_blocks=True,
     )

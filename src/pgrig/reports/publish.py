@@ -131,6 +131,9 @@ def compare_report(
     return write(compare_document(recs, threshold, misrate), stem[:120], formats, out_dir)
 
 
+MAX_RANGE = 1001  # run ids in one "a-b" range
+
+
 def parse_group(text: str) -> list[int]:
     """'7' -> [7]; '1,2,3' -> [1, 2, 3]; '4-6' -> [4, 5, 6]; mixed '1,4-6'."""
     ids: list[int] = []
@@ -139,8 +142,15 @@ def parse_group(text: str) -> list[int]:
         try:
             if "-" in part:
                 a, b = (int(x) for x in part.split("-", 1))
-                if b < a or b - a > 1000:
-                    raise ValueError
+                if b < a:
+                    raise PgrigError(
+                        f"bad run list {text!r}: the range {part!r} runs backwards: write {b}-{a}"
+                    )
+                if b - a >= MAX_RANGE:
+                    raise PgrigError(
+                        f"bad run list {text!r}: the range {part!r} spans {b - a + 1:,} runs, "
+                        f"at most {MAX_RANGE:,} in one range"
+                    )
                 ids.extend(range(a, b + 1))
             else:
                 ids.append(int(part))

@@ -176,7 +176,10 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
             if s is not None and s.drift:
                 drift.append(f"run {r.id} ({ps.point.label}): {s.describe()}")
             if busy_host_runs([r]):
-                busy.append(f"run {r.id} ({ps.point.label})")
+                share = r.extra.get("cpu_share") or {}
+                other = share.get("other_cpu_pct_core")  # this run's own figure
+                figure = f": {other:.0f}% of one core" if isinstance(other, int | float) else ""
+                busy.append(f"run {r.id} ({ps.point.label}){figure}")
             rows.append(
                 [
                     str(r.id),

@@ -40,7 +40,9 @@ GRID, BORDER, SHADE = "#edf0f4", "#c9d0da", "#e9ecf1"
 DASHES = {"solid": "", "dashed": "6 3", "dotted": "1.5 2.5"}
 MAX_MARKERS = 400  # a dot per point only for short series; long ones are lines
 _CHAR_W = 6.3  # rough width of one 11px sans-serif character, for layout
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 Dash = Literal["solid", "dashed", "dotted"]
 

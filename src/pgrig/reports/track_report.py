@@ -99,8 +99,9 @@ def series_chart(v: SeriesView) -> Chart | None:
             )
         )
     notes = [
-        f"change at {c['version']}: {c['change_pct']:+.1f}% "
-        f"(confidence {c['confidence'] * 100:.1f}%)"
+        f"change at {c['version']}: "
+        + ("from 0 " if c["change_pct"] is None else f"{c['change_pct']:+.1f}% ")
+        + f"(confidence {c['confidence'] * 100:.1f}%)"
         for c in v.changes
     ]
     return Chart(

@@ -178,39 +178,64 @@ def _point(
         out.centre = stats.center(vals)
         b = stats.center_bounds(vals)
         out.lower, out.upper, out.confidence = b.lower, b.upper, b.confidence
-        last = runs[-1]
-        if archive is not None and last.id is not None:
-            last = archive.get_run(last.id)
+        full = [  # the records whole (settings, host): the series holds light ones
+            (archive.get_run(r.id) or r) if archive is not None and r.id is not None else r
+            for r in runs
+        ]
+        last = full[-1]
         out.server_version = last.server_version
         out.pgbench_version = last.pgbench_version
         host: Mapping[str, Any] = last.host or {}  # older records named it differently
         out.host = next(
             (str(host[k]) for k in ("hostname", "host_name", "name") if host.get(k)), None
         )
-        out.settings = {
-            k: str(v.get("setting"))
-            for k, v in last.non_default_settings().items()
-            if k not in PER_ENVIRONMENT
-        }
+        out.settings = settings_of(full)
         out.warnings = _warnings(runs)
         out.evidence = evidence(runs)
     return out
 
 
+def settings_of(runs: list[RunRecord]) -> dict[str, str]:
+    """The non-default settings the runs of one version ran with: a value every run had, or
+    where they differ (an `env set` between runs) each value with its runs, "off (run 7) / on
+    (runs 3, 5)", never the last run's value for all."""
+    per_run = [
+        {k: str(v.get("setting")) for k, v in r.non_default_settings().items()
+         if k not in PER_ENVIRONMENT}
+        for r in runs
+    ]  # fmt: skip
+    out: dict[str, str] = {}
+    for name in sorted(set().union(*per_run)) if per_run else []:
+        by_value: dict[str, list[str]] = {}
+        for r, settings in zip(runs, per_run, strict=True):
+            value = settings.get(name, "(default)")
+            by_value.setdefault(value, []).append(str(r.id))
+        if len(by_value) == 1:
+            out[name] = next(iter(by_value))
+        else:
+            out[name] = " / ".join(
+                f"{v} ({'run' if len(ids) == 1 else 'runs'} {', '.join(ids)})"
+                for v, ids in by_value.items()
+            )
+    return out
+
+
 def _warnings(runs: list[RunRecord]) -> list[str]:
-    """One line per kind of warning: which runs, and the first run's message."""
-    seen: dict[str, tuple[list[int], str]] = {}
+    """One line per warning text: which runs said it. Runs that said the same kind of warning
+    with their own figures (a busy host at 86%, 71%, 102%) each keep their own line: a group
+    never shows one run's figure for another."""
+    seen: dict[str, list[int | None]] = {}
     for r in runs:
         for w in r.warnings():
-            ids, _first = seen.setdefault(str(w.get("code")), ([], str(w.get("message"))))
-            if r.id is not None:
-                ids.append(r.id)
-    return [
-        f"runs {', '.join(map(str, ids))}: {message}"
-        if len(ids) > 1
-        else f"run {ids[0] if ids else '?'}: {message}"
-        for ids, message in seen.values()
-    ]
+            seen.setdefault(str(w.get("message")), []).append(r.id)
+    out = []
+    for message, ids in seen.items():
+        known = [str(i) for i in ids if i is not None]
+        if len(known) > 1:
+            out.append(f"runs {', '.join(known)}: {message}")
+        else:
+            out.append(f"run {known[0] if known else '?'}: {message}")
+    return out
 
 
 def _comparison(cmp: Comparison) -> dict[str, Any]:

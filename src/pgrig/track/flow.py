@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from pgrig.analysis import stats
 from pgrig.analysis.compare import DEFAULT_MISRATE, compare_runs, min_repeats
-from pgrig.errors import Interrupted, PgrigError, is_interruption
+from pgrig.errors import Interrupted, PgrigError, first_line, is_interruption
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, from_flags
 from pgrig.track import bisect as bisecting
@@ -53,6 +53,12 @@ def make_spec(
             f"--workload {workload!r}: a series runs pgbench's built-in scripts "
             "(pgbench:tpcb, pgbench:simple-update, pgbench:select-only)"
         )
+    try:  # an unknown builtin is refused here, not after an environment and its data exist
+        scripts = specs.parse_workloads([workload])
+    except (PgrigError, ValueError) as e:
+        raise PgrigError(f"--workload {workload!r}: {first_line(e)}") from None
+    if not all(s.builtin for s in scripts):
+        raise PgrigError(f"--workload {workload!r}: a series runs pgbench's built-in scripts")
     request = from_flags(
         RunRequest, env_name="track", workload=specs.workload_label([workload]),
         clients=clients, threads=threads, duration_s=duration, warmup_s=warmup,
@@ -62,6 +68,34 @@ def make_spec(
         name=name, load=load_from_request(request), scale=scale, repeat=repeat,
         profile=profile, settings=settings, insights=insights,
     )  # fmt: skip
+
+
+def check_settings(spec: TrackSpec, points: list[versions.VersionPoint]) -> None:
+    """The series' settings (its profile and --set) checked as each version's environment
+    will check them, before the series or any environment exists: a bad value would
+    otherwise make a "done" series of failed versions. A version not installed yet is checked
+    by an installed build of its major, else when its binaries come (before its environment)."""
+    from pgrig.errors import NotFound
+    from pgrig.provision import cluster
+
+    verdicts: dict[str, bool] = {}  # "18.6" or "18" -> installed and checked
+    for p in points:
+        if p.status not in ("planned", "candidate"):
+            continue
+        for pg in (p.version, p.version.split(".")[0]):
+            if pg not in verdicts:
+                try:
+                    cluster.check_settings(
+                        pg, profile=spec.profile, settings=dict(spec.settings),
+                        insights=spec.insights,
+                    )  # fmt: skip
+                    verdicts[pg] = True
+                except NotFound:
+                    verdicts[pg] = False
+                except PgrigError as e:
+                    raise PgrigError(f"PostgreSQL {p.version}: {first_line(e)}") from None
+            if verdicts[pg]:
+                break
 
 
 def plan(text: str, bisect: bool) -> tuple[list[versions.VersionPoint], dict[str, str]]:
@@ -106,6 +140,8 @@ def run(
         new_points, errors = plan(version_list, bisect)
         for source, why in errors.items():
             say(f"note: the {source} catalogue is unavailable: {why}")
+    if spec is not None:
+        check_settings(spec, new_points)
     series = runner.open_series(archive, spec, name, new_points)
     archive.set_study_status(name, "running")
     say(f"series {name}: {series.spec.describe()}")

@@ -26,6 +26,7 @@ from pgrig.record.protocol import RunReader, RunStore
 from pgrig.track.spec import KIND, TrackSpec, env_name
 from pgrig.track.versions import VersionPoint
 
+SERIES_MARK = "track-series"  # in a trk- environment's directory: the series that made it
 SERVER_ONLY_NOTE = (
     "server-only build (Maven Central): pgbench and psql from {client}; no contrib, so the "
     "statements and plans insights (pg_stat_statements, auto_explain) are unavailable"
@@ -133,12 +134,14 @@ class Measurer:
             order = (["system"] if point.version in installed else []) + [
                 s for s in ("pgrig", "maven") if s in point.sources or not point.sources
             ]
-            self._say(f"PostgreSQL {point.version}: binaries ({' or '.join(order)})")
+            if point.version not in installed:
+                self._say(f"PostgreSQL {point.version}: installing binaries ({' or '.join(order)})")
             bindir, source = sources.install(point.version, order)
-            if source == "system":
+            if source == "system":  # installed before: by whom, as `track show` says it
                 source = next(
                     (i.source for i in binaries.installed() if Path(i.bindir) == bindir), "system"
                 )
+            self._say(f"PostgreSQL {point.version}: binaries {source} ({bindir})")
             point.bindir, point.source = str(bindir), source
             point.client_tools = maven.client_tools(bindir)
         if point.source == "maven" and not (Path(point.bindir) / "pgbench").exists():
@@ -172,16 +175,64 @@ class Measurer:
         except NotFound:
             spec = self.series.spec
             self._say(f"  creating environment {point.env} (profile {spec.profile})")
-            cluster.create_environment(
+            env = cluster.create_environment(
                 point.env, point.version, profile=spec.profile, settings=dict(spec.settings),
                 insights=spec.insights and point.source != "maven",
             )  # fmt: skip
+            (env.dir / SERIES_MARK).write_text(spec.name + "\n")
             self.running = point.env
             return
-        if cluster.ensure_running(env):
-            self.running = point.env
-        else:
-            self.running = point.env  # ours now: stopped when we move on
+        self.verify(env, point)
+        cluster.ensure_running(env)
+        self.running = point.env  # ours now: stopped when we move on
+
+    def verify(self, env: Any, point: VersionPoint) -> None:
+        """An existing trk-NAME-VERSION environment is reused only as the series made it:
+        one the series did not make is refused (never taken over); settings changed since
+        (`env set`) are put back to the series' and said; another profile or insights layer
+        is refused (the series would measure something else under its own header)."""
+        from pgrig.provision import cluster
+        from pgrig.provision.settings import validator
+
+        spec = self.series.spec
+        mark = env.dir / SERIES_MARK
+        owner = mark.read_text().strip() if mark.is_file() else None
+        if owner is None and any(
+            r.env_name == env.name for r in self.archive.study_runs(spec.name)
+        ):
+            owner = spec.name  # made by this series before environments were marked
+            mark.write_text(spec.name + "\n")
+        if owner != spec.name:
+            by = f"series {owner!r}" if owner else "a user, not by a series"
+            raise PgrigError(
+                f"environment {env.name} exists, made by {by}: series {spec.name!r} does not "
+                f"take it over (remove it with `pgrig env destroy {env.name}`, or name the "
+                "series differently)"
+            )
+        insights = spec.insights and point.source != "maven"
+        if env.profile != spec.profile or bool(env.insights) != insights:
+            raise PgrigError(
+                f"environment {env.name} has profile {env.profile}"
+                f"{'' if env.insights else ', no insights layer'}, series {spec.name!r} "
+                f"measures profile {spec.profile}{'' if insights else ', no insights layer'}: "
+                f"`pgrig env destroy {env.name}` and the series makes it again"
+            )
+        want = validator.normalize(spec.settings)
+        if dict(env.settings) == want:
+            return
+        changed = sorted(
+            [f"{k}={v} (series: {want[k]})" if k in want else f"{k}={v} (series: unset)"
+             for k, v in env.settings.items() if want.get(k) != v]
+            + [f"{k} unset (series: {v})" for k, v in want.items() if k not in env.settings]
+        )  # fmt: skip
+        cluster.set_settings(
+            env.name, {k: v for k, v in want.items() if env.settings.get(k) != v},
+            [k for k in env.settings if k not in want],
+        )  # fmt: skip
+        self._say(
+            f"  {env.name}: settings changed since the series made it, put back to the "
+            f"series' ({'; '.join(changed)})"
+        )
 
     def _data(self, point: VersionPoint) -> None:
         from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment

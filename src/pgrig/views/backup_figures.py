@@ -13,7 +13,8 @@ from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
-from pgrig.record.documents import BackupDoc, ReplicaDoc
+from pgrig.record.documents import BackupDoc, ReplicaDoc, ReplicaLag
+from pgrig.views import settings
 
 
 def figures(rec: RunRecord) -> BackupDoc | None:
@@ -62,8 +63,16 @@ def rows(rec: RunRecord) -> list[tuple[str, str]]:
         ("size ratio", _num(b.get("size_ratio"), 3)),
         ("start LSN", str(b.get("start_lsn") or "-")),
         ("stop LSN", str(b.get("stop_lsn") or "-")),
-        ("WAL generated", size_text(b.get("wal_generated_bytes"))),
+        ("WAL generated", wal_text(b)),
     ]
+    if b.get("wal_lsn_advance_bytes") not in (None, b.get("wal_generated_bytes")):
+        out.append(
+            (
+                "LSN advance",
+                f"{size_text(b.get('wal_lsn_advance_bytes'))} (with "
+                "the padding of the segment switch the backup forces)",
+            )
+        )
     if b.get("parent"):
         out.insert(2, ("builds on", str(b["parent"])))
     if b.get("bytes_written_before_failure") is not None:
@@ -109,11 +118,52 @@ def _backup(key: str) -> Callable[[RunRecord], Any]:
     return get
 
 
+def wal_text(b: BackupDoc) -> str:
+    """The WAL written during the backup and what the figure is (older runs: the LSN
+    advance, which counts a segment switch's padding, said so)."""
+    if b.get("wal_generated_bytes") is None:
+        return size_text(None)
+    what = b.get("wal_generated_what") or "LSN advance: includes segment-switch padding"
+    return f"{size_text(b.get('wal_generated_bytes'))} ({what})"
+
+
 def max_lag_bytes(rec: RunRecord) -> int | None:
-    """The largest replay lag of any replica over the run (None: no replicas)."""
+    """The largest replay lag of any replica over the run (None: no replicas, or not known: a
+    replica that was not streaming in some samples had a lag nobody measured then)."""
     lag = (rec.extra.get("topology") or {}).get("lag") or {}
+    if any(v.get("samples_not_streaming") for v in lag.values()):
+        return None
     found = [b for v in lag.values() if (b := v.get("max_lag_bytes")) is not None]
     return max(found) if found else None
+
+
+def lag_text(lag: ReplicaLag) -> str:
+    """A replica's lag over the run, saying what was measured: a replica that was not
+    streaming has no lag to show (unknown), one that streamed in part shows its lag then."""
+    missed = lag.get("samples_not_streaming") or 0
+    samples = lag.get("samples")
+    measured = lag.get("max_lag_bytes")
+    if measured is None or (samples and missed >= samples):
+        return f"max replay lag unknown: not streaming in {missed} of {samples} samples"
+    text = f"max replay lag {size_text(measured)}"
+    if missed:
+        text += f" while streaming; not streaming in {missed} of {samples} samples (lag unknown)"
+    return text
+
+
+def sync_text(rec: RunRecord, topology_sync: str) -> str:
+    """The sync mode the run had: the topology's, unless a layer above it set another
+    synchronous_commit for the run (as the server reported it at the start)."""
+    if topology_sync == "off":
+        return "off"
+    effective = (rec.settings.get("synchronous_commit") or {}).get("setting")
+    if not effective or effective == topology_sync:
+        return topology_sync
+    layer = settings.layer_of(rec.settings_layers, "synchronous_commit") or "server"
+    return (
+        f"{effective} (synchronous_commit from layer {layer}; "
+        f"the topology's mode is {topology_sync})"
+    )
 
 
 # (key, label, value of a run, text, lower is better) for views/compare.py's MetricSpec
@@ -150,7 +200,7 @@ def topology_rows(rec: RunRecord) -> list[tuple[str, str]]:
     if not isinstance(t, dict) or not t.get("replicas"):
         return []
     out = [
-        ("sync mode", str(t.get("sync", "off"))),
+        ("sync mode", sync_text(rec, str(t.get("sync", "off")))),
         ("replicas", ", ".join(_where(r) for r in t["replicas"])),
     ]
     targets = rec.extra.get("targets")
@@ -167,11 +217,7 @@ def topology_rows(rec: RunRecord) -> list[tuple[str, str]]:
                 )
             )
     for name, lag in (t.get("lag") or {}).items():
-        missed = lag.get("samples_not_streaming") or 0
-        text = f"max replay lag {size_text(lag.get('max_lag_bytes'))}"
-        if missed:
-            text += f", not streaming in {missed} of {lag.get('samples')} samples"
-        out.append((f"replica {name}", text))
+        out.append((f"replica {name}", lag_text(lag)))
     return out
 
 

@@ -25,7 +25,7 @@ from pgrig.analysis.compare import (
 from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import tables, what_changed
 from pgrig.table import Cell, Table
-from pgrig.views import backup_figures, compare_hosts, latency
+from pgrig.views import backup_figures, compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
 from pgrig.views.compare_hosts import HostFigures
 from pgrig.views.settings import SettingDiff, settings_diff
@@ -123,6 +123,7 @@ CONTEXT_SPECS: tuple[ContextSpec, ...] = (
     ContextSpec("rate", "rate limit", lambda r: r.rate),
     ContextSpec("protocol", "protocol", lambda r: r.protocol),
     ContextSpec("via", "via", lambda r: r.via),
+    ContextSpec("disk_limit", "disk limit", disk_limit.of),
     ContextSpec("study_point", "study point", lambda r: r.study_point),
     ContextSpec(
         "latency_basis",
@@ -220,6 +221,7 @@ class ComparisonView:
     threshold: float = DEFAULT_THRESHOLD
     misrate: float = DEFAULT_MISRATE
     hosts: list[HostFigures] = field(default_factory=list)  # views/compare_hosts.py
+    harness: harness_cost.HarnessComparison | None = None  # views/harness_cost.py
 
     @property
     def runs(self) -> list[RunRecord]:
@@ -278,6 +280,8 @@ def build(
                 d.text = _with_bounds(d.text, col, m.key[8:])
         rows.append(MetricRow(m.key, m.label, values, shown, others))
     context = [_context_row(s, columns) for s in CONTEXT_SPECS]
+    harness = harness_cost.compare([c.runs for c in columns])
+    context.append(_harness_row(harness))
     settings, same = settings_diff([c.runs for c in columns])
     changes = []
     if with_changes:
@@ -286,8 +290,16 @@ def build(
             changes.append(Changes(c, doc, tables(doc)))
     hosts = compare_hosts.build([c.runs for c in columns])
     return ComparisonView(
-        columns, rows, context, settings, same, comparisons, changes, threshold, misrate, hosts
-    )
+        columns, rows, context, settings, same, comparisons, changes, threshold, misrate, hosts,
+        harness,
+    )  # fmt: skip
+
+
+def _harness_row(harness: harness_cost.HarnessComparison) -> ContextRow:
+    """The harness cost of each column; marked as differing only beyond the threshold
+    (views/harness_cost.py), the candidates' cells saying by how much."""
+    texts = harness.texts
+    return ContextRow("harness", "harness", texts, list(texts), compared=harness.differs)
 
 
 def _with_bounds(text: str, col: Column, q: str) -> str:
@@ -350,6 +362,8 @@ def to_json(view: ComparisonView) -> dict[str, Any]:
     out["context"] = {c.key: dict(zip(names, c.raw, strict=True)) for c in view.context}
     out["settings_diff"] = {s.name: dict(zip(names, s.raw, strict=True)) for s in view.settings}
     out["hosts"] = compare_hosts.to_json(view.hosts, names)
+    if view.harness is not None:
+        out["harness"] = view.harness.as_dict(names)
     verdict = view.verdict
     out["verdict"] = verdict.as_dict() if verdict is not None else None
     out["comparisons"] = (

@@ -16,7 +16,7 @@ from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
 from pgrig.table import Cell, CellValue, Table
-from pgrig.views import backup_figures, latency, run_hosts
+from pgrig.views import backup_figures, disk_limit, harness_cost, latency, run_hosts
 from pgrig.views.settings import SettingRow, non_default_rows
 
 LATENCY_FIELDS = ("avg", "p50", "p95", "p99", "max")
@@ -134,9 +134,14 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
     if rec.tags:
         items.append(("tags", ", ".join(f"{k}={v}" for k, v in rec.tags.items())))
     items += [(k, v) for k, v in (("note", rec.note), ("owner", rec.owner)) if v]
+    items += disk_limit.items(rec)
     server_log = rec.extra.get("server_log") if isinstance(rec.extra, dict) else None
     if isinstance(server_log, dict):  # what the server wrote during the run, what is kept
         items.append(("server log", log_excerpt.describe(server_log)))
+    cost = harness_cost.of(rec)  # what pgrig itself took from the run
+    items.append(("harness", cost.text))
+    if cost.recorded:
+        items.append(("harness detail", cost.detail))
     return items
 
 
@@ -260,4 +265,5 @@ def to_json(rec: RunRecord) -> dict[str, Any]:
     doc["artifacts"] = dict(rec.artifacts)
     doc["series_kinds"] = sorted(rec.series)
     doc.update(json_safe(summary.parts(rec.insights)))  # statements, plans, log_digest, waits
+    doc["harness"] = harness_cost.of(rec).as_dict()
     return doc

@@ -14,7 +14,9 @@ from pgrig import format as fmt
 from pgrig import units
 from pgrig.archive.records import RunRecord
 
-LAYER_ORDER = ("insights", "profile", "environment", "study", "run")
+# Low to high, as pgrig.conf merges them (provision/settings/config.py LAYERS), with the
+# layer a study borrows in between: a run's settings override the topology's.
+LAYER_ORDER = ("base", "insights", "topology", "profile", "environment", "study", "run")
 
 
 @dataclass
@@ -44,7 +46,7 @@ class SettingDiff:
 
 
 def layer_of(layers: dict[str, dict[str, Any]], name: str) -> str:
-    """The highest layer (insights < profile < environment < study < run) that sets `name`."""
+    """The highest layer (LAYER_ORDER: ... topology < profile < ... < run) that sets `name`."""
     found = ""
     ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]
     for layer in ordered:

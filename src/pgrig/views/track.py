@@ -117,7 +117,7 @@ def changes_table(v: SeriesView) -> Table:
             c["version"],
             c["after_version"] or None,
             fmt.signed_pct(c["ratio"]),
-            f"x{c['ratio']:.3f}",
+            fmt.MISSING if c["ratio"] is None else f"x{c['ratio']:.3f}",
             f"{fmt.number(c['before'])} -> {fmt.number(c['after'])}",
             f"{fmt.percent(c['confidence'] * 100)} (p={c['p_value']:.3f})",
         ]

@@ -29,6 +29,7 @@ from sqlalchemy.engine import make_url
 from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import page_text
 from pgrig.load.core import lifecycle
 from pgrig.request.values import check_int64
 from pgrig.views.compare import cpus_of, duration_of
@@ -56,6 +57,7 @@ def templates() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every template, whatever its name
+        finalize=page_text,  # control and bidi characters shown escaped, as in the CLI
         trim_blocks=True,
         lstrip_blocks=True,
         undefined=jinja2.StrictUndefined,

@@ -76,12 +76,15 @@ def parse(workloads: list[str]) -> str:
     return what
 
 
-def precheck(env: Environment, what: str) -> None:
-    """Bad input, refused before anything is archived or changed."""
+def precheck(env: Environment, what: str, backup_dir: str | None = None) -> None:
+    """Bad input, refused before anything is archived or changed (a backup directory the
+    server user cannot write to included: made here, it is where the backup goes)."""
     from pgrig.provision.server import backups, basebackup, pgbackrest
 
     if not env.managed:
         raise PgrigError(f"{env.name} is an external server: backup runs need a managed one")
+    if what != "restore":
+        backups.root(env, backup_dir)
     if what == "basebackup-incremental":
         basebackup.check_incremental(env)
     elif what.startswith("pgbackrest-"):
@@ -96,7 +99,7 @@ def precheck(env: Environment, what: str) -> None:
 def prepare(env: Environment, req: BackupRequest, console: Console) -> None:
     """Refuse bad input, then set up what the backup needs but is not part of it (pgBackRest's
     stanza and WAL archiving: a restart of the primary the first time), before any run."""
-    precheck(env, req.what)
+    precheck(env, req.what, req.backup_dir)
     if req.what.startswith("pgbackrest-"):
         from pgrig.provision.server import pgbackrest
 

@@ -19,7 +19,7 @@ from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.load.core import guard, lifecycle, pooler_log, run_files, run_steps
+from pgrig.load.core import guard, harness_meter, lifecycle, pooler_log, run_files, run_steps
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.run_steps import StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
@@ -36,7 +36,7 @@ from pgrig.load.remote.multi_load import (
 )
 from pgrig.load.remote.split import HostShare, split_load
 from pgrig.provision.state.environment import Environment
-from pgrig.record.documents import LoadDoc
+from pgrig.record.documents import HarnessLoadHost, LoadDoc
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
@@ -115,6 +115,7 @@ def measure(
     pooler_log_offsets: pooler_log.LogMark | None = None
     unpin: Any = lambda: None  # noqa: E731
     run_lease: lifecycle.RunLease | None = None
+    meter: harness_meter.Meter | None = None
     stream = TxlogStream(
         origin_us=0,  # set by launch()
         plan=plan,
@@ -143,6 +144,9 @@ def measure(
         run_lease.start()
         view = LiveView(console, total_s, plan.lead_in_s, env.name)
         deadline = (total_s + DEADLINE_GRACE_S) if total_s is not None else UNTIMED_DEADLINE_S
+        meter = harness_meter.Meter(env, dbname)  # what pgrig itself takes over the load
+        with contextlib.suppress(Exception):
+            meter.start()
         rec.extra["pgbench_launched_at"] = load.launch(loads, stream, deadline) / 1e6
         stopped = _follow(load, stream, view if live else None, os_sampler, stop_if)
     except KeyboardInterrupt as stop:
@@ -151,6 +155,9 @@ def measure(
     except PgrigError as e:  # a host that cannot be reached or started: the run failed
         rec.extra["load_error"] = str(e)
     finally:
+        if meter is not None:  # before the samplers' sessions end
+            with contextlib.suppress(Exception):
+                rec.extra["harness_cost"] = meter.stop(_local_pgbench(load))
         if run_lease is not None:
             run_lease.stop()
         load.close()
@@ -185,6 +192,8 @@ def measure(
     run_steps.pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
     if collection is not None:
         collection.finish(rec, art_dir)
+    harness_meter.add_load_hosts(rec, _agents_cpu(load))
+    harness_meter.add_server_log(rec)
     run_steps.files_outcome(rec, files)
     return run_steps.conclude(rec, art_dir, archive, console, interrupted)
 
@@ -265,6 +274,22 @@ def _set_status(
         other_hosts.blame(rec)  # the db host cut off: named before the load hosts' errors
     else:
         rec.status = "ok"
+
+
+def _local_pgbench(load: MultiHostLoad) -> list[int]:
+    """This machine's pgbench (a local agent's): the benchmark, not pgrig's harness."""
+    agent = load.agents.get(load_hosts.LOCAL)
+    return [agent.state.pid] if agent is not None and agent.state.pid is not None else []
+
+
+def _agents_cpu(load: MultiHostLoad) -> dict[str, HarnessLoadHost]:
+    """Each other host's agent's own CPU over the load (a local agent is in this machine's
+    figure already)."""
+    return {
+        name: {"cpu_s": agent.state.cpu_s, "cpus": agent.state.ncpu}
+        for name, agent in load.agents.items()
+        if name != load_hosts.LOCAL
+    }
 
 
 def _track_local(load: MultiHostLoad, os_sampler: Any) -> None:

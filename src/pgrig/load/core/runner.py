@@ -29,7 +29,7 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError
-from pgrig.load.core import guard, lifecycle, prewarm, run_files, run_steps
+from pgrig.load.core import guard, harness_meter, lifecycle, prewarm, run_files, run_steps
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.preflight import check_scripts, check_sysbench_data, check_tables
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
@@ -39,7 +39,7 @@ from pgrig.load.engines import engine_choice, results
 from pgrig.load.engines.process import PgbenchProcess
 from pgrig.load.remote import host_samplers
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
-from pgrig.record.documents import NetworkDoc, PoolerDoc, RunExtra
+from pgrig.record.documents import DiskLimitDoc, NetworkDoc, PoolerDoc, RunExtra
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
@@ -238,6 +238,7 @@ def _run(
     engine_version = driver.version()  # fails here, before anything is archived
 
     restored = guard.verify_live(env, console)  # the server is what the record will say
+    disk = _disk_limit(env)  # the kernel's truth about the disk limit, before the record
     with database.connect(env, dbname) as conn:
         warmed = prewarm.prewarm(conn) if spec.prewarm else None
         pg_snapshot.checkpoint(conn)
@@ -265,6 +266,7 @@ def _run(
         tags=dict(spec.tags),
         settings=settings,
         settings_layers=_layers(env, spec),
+        disk_limit=disk,
         host=host_facts(
             env.datadir if env.managed else None,
             clients=spec.clients,
@@ -285,6 +287,11 @@ def _run(
         rec.extra["topology"] = topology.describe(env)
     if restored:
         rec.extra["restored_before_run"] = restored
+    if disk is not None and disk.get("in_force") is False:
+        problems = "; ".join(disk.get("problems", []))
+        rec.add_warning(
+            "disk_limit", f"the disk limit {disk.get('text')} was not in force: {problems}"
+        )
     if warmed is not None:
         rec.extra["prewarm"] = warmed
         if "skipped" in warmed:
@@ -373,6 +380,9 @@ def _measure(
         stack.enter_context(_server_pinned(env, spec))
         try:
             view = LiveView(console, driver.total_s, driver.lead_in_s, env.name)
+            stack.enter_context(  # what pgrig itself takes, over the load's span
+                harness_meter.metering(env, dbname, rec, lambda: [proc.pid] if proc else [])
+            )
             stack.enter_context(_engine_reading(driver, art_dir, rec))
             proc = stack.enter_context(_client_process(argv, driver, work))
             run_lease = lifecycle.RunLease(
@@ -422,6 +432,7 @@ def _measure(
         topology.lag_results(rec, env, sampler)
         commits.results(rec)
     collection.finish(rec, art_dir)
+    harness_meter.add_server_log(rec)
     _files_outcome(rec, driver, files)
     return run_steps.conclude(rec, art_dir, archive, console, interrupted)
 
@@ -667,6 +678,23 @@ def _track_client(os_sampler: Any, pid: int) -> None:
 
     with contextlib.suppress(Exception):
         os_sampler.track_processes("pgbench", fixed_pids(pid), children=False)
+
+
+def _disk_limit(env: Environment) -> DiskLimitDoc | None:
+    """What the kernel holds of the environment's disk limit (provision/server/disk_throttle):
+    a limit found not in force (its cgroup changed behind pgrig) is put back once and read
+    again; None for servers pgrig does not run here."""
+    if not env.managed:
+        return None
+    from pgrig.provision.server import disk_throttle, postmaster
+
+    doc = disk_throttle.in_force(env, postmaster.pid(env))
+    if doc.get("in_force") is False:
+        disk_throttle.apply(env, postmaster.pid(env))
+        found = doc.get("problems", [])
+        doc = disk_throttle.in_force(env, postmaster.pid(env))
+        doc["reapplied_because"] = found
+    return cast(DiskLimitDoc, doc)
 
 
 def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:

@@ -109,6 +109,7 @@ class AgentState:
     lost: str | None = None  # why the session ended before the agent said goodbye
     log_bytes: int = 0  # compressed bytes received
     ncpu: int | None = None
+    cpu_s: float | None = None  # the agent's own CPU over the load (its exit frame)
 
 
 LogSink = Callable[[str, list[tuple[str, bytes]]], None]
@@ -262,6 +263,8 @@ class AgentClient:
             st.launched_us, st.pid = int(frame["t"]), int(frame["pid"])
         elif kind == "exit":
             st.exit_rc, st.stdout = int(frame["rc"]), str(frame.get("stdout", ""))
+            cpu = frame.get("cpu_s")
+            st.cpu_s = float(cpu) if isinstance(cpu, int | float) else None
             self.exited.set()
         elif kind == "hello":
             st.hello = frame

@@ -52,6 +52,12 @@ PR_SET_PDEATHSIG = 1
 _libc: Any = None
 
 
+def own_cpu_s() -> float:
+    """CPU seconds of this process (every thread), without its children."""
+    t = os.times()
+    return t.user + t.system
+
+
 def now_us() -> int:
     return time.time_ns() // 1000
 
@@ -70,6 +76,7 @@ class Agent:
         self.sampler: Any = None
         self.deadline: float | None = None
         self.exit_sent = False
+        self.cpu_at_start: float | None = None
         self.log_lock = threading.Lock()  # the main loop and pgbench's last drain
 
     # --- output ---------------------------------------------------------------------------------
@@ -127,6 +134,7 @@ class Agent:
 
     # --- pgbench --------------------------------------------------------------------------------
     def start_pgbench(self, msg: dict[str, Any]) -> None:
+        self.cpu_at_start = own_cpu_s()  # the agent's cost over the load (pgrig's harness)
         argv = [a.replace("@WORK@", self.work) for a in msg["argv"]]
         env = {k: v.replace("@WORK@", self.work) for k, v in dict(msg.get("env") or {}).items()}
         passfile = msg.get("passfile")
@@ -182,7 +190,10 @@ class Agent:
     def send_exit(self, rc: int, stdout: str) -> None:
         if not self.exit_sent:
             self.exit_sent = True
-            self.send({"k": "exit", "rc": rc, "stdout": stdout, "t": now_us()})
+            frame: dict[str, Any] = {"k": "exit", "rc": rc, "stdout": stdout, "t": now_us()}
+            if self.cpu_at_start is not None:  # this process only: pgbench is not the harness
+                frame["cpu_s"] = round(own_cpu_s() - self.cpu_at_start, 3)
+            self.send(frame)
 
     def stop_pgbench(self, grace_s: float) -> None:
         proc = self.proc

@@ -57,8 +57,22 @@ def root(env: Environment, backup_dir: str | Path | None = None) -> Path:
     base = Path(backup_dir).resolve() / f"pgrig-{env.name}" if backup_dir else env.dir / "backups"
     if backup_dir and not Path(backup_dir).is_dir():
         raise PgrigError(f"--backup-dir {backup_dir} is not a directory")
-    base.mkdir(parents=True, exist_ok=True)
-    osuser.give_to_server(base, 0o700)
+    where = f"--backup-dir {backup_dir}" if backup_dir else "the backup directory"
+    made = not base.exists()
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        osuser.give_to_server(base, 0o700)
+    except OSError as e:  # a read-only or immutable directory, a file system without owners
+        raise PgrigError(f"{where}: cannot make {base} for the server user: {e.strerror}") from None
+    # the server user writes the backups: it must reach and write the directory
+    if osuser.run_as_server(["test", "-w", str(base), "-a", "-x", str(base)]).returncode != 0:
+        if made:
+            with contextlib.suppress(OSError):
+                base.rmdir()
+        raise PgrigError(
+            f"{where}: the server user {osuser.server_user().name} cannot write to {base} "
+            "(a read-only file system, or a parent directory it cannot enter)"
+        )
     return base
 
 

@@ -12,12 +12,16 @@ The throttle takes whole disks (device-mapper devices are whole disks): a partit
 to its disk through /sys/dev/block. Every start re-applies the limit (a new postmaster pid);
 `in_force` reads the files and the cgroup's members back, which a run records.
 
-What v1 does not throttle: writeback of dirty page-cache pages is issued by the kernel's
-flusher threads, which are not in the cgroup. PostgreSQL writes data files through the page
-cache (the checkpointer's and bgwriter's writes, then fsync): most of that I/O escapes a v1
-limit. WAL writes with fsync/fdatasync or O_DSYNC (wal_sync_method), and reads that miss the
-page cache, are issued by the server's processes and are throttled. v2 attributes writeback to
-the cgroup that dirtied the pages (with the memory controller), so it throttles both.
+What v1 does not throttle: buffered writeback that the kernel's flusher threads start (dirty
+page-cache pages older than vm.dirty_expire_centisecs, or above vm.dirty_background_ratio) is
+issued by threads outside the cgroup. Block I/O a server process issues itself is throttled:
+WAL flushes (fdatasync, O_DSYNC), the checkpointer's and bgwriter's writeback (sync_file_range
+through checkpoint_flush_after / bgwriter_flush_after, then fsync), reads that miss the page
+cache. So data-file writes a backend leaves in the page cache (backend_flush_after = 0 by
+default) escape a v1 limit when the flusher writes them before a checkpoint does
+(docs/reports/disk-limit.md: a CHECKPOINT is slowed by a wbps limit, WAL flushes by wiops). v2
+attributes writeback to the cgroup that dirtied the pages (with the memory
+controller), so it throttles both.
 """
 
 from __future__ import annotations
@@ -44,10 +48,11 @@ V1_FILES = {
 }
 V2_FILE = "io.max"
 NOT_THROTTLED_V1 = (
-    "cgroup v1 does not throttle buffered writeback: data-file writes that go through the page "
-    "cache (checkpointer, bgwriter, backends evicting dirty buffers) are flushed by kernel "
-    "threads outside the cgroup; WAL flushes (fdatasync/O_DSYNC) and reads that miss the page "
-    "cache are throttled"
+    "cgroup v1 does not throttle buffered writeback started by the kernel's flusher threads: "
+    "data-file pages a backend leaves dirty in the page cache (backend_flush_after = 0) reach "
+    "the disk unlimited when the flusher writes them before a checkpoint does; WAL flushes, "
+    "the checkpointer's and bgwriter's own writeback (sync_file_range, fsync) and reads that "
+    "miss the page cache are throttled"
 )
 NOT_THROTTLED_V2 = (
     "reads served by the page cache do no block I/O and are not limited; writeback is "

@@ -20,7 +20,13 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.provision.server import backups, postmaster
-from pgrig.provision.server.basebackup import BackupFailed, lsn_bytes, rates, server_state
+from pgrig.provision.server.basebackup import (
+    BackupFailed,
+    lsn_bytes,
+    rates,
+    server_state,
+    wal_figures,
+)
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
@@ -60,7 +66,7 @@ def check(env: Environment, kind: str) -> None:
         )
     if kind != "full" and backups.latest(env, "pgbackrest") is None:
         raise PgrigError(
-            f"no full pgBackRest backup of {env.name} to build a {kind} backup on: run "
+            f"no full pgBackRest backup of {env.name} to build {_a(kind)} backup on: run "
             f"`pgrig run {env.name} --workload backup:pgbackrest-full` first"
         )
 
@@ -157,7 +163,7 @@ def take(
     parent = backups.latest(env, "pgbackrest")
     if kind != "full" and (parent is None or parent.path != str(repo)):
         raise PgrigError(
-            f"no full pgBackRest backup of {env.name} in {repo} to build a {kind} backup on: "
+            f"no full pgBackRest backup of {env.name} in {repo} to build {_a(kind)} backup on: "
             f"run `pgrig run {env.name} --workload backup:pgbackrest-full` first"
         )
     before = server_state(env)
@@ -179,8 +185,7 @@ def take(
     after = server_state(env)
     info = last_backup(env)
     figures.update(info)
-    figures["wal_lsn_after"] = after["wal_lsn"]
-    figures["wal_generated_bytes"] = lsn_bytes(after["wal_lsn"]) - lsn_bytes(before["wal_lsn"])
+    figures.update(wal_figures(before, after))
     figures["copied_bytes"] = info.get("delta_bytes")  # files read this time, uncompressed
     figures.update(rates(figures))
     backups.record(
@@ -250,3 +255,8 @@ def restore_command(env: Environment, label: str, target: Path) -> list[str]:
         "--target-action=promote",
         "restore",
     )
+
+
+def _a(kind: str) -> str:
+    """ "a diff", "an incr": the article a backup kind takes."""
+    return ("an " if kind[:1] in "aeiou" else "a ") + kind

@@ -24,7 +24,24 @@ class StartError(PgrigError):
 
     def __init__(self, env: Environment, reason: str) -> None:
         self.reason = reason
+        if "TCP/IP socket" in reason and env.port and _port_taken(env.host, env.port):
+            reason += (
+                f" (port {env.port} on {env.host} is held by another process: stop it, or "
+                "destroy and create the environment again to get a free port)"
+            )
         super().__init__(f"server of {env.name!r} did not start: {reason} (log: {env.logfile})")
+
+
+def _port_taken(host: str, port: int) -> bool:
+    """Whether something listens on host:port now (the server that failed does not)."""
+    import socket
+
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def _require_managed(env: Environment, what: str) -> None:

@@ -1,0 +1,47 @@
+"""A run's disk limit for people: what was asked, whether the kernel held it, on which disks,
+and what the mechanism does not limit (RunRecord.disk_limit, written by load/runner.py from
+provision/server/disk_throttle.in_force). One text for every surface: the run summary (`runs
+show`, the run page, `report run`) and the comparison's context (a difference in limits is a
+difference between the sides, like a setting's)."""
+
+from __future__ import annotations
+
+from pgrig import format as fmt
+from pgrig.record.run import RunRecord
+
+NOT_RECORDED = "not recorded"
+
+
+def of(rec: RunRecord) -> str:
+    """ "wiops=300, wbps=50MB (in force)", "none", "wiops=300 (NOT in force: ...)" or "not
+    recorded" (runs before the archive kept it, servers pgrig does not run here)."""
+    doc = rec.disk_limit
+    if not doc:
+        return NOT_RECORDED
+    text = str(doc.get("text") or "?").replace(",", ", ")
+    if not doc.get("limit"):
+        return "none"
+    if doc.get("in_force"):
+        return f"{text} (in force)"
+    problems = "; ".join(doc.get("problems") or []) or "not verified"
+    return f"{text} (NOT in force: {problems})"
+
+
+def items(rec: RunRecord) -> list[tuple[str, str]]:
+    """The run summary's lines: the limit, where it was in force, what it does not limit."""
+    doc = rec.disk_limit
+    if not doc:
+        return [("disk limit", NOT_RECORDED)] if rec.managed and rec.id is not None else []
+    out = [("disk limit", of(rec))]
+    devices = doc.get("devices") or []
+    if doc.get("limit") and devices:
+        disks = ", ".join(
+            f"{d.get('device')} {d.get('name')} ({' and '.join(d.get('holds') or [])})"
+            for d in devices
+        )
+        out.append(("disk limit on", f"{disks}: {doc.get('mechanism') or fmt.MISSING}"))
+    if doc.get("limit") and doc.get("reapplied_because"):
+        out.append(("disk limit put back", "; ".join(doc.get("reapplied_because") or [])))
+    if doc.get("limit") and doc.get("not_throttled"):
+        out.append(("not limited", str(doc.get("not_throttled"))))
+    return out

@@ -1,0 +1,255 @@
+"""What the harness took from a run, in one line every surface prints: `run`, `runs show`
+(text and --json), `runs compare`, the reports and the web.
+
+    harness: 1.4 CPU-s, 3.5% of the machine; 212 plans, 0.4 MiB log
+
+CPU-s: pgrig's own processes on this machine (without the load generator), the server
+backends of its sessions (samplers, insights) and the load hosts' agents, over the load's
+span (extra["harness_cost"], load/core/harness_meter.py); "% of the machine" is this machine's
+share: its CPU-s over span x logical CPUs. Plans: what auto_explain wrote to the server log
+during the run; log: the bytes the server wrote to its log meanwhile. A run recorded before
+pgrig measured this says "not recorded", never 0.
+
+Comparisons state when two columns' harness costs differ by more than DIFF_POINTS points of
+the machine: CPU the harness takes is CPU the benchmark does not get, so on a CPU-bound run a
+difference of 1 point of the machine can move the result by about 1%, half the smallest
+change a comparison reports by default (its practical threshold, 2%): below it, the two
+sides' harnesses are the same for the verdict; above it, part of the difference in the
+figures may be the harness's.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgrig import format as fmt
+from pgrig.archive.records import RunRecord
+from pgrig.metrics.harness_cost import machine_pct
+
+NOT_RECORDED = "not recorded"
+DIFF_POINTS = 1.0  # points of the machine (module docstring)
+
+
+@dataclass(frozen=True)
+class HarnessCost:
+    """One run's harness cost (or a group's medians); recorded False: "not recorded"."""
+
+    recorded: bool
+    cpu_s: float | None = None  # everything the harness used, every host
+    machine_pct: float | None = None  # this machine's share
+    pgrig_cpu_s: float | None = None
+    backends_cpu_s: float | None = None
+    backends: int | None = None
+    load_hosts_cpu_s: float | None = None
+    span_s: float | None = None
+    cpus: int | None = None
+    plans: int | None = None
+    log_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)  # what was not measured, and why
+    runs: int = 1  # runs it rests on (a group's medians)
+
+    @property
+    def text(self) -> str:
+        """The figures without the "harness:" label."""
+        if not self.recorded:
+            return NOT_RECORDED
+        cpu = f"{_cpu(self.cpu_s)} CPU-s"
+        if self.machine_pct is not None:
+            cpu += f", {fmt.number(self.machine_pct)}% of the machine"
+        if self.plans is None and self.log_bytes is None:
+            log = "log not measured"
+        else:
+            parts = []
+            if self.plans is not None:
+                parts.append(f"{self.plans:,} plan{'s' if self.plans != 1 else ''}")
+            parts.append(
+                f"{fmt.size(self.log_bytes)} log"
+                if self.log_bytes is not None
+                else "log not measured"
+            )
+            log = ", ".join(parts)
+        return f"{cpu}; {log}"
+
+    @property
+    def line(self) -> str:
+        return f"harness: {self.text}"
+
+    @property
+    def detail(self) -> str:
+        """Where the CPU went, and what was not measured."""
+        if not self.recorded:
+            return NOT_RECORDED
+        parts = [f"pgrig's processes {_cpu(self.pgrig_cpu_s)} CPU-s"]
+        if self.backends_cpu_s is not None:
+            n = self.backends or 0
+            parts.append(
+                f"backends of its {n} session{'s' if n != 1 else ''} "
+                f"{_cpu(self.backends_cpu_s)} CPU-s"
+            )
+        if self.load_hosts_cpu_s is not None:
+            parts.append(f"load hosts' agents {_cpu(self.load_hosts_cpu_s)} CPU-s")
+        text = ", ".join(parts)
+        if self.span_s is not None:
+            text += f" over {fmt.number(self.span_s)} s"
+        if self.cpus:
+            text += f" on {self.cpus} CPUs"
+        if self.runs > 1:
+            text += f" (medians of {self.runs} runs)"
+        return "; ".join([text, *self.notes])
+
+    def as_dict(self) -> dict[str, Any]:
+        if not self.recorded:
+            return {"recorded": False, "line": f"harness: {NOT_RECORDED}"}
+        return {
+            "recorded": True,
+            "line": self.line,
+            "detail": self.detail,
+            "cpu_s": self.cpu_s,
+            "machine_pct": None if self.machine_pct is None else round(self.machine_pct, 2),
+            "pgrig_cpu_s": self.pgrig_cpu_s,
+            "backends_cpu_s": self.backends_cpu_s,
+            "backends": self.backends,
+            "load_hosts_cpu_s": self.load_hosts_cpu_s,
+            "span_s": self.span_s,
+            "cpus": self.cpus,
+            "plans": self.plans,
+            "log_bytes": self.log_bytes,
+            "notes": list(self.notes),
+            "runs": self.runs,
+        }
+
+
+def _cpu(v: float | None) -> str:
+    if v is None:
+        return fmt.MISSING
+    return f"{v:.2f}" if v < 0.1 else f"{v:,.1f}"
+
+
+def of(rec: RunRecord) -> HarnessCost:
+    doc = rec.extra.get("harness_cost") if isinstance(rec.extra, dict) else None
+    if not isinstance(doc, dict):
+        return HarnessCost(False)
+    notes: list[str] = []
+    own = _float(doc.get("pgrig_cpu_s"))
+    backends = _float(doc.get("backends_cpu_s"))
+    if backends is None:
+        notes.append(f"backends not measured: {doc.get('backends_reason') or 'unknown'}")
+    hosts = doc.get("load_hosts") or {}
+    agents = [_float(h.get("cpu_s")) for h in hosts.values() if isinstance(h, dict)]
+    agents_s = (
+        sum(a for a in agents if a is not None) if any(a is not None for a in agents) else None
+    )
+    if hosts and any(a is None for a in agents):
+        notes.append("a load host's agent did not say its CPU")
+    span, cpus = _float(doc.get("span_s")), doc.get("cpus")
+    here = None if own is None else own + (backends or 0.0)
+    total = None if here is None else here + (agents_s or 0.0)
+    if doc.get("log_reason"):
+        notes.append(str(doc["log_reason"]))
+    return HarnessCost(
+        True,
+        cpu_s=None if total is None else round(total, 3),
+        machine_pct=machine_pct(here, span, cpus if isinstance(cpus, int) else None),
+        pgrig_cpu_s=own,
+        backends_cpu_s=backends,
+        backends=doc.get("backends"),
+        load_hosts_cpu_s=agents_s,
+        span_s=span,
+        cpus=cpus if isinstance(cpus, int) else None,
+        plans=_int(doc.get("plans")),
+        log_bytes=_int(doc.get("log_bytes")),
+        notes=notes,
+    )
+
+
+def of_group(runs: Sequence[RunRecord]) -> HarnessCost:
+    """A run's cost, or the medians of a group's (the runs that recorded one)."""
+    costs = [of(r) for r in runs]
+    kept = [c for c in costs if c.recorded]
+    if len(costs) == 1 or not kept:
+        return costs[0] if len(costs) == 1 else HarnessCost(False)
+    if len(kept) == 1:
+        return kept[0]
+
+    def med(name: str) -> Any:
+        values = [getattr(c, name) for c in kept if getattr(c, name) is not None]
+        return statistics.median(values) if values else None
+
+    notes = [] if len(kept) == len(costs) else [f"{len(costs) - len(kept)} run(s) {NOT_RECORDED}"]
+    plans, log_bytes = med("plans"), med("log_bytes")
+    return HarnessCost(
+        True,
+        cpu_s=med("cpu_s"),
+        machine_pct=med("machine_pct"),
+        pgrig_cpu_s=med("pgrig_cpu_s"),
+        backends_cpu_s=med("backends_cpu_s"),
+        backends=kept[0].backends,
+        load_hosts_cpu_s=med("load_hosts_cpu_s"),
+        span_s=med("span_s"),
+        cpus=kept[0].cpus,
+        plans=None if plans is None else round(plans),
+        log_bytes=None if log_bytes is None else round(log_bytes),
+        notes=notes + sorted({n for c in kept for n in c.notes}),
+        runs=len(kept),
+    )
+
+
+def difference(base: HarnessCost, other: HarnessCost) -> str | None:
+    """Said when two harness costs differ by more than DIFF_POINTS points of the machine (or
+    one side's is unknown): part of the figures' difference may then be the harness's."""
+    if not base.recorded or not other.recorded:
+        if base.recorded != other.recorded:
+            return "harness cost recorded on one side only"
+        return None
+    if base.machine_pct is None or other.machine_pct is None:
+        return None
+    d = other.machine_pct - base.machine_pct
+    if abs(d) <= DIFF_POINTS:
+        return None
+    return (
+        f"harness cost differs by {d:+.1f} points of the machine (more than {DIFF_POINTS:g}): "
+        "part of the difference may be the harness's"
+    )
+
+
+@dataclass(frozen=True)
+class HarnessComparison:
+    """The harness cost of each column of a comparison, and what differs from the first."""
+
+    costs: list[HarnessCost]
+    differences: list[str | None]  # per candidate column
+
+    @property
+    def texts(self) -> list[str]:
+        out = [self.costs[0].text]
+        for c, d in zip(self.costs[1:], self.differences, strict=True):
+            out.append(f"{c.text} ({d})" if d else c.text)
+        return out
+
+    @property
+    def differs(self) -> bool:
+        return any(self.differences)
+
+    def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {n: c.as_dict() for n, c in zip(names, self.costs, strict=False)}
+        out["threshold_points"] = DIFF_POINTS
+        out["differences"] = {
+            n: d for n, d in zip(names[1:], self.differences, strict=False) if d is not None
+        }
+        return out
+
+
+def compare(groups: Sequence[Sequence[RunRecord]]) -> HarnessComparison:
+    costs = [of_group(g) for g in groups]
+    return HarnessComparison(costs, [difference(costs[0], c) for c in costs[1:]])
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _int(v: Any) -> int | None:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

@@ -1,0 +1,111 @@
+"""--disk-limit with a real server and the kernel's real throttle: the postmaster and its
+processes in the environment's cgroup, the throttle files as asked, changed by `env set`,
+re-applied at a restart, recorded by a run, and gone with `env destroy`; refusals change
+nothing. No timing here (bench/disk_limit.py measures what the limit does)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import servers
+from servers import pgrig
+
+from pgrig.provision import cluster
+from pgrig.provision.server import disk_throttle, postmaster
+from pgrig.provision.server.affinity import process_tree
+from pgrig.provision.state.environment import Environment
+from pgrig.request.disk_limit import DiskLimitError
+from pgrig.views import disk_limit
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def throttle(pgrig_home: Path) -> Iterator[disk_throttle.Hierarchy]:
+    """The hierarchy that throttles here (skip where there is none); afterwards no cgroup of
+    this home's environments is left, whatever the test did."""
+    try:
+        h = disk_throttle.hierarchy()
+    except DiskLimitError as e:
+        pytest.skip(str(e))
+    yield h
+    left = []
+    for d in (pgrig_home / "envs").glob("*"):
+        env = Environment(name=d.name)
+        pid = postmaster.pid(env) if (d / "data").is_dir() else None
+        if pid is not None:
+            os.kill(pid, 9)
+        disk_throttle.remove(env)
+        if disk_throttle.cgroup_dir(env, h).exists():
+            left.append(d.name)
+    assert not left, f"disk-limit cgroups left: {left}"
+
+
+def _limits(env: Environment, h: disk_throttle.Hierarchy) -> dict[str, dict[str, int]]:
+    return disk_throttle.read_limits(disk_throttle.cgroup_dir(env, h), h)
+
+
+def _all_inside(env: Environment, h: disk_throttle.Hierarchy) -> bool:
+    pid = postmaster.pid(env)
+    assert pid is not None
+    inside = set(disk_throttle.members(disk_throttle.cgroup_dir(env, h)))
+    return all(p in inside for p in process_tree(pid) if Path(f"/proc/{p}").exists())
+
+
+def test_limit_in_force_changed_recorded_and_removed(
+    throttle: disk_throttle.Hierarchy, pg15: tuple[Path, str]
+) -> None:
+    h = throttle
+    pgrig("env", "create", "lim", "--pg", "15", "--disk-limit", "wiops=4000")
+    env = Environment.load("lim")
+    assert env.disk_limit == {"wiops": 4000}
+    disk = disk_throttle.device_of(env.datadir).number
+    cg = disk_throttle.cgroup_dir(env, h)
+    assert _limits(env, h) == {disk: {"wiops": 4000}}
+    assert _all_inside(env, h)
+    mine = Path(f"/proc/{postmaster.pid(env)}/cgroup").read_text()
+    assert f"/pgrig/{cg.name}\n" in mine  # the kernel's own word for the postmaster's cgroup
+    shown = json.loads(pgrig("env", "show", "lim", "--json").stdout)["disk_limit"]
+    assert shown["in_force"] is True and shown["text"] == "wiops=4000"
+    assert [r["disk_limit"] for r in cluster.list_rows()] == ["wiops=4000"]  # env list's rows
+
+    pgrig("db", "generate", "lim", "--scenario", "pgbench", "--scale", "1", timeout=300)
+    pgrig("env", "set", "lim", "--disk-limit", "riops=1000,wbps=20MB")
+    assert _limits(env, h) == {disk: {"riops": 1000, "wbps": 20 * 1024**2}}
+    before = postmaster.pid(env)
+    pgrig("env", "restart", "lim")
+    assert postmaster.pid(env) != before and _all_inside(env, h)  # re-applied to the new pid
+
+    rec = servers.ok_run("lim", "-w", "pgbench:select-only", "-c", "2", "-T", "2")
+    assert rec.disk_limit is not None
+    assert rec.disk_limit.get("in_force") is True
+    assert rec.disk_limit.get("text") == "riops=1000,wbps=20MB"
+    assert rec.disk_limit.get("server_in_cgroup") is True
+    devices = rec.disk_limit.get("devices") or []
+    assert devices and devices[0].get("device") == disk
+    assert disk_limit.of(rec) == "riops=1000, wbps=20MB (in force)"  # what `runs show` says
+
+    pgrig("env", "set", "lim", "--disk-limit", "none")
+    assert not cg.exists() and Environment.load("lim").disk_limit is None
+    unlimited = servers.ok_run("lim", "-w", "pgbench:select-only", "-c", "1", "-T", "1")
+    assert unlimited.disk_limit == {"limit": {}, "text": "none", "in_force": None}
+
+    pgrig("env", "set", "lim", "--disk-limit", "wiops=50")
+    assert cg.is_dir() and _all_inside(env, h)  # a running server moved in at once
+    pgrig("env", "destroy", "lim", "--yes")
+    assert not cg.exists()
+
+
+def test_refusals_make_nothing(throttle: disk_throttle.Hierarchy, pgrig_home: Path) -> None:
+    bad = pgrig("env", "create", "bad", "--pg", "15", "--disk-limit", "wiops=0", check=False)
+    assert bad.returncode != 0 and "wiops must be > 0" in bad.stderr
+    unknown = pgrig("env", "create", "bad", "--pg", "15", "--disk-limit", "iops=5", check=False)
+    assert "'iops': unknown key (did you mean" in unknown.stderr
+    assert not (pgrig_home / "envs" / "bad").exists()
+    remote = pgrig("env", "create", "bad", "--on", "nohost", "--disk-limit", "wiops=5", check=False)
+    assert "not supported for environments on other hosts" in remote.stderr
+    assert not list((throttle.mount / "pgrig").glob("bad.*"))
