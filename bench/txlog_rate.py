@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pgrig.analysis.txlog import TxlogStream, complete_lines
+from pgrig.analysis.txlog import TxlogStream
+from pgrig.analysis.txlog_parse import complete_lines
 from pgrig.analysis.window import WindowPlan
 from pgrig.load.engines.txlog_follower import READ_CHUNK, TxlogFollower
 

@@ -15,6 +15,15 @@ class PgrigError(Exception):
     exit_code = 2
 
 
+class HostCommandFailed(PgrigError):
+    """A command another host's pgrig ran for this one failed. That pgrig already said why (its
+    output was streamed here), so the command here ends with its exit status, saying no more."""
+
+    def __init__(self, host: str, argv: list[str], exit_code: int) -> None:
+        super().__init__(f"host {host}: `pgrig {' '.join(argv[:2])}` ended with exit {exit_code}")
+        self.exit_code = exit_code
+
+
 class NotFound(PgrigError):
     """A named thing (environment, run, study, version, profile) does not exist."""
 

@@ -57,6 +57,7 @@ ROOM_RANK = {
         "server": 4,  # the PostgreSQL server: builds, postmaster, replicas, backups
         "pooler": 5,  # pgbouncer beside a running server
         "": 6,  # cluster, run_journal, live_state, repair, run_settings, study_layer
+        "remote": 7,  # environments on other hosts, driven through their pgrig
     },
 }
 MAX_MODULES_PER_ROOM = 20

@@ -4,7 +4,7 @@ settings and CPU pinning, class 2b)."""
 
 from __future__ import annotations
 
-from pgrig.cli.remote_repair import needs_text
+from pgrig.provision.remote.repair import needs_text
 from pgrig.provision.repair import Diagnosis
 
 

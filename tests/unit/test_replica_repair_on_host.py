@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from pgrig.cli import remote_repair
 from pgrig.errors import PgrigError
 from pgrig.hosts import registry, remote
 from pgrig.hosts.registry import Host
 from pgrig.provision import repair as repairing
+from pgrig.provision.remote import repair as remote_repair
 from pgrig.provision.server import postmaster, standby
 from pgrig.provision.state.environment import Environment
 
@@ -203,7 +203,7 @@ class Hosts:
 
 @pytest.fixture
 def hosts_of(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
 
     addresses = {"db1": "10.0.0.11", "db2": "10.0.0.12"}
     monkeypatch.setattr(registry, "get", lambda name: Host(name, "root", addresses[name]))
@@ -224,7 +224,7 @@ NOTHING = {"needed": False, "rebuild": False, "reclone": False, "replicas": [], 
 def test_control_clones_a_replica_whose_data_is_gone(pgrig_home: Path, hosts_of: Any) -> None:
     env = _record(pgrig_home)
     h = hosts_of(NOTHING, {**NOTHING, "needed": True, "reclone": True})
-    remote_repair.repair(env, force=False, check=False, as_json=False, say=lambda _m: None)
+    remote_repair.repair(env, force=False, say=lambda _m: None)
     assert [(c[0], c[1][:3]) for c in h.calls] == [
         ("db1", ["env", "repair", "lab"]),  # --check: every host asked first
         ("db2", ["env", "repair", "lab.r1"]),  # --check
@@ -246,7 +246,7 @@ def test_a_recreated_primary_gives_every_replica_a_new_password(
 ) -> None:
     env = _record(pgrig_home)
     h = hosts_of({**NOTHING, "needed": True, "rebuild": True}, NOTHING)
-    remote_repair.repair(env, force=False, check=False, as_json=False, say=lambda _m: None)
+    remote_repair.repair(env, force=False, say=lambda _m: None)
     argvs = [c[1] for c in h.calls]
     assert argvs[2] == ["env", "repair", "lab"]  # the primary's host first, streamed
     renew, clone = h.calls[3], h.calls[4]
@@ -266,7 +266,7 @@ def test_an_unreachable_replica_host_stops_the_repair_before_anything(
         PgrigError("host db2 (root@10.0.0.12:22): unreachable (no answer: timed out)"),
     )
     with pytest.raises(PgrigError) as e:
-        remote_repair.repair(env, force=False, check=False, as_json=False, say=lambda _m: None)
+        remote_repair.repair(env, force=False, say=lambda _m: None)
     assert str(e.value).startswith(
         "replica r1 on host db2: host db2 (root@10.0.0.12:22): unreachable (no answer: timed "
         "out) (nothing was repaired on any host"
@@ -274,12 +274,9 @@ def test_an_unreachable_replica_host_stops_the_repair_before_anything(
     assert all("--check" in c[1] for c in h.calls)  # nothing but questions
 
 
-def test_check_changes_nothing(
-    pgrig_home: Path, hosts_of: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_check_changes_nothing(pgrig_home: Path, hosts_of: Any) -> None:
     env = _record(pgrig_home)
     h = hosts_of(NOTHING, {**NOTHING, "needed": True, "reclone": True})
-    remote_repair.repair(env, force=False, check=True, as_json=True, say=lambda _m: None)
-    doc = json.loads(capsys.readouterr().out)
+    doc = remote_repair.look(env)
     assert doc["replicas"]["r1"]["reclone"] and not doc["primary"]["needed"]
     assert all("--check" in c[1] for c in h.calls)

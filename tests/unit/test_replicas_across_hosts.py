@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pgrig.cli import remote_replicas
 from pgrig.errors import PgrigError
 from pgrig.load.core import runner, topology
+from pgrig.provision.remote import replicas as remote_replicas
 from pgrig.provision.server import backups, replication_access, standby
 from pgrig.provision.settings import topology_layer
 from pgrig.provision.state.environment import Environment

@@ -17,15 +17,8 @@ import polars as pl
 import pytest
 
 from pgrig.analysis import hdr
-from pgrig.analysis.txlog import (
-    SCHEMA,
-    UNKNOWN,
-    TxlogStream,
-    TxlogSummary,
-    complete_lines,
-    parse_chunk,
-    parse_lines,
-)
+from pgrig.analysis.txlog import TxlogStream, TxlogSummary
+from pgrig.analysis.txlog_parse import SCHEMA, UNKNOWN, complete_lines, parse_chunk, parse_lines
 from pgrig.analysis.window import WindowPlan
 from pgrig.errors import PgrigError
 from pgrig.load.engines.pgbench_output import parse_summary

@@ -5,7 +5,7 @@ where time_us may read `skipped`, `failed`, `serialization` or `deadlock`. pgben
 file per thread: <prefix>.<pid> and <prefix>.<pid>.<n>.
 
 `TxlogStream` takes the lines in chunks (whatever a reader found appended to a file), parses each
-chunk with polars (as plain integers when no line carries a word) and folds it with numpy into
+chunk (txlog_parse.py: polars, plain integers when no line carries a word) and folds it into
 fixed-size state: per script and per part of the run (before, inside and after the measured window)
 the count of each status, retries, the latency moments and an HDR histogram (analysis/hdr.py: exact
 below 2 ms, within 0.05% above); per grid second (analysis/window.py) the counts and, until every
@@ -23,20 +23,24 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
 
 import numpy as np
-import polars as pl
 
 from pgrig.analysis import hdr
+from pgrig.analysis.txlog_parse import (
+    FAILED_CODES,
+    OK,
+    SKIPPED,
+    STATUSES,
+    UNKNOWN,
+    Chunk,
+    check_fields,
+    end_of_last_line,
+    parse_chunk,
+)
 from pgrig.analysis.window import US, Window, WindowPlan, grid_second, resolve
-from pgrig.errors import PgrigError, first_line
 from pgrig.record.run import LatencyStats, ScriptResult
 
-STATUSES = ("ok", "skipped", "failed", "serialization", "deadlock")
-STATUS = pl.Enum(list(STATUSES))
-OK, SKIPPED = 0, 1
-FAILED_CODES = (2, 3, 4)  # failed, serialization, deadlock
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
 SERIES_QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 SERIES_KEYS = ("t", "tps", "failed", "skipped", "p50", "p95", "p99", "max")
@@ -45,196 +49,6 @@ MIN_BUCKET_COVERAGE_S = 0.5
 # past it, or at the latest this long after the newest line: a thread whose clients all died
 # must not hold every later second open.
 FORCE_CLOSE_AFTER_US = 120 * US
-
-SCHEMA: dict[str, pl.DataType] = {
-    "client": pl.Int32(),
-    "latency_us": pl.Int64(),
-    "status": STATUS,
-    "script": pl.Int16(),
-    "end_us": pl.Int64(),
-    "lag_us": pl.Int64(),
-    "retries": pl.Int32(),
-}
-
-_STATUS_LEVELS = pl.Series("status", list(STATUSES), dtype=STATUS)
-
-
-# --------------------------------------------------------------------------------------------
-# parsing
-
-
-def _raw_schema(
-    has_lag: bool, has_retries: bool, time: pl.DataType | None = None
-) -> dict[str, pl.DataType]:
-    schema: dict[str, pl.DataType] = {
-        "client": pl.Int32(),
-        "txno": pl.Int64(),
-        "time": time or pl.Utf8(),
-        "script": pl.Int16(),
-        "epoch_s": pl.Int64(),
-        "epoch_us": pl.Int64(),
-    }
-    if has_lag:
-        schema["lag_us"] = pl.Int64()
-    if has_retries:
-        schema["retries"] = pl.Int32()
-    return schema
-
-
-def _columns(has_lag: bool, has_retries: bool) -> list[pl.Expr]:
-    """Raw log columns -> the public schema (see SCHEMA)."""
-    t = pl.col("time")
-    latency = t.str.to_integer(strict=False)
-    # 0 ok (numeric time), 1.. the words pgbench writes; anything else stays null (unknown).
-    code = (
-        pl.when(latency.is_not_null())
-        .then(0)
-        .when(t == "skipped")
-        .then(1)
-        .when(t == "failed")
-        .then(2)
-        .when(t == "serialization")
-        .then(3)
-        .when(t == "deadlock")
-        .then(4)
-        .otherwise(None)
-        .cast(pl.UInt32)
-    )
-    return [
-        pl.col("client"),
-        latency.alias("latency_us"),
-        pl.lit(_STATUS_LEVELS).gather(code).alias("status"),
-        pl.col("script"),
-        (pl.col("epoch_s") * 1_000_000 + pl.col("epoch_us")).alias("end_us"),
-        pl.col("lag_us") if has_lag else pl.lit(None, pl.Int64).alias("lag_us"),
-        pl.col("retries") if has_retries else pl.lit(None, pl.Int32).alias("retries"),
-    ]
-
-
-def complete_lines(data: bytes) -> tuple[bytes, bytes]:
-    """(complete lines, the rest): a line is only complete with its newline. pgbench writes
-    through a buffer, so a read can end mid-line, and a killed pgbench leaves a torn last line
-    (possibly a valid-looking prefix such as a shortened epoch_us)."""
-    cut = data.rfind(b"\n")
-    return data[: cut + 1], data[cut + 1 :]
-
-
-def check_fields(data: bytes, *, has_lag: bool, has_retries: bool, source: str) -> None:
-    """The first line has the fields of this run's options (a clear error otherwise)."""
-    expected = 6 + has_lag + has_retries
-    n = len(data[: data.find(b"\n")].split())
-    if n != expected:
-        raise PgrigError(
-            f"{source}: pgbench log lines have {n} fields, expected {expected} "
-            f"(has_lag={has_lag}, has_retries={has_retries}): not a per-transaction log of "
-            "this run's options"
-        )
-
-
-def parse_lines(
-    data: bytes, *, has_lag: bool, has_retries: bool, source: str = "pgbench log"
-) -> pl.DataFrame:
-    """Complete log lines -> a DataFrame of SCHEMA.
-
-    Columns: client Int32, latency_us Int64 (null unless the time field is numeric), status
-    Enum(ok, skipped, failed, serialization, deadlock; null for an unknown word), script Int16,
-    end_us Int64 (epoch microseconds), lag_us Int64 (null without -R), retries Int32 (null with
-    --max-tries 1).
-    """
-    if not data:
-        return pl.DataFrame(schema=SCHEMA)
-    check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
-    try:
-        raw = _read(data, _raw_schema(has_lag, has_retries))
-        return raw.select(_columns(has_lag, has_retries))
-    except pl.exceptions.PolarsError as e:
-        raise PgrigError(f"cannot parse pgbench log ({source}): {first_line(e)}") from None
-
-
-def _read(
-    data: bytes, schema: dict[str, pl.DataType], columns: list[int] | None = None
-) -> pl.DataFrame:
-    return pl.read_csv(
-        data, separator=" ", has_header=False, schema=schema, quote_char=None, columns=columns
-    )
-
-
-@dataclass(frozen=True)
-class _Chunk:
-    """Parsed lines as numpy columns: the stream's working form (numpy folds a chunk several
-    times cheaper than polars group-bys; bench/txlog_rate.py)."""
-
-    latency: np.ndarray  # int64 us; 0 unless ok
-    code: np.ndarray  # uint8: index in STATUSES, UNKNOWN for a word pgbench does not write
-    script: np.ndarray
-    end_us: np.ndarray
-    lag: np.ndarray | None  # int64 (with -R)
-    retries: np.ndarray | None  # int64 (with --max-tries other than 1)
-    bucket: np.ndarray | None = None  # hdr.bucket_index of latency (set by the stream)
-
-    def take(self, sel: np.ndarray | slice) -> _Chunk:
-        if isinstance(sel, slice):
-            return self
-
-        def pick(a: np.ndarray | None) -> np.ndarray | None:
-            return None if a is None else a[sel]
-
-        return _Chunk(
-            latency=self.latency[sel],
-            code=self.code[sel],
-            script=self.script[sel],
-            end_us=self.end_us[sel],
-            lag=pick(self.lag),
-            retries=pick(self.retries),
-            bucket=pick(self.bucket),
-        )
-
-    @property
-    def ok(self) -> np.ndarray:
-        return cast(np.ndarray, self.code == OK)
-
-
-ParsedChunk = _Chunk  # what feed_many parsed: for callers that keep their own counts
-
-UNKNOWN = len(STATUSES)
-# Every word pgbench writes instead of a latency has an "e": a one-byte search (memchr) tells
-# the usual all-number chunk; a word without one fails the integer read and takes the other way.
-assert all("e" in word for word in STATUSES[1:])
-
-
-def parse_chunk(
-    data: bytes, *, has_lag: bool, has_retries: bool, source: str = "pgbench log"
-) -> _Chunk:
-    """Complete log lines -> numpy columns. Lines that are all numbers (the usual chunk) are
-    read as integers, without the columns the figures do not use; a chunk with a word in it
-    takes parse_lines' way."""
-    if b"e" not in data:
-        check_fields(data, has_lag=has_lag, has_retries=has_retries, source=source)
-        extra = [6] * has_lag + [6 + has_lag] * has_retries
-        try:
-            raw = _read(data, _raw_schema(has_lag, has_retries, pl.Int64()), [2, 3, 4, 5, *extra])
-        except pl.exceptions.PolarsError:
-            pass  # a word pgbench does not write, or a broken line: parse_lines tells which
-        else:
-            latency = raw["time"].to_numpy()
-            return _Chunk(
-                latency=latency,
-                code=np.zeros(latency.size, np.uint8),
-                script=raw["script"].to_numpy(),
-                end_us=raw["epoch_s"].to_numpy() * 1_000_000 + raw["epoch_us"].to_numpy(),
-                lag=raw["lag_us"].to_numpy() if has_lag else None,
-                retries=raw["retries"].to_numpy() if has_retries else None,
-            )
-    df = parse_lines(data, has_lag=has_lag, has_retries=has_retries, source=source)
-    return _Chunk(
-        latency=df["latency_us"].fill_null(0).to_numpy(),
-        code=df["status"].to_physical().fill_null(UNKNOWN).cast(pl.UInt8).to_numpy(),
-        script=df["script"].to_numpy(),
-        end_us=df["end_us"].to_numpy(),
-        lag=df["lag_us"].to_numpy() if has_lag else None,
-        retries=df["retries"].to_numpy() if has_retries else None,
-    )
-
 
 # --------------------------------------------------------------------------------------------
 # accumulated figures
@@ -266,7 +80,7 @@ class _Totals:
         self.n = total
         self.max_us = _max(self.max_us, max_us)
 
-    def add(self, c: _Chunk) -> None:
+    def add(self, c: Chunk) -> None:
         """Fold the lines of one script and part."""
         self.status += np.bincount(c.code, minlength=UNKNOWN + 1)[: len(STATUSES)]
         if c.retries is not None:
@@ -327,7 +141,7 @@ class _Second:
     hist: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ok latencies
     quantiles: dict[str, float | None] | None = None  # set when closed
 
-    def add(self, c: _Chunk) -> int:
+    def add(self, c: Chunk) -> int:
         """Fold the lines that ended in this second; returns how many came after it closed."""
         by_status = np.bincount(c.code, minlength=UNKNOWN + 1)
         n_ok = int(by_status[OK])
@@ -446,9 +260,7 @@ class TxlogStream:
         """Fold complete log lines (from one file) into the state."""
         self.feed_many([(source, data)])
 
-    def feed_many(
-        self, chunks: Sequence[tuple[str, bytes]], shift_us: int = 0
-    ) -> ParsedChunk | None:
+    def feed_many(self, chunks: Sequence[tuple[str, bytes]], shift_us: int = 0) -> Chunk | None:
         """Fold complete log lines of several files (source, lines) in one go: one parse.
         shift_us is added to every end time: lines of a generator whose clock is off from the
         stream's by -shift_us (analysis/txlog_merge.py). Returns the parsed (shifted) lines."""
@@ -462,7 +274,7 @@ class TxlogStream:
             lines = replace(lines, end_us=lines.end_us + shift_us)
         with self._lock:
             for source, data in chunks:  # a thread writes its lines in end-time order
-                last = _end_of_last_line(data) + shift_us
+                last = end_of_last_line(data) + shift_us
                 self._horizon[source] = max(self._horizon.get(source, last), last)
             self._fold(lines)
         return lines
@@ -471,7 +283,7 @@ class TxlogStream:
     def _format(self) -> dict[str, bool]:
         return {"has_lag": self.has_lag, "has_retries": self.has_retries}
 
-    def _fold(self, c: _Chunk) -> None:
+    def _fold(self, c: Chunk) -> None:
         self.lines += c.code.size
         ok = c.ok
         self._first_end = _min(self._first_end, int(c.end_us.min()))
@@ -666,12 +478,6 @@ def _groups(key: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
     # a few consecutive seconds: a count finds them without sorting
     values = np.flatnonzero(np.bincount(key - lo)) + lo if hi - lo < 4096 else np.unique(key)
     return [(int(v), key == v) for v in values]
-
-
-def _end_of_last_line(data: bytes) -> int:
-    """End time (epoch us) of the last complete line of data."""
-    fields = data[data.rfind(b"\n", 0, len(data) - 1) + 1 :].split()
-    return int(fields[4]) * 1_000_000 + int(fields[5])
 
 
 def _min(a: int | None, b: int | None) -> int | None:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pgrig.analysis.txlog import FAILED_CODES, OK, SKIPPED, UNKNOWN, TxlogStream
+from pgrig.analysis.txlog import TxlogStream
+from pgrig.analysis.txlog_parse import FAILED_CODES, OK, SKIPPED, UNKNOWN
 from pgrig.record.documents import ClockDoc, GeneratorDoc
 
 

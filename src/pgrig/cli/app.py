@@ -8,7 +8,7 @@ from typing import Any, TextIO, cast
 import typer
 
 from pgrig.cli import common
-from pgrig.errors import Interrupted
+from pgrig.errors import HostCommandFailed, Interrupted
 
 app = typer.Typer(
     name="pgrig",
@@ -179,6 +179,8 @@ def main() -> None:
         except typer.Abort:
             common.fail("aborted", 1)
         sys.exit(rc if isinstance(rc, int) else 0)
+    except HostCommandFailed as e:  # the host's pgrig said why, its output streamed here
+        sys.exit(e.exit_code)
     except common.PgrigError as e:
         common.fail(str(e), e.exit_code)
     except OSError as e:  # a read-only or full home, a file removed by hand: one line

@@ -91,7 +91,7 @@ def generate(
         script=str(script) if script is not None else None,
         defines=parse_pairs(define, "--define"),
     )
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
         argv = ["db", "generate", env, "--scenario", request.scenario]
@@ -105,7 +105,11 @@ def generate(
             argv += ["--define", f"{name}={value}"]
         argv += [f for f, on in (("--partition", partition), ("--json", as_json),
                                  ("--force", force)) if on]  # fmt: skip
-        remote_env.forward(remote, remote_env.db_argv_files(argv, remote))
+        from pgrig.workloads import sysbench_lua
+
+        beside = sysbench_lua.shipped_files(script) if script is not None else []
+        argv = remote_env.db_argv_files(argv, remote, beside)
+        raise SystemExit(remote_env.forward_rc(remote, argv))
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
@@ -169,12 +173,12 @@ def check(
 
     if scenario not in (None, "tpcc", "sysbench"):
         raise PgrigError(f"no consistency check for scenario {scenario!r} (tpcc, sysbench)")
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:
         argv = ["db", "check", env] + (["--scenario", scenario] if scenario else [])
         argv += ["--db", db] if db else []
-        remote_env.forward(remote, argv + (["--json"] if as_json else []))
+        raise SystemExit(remote_env.forward_rc(remote, argv + (["--json"] if as_json else [])))
     environment = common.recovered_env(env)
     environment.check_intact()
     dbname = db or environment.default_database

@@ -44,8 +44,8 @@ def _say(msg: str) -> None:
 
 
 def _remote(name: str) -> Environment | None:
-    """The record of NAME when it is an environment on another host (cli/remote_env.py)."""
-    from pgrig.cli import remote_env
+    """The record of NAME when it is an environment on another host (provision/remote/)."""
+    from pgrig.provision.remote import environments as remote_env
 
     return remote_env.record(name)
 
@@ -58,35 +58,16 @@ def _forward_if_remote(
     replicas_first: bool = False,
     pooler: str = "",
 ) -> None:
-    """An environment on another host: its pgrig runs `argv`, and this command ends with it
-    (`refresh`: the record here then follows what the host shows). `replicas_too(name)`: the
-    same command for each replica on another host (cli/remote_replicas.py), before the
-    primary's (`replicas_first`, env stop) or after it. `pooler` "start"/"stop": a pooler on a
-    host of its own starts after its server, stops before it (it never outlives it)."""
+    """An environment on another host: its pgrig runs `argv` (provision/remote/environments.py
+    `forward`: replicas, pooler and refresh), and this command ends with its exit status."""
     remote = _remote(name)
     if remote is not None:
-        from pgrig.cli import remote_env, remote_replicas
-        from pgrig.provision.pooler import remote as remote_pooler
+        from pgrig.provision.remote import environments as remote_env
 
-        pooled = pooler if remote_pooler.elsewhere(remote) else ""
-        fanned = replicas_too is not None and bool(remote_replicas.on_other_hosts(remote))
-        if not fanned and not pooled:
-            if refresh:
-                remote_env.forward_and_refresh(remote, argv)
-            remote_env.forward(remote, argv)
-        if pooled == "stop":
-            remote_pooler.stop(remote)
-        rc = 0
-        if fanned and replicas_first and replicas_too is not None:
-            rc = remote_replicas.fan_out(remote, replicas_too, _say)
-        rc = max(rc, remote_env.forward_rc(remote, argv))
-        if fanned and not replicas_first and replicas_too is not None:
-            rc = max(rc, remote_replicas.fan_out(remote, replicas_too, _say))
-        if pooled == "start" and rc == 0:
-            remote_pooler.start(remote)
-        if refresh:
-            with contextlib.suppress(PgrigError):
-                remote_env.refresh(remote)
+        rc = remote_env.forward(
+            remote, argv, say=_say, refresh_after=refresh, replicas_too=replicas_too,
+            replicas_first=replicas_first, pooler=pooler,
+        )  # fmt: skip
         raise SystemExit(rc)
 
 
@@ -175,15 +156,17 @@ def create(
             "for a pooler on another host to reach it)"
         )
     if on is not None:
-        from pgrig.cli import remote_env
+        from pgrig.provision.remote import environments as remote_env
 
         if pooler_on is not None and with_pooler is None:
             with_pooler = "pgbouncer"
-        remote_env.create(
+        made = remote_env.create(
             name, on, pg, profile=profile, sets=sets, port=port, pooler=with_pooler,
             insights=insights, replica_count=replica_count, sync=sync, replica_on=replica_on,
-            pooler_on=pooler_on,
+            pooler_on=pooler_on, say=_say,
         )  # fmt: skip
+        for line in remote_env.created_lines(made):
+            err_console().print(line, highlight=False)
         return
     source = None
     if standby_of is not None:
@@ -261,9 +244,9 @@ def destroy(
     environment.check_name(name)
     confirm(f"Destroy environment {name} and all its data?", yes)
     if (remote := _remote(name)) is not None:
-        from pgrig.cli import remote_env
+        from pgrig.provision.remote import environments as remote_env
 
-        remote_env.destroy(remote, force)
+        remote_env.destroy(remote, force, say=_say)
         err_console().print(f"destroyed {name} (on host {remote.on})", highlight=False)
         return
     env_dir = environment.Environment(name=name).dir
@@ -300,16 +283,26 @@ def repair(
 
     check_name(name)
     if (remote := _remote(name)) is not None:
-        from pgrig.cli import remote_repair
+        from pgrig.provision.remote import repair as remote_repair
 
-        remote_repair.repair(remote, force=force, check=check, as_json=as_json, say=_say)
+        if check:
+            plan = remote_repair.look(remote)
+            lines = [] if as_json else remote_repair.plan_lines(remote, plan)
+        else:
+            done = remote_repair.repair(remote, force=force, say=_say)
+            plan = {"name": name, "done": done}
+            lines = [] if as_json else done or [f"{name}: nothing to repair"]
+        if as_json:
+            print_json(plan)
+        for line in lines:
+            err_console().print(line, highlight=False, soft_wrap=True)
         return
     if check:
         doc = repairing.diagnose(name).as_dict()
         if as_json:
             print_json(doc)
         else:
-            from pgrig.cli.remote_repair import needs_text
+            from pgrig.provision.remote.repair import needs_text
 
             err_console().print(f"{name}: {needs_text(doc)}", highlight=False, soft_wrap=True)
         return
@@ -599,7 +592,7 @@ def show(
     from pgrig.provision import cluster
 
     if (remote := _remote(name)) is not None:
-        from pgrig.cli import remote_env
+        from pgrig.provision.remote import environments as remote_env
 
         if as_json:
             print_json(remote_env.show_json(remote))
@@ -755,9 +748,13 @@ def psql(
     from pgrig.provision import cluster
 
     if (remote := _remote(name)) is not None:
-        from pgrig.cli import remote_env
+        from pgrig.provision.remote import environments as remote_env
 
-        remote_env.psql(remote, dbname, list(ctx.args))
+        argv = remote_env.psql_argv(remote, dbname, list(ctx.args))
+        if sys.stdin.isatty():  # an interactive terminal through OpenSSH
+            sys.stdout.flush()
+            os.execvp("ssh", remote_env.terminal_command(remote, argv))
+        raise SystemExit(remote_env.forward_rc(remote, argv, stdin=sys.stdin.buffer.read()))
     recovered_env(name)  # a killed run's settings and pinning undone first, never shown as its own
     env = cluster.get_environment(name)
     argv, environ = cluster.psql_invocation(env, dbname, list(ctx.args))
@@ -835,7 +832,6 @@ def pooler_add(
 ) -> None:
     """Start a pooler in front of the environment (scram-sha-256; 127.0.0.1, and the host's
     address for an environment on a host)."""
-    import contextlib
     import ipaddress
     from dataclasses import replace
 

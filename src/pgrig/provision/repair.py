@@ -11,7 +11,7 @@ Two kinds of damage are repaired, and only these:
   again from its primary (pg_basebackup over the network through its slot, the password in
   its passfile or, from the control machine, a new one on stdin), into a staging directory
   that replaces the old one only once complete (a failure or a signal leaves it as it was).
-  From the control machine, `env repair NAME` drives it (cli/remote_repair.py): the primary's
+  From the control machine, `env repair NAME` drives it (provision/remote/repair.py): the primary's
   host re-creates the slot first (`env replication NAME renew rN`).
 
 `diagnose` says what a repair would do without doing it (`env repair NAME --check`).

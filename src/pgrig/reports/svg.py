@@ -21,6 +21,17 @@ from typing import Literal, cast, overload
 import numpy as np
 from markupsafe import Markup, escape
 
+from pgrig.reports.chart_axes import (
+    byte_factor,
+    duration,
+    format_value,
+    log_ticks,
+    nice_ticks,
+    number,
+    tick_formatter,
+    time_ticks,
+)
+
 # Tableau 10: distinguishable, colour-blind friendlier than the defaults of most libraries.
 PALETTE = (
     "#4e79a7",
@@ -190,8 +201,8 @@ class _Drawing:
         self.h = c.height + rotate_extra  # rotated labels add height, the plot keeps its own
         self.ph = self.h - self.top - self.bottom
         y0, y1 = self._y_range()
-        scale = _byte_factor(max(abs(y0), abs(y1))) if c.y_unit.startswith("B") else 1.0
-        yt, y0, y1 = _nice_ticks(y0 / scale, y1 / scale, max(2, self.ph // 40))
+        scale = byte_factor(max(abs(y0), abs(y1))) if c.y_unit.startswith("B") else 1.0
+        yt, y0, y1 = nice_ticks(y0 / scale, y1 / scale, max(2, self.ph // 40))
         self.yticks, self.y0, self.y1 = [t * scale for t in yt], y0 * scale, y1 * scale
         yfmt = tick_formatter(c.y_unit, self.yticks)
         self.ytick_text = [yfmt(t) for t in self.yticks]
@@ -265,9 +276,9 @@ class _Drawing:
             return sorted(t for t in c.x_ticks if self.x0 <= t <= self.x1)
         count = max(2, self.pw // 80)
         if c.x_log:
-            return _log_ticks(self.x0, self.x1)
-        ticks = _time_ticks(self.x0, self.x1, count) if c.x_unit == "s" else []
-        return ticks if len(ticks) >= 2 else _nice_ticks(self.x0, self.x1, count, snap=False)[0]
+            return log_ticks(self.x0, self.x1)
+        ticks = time_ticks(self.x0, self.x1, count) if c.x_unit == "s" else []
+        return ticks if len(ticks) >= 2 else nice_ticks(self.x0, self.x1, count, snap=False)[0]
 
     # -- scales --
     @overload
@@ -361,7 +372,7 @@ class _Drawing:
         if c.x_categories is not None:
             labels = self.cat_labels
         else:
-            fmt = _duration if c.x_unit == "s" else tick_formatter("", self.xticks)
+            fmt = duration if c.x_unit == "s" else tick_formatter("", self.xticks)
             labels = [(t, fmt(t)) for t in self.xticks]
         rotate = self.rotate
         anchor = "end" if rotate else "middle"
@@ -480,7 +491,7 @@ class _Drawing:
         if c.x_categories is not None and 0 <= round(x) < len(c.x_categories):
             where = c.x_categories[round(x)]
         else:
-            where = _duration(x) if c.x_unit == "s" else _num(x)
+            where = duration(x) if c.x_unit == "s" else number(x)
         tip = f"{d.trace.label}: {where} → {format_value(y, c.y_unit)}"
         if math.isfinite(lo) and math.isfinite(hi):
             tip += f" [{format_value(lo, c.y_unit)}, {format_value(hi, c.y_unit)}]"
@@ -601,122 +612,6 @@ def _points(px: np.ndarray | float, py: np.ndarray | float) -> str:
 def _text(s: object) -> str:
     """User text made inert in SVG/HTML/XML: escaped, control characters replaced."""
     return str(escape(_CONTROL.sub("\ufffd", str(s))))
-
-
-def _nice_step(span: float, count: int) -> float:
-    raw = span / max(1, count)
-    mag = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
-        if raw <= m * mag:
-            return float(m * mag)
-    return float(10 * mag)
-
-
-def _nice_ticks(
-    lo: float, hi: float, count: int, snap: bool = True
-) -> tuple[list[float], float, float]:
-    """Round tick values covering [lo, hi]; with snap the range widens to whole ticks."""
-    if hi == lo:
-        pad = abs(hi) * 0.1 or 1.0
-        lo, hi = lo - pad, hi + pad
-    step = _nice_step(hi - lo, count)
-    first = math.floor(lo / step) * step if snap else math.ceil(lo / step - 1e-9) * step
-    last = math.ceil(hi / step) * step if snap else hi
-    ticks: list[float] = []
-    t = first
-    while t <= last + step * 1e-6 and len(ticks) < 50:
-        ticks.append(round(t, 12))
-        t += step
-    return ticks, (first if snap else lo), (last if snap else hi)
-
-
-_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600)
-
-
-def _time_ticks(lo: float, hi: float, count: int) -> list[float]:
-    """Ticks at round durations: every 10 s, 5 min, 1 h ..."""
-    step = next((s for s in _TIME_STEPS if (hi - lo) / s <= count), 43200)
-    first = math.ceil(lo / step) * step
-    return [float(first + k * step) for k in range(int((hi - first) // step) + 1)]
-
-
-def _log_ticks(lo: float, hi: float) -> list[float]:
-    out = []
-    for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1):
-        out += [m * 10.0**e for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
-    return out
-
-
-def _duration(v: float) -> str:
-    """Seconds as people read them on a time axis: 0, 45s, 2m, 1m30s, 1h, 1h15m."""
-    if v == 0:
-        return "0"
-    sign, v = ("-" if v < 0 else ""), abs(v)
-    if v != int(v) or v < 60:
-        return f"{sign}{_num(v)}s"
-    h, rest = divmod(int(v), 3600)
-    m, s = divmod(rest, 60)
-    text = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
-    if h and m and not s:
-        text = f"{h}h{m:02d}m"
-    return sign + text
-
-
-_BIN = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-
-
-def _byte_factor(top: float) -> float:
-    return next((f for _, f in _BIN if top >= f), 1.0)
-
-
-_SI = (("G", 1e9), ("M", 1e6), ("k", 1e3))
-
-
-def tick_formatter(unit: str, ticks: Sequence[float]) -> Callable[[float], str]:
-    """A formatter for axis ticks: binary prefixes for bytes, % for shares, SI for big counts."""
-    top = max((abs(t) for t in ticks), default=0.0)
-    factor, text = 1.0, ""
-    if unit.startswith("B"):
-        factor, name = next(((float(f), n) for n, f in _BIN if top >= f), (1.0, "B"))
-        text = f" {name}{unit[1:]}"
-    elif unit == "%":
-        text = "%"
-    else:
-        factor, text = next(((f, n) for n, f in _SI if top >= f * 10), (1.0, ""))
-
-    def fmt(v: float) -> str:
-        return f"{_num(v / factor)}{text}" if v else "0"
-
-    return fmt
-
-
-def format_value(v: float, unit: str) -> str:
-    """One value with its unit, for tooltips: 4.66 GiB, 55.3%, 31.2 ms, 12,778/s."""
-    if unit.startswith("B"):
-        factor = _byte_factor(abs(v))
-        name = next((n for n, f in _BIN if f == factor), "B")
-        return f"{_num(v / factor)} {name}{unit[1:]}"
-    if unit == "%":
-        return f"{_num(v)}%"
-    if unit == "1/s":
-        return f"{_num(v)}/s"
-    return f"{_num(v)} {unit}" if unit else _num(v)
-
-
-def _num(v: float) -> str:
-    """Short, exact-enough number: 12, 1.5, 0.25, 12,345."""
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.0f}"
-    if a >= 10:
-        return f"{v:.1f}".rstrip("0").rstrip(".")
-    if a >= 0.01:
-        return f"{v:.2f}".rstrip("0").rstrip(".")
-    return f"{v:.2g}"
 
 
 def _clip(s: str, n: int) -> str:

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pgrig.analysis.txlog import TxlogStream, complete_lines
+from pgrig.analysis.txlog import TxlogStream
+from pgrig.analysis.txlog_parse import complete_lines
 from pgrig.archive.artifacts import GZIP_LEVEL
 from pgrig.record.documents import TxlogDoc
 

@@ -62,7 +62,7 @@ class Environment:
     # scram-sha-256 with a password pgrig generated; `env create --listen`)
     listen: str | None = None
     # kind "remote": the record, on the control machine, of an environment that the pgrig of
-    # host `on` manages (hosts/, cli/remote_env.py); host/port reach its server, with the
+    # host `on` manages (hosts/, provision/remote/); host/port reach its server, with the
     # password in the passfile <dir>/pgpass (0600), never in env.json
     on: str | None = None
     # a replica of a primary on another host (provision/standby.py): {"host", "port", "slot",

@@ -28,36 +28,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pgrig.cli.common import err_console, print_json
-from pgrig.errors import PgrigError, first_line
+from pgrig.errors import HostCommandFailed, PgrigError, first_line
 from pgrig.hosts import registry, remote
 from pgrig.provision.state.environment import Environment
 
 Say = Callable[[str], None]
 
 
-def repair(env: Environment, *, force: bool, check: bool, as_json: bool, say: Say) -> None:
-    from pgrig.cli import remote_env, remote_replicas
+def repair(env: Environment, *, force: bool, say: Say) -> list[str]:
+    """Repair every host's part (the lock here first, then every host asked before anything
+    changes); one line per thing done, none when there was nothing to repair."""
+    from pgrig.provision.remote import environments as remote_env
+    from pgrig.provision.remote import replicas as remote_replicas
     from pgrig.provision.state import env_lock
 
-    if not check:
-        env_lock.refuse_if_busy(env.dir, env.name, "env repair", force)
+    env_lock.refuse_if_busy(env.dir, env.name, "env repair", force)
     primary = remote_env.host_of(env)
+    plan = look(env)
     others = remote_replicas.on_other_hosts(env)
-    plan = _look(env, others)
-    if check:
-        if as_json:
-            print_json(plan)
-        else:
-            for line in _plan_lines(env, plan):
-                err_console().print(line, highlight=False, soft_wrap=True)
-        return
     done: list[str] = []
     if plan["primary"]["needed"]:
         argv = ["env", "repair", env.name] + (["--force"] if force else [])
         rc = remote.forward(primary, argv)
         if rc != 0:  # the replicas are left alone: their primary is not repaired
-            raise SystemExit(rc)
+            raise HostCommandFailed(env.on or "", argv, rc)
         done.append(f"{env.name}: repaired on host {env.on} (see above)")
     try:
         remote_env.refresh(env)
@@ -74,16 +68,16 @@ def repair(env: Environment, *, force: bool, check: bool, as_json: bool, say: Sa
     for rep in todo:
         state = plan["replicas"][rep["name"]]
         done.append(_reclone(env, rep, state, rebuilt, password, verifier, force, say))
-    if as_json:
-        print_json({"name": env.name, "done": done})
-        return
-    for line in done or [f"{env.name}: nothing to repair"]:
-        err_console().print(line, highlight=False, soft_wrap=True)
+    return done
 
 
-def _look(env: Environment, others: list[dict[str, Any]]) -> dict[str, Any]:
-    """What each host's part needs, asked before anything changes anywhere."""
-    from pgrig.cli import remote_env
+def look(env: Environment) -> dict[str, Any]:
+    """What each host's part needs (`env repair --check --json` on each host, which changes
+    nothing), asked before anything changes anywhere: {"name", "primary", "replicas"}."""
+    from pgrig.provision.remote import environments as remote_env
+    from pgrig.provision.remote import replicas as remote_replicas
+
+    others = remote_replicas.on_other_hosts(env)
 
     try:
         primary = remote.run_json(
@@ -115,7 +109,8 @@ def _look(env: Environment, others: list[dict[str, Any]]) -> dict[str, Any]:
     return {"name": env.name, "primary": primary, "replicas": states}
 
 
-def _plan_lines(env: Environment, plan: dict[str, Any]) -> list[str]:
+def plan_lines(env: Environment, plan: dict[str, Any]) -> list[str]:
+    """What `look` found, one line per host's part."""
     lines = [f"{env.name} on host {env.on}: {needs_text(plan['primary'])}"]
     rebuilt = bool(plan["primary"].get("rebuild"))
     for rep in env.replicas:
@@ -145,7 +140,7 @@ def _reclone(
     re-created), a fresh slot on the primary, then a new clone on its host (streamed); else
     only what its host repairs itself (env.json, an interrupted repair's leftovers). Its port
     in the record here after."""
-    from pgrig.cli import remote_env
+    from pgrig.provision.remote import environments as remote_env
 
     name, on = str(rep["name"]), str(rep["on"])
     host = registry.get(on)

@@ -13,15 +13,16 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from pgrig.cli.common import err_console
-from pgrig.errors import PgrigError
+from pgrig.errors import HostCommandFailed, PgrigError
 from pgrig.hosts import registry, remote, ssh
 from pgrig.hosts.registry import Host
 from pgrig.provision.state.environment import Environment
+
+Say = Callable[[str], None]
 
 
 def record(name: str) -> Environment | None:
@@ -46,38 +47,46 @@ def host_of(env: Environment) -> Host:
     return registry.get(env.on)
 
 
-def forward(env: Environment, argv: list[str], stdin: bytes | None = None) -> NoReturn:
-    rc = remote.forward(host_of(env), argv, stdin)
-    raise SystemExit(rc)
+def forward_rc(env: Environment, argv: list[str], stdin: bytes | None = None) -> int:
+    """The host's pgrig runs `argv` (its output streamed here): its exit status."""
+    return remote.forward(host_of(env), argv, stdin)
 
 
-def forward_rc(env: Environment, argv: list[str]) -> int:
-    return remote.forward(host_of(env), argv)
-
-
-def forward_with_pooler(env: Environment, argv: list[str], when: str) -> NoReturn:
-    """`env start|stop` of an environment whose pooler runs on a host of its own: the pooler
-    stops before its server and starts after it (it never outlives it)."""
+def forward(
+    env: Environment,
+    argv: list[str],
+    *,
+    say: Say,
+    refresh_after: bool = False,
+    replicas_too: Callable[[str], list[str]] | None = None,
+    replicas_first: bool = False,
+    pooler: str = "",
+) -> int:
+    """An env command on an environment on another host: its pgrig runs `argv`; the worst exit
+    status. `refresh_after`: the record here then follows what the host shows (set, repair,
+    restart). `replicas_too(name)`: the same command for each replica on another host
+    (replicas.py), before the primary's (`replicas_first`, env stop) or after it. `pooler`
+    "start"/"stop": a pooler on a host of its own starts after its server, stops before it (it
+    never outlives it)."""
     from pgrig.provision.pooler import remote as remote_pooler
+    from pgrig.provision.remote import replicas as remote_replicas
 
-    if not remote_pooler.elsewhere(env):
-        forward(env, argv)
-    if when == "stop":
+    pooled = pooler if remote_pooler.elsewhere(env) else ""
+    fanned = replicas_too is not None and bool(remote_replicas.on_other_hosts(env))
+    if pooled == "stop":
         remote_pooler.stop(env)
-        forward(env, argv)
-    rc = forward_rc(env, argv)
-    if rc == 0:
+    rc = 0
+    if fanned and replicas_first and replicas_too is not None:
+        rc = remote_replicas.fan_out(env, replicas_too, say)
+    rc = max(rc, forward_rc(env, argv))
+    if fanned and not replicas_first and replicas_too is not None:
+        rc = max(rc, remote_replicas.fan_out(env, replicas_too, say))
+    if pooled == "start" and rc == 0:
         remote_pooler.start(env)
-    raise SystemExit(rc)
-
-
-def forward_and_refresh(env: Environment, argv: list[str]) -> NoReturn:
-    """A command that may change the environment (set, repair, restart): the record here
-    follows what the host's pgrig then shows."""
-    rc = forward_rc(env, argv)
-    with contextlib.suppress(PgrigError):
-        refresh(env)
-    raise SystemExit(rc)
+    if refresh_after:
+        with contextlib.suppress(PgrigError):
+            refresh(env)
+    return rc
 
 
 def refresh(env: Environment) -> Environment:
@@ -88,7 +97,7 @@ def refresh(env: Environment) -> Environment:
     env.settings = dict((shown.get("layers") or {}).get("environment") or {})
     env.sync = str(shown.get("sync") or env.sync)
     if not any(r.get("env") for r in env.replicas):  # the host's own (env repair re-clones)
-        from pgrig.cli import remote_replicas
+        from pgrig.provision.remote import replicas as remote_replicas
 
         env.replicas = remote_replicas.primary_host_replicas(env, shown)
     env.save()
@@ -126,11 +135,15 @@ def create(
     sync: str,
     replica_on: list[str] | None = None,
     pooler_on: str | None = None,
-) -> None:
+    say: Say,
+) -> Environment:
+    """`env create NAME --on HOST`: everything checked first (the host and every replica or
+    pooler host known, by IP address, provisioned, reachable), then made on every host, all or
+    nothing. The record here, with its replicas and pooler."""
     import ipaddress
 
     from pgrig import paths
-    from pgrig.cli import remote_replicas
+    from pgrig.provision.remote import replicas as remote_replicas
     from pgrig.provision.server import binaries, remote_access
     from pgrig.provision.state.environment import check_name
 
@@ -163,7 +176,7 @@ def create(
         argv += ["--replicas", str(replica_count), "--sync", sync]
     rc = remote.forward(host, argv, stdin=(verifier + "\n").encode())
     if rc != 0:
-        raise SystemExit(rc)
+        raise HostCommandFailed(on, argv, rc)
     env = Environment(name=name, kind="remote", on=on, host=host.address, listen=host.address)
     try:
         shown = remote.run_json(host, ["env", "show", name, "--json"])
@@ -196,7 +209,7 @@ def create(
         if layout:
             remote_replicas.add(
                 env, layout, pg=pg, profile=profile, sets=sets, insights=insights,
-                superuser_password=password, say=_say,
+                superuser_password=password, say=say,
             )  # fmt: skip
             if sync != "off":
                 r = remote.run(host, ["env", "set", name, "--sync", sync])
@@ -204,7 +217,7 @@ def create(
                     raise PgrigError(f"host {on}: --sync {sync}: {r.stderr.strip()[-300:]}")
                 env.sync = sync
                 env.save()
-                _say(f"synchronous replication: {sync}")
+                say(f"synchronous replication: {sync}")
         _add_pooler(env, pooler_cfg, pooler_on)  # on the db host or its own, at its address
     except BaseException:
         with contextlib.suppress(Exception):  # all or nothing: every host's part too
@@ -213,16 +226,26 @@ def create(
             remote.run(host, ["env", "destroy", name, "--yes", "--force"])
         shutil.rmtree(paths.envs_dir() / name, ignore_errors=True)
         raise
+    return env
+
+
+def created_lines(env: Environment) -> list[str]:
+    """What `env create --on` says it made: the server, its replicas, its pooler."""
     where = "".join(
-        f", replica {r['name']} on {r.get('on') or on} ({r['host']}:{r['port']})"
+        f", replica {r['name']} on {r.get('on') or env.on} ({r['host']}:{r['port']})"
         for r in env.replicas
     )
-    err_console().print(
-        f"environment {name} on host {on}: PostgreSQL {env.version} on {host.address}:{env.port}"
-        f"{where} (scram-sha-256; password in {env.passfile}, 0600)",
-        highlight=False,
-    )
-    _say_pooler(env)
+    lines = [
+        f"environment {env.name} on host {env.on}: PostgreSQL {env.version} on "
+        f"{env.host}:{env.port}{where} (scram-sha-256; password in {env.passfile}, 0600)"
+    ]
+    if env.pooler:
+        p = env.pooler
+        lines.append(
+            f"{p.get('kind')} on host {p.get('on')}: {p.get('listen')}:{p.get('port')} "
+            f"(passwords in {env.dir / 'pooler.pgpass'}, 0600)"
+        )
+    return lines
 
 
 def _add_pooler(env: Environment, cfg: Any, on: str | None) -> None:
@@ -230,16 +253,6 @@ def _add_pooler(env: Environment, cfg: Any, on: str | None) -> None:
         from pgrig.provision import pooler as pooling
 
         pooling.add(env, cfg, on=on)
-
-
-def _say_pooler(env: Environment) -> None:
-    if env.pooler:
-        p = env.pooler
-        err_console().print(
-            f"{p.get('kind')} on host {p.get('on')}: {p.get('listen')}:{p.get('port')} "
-            f"(passwords in {env.dir / 'pooler.pgpass'}, 0600)",
-            highlight=False,
-        )
 
 
 def _pooler_options(pooler: str | None, pooler_on: str | None) -> Any:
@@ -265,17 +278,13 @@ def _create_options(port: int | None, pooler: str | None, insights: bool) -> lis
     return out + ([] if insights else ["--no-insights"])
 
 
-def _say(msg: str) -> None:
-    err_console().print(f"[dim]·[/dim] {msg}", highlight=False)
-
-
-def destroy(env: Environment, force: bool) -> None:
+def destroy(env: Environment, force: bool, say: Say) -> None:
     """The pooler on a host of its own and the replicas on their hosts first, then the primary
     (its slots and pg_hba lines go with it), then the record here. A pooler or replica host that
     cannot be reached is said; without --force the record keeps it (and the primary) so that
     `env destroy` can be run again."""
-    from pgrig.cli import remote_replicas
     from pgrig.provision.pooler import remote as remote_pooler
+    from pgrig.provision.remote import replicas as remote_replicas
 
     if remote_pooler.elsewhere(env):  # the pooler's own host first: nothing left running there
         try:
@@ -286,25 +295,25 @@ def destroy(env: Environment, force: bool) -> None:
                     f"{e} (the environment is kept; `--force` destroys it anyway and leaves "
                     f"the pooler on host {remote_pooler.pooler_host(env)})"
                 ) from None
-            err_console().print(f"warning: {e}", highlight=False)
+            say(f"warning: {e}")
             remote_pooler.forget(env)
     problems = remote_replicas.remove(env, force=force)
     if problems and not force:
         env.save()
         for line in problems:
-            _say(line)
+            say(line)
         raise PgrigError(
             f"{env.name}: {len(problems)} replica(s) could not be destroyed; the primary and "
             "the record are kept: run `env destroy` again when the host is back, or add --force "
             "to destroy the rest and forget them"
         )
     for line in problems:
-        _say(f"forgotten (--force): {line}")
+        say(f"forgotten (--force): {line}")
     argv = ["env", "destroy", env.name, "--yes"] + (["--force"] if force else [])
     rc = forward_rc(env, argv)
     if rc != 0:
         env.save()
-        raise SystemExit(rc)
+        raise HostCommandFailed(env.on or "", argv, rc)
     shutil.rmtree(env.dir, ignore_errors=True)
 
 
@@ -319,38 +328,35 @@ def show_json(env: Environment) -> dict[str, Any]:
     return dict(doc)
 
 
-def psql(env: Environment, dbname: str | None, args: list[str]) -> NoReturn:
-    """psql on the host: an interactive terminal through OpenSSH (-t), else stdin forwarded."""
-    import os
+def psql_argv(env: Environment, dbname: str | None, args: list[str]) -> list[str]:
+    """`env psql` as the host's pgrig runs it."""
+    return ["env", "psql", env.name] + (["-d", dbname] if dbname else []) + args
 
-    argv = ["env", "psql", env.name] + (["-d", dbname] if dbname else []) + args
+
+def terminal_command(env: Environment, argv: list[str]) -> list[str]:
+    """OpenSSH with a terminal (-t) running the host's pgrig `argv` (an interactive psql): the
+    host key checked against the registry's known_hosts."""
     host = host_of(env)
-    if sys.stdin.isatty():
-        cmd = ["ssh", "-t", "-p", str(host.port), "-o", "StrictHostKeyChecking=yes"]
-        cmd += ["-o", f"UserKnownHostsFile={host.known_hosts_path}"]
-        if host.identity:
-            cmd += ["-i", host.identity, "-o", "IdentitiesOnly=yes"]
-        cmd += [f"{host.user}@{host.address}", "--", ssh.quote(remote.command(argv))]
-        sys.stdout.flush()
-        os.execvp("ssh", cmd)
-    data = sys.stdin.buffer.read()
-    forward(env, argv, stdin=data)
+    cmd = ["ssh", "-t", "-p", str(host.port), "-o", "StrictHostKeyChecking=yes"]
+    cmd += ["-o", f"UserKnownHostsFile={host.known_hosts_path}"]
+    if host.identity:
+        cmd += ["-i", host.identity, "-o", "IdentitiesOnly=yes"]
+    return [*cmd, f"{host.user}@{host.address}", "--", ssh.quote(remote.command(argv))]
 
 
-def db_argv_files(argv: list[str], env: Environment) -> list[str]:
+def db_argv_files(argv: list[str], env: Environment, beside: Sequence[Path] = ()) -> list[str]:
     """`--sql FILE` names a file here: it is copied to the host and its copy is named.
-    `--script PATH.lua` (sysbench) goes with the Lua files beside it (the modules it may
-    require), all into one directory there, which the host's pgrig puts on the Lua path."""
+    `--script PATH.lua` (sysbench) goes with the files `beside` it (the Lua modules it may
+    require: workloads/sysbench_lua.shipped_files), all into one directory there, which the
+    host's pgrig puts on the Lua path."""
     out = list(argv)
     for i, a in enumerate(out[:-1]):
         if a == "--sql":
             out[i + 1] = remote.put_temp(host_of(env), Path(out[i + 1]))
         elif a == "--script":
-            from pgrig.workloads import sysbench_lua
-
             script = Path(out[i + 1])
-            for sibling in sysbench_lua.shipped_files(script):
-                if sibling != script.resolve():
+            for sibling in beside:
+                if sibling.resolve() != script.resolve():
                     remote.put_temp(host_of(env), sibling)
             out[i + 1] = remote.put_temp(host_of(env), script)
     return out
