@@ -74,7 +74,9 @@ def verdicts(a: argparse.Namespace) -> None:
     store = Archive()
     study = store.get_study(STUDY)
     best = study.extra.get("best") or {}
-    found = {v.question: v for v in confirm.verdicts(store.study_runs(STUDY), "tps", 0.02)}
+    runs = store.study_runs(STUDY)
+    misrate = confirm.misrate_of(study.extra)  # the look that ended the confirmation
+    found = {v.question: v for v in confirm.verdicts(runs, "tps", 0.02, misrate)}
     words = {}
     for question, label in (("best vs baseline", "best vs defaults"),
                             ("best vs pgtune-oltp", "best vs pgtune-oltp")):  # fmt: skip

@@ -3,9 +3,10 @@
 One module-scoped sequence, because each step needs the previous one's state:
   1. a tune of 3 trials is interrupted with SIGINT in the middle of a trial -> exit 130, the
      environment has its own settings back, the aborted run is archived;
-  2. the same command with --resume finishes it (confirmation: 2 interleaved repeats) -> the
-     trials are archived runs of the study, the report shows importances and verdicts with
-     bounds, the settings are back again;
+  2. the same command with --resume finishes it (confirmation: 2 interleaved repeats, then an
+     ablation of 2 rounds with every changed knob in one unit) -> the trials are archived runs
+     of the study, the report shows importances, verdicts with bounds and the ablation, `tune
+     show` prints the recommendation, the settings are back again;
   3. a tune killed with SIGKILL leaves its settings; `pgrig tune ENV --restore` puts them back.
 The space is a small file of harmless knobs (a restart-only one among them), so the guardrail
 (p95 > 2x the baseline's) does not prune trials on a busy shared host.
@@ -52,6 +53,7 @@ def tune_argv(home: Path, name: str) -> list[str]:
     return [
         "pgrig", "tune", "lab", "--workload", "pgbench:tpcb", "--trials", "3",
         "--duration", "3s", "--clients", "2", "--confirm-repeats", "2",
+        "--ablation-repeats", "2", "--ablation-units", "1",
         "--space", str(home / "space.toml"), "--name", name, "--format", "md",
     ]  # fmt: skip
 
@@ -204,6 +206,43 @@ def test_report_shows_importances_and_verdicts_with_bounds(resumed: dict) -> Non
         line = next(ln for ln in stderr.splitlines() if ln.startswith(f"{question}: "))
         ratio_text = line.split(": ", 1)[1].split(" ", 3)
         assert " ".join(ratio_text[:3]) in confirmation
+
+
+def test_ablation_and_tune_show(resumed: dict) -> None:
+    """The ablation ran interleaved with the best; `tune show` prints an env set line and one
+    comment per setting of the best."""
+    runs = json.loads(pgrig("runs", "list", "--json", "--study", "t1").stdout)
+    ablated = [r["study_point"] for r in runs if r["study_point"].startswith("ablate-")]
+    if ablated:  # the best may equal the environment's own values: then nothing to ablate
+        assert sorted(ablated) == sorted(["ablate-best", "ablate-the rest"] * 2)
+        assert "## Ablation" in resumed["report"]
+    out = pgrig("tune", "show", "t1").stdout
+    study = json.loads(pgrig("study", "show", "t1", "--json").stdout)
+    best = study["best"]["settings"]
+    assert "pgrig env set lab " + " ".join(f"{k}={v}" for k, v in best.items()) in out
+    conf = out.split("# postgresql.conf\n", 1)[1].strip().splitlines()
+    assert [line.split(" = ")[0] for line in conf[1::2]] == list(best)
+    assert all(c.startswith(("# ablation", "# search importance", "# not measured"))
+               for c in conf[::2])  # fmt: skip
+
+
+def test_preset_brings_its_workload_clients_and_data(lab: Path, resumed: dict) -> None:
+    """--preset read-heavy with tiny overrides: select-only on 8 clients over the data it
+    asked for (generated, since the lab holds scale 1)."""
+    proc = pgrig(
+        "tune", "lab", "--preset", "read-heavy", "--scale", "2", "--trials", "1",
+        "--duration", "2s", "--warmup", "0", "--confirm-repeats", "2",
+        "--ablation-repeats", "0", "--name", "p1", check=False,
+    )  # fmt: skip
+    assert "generating pgbench data (scale 2)" in proc.stderr, proc.stderr
+    assert "space for read workloads" in proc.stderr
+    runs = json.loads(pgrig("runs", "list", "--json", "--study", "p1").stdout)
+    baseline = next(r for r in runs if r["study_point"] == "baseline")
+    rec = json.loads(pgrig("runs", "show", str(baseline["id"]), "--json").stdout)
+    assert rec["workload"] == "pgbench:select-only" and rec["clients"] == 8
+    assert rec["scale"] == 2
+    unknown = pgrig("tune", "lab", "--preset", "fast", check=False)
+    assert unknown.returncode != 0 and "read-heavy" in unknown.stderr
 
 
 def test_kill_9_is_undone_by_restore(lab: Path, resumed: dict) -> None:

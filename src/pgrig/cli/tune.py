@@ -1,7 +1,10 @@
-"""`pgrig tune ENV --workload ... --trials N`: search a faster configuration, then prove it."""
+"""`pgrig tune ENV --workload ... --trials N` (or `--preset NAME`): search a faster configuration,
+then prove it and say why (ablation); `pgrig tune show NAME` prints the recommendation."""
 
 from __future__ import annotations
 
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -17,15 +20,41 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from pgrig.archive.protocol import RunStore
+    from pgrig.views.tune_attribution import Attribution
 
 
 def register(app: typer.Typer) -> None:
     @app.command("tune")
     def tune(
-        env: Annotated[str, typer.Argument(help="Environment name (managed).")],
+        ctx: typer.Context,
+        env: Annotated[
+            str, typer.Argument(help="Environment name (managed), or `show` to print a study.")
+        ],
+        study_to_show: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="[NAME]",
+                help="With `show`: the tuning study whose recommendation to print.",
+            ),
+        ] = None,
+        preset: Annotated[
+            str | None,
+            typer.Option(
+                "--preset",
+                help="read-heavy | mixed-reporting | write-heavy-slow-disk: workload, clients, "
+                "data, space, trials and durations in one (each flag still overrides).",
+            ),
+        ] = None,
         workload: Annotated[
             list[str] | None,
             typer.Option("--workload", "-w", help="As for `pgrig run` (repeatable)."),
+        ] = None,
+        scale: Annotated[
+            int | None,
+            typer.Option(
+                "--scale",
+                help="pgbench data scale; generated first when the database has other data.",
+            ),
         ] = None,
         trials: Annotated[int, typer.Option("--trials", help="Trials of the search.")] = 20,
         budget: Annotated[
@@ -38,7 +67,12 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--objective", help="tps | p95 | nopm (TPC-C).")
         ] = "tps",
         space: Annotated[
-            str, typer.Option("--space", help="default, or a TOML file of knobs and ranges.")
+            str,
+            typer.Option(
+                "--space",
+                help="default, read, mixed, write (a space per workload class), or a TOML "
+                "file of knobs and ranges.",
+            ),
         ] = "default",
         allow_unsafe: Annotated[
             bool,
@@ -61,9 +95,24 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option(
                 "--confirm-repeats",
-                help="Interleaved repeats per configuration (4: the fewest for 95% bounds).",
+                help="Interleaved repeats per configuration, at most (4: the fewest for 95% "
+                "bounds; from 5, the confirmation may stop early once decisive).",
             ),
         ] = 4,
+        ablation_repeats: Annotated[
+            int,
+            typer.Option(
+                "--ablation-repeats",
+                help="Rounds of the ablation after the confirmation (0: none).",
+            ),
+        ] = 4,
+        ablation_units: Annotated[
+            int,
+            typer.Option(
+                "--ablation-units",
+                help="Most knobs or groups the ablation takes back one by one (the rest together).",
+            ),
+        ] = 6,
         name: Annotated[str | None, typer.Option("--name", help="Study name (tune-ENV).")] = None,
         db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the sampler.")] = 0,
@@ -81,6 +130,16 @@ def register(app: typer.Typer) -> None:
         from pgrig.tune import runner
 
         console = common.err_console()
+        if env == SHOW:
+            if study_to_show is None:
+                raise PgrigError("pgrig tune show NAME: name the tuning study (tune-ENV)")
+            show_recommendation(Archive(archive), study_to_show)
+            return
+        if study_to_show is not None:
+            raise PgrigError(
+                f"unexpected argument {study_to_show!r}: `pgrig tune ENV [options]`, or "
+                "`pgrig tune show NAME`"
+            )
         if restore:
             who = runner.restore_now(env)
             console.print(
@@ -96,19 +155,34 @@ def register(app: typer.Typer) -> None:
             return
         formats = publish.check_formats(fmt or ["md"])
         study_name = name or f"tune-{env}"
+        from pgrig.tune import presets
+
+        values = {
+            "workload": workload, "scale": scale, "trials": trials, "duration": duration,
+            "warmup": warmup, "clients": clients, "threads": threads,
+            "confirm_repeats": confirm_repeats, "space": space,
+            "ablation_repeats": ablation_repeats,
+        }  # fmt: skip
+        # a flag left at its default does not override the preset's value
+        given = {k: (v if _given(ctx, k) else None) for k, v in values.items()}
+        opts = presets.resolve(preset, given, values)
         req = _request(
             env_name=env,
-            workload=workload,
-            trials=trials,
+            preset=preset,
+            workload=opts["workload"],
+            scale=opts["scale"],
+            trials=opts["trials"],
             budget=budget,
             objective_name=objective,
-            space_arg=space,
+            space_arg=opts["space"],
             allow_unsafe=allow_unsafe,
-            duration=duration,
-            warmup=warmup,
-            clients=clients,
-            threads=threads,
-            confirm_repeats=confirm_repeats,
+            duration=opts["duration"],
+            warmup=opts["warmup"],
+            clients=opts["clients"],
+            threads=opts["threads"],
+            confirm_repeats=opts["confirm_repeats"],
+            ablation_repeats=opts["ablation_repeats"],
+            ablation_units=ablation_units,
             study_name=study_name,
             db=db,
             seed=seed,
@@ -135,10 +209,21 @@ def register(app: typer.Typer) -> None:
             sys.exit(1)
 
 
+SHOW = "show"
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """The user gave this option (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name != "DEFAULT"
+
+
 def _request(
     *,
     env_name: str,
+    preset: str | None,
     workload: list[str] | None,
+    scale: int | None,
     trials: int,
     budget: str | None,
     objective_name: str,
@@ -149,6 +234,8 @@ def _request(
     clients: int,
     threads: int,
     confirm_repeats: int,
+    ablation_repeats: int,
+    ablation_units: int,
     study_name: str,
     db: str | None,
     seed: int,
@@ -157,7 +244,8 @@ def _request(
     from pgrig.provision import cluster
     from pgrig.request import RunRequest, from_flags
     from pgrig.request.values import parse_duration
-    from pgrig.tune import confirm
+    from pgrig.study.spec import DatasetSpec
+    from pgrig.tune import confirm, presets
     from pgrig.tune import space as sp
     from pgrig.tune.objective import objective
     from pgrig.tune.runner import TuneRequest
@@ -167,6 +255,12 @@ def _request(
         raise PgrigError("--workload is required (e.g. --workload pgbench:tpcb)")
     if trials < 1:
         raise PgrigError(f"--trials must be at least 1 (got {trials})")
+    if ablation_repeats < 0:
+        raise PgrigError(f"--ablation-repeats must be 0 (none) or more (got {ablation_repeats})")
+    if ablation_units < 1:
+        raise PgrigError(f"--ablation-units must be at least 1 (got {ablation_units})")
+    if scale is not None and scale < 1:
+        raise PgrigError(f"--scale must be at least 1 (got {scale})")
     if confirm_repeats < 2:
         raise PgrigError(
             f"--confirm-repeats must be at least 2 (got {confirm_repeats}): a verdict needs "
@@ -195,6 +289,13 @@ def _request(
             f"{env_name} is an external server: tuning changes settings and restarts the "
             "server, so it needs a managed environment"
         )
+    if preset is not None:
+        presets.check_disk_limit(presets.get(preset), env_name, getattr(env, "disk_limit", None))
+    dataset = None
+    if scale is not None:
+        if not load.workload.startswith("pgbench:") and "pgbench:" not in load.workload:
+            raise PgrigError("--scale generates pgbench data: use it with a pgbench workload")
+        dataset = DatasetSpec(scenario="pgbench", database=db, scale=scale)
     space = sp.for_server(
         env.bindir or "", env.version or "", space_arg, allow_unsafe, disk_path=env.datadir
     )
@@ -215,6 +316,10 @@ def _request(
         allow_unsafe=allow_unsafe,
         pgtune_settings=pgtune,
         seed=seed,
+        ablation_repeats=ablation_repeats,
+        ablation_max_units=ablation_units,
+        warm_start=sp.warm_start(space, pgtune),
+        dataset=dataset,
     )
 
 
@@ -243,9 +348,10 @@ def _with_progress(console: Console, req: Any, store: RunStore, resume: bool) ->
 
 
 def _summary(console: Console, store: RunStore, study_name: str) -> None:
-    """Best configuration and confirmation verdicts, in the engine's words."""
-    from pgrig.tune import confirm
+    """Best configuration, confirmation verdicts and the ablation's shares, in the engine's
+    words (views/tune_attribution.py, as the report)."""
     from pgrig.tune.objective import METRIC_OF
+    from pgrig.views import tune_attribution
 
     rec = store.get_study(study_name)
     x = rec.extra
@@ -258,17 +364,35 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    metric = METRIC_OF[x.get("objective", "tps")]
-    for v in confirm.verdicts(
-        store.study_runs(study_name), metric, float(x.get("threshold", 0.02))
-    ):
+    a = tune_attribution.build(
+        x, store.study_runs(study_name), METRIC_OF[x.get("objective", "tps")]
+    )
+    for v in a.verdicts:
         text = v.comparison.describe() if v.comparison is not None else f"no verdict: {v.reason}"
         console.print(f"{v.question}: {escape(text)}", highlight=False, soft_wrap=True)
+    for sh in a.shares:
+        c = sh.comparison
+        verdict = c.verdict_text() if c is not None else f"no verdict: {sh.reason}"
+        share = f", {sh.share_text} of the gain" if sh.share is not None else ""
+        console.print(
+            f"ablation: without {escape(sh.unit.label)}: best is {sh.effect_text} ({verdict})"
+            f"{share}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    keeps = a.durable_keeps()
+    if keeps is not None:
+        console.print(
+            f"durable settings only: x{keeps[0]:.3f} [{keeps[1]:.3f}, {keeps[2]:.3f}] over the "
+            "baseline",
+            highlight=False,
+        )
     imp = x.get("importances") or {}
     if imp:
         top = sorted(imp.items(), key=lambda kv: -kv[1])[:5]
         console.print(
-            "importances: " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in top), highlight=False
+            "search importances (not effects): " + ", ".join(f"{k} {v * 100:.0f}%" for k, v in top),
+            highlight=False,
         )
 
 
@@ -299,3 +423,59 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
         )
     common.out_console().print(t)
     _summary(common.err_console(), store, study_name)
+
+
+# --- `pgrig tune show NAME`: the recommendation, with a reason per setting ------------------
+def show_recommendation(store: RunStore, name: str) -> None:
+    from pgrig.views import tune_attribution
+
+    rec = store.get_study(name)
+    if rec.kind != "tune":
+        raise PgrigError(f"study {name!r} is a {rec.kind} study, not a tuning study (pgrig tune)")
+    x = rec.extra
+    best = (x.get("best") or {}).get("settings")
+    if not best:
+        raise PgrigError(f"tuning study {name!r} has no completed trial: nothing to recommend")
+    runs = store.study_runs(name)
+    from pgrig.tune.objective import METRIC_OF
+
+    a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")])
+    env = runs[0].env_name if runs else "ENV"
+    common.out_console().print(render(name, env, best, a), highlight=False, soft_wrap=True)
+
+
+def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
+    """The text `tune show` prints (plain: copy-pasteable)."""
+    lines = [f"# tuning study {name}: recommendation for {env}"]
+    for v in a.verdicts:
+        c = v.comparison
+        lines.append(
+            f"# {v.question}: " + (c.describe() if c is not None else f"no verdict: {v.reason}")
+        )
+    if a.stopped_at is not None:
+        lines.append(f"# confirmation stopped after {a.stopped_at} rounds (misrate {a.misrate:g})")
+    keeps = a.durable_keeps()
+    if keeps is not None:
+        lines.append(
+            f"# with durable settings only (fsync, synchronous_commit, full_page_writes on): "
+            f"x{keeps[0]:.3f} [{keeps[1]:.3f}, {keeps[2]:.3f}] over the baseline"
+        )
+    from pgrig.tune.ablation import unsafe_off
+
+    if unsafe_off(best):
+        lines.append("# UNSAFE: durability is off in this configuration: throw-away data only")
+    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in best.items())
+    lines += ["", "# apply with pgrig:", f"pgrig env set {shlex.quote(env)} {assignments}", ""]
+    lines.append("# postgresql.conf")
+    for r in a.reasons:
+        lines.append(f"# {r.why}")
+        lines.append(f"{r.setting} = {_conf_value(r.value)}")
+    return "\n".join(lines)
+
+
+def _conf_value(value: str) -> str:
+    """Numbers and bare words as they are; anything else quoted for postgresql.conf."""
+    text = str(value)
+    if re.fullmatch(r"-?[0-9]+(\.[0-9]+)?|[A-Za-z_]+", text):
+        return text
+    return "'" + text.replace("'", "''") + "'"

@@ -24,6 +24,7 @@ from pgrig.tune import confirm
 from pgrig.tune.importance import METHOD
 from pgrig.tune.objective import objective as objective_of
 from pgrig.views import evidence
+from pgrig.views import tune_attribution as attribution
 
 
 def build(
@@ -42,11 +43,14 @@ def build(
         f"{record.status}; objective {obj.label} ({obj.direction}); "
         f"{_done(x)} of {x.get('trials_planned', '?')} trials",
     )
+    found = attribution.build(x, runs, obj.metric.key, confirmation)
+    doc.sections.append(_answer(x, found, obj.label))
     doc.sections.append(_setup(record, runs))
     doc.sections.append(_best(record.name, x, baseline, obj.label))
     doc.sections.append(_verdicts(x, runs, obj.metric.key, confirmation))
     if confirmation:
         doc.sections.append(_evidence(confirmation))
+    doc.sections.append(_ablation(found))
     doc.sections.append(_importances(x))
     doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
     return doc
@@ -116,8 +120,9 @@ def _verdicts(
     evidence_groups = confirm.groups(whole) if whole else groups
     sides = {q: (base, cand) for q, base, cand in confirm.QUESTIONS}
     rows: list[list[Any]] = []
+    misrate = confirm.misrate_of(x)
     for m in metrics:
-        for v in confirm.verdicts(runs, m, threshold):
+        for v in confirm.verdicts(runs, m, threshold, misrate):
             c = v.comparison
             ev = _verdict_evidence(evidence_groups, *sides[v.question])
             if c is None:
@@ -127,10 +132,23 @@ def _verdicts(
             verdict = Cell([c.verdict_text()], verdict_style(c.verdict))
             rows.append([v.question, c.label, c.ratio_text(), verdict, c.basis(), ev])
     counts = ", ".join(f"{k}: {len(g)} ok runs" for k, g in groups.items())
+    looks = x.get("confirm_looks") or []
+    stopped = x.get("confirm_stopped_at")
+    sequential = (
+        "Sequential: verdicts looked at after "
+        + ", ".join(f"{lk['rounds']} rounds (misrate {lk['misrate']:g})" for lk in looks)
+        + "; the misrates of the looks sum to the study's, so the chance of any wrong firm "
+        "verdict over all looks stays within it (Bonferroni). "
+        + (f"Stopped after {stopped} rounds; " if stopped is not None else "")
+        + f"verdicts at misrate {misrate:g}."
+        if len(looks) > 1
+        else ""
+    )
     return Section(
         "Confirmation",
         [
             Paragraph(f"Interleaved repeats ({counts}); the best configuration is the candidate."),
+            *([Paragraph(sequential, "note")] if sequential else []),
             Table.build(
                 ["question", "metric", "ratio [bounds]", "verdict", "basis", "evidence"], rows
             ),
@@ -239,20 +257,151 @@ def _window_sum(rec: RunRecord, column: str) -> float:
     return float(sum(_window(rec, column)))
 
 
+def _answer(x: dict[str, Any], a: attribution.Attribution, label: str) -> Section:
+    """Seed 000's question in its own terms: what was reached, each setting to what and why,
+    and what durable settings alone keep."""
+    blocks: list[Any] = []
+    base = next((v for v in a.verdicts if v.question == confirm.QUESTIONS[0][0]), None)
+    c = base.comparison if base is not None else None
+    if c is None or c.ratio is None:
+        blocks.append(Paragraph("No verdict against the baseline: nothing to attribute.", "warn"))
+    else:
+        groups = a.evidence
+        reached = next((r.tps for r in groups if r.config == confirm.BEST), math.nan)
+        start = next((r.tps for r in groups if r.config == confirm.BASELINE), math.nan)
+        figures = (
+            f" (confirmation means: {fmt(reached, 0)} against {fmt(start, 0)} TPS)"
+            if not math.isnan(reached) and not math.isnan(start)
+            else ""
+        )
+        blocks.append(
+            Paragraph(
+                f"Reached: the best configuration is {c.ratio_text()} the baseline's {label}, "
+                f"{c.verdict_text()}{figures}; {c.basis()}."
+            )
+        )
+    keeps = a.durable_keeps()
+    if keeps is not None:
+        blocks.append(
+            Paragraph(
+                "With durable settings only (fsync, synchronous_commit and full_page_writes "
+                f"back on), the configuration keeps x{keeps[0]:.3f} over the baseline "
+                f"[{keeps[1]:.3f}, {keeps[2]:.3f}: the gain's point estimate over the bounds of "
+                "the ablation's durable-only comparison]."
+            )
+        )
+    rows = [[r.setting, _human(r.value), r.why] for r in a.reasons]
+    if rows:
+        blocks.append(Table.build(["setting", "set to", "why"], rows, "Each setting, and why"))
+    blocks.append(
+        Paragraph(
+            "A measured share comes from the ablation (below): the best configuration against "
+            "itself with that setting (or group) put back to the environment's own value, "
+            "interleaved. A search importance only says which knobs the search varied among "
+            "its best trials.",
+            "note",
+        )
+    )
+    return Section("Answer", blocks)
+
+
+def _ablation(a: attribution.Attribution) -> Section:
+    if not a.shares:
+        return Section(
+            "Ablation",
+            [
+                Paragraph(
+                    "not run (no ablation rounds, or no setting differs from the "
+                    "environment's own)",
+                    "note",
+                )
+            ],
+        )
+    rows: list[list[Any]] = []
+    for sh in a.shares:
+        c = sh.comparison
+        verdict = Cell([c.verdict_text()], verdict_style(c.verdict)) if c else Cell.of("-")
+        rows.append([sh.unit.label, sh.effect_text, verdict, sh.share_text,
+                     c.basis() if c else (sh.reason or "")])  # fmt: skip
+    if a.durable is not None and a.durable.unit.key == "durable-only":
+        c = a.durable.comparison
+        verdict = Cell([c.verdict_text()], verdict_style(c.verdict)) if c else Cell.of("-")
+        rows.append(["durability settings together (durable only)", a.durable.effect_text,
+                     verdict, a.durable.share_text, c.basis() if c else ""])  # fmt: skip
+    total = a.shares_sum
+    blocks: list[Any] = [
+        Paragraph(
+            f"{a.ablation_repeats} interleaved rounds of the best configuration and the best "
+            "with each unit put back to the environment's own value. Ratio: best / without "
+            "the unit (above 1: the unit helps). Share: log(that ratio) / log(best / "
+            "baseline) from the confirmation, bounds from the unit's ratio alone."
+        ),
+        Table.build(
+            ["put back", "best / without it", "verdict", "share of the gain", "basis"], rows
+        ),
+    ]
+    if total is not None:
+        blocks.append(
+            Paragraph(
+                f"Shares sum to {total * 100:.0f}%: settings that act only together (or against "
+                "each other) make the sum differ from 100%. A group with an effect is not split "
+                "further.",
+                "note",
+            )
+        )
+    if a.gain is None:
+        blocks.append(
+            Paragraph("The confirmation found no gain over the baseline: no shares.", "note")
+        )
+    ev: list[list[Any]] = [
+        [r.config, str(r.runs), fmt(r.tps, 0), _size(r.wal_per_tx), _pct(r.wal_write_pct),
+         _pct(r.wal_sync_pct), fmt(r.checkpoints_timed, 1), fmt(r.checkpoints_req, 1),
+         fmt(r.hit_ratio, 1), fmt(r.cpu_idle, 1)]
+        for r in a.evidence
+    ]  # fmt: skip
+    if ev:
+        blocks.append(
+            Table.build(
+                [
+                    "configuration",
+                    "runs",
+                    "TPS",
+                    "WAL per transaction",
+                    "WALWrite waits %",
+                    "WalSync waits %",
+                    "checkpoints timed",
+                    "checkpoints requested",
+                    "buffer hit %",
+                    "CPU idle %",
+                ],
+                ev,
+                "Evidence per configuration (means over its ok runs, measured window)",
+                numeric=set(range(1, 10)),
+            )
+        )
+    return Section("Ablation", blocks)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None or math.isnan(v) else f"{v:.1f}"
+
+
 def _importances(x: dict[str, Any]) -> Section:
     imp = x.get("importances") or {}
     if not imp:
         why = x.get("importances_note") or "not computed"
-        return Section("Knob importances", [Paragraph(f"none: {why}", "note")])
+        return Section("Knob importances (search)", [Paragraph(f"none: {why}", "note")])
     rows = [[k, f"{v * 100:.1f}%"] for k, v in sorted(imp.items(), key=lambda kv: -kv[1])]
     note = Paragraph(
-        f"{METHOD} over the completed trials: how much each knob's values among the best "
-        "trials differ from its values over all of them, as shares summing to 100%. Few trials "
-        "make these rough.",
+        f"Search importances, not effects: {METHOD} over the completed trials, how much each "
+        "knob's values among the best trials differ from its values over all of them, as "
+        "shares summing to 100%. Few trials make these rough; the ablation above measures "
+        "effects.",
         "note",
     )
     return Section(
-        "Knob importances", [Table.build(["knob", "importance"], rows, numeric={1}), note]
+        "Knob importances (search)",
+        [Table.build(["knob", "search importance"], rows, numeric={1}), note],
     )
 
 

@@ -5,6 +5,16 @@ A search ranks configurations by single short runs, each picked for being the hi
 noisy figures: the winner's own figure is biased upwards. Only fresh repeats, interleaved so
 slow changes of the host (other work, the data growing) spread over every configuration, say
 whether it is really better, and by how much (ratio with bounds, analysis/compare.py).
+
+Early stop (sequential, with an honest error rate). The verdicts are looked at after a fixed
+schedule of rounds (`looks`), decided before the first run: with 6 repeats, after round 4 and
+after round 6. Each look spends part of the misrate (alpha spending with a Bonferroni split:
+0.6 of it at the early look, 0.4 at the last), so the chance of any wrong firm verdict over
+all looks stays at most the misrate (the union bound), however the looks turn out. The phase
+stops at a look where every question is decisive (faster, slower or equivalent) at that look's
+misrate; the verdicts are then reported at the misrate of the look that stopped it (or of the
+last look), never at the full misrate. Fewer than 5 repeats: one look, at the end, with the
+whole misrate.
 """
 
 from __future__ import annotations
@@ -12,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pgrig.analysis.compare import Comparison, compare_runs
+from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
+from pgrig.analysis.compare_paired import min_pairs
 from pgrig.archive.records import RunRecord
 
 BASELINE, BEST, PGTUNE = "baseline", "best", "pgtune-oltp"
@@ -23,6 +34,33 @@ DEFAULT_REPEATS = 4  # the fewest whose bounds reach 95% (compare.min_repeats(0.
 QUESTIONS = (("best vs baseline", BASELINE, BEST), ("best vs pgtune-oltp", PGTUNE, BEST))
 
 
+EARLY_SHARE = 0.6  # of the misrate, spent at the early look; the rest at the last
+DECISIVE = ("faster", "slower", "equivalent")
+
+
+@dataclass(frozen=True)
+class Look:
+    rounds: int  # repeats per configuration done when the verdicts are looked at
+    misrate: float  # spent at this look
+
+
+def looks(repeats: int, misrate: float = DEFAULT_MISRATE) -> list[Look]:
+    """The fixed look schedule (module docstring): the misrates sum to `misrate`, and each look
+    has enough pairs for its misrate (compare_paired.min_pairs), else one look at the end."""
+    early_rate, last_rate = misrate * EARLY_SHARE, misrate * (1 - EARLY_SHARE)
+    early = max(min_pairs(early_rate), (repeats + 1) // 2)
+    if early < repeats and min_pairs(last_rate) <= repeats:
+        return [Look(early, early_rate), Look(repeats, last_rate)]
+    return [Look(repeats, misrate)]
+
+
+def decisive(found: Sequence[Verdict]) -> bool:
+    """Every question has a firm verdict (what stops the confirmation at a look)."""
+    return bool(found) and all(
+        v.comparison is not None and v.comparison.verdict in DECISIVE for v in found
+    )
+
+
 def point_key(config: str) -> str:
     return f"confirm-{config}"
 
@@ -30,6 +68,12 @@ def point_key(config: str) -> str:
 def plan(repeats: int) -> list[tuple[str, int]]:
     """(config, repeat) in run order: every configuration once per round, round after round."""
     return [(config, r) for r in range(repeats) for config in CONFIGS]
+
+
+def misrate_of(extra: dict[str, object]) -> float:
+    """The misrate a study's verdicts are judged at (older studies: the default)."""
+    value = extra.get("confirm_misrate")
+    return float(value) if isinstance(value, int | float) else DEFAULT_MISRATE
 
 
 def groups(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -52,8 +96,11 @@ class Verdict:
     reason: str | None = None
 
 
-def verdicts(runs: Sequence[RunRecord], metric: str, threshold: float) -> list[Verdict]:
-    """The best configuration against the baseline and against pgtune-oltp on `metric`."""
+def verdicts(
+    runs: Sequence[RunRecord], metric: str, threshold: float, misrate: float = DEFAULT_MISRATE
+) -> list[Verdict]:
+    """The best configuration against the baseline and against pgtune-oltp on `metric`, at
+    `misrate` (the study's: the misrate of the look that ended its confirmation)."""
     by = groups(runs)
     out = []
     for question, base, cand in QUESTIONS:
@@ -61,5 +108,5 @@ def verdicts(runs: Sequence[RunRecord], metric: str, threshold: float) -> list[V
             missing = base if not by[base] else cand
             out.append(Verdict(question, None, f"no ok confirmation run of {missing}"))
             continue
-        out.append(Verdict(question, compare_runs(by[base], by[cand], metric, threshold)))
+        out.append(Verdict(question, compare_runs(by[base], by[cand], metric, threshold, misrate)))
     return out

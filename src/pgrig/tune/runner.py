@@ -37,8 +37,8 @@ from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
 from pgrig.study.runner import completed_runs
-from pgrig.study.spec import EnvSpec
-from pgrig.tune import confirm
+from pgrig.study.spec import DatasetSpec, EnvSpec
+from pgrig.tune import ablation, confirm
 from pgrig.tune.guardrails import Guardrails
 from pgrig.tune.importance import knob_importances
 from pgrig.tune.objective import Objective
@@ -64,6 +64,14 @@ class TuneRequest:
     pgtune_settings: dict[str, str] = field(default_factory=dict)
     threshold: float = 0.02
     seed: int = 0
+    # the ablation after the confirmation (tune/ablation.py): rounds (0: none; the CLI's
+    # default is ablation.DEFAULT_REPEATS), most units taken back one by one
+    ablation_repeats: int = 0
+    ablation_max_units: int = ablation.DEFAULT_MAX_UNITS
+    # the search's first trial (Optuna parameters: pgtune-oltp's point in the space,
+    # space.warm_start), so the search begins where the rule of thumb ends
+    warm_start: dict[str, Any] = field(default_factory=dict)
+    dataset: DatasetSpec | None = None  # pgbench data to generate when the database lacks it
 
     def spec_text(self) -> str:
         """What defines the search: a resumed study must be asked the same question."""
@@ -228,8 +236,12 @@ def _run_held(
             "notes": req.space.notes,
             "objective": req.objective.name,
             "trials_planned": req.trials,
-            # baseline, trials (pruned ones are runs too) and the confirmation
+            # baseline, trials (pruned ones are runs too) and the confirmation at most
             "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats)),
+            "confirm_looks": [
+                {"rounds": look.rounds, "misrate": look.misrate}
+                for look in confirm.looks(req.confirm_repeats)
+            ],
             "confirm_repeats": req.confirm_repeats,
             "threshold": req.threshold,
             "pgtune_settings": req.pgtune_settings,
@@ -240,6 +252,8 @@ def _run_held(
     try:
         # SIGTERM/SIGHUP arrive as KeyboardInterrupt (cli/app.py installs that for every command)
         started = backend.ensure_environment(env)
+        if req.dataset is not None:
+            backend.prepare_dataset(env, req.dataset, False)
         walker.run()
     except BaseException as e:
         interrupted = is_interruption(e)
@@ -347,6 +361,7 @@ class _Tuner:
             self._search()
         if self.best() is not None:
             self._confirm()
+            self._ablate()
 
     def _confirmation_started(self) -> bool:
         prefix = confirm.point_key("")
@@ -373,6 +388,14 @@ class _Tuner:
         self.guard = Guardrails(ok[-1].latency.p95)
 
     def _search(self) -> None:
+        if self.req.warm_start and not self.study.get_trials(deepcopy=False):
+            self.study.enqueue_trial(dict(self.req.warm_start), skip_if_exists=False)
+            self.console.print(
+                "trial 1 starts from pgtune-oltp's point: "
+                + _settings_text(self.req.space.settings(self.req.warm_start)),
+                highlight=False,
+                soft_wrap=True,
+            )
         while self.done() < self.req.trials:
             elapsed = self.clock() - self.t0
             budget = self.req.budget_s
@@ -437,6 +460,8 @@ class _Tuner:
         return self.study.ask()
 
     def _confirm(self) -> None:
+        """Interleaved rounds, stopped at the first look (confirm.looks) where every verdict
+        is decisive at that look's misrate; the misrate the verdicts are judged at is saved."""
         best = self.best()
         assert best is not None
         configs = {
@@ -444,26 +469,126 @@ class _Tuner:
             confirm.BEST: best["settings"],
             confirm.PGTUNE: self.req.pgtune_settings,
         }
-        runs = self.archive.study_runs(self.req.name)
-        done = completed_runs(runs)
+        x = self.archive.get_study(self.req.name).extra
+        if x.get("confirm_stopped_at") is not None:  # a resumed study: the phase had ended
+            self._confirmed = True
+            return
+        done = completed_runs(self.archive.study_runs(self.req.name))
+        schedule = {look.rounds: look for look in confirm.looks(self.req.confirm_repeats)}
+        todo = len([p for p in confirm.plan(self.req.confirm_repeats)
+                    if (confirm.point_key(p[0]), p[1]) not in done])  # fmt: skip
+        if todo:
+            looks_text = ", ".join(
+                f"after {look.rounds} at misrate {look.misrate:g}" for look in schedule.values()
+            )
+            self.console.print(
+                f"confirmation: up to {self.req.confirm_repeats} interleaved rounds of "
+                f"{', '.join(confirm.CONFIGS)} ({todo} runs to go); looks {looks_text}",
+                highlight=False,
+            )
+        i = 0
+        for repeat in range(self.req.confirm_repeats):
+            for config in confirm.CONFIGS:
+                if (confirm.point_key(config), repeat) in done:
+                    continue
+                if self.on_trial:
+                    self.on_trial(i, todo, f"confirmation run {i + 1}/{todo}")
+                i += 1
+                self.backend.apply_settings(self.env, configs[config])
+                rec = self._execute(confirm.point_key(config), repeat)
+                self._say_run(rec, f"{config} repeat {repeat + 1}: ")
+            look = schedule.get(repeat + 1)
+            if look is None:
+                continue
+            found = confirm.verdicts(
+                self.archive.study_runs(self.req.name),
+                self.req.objective.metric.key,
+                self.req.threshold,
+                look.misrate,
+            )
+            last = look.rounds == self.req.confirm_repeats
+            if confirm.decisive(found) or last:
+                self.archive.update_study_extra(
+                    self.req.name,
+                    {"confirm_stopped_at": look.rounds, "confirm_misrate": look.misrate},
+                )
+                if not last:
+                    self.console.print(
+                        f"confirmation: decisive after {look.rounds} rounds at misrate "
+                        f"{look.misrate:g}: stopped early",
+                        highlight=False,
+                    )
+                break
+        self._confirmed = True
+
+    def _ablate(self) -> None:
+        """From the best configuration, each unit back to the environment's own value, run
+        interleaved with the best (tune/ablation.py); the plan is saved before the first run,
+        so a resumed study measures the same units."""
+        best = self.best()
+        repeats = self.req.ablation_repeats
+        if best is None or repeats < 1:
+            return
+        x = self.archive.get_study(self.req.name).extra
+        saved = x.get("ablation")
+        if saved:
+            units = [ablation.Unit(u["key"], tuple(u["knobs"])) for u in saved["units"]]
+            configs = {k: dict(v) for k, v in saved["configs"].items()}
+        else:
+            own = self._own_values(list(best["settings"]))
+            changed = ablation.changed_knobs(best["settings"], own)
+            units = ablation.plan_units(
+                changed, x.get("importances") or {}, self.req.ablation_max_units
+            )
+            if not units:
+                return
+            configs = ablation.configs(best["settings"], units)
+            self.archive.update_study_extra(
+                self.req.name,
+                {
+                    "ablation": {
+                        "units": [{"key": u.key, "knobs": list(u.knobs)} for u in units],
+                        "configs": configs,
+                        "repeats": repeats,
+                    }
+                },
+            )
+        done = completed_runs(self.archive.study_runs(self.req.name))
         todo = [
             (c, r)
-            for c, r in confirm.plan(self.req.confirm_repeats)
-            if (confirm.point_key(c), r) not in done
+            for c, r in ablation.plan(list(configs), repeats)
+            if (ablation.point_key(c), r) not in done
         ]
         if todo:
             self.console.print(
-                f"confirmation: {self.req.confirm_repeats} interleaved repeats of "
-                f"{', '.join(confirm.CONFIGS)} ({len(todo)} runs to go)",
+                f"ablation: {repeats} interleaved rounds of the best and the best without "
+                f"each of {', '.join(u.label for u in units)} ({len(todo)} runs to go)",
                 highlight=False,
+                soft_wrap=True,
             )
         for i, (config, repeat) in enumerate(todo):
             if self.on_trial:
-                self.on_trial(i, len(todo), f"confirmation run {i + 1}/{len(todo)}")
+                self.on_trial(i, len(todo), f"ablation run {i + 1}/{len(todo)}")
             self.backend.apply_settings(self.env, configs[config])
-            rec = self._execute(confirm.point_key(config), repeat)
-            self._say_run(rec, f"{config} repeat {repeat + 1}: ")
-        self._confirmed = True
+            rec = self._execute(ablation.point_key(config), repeat)
+            label = "best" if config == ablation.BEST else f"without {config}"
+            self._say_run(rec, f"{label} repeat {repeat + 1}: ")
+
+    def _own_values(self, names: list[str]) -> dict[str, str | None]:
+        """The environment's own value of each knob, as the baseline run's server reported it
+        (None when unknown)."""
+        if self.baseline_run is None:
+            return {}
+        try:
+            settings = self.archive.get_run(self.baseline_run).settings
+        except NotFound:
+            return {}
+        out: dict[str, str | None] = {}
+        for n in names:
+            s = settings.get(n) or {}
+            value = s.get("setting")
+            out[n] = None if value is None else _with_unit(str(value), s.get("unit"))
+        return out
 
     # --- helpers ------------------------------------------------------------------------------
     def _execute(self, point: str, repeat: int, stop_if: StopIf | None = None) -> RunRecord:
@@ -546,6 +671,20 @@ class _Tuner:
         p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
         status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
         self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
+
+
+def _with_unit(value: str, unit: Any) -> str:
+    """A pg_settings value as a setting text comparable with the space's ("128MB", "on"):
+    memory in MB where it is whole MB, times with their unit; others unchanged."""
+    from pgrig import format as fmt
+
+    if not unit:
+        return value
+    n = fmt.setting_bytes(value, str(unit))
+    if n is not None:
+        mib = 1024**2
+        return f"{n // mib}MB" if n % mib == 0 else f"{n // 1024}kB"
+    return f"{value}{unit}"
 
 
 def _settings_text(settings: dict[str, str]) -> str:

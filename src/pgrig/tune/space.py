@@ -141,6 +141,115 @@ class Space:
 
 
 # --- the default space -----------------------------------------------------------------------
+# --- spaces per workload class (`--space read|mixed|write`, the presets') ---------------------
+# The knobs that matter for each class of workload: fewer knobs, so a dozen trials explore
+# them; the default space (all groups) stays for `--space default`.
+CLASS_KNOBS: dict[str, tuple[str, ...]] = {
+    # reads over data larger than shared_buffers: the cache, the planner's view of I/O
+    "read": ("shared_buffers", "effective_cache_size", "random_page_cost",
+             "effective_io_concurrency", "jit", "max_parallel_workers_per_gather",
+             "io_method", "io_workers", "bgwriter_delay", "bgwriter_lru_maxpages",
+             "checkpoint_timeout", "max_wal_size"),
+    # OLTP writes plus reports that sort and hash: memory per operation, then WAL
+    "mixed": ("shared_buffers", "work_mem", "hash_mem_multiplier", "jit",
+              "max_parallel_workers_per_gather", "random_page_cost", "effective_io_concurrency",
+              "max_wal_size", "checkpoint_timeout", "checkpoint_completion_target",
+              "wal_compression", "commit_delay", "commit_siblings", "bgwriter_delay",
+              "bgwriter_lru_maxpages"),
+    # commits on a slow disk: WAL volume and flushes, checkpoint spreading, the bgwriter
+    "write": ("shared_buffers", "max_wal_size", "checkpoint_timeout",
+              "checkpoint_completion_target", "wal_buffers", "wal_compression",
+              "wal_sync_method", "commit_delay", "commit_siblings", "bgwriter_delay",
+              "bgwriter_lru_maxpages", "bgwriter_lru_multiplier", "effective_io_concurrency",
+              "io_method", "io_workers"),
+}  # fmt: skip
+CLASSES = tuple(CLASS_KNOBS)
+READ_SHARED_BUFFERS = 0.6  # of RAM: read-heavy data may want most of it cached by the server
+
+
+def class_space(
+    workload_class: str,
+    major: int,
+    ram_bytes: int,
+    cpus: int,
+    *,
+    disk_free_bytes: int | None = None,
+    io_uring: bool = False,
+    allow_unsafe: bool = False,
+) -> Space:
+    """The default space cut to the class's knobs (CLASS_KNOBS), with hash_mem_multiplier for
+    reports and shared_buffers up to READ_SHARED_BUFFERS of RAM for reads."""
+    if workload_class not in CLASS_KNOBS:
+        raise PgrigError(
+            f"--space {workload_class}: use default, {', '.join(CLASSES)} or a TOML file"
+        )
+    full = default_space(
+        major, ram_bytes, cpus, disk_free_bytes=disk_free_bytes, io_uring=io_uring,
+        allow_unsafe=allow_unsafe,
+    )  # fmt: skip
+    wanted = CLASS_KNOBS[workload_class]
+    knobs = []
+    for k in full.knobs:
+        if k.name == "shared_buffers" and workload_class == "read":
+            k = replace(k, high=max(256, int(ram_bytes // MIB * READ_SHARED_BUFFERS)))
+        if k.name in wanted or k.group == "unsafe":
+            knobs.append(k)
+    if "hash_mem_multiplier" in wanted:
+        knobs.append(Knob("hash_mem_multiplier", 1.0, 8.0, integer=False, group="memory"))
+    if "work_mem" in wanted:  # reports: up to 1/32 of RAM per sort or hash (8 clients, 2 nodes)
+        knobs = [
+            replace(k, high=_clamp(ram_bytes // MIB // 32, 64, 2048)) if k.name == "work_mem" else k
+            for k in knobs
+        ]
+    notes = [f"space for {workload_class} workloads: {len(knobs)} knobs", *full.notes]
+    return Space(knobs, notes)
+
+
+def warm_start(space: Space, settings: Mapping[str, str]) -> dict[str, Any]:
+    """A profile's point (pgtune-oltp's) as Optuna parameters of `space`: every knob it sets,
+    in the knob's unit, clipped to the knob's range; a value the space cannot express (a
+    choice it lacks, a unit it cannot convert) is left out, and Optuna samples that knob."""
+    out: dict[str, Any] = {}
+    for k in space.knobs:
+        text = settings.get(k.name)
+        if text is None:
+            continue
+        if k.choices:
+            if str(text) in k.choices:
+                out[k.name] = str(text)
+            continue
+        value = _in_unit(str(text), k.unit)
+        if value is None:
+            continue
+        value = min(max(value, k.low), k.high)
+        out[k.name] = round(value) if k.integer else float(value)
+    return out
+
+
+_TIME_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _in_unit(text: str, unit: str) -> float | None:
+    """'6171024kB' in MB -> 6026.4; '15min' in s -> 900; '1.1' without a unit -> 1.1."""
+    import re
+
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    if not m:
+        return None
+    number, given = float(m.group(1)), m.group(2)
+    if not given:
+        return number if not unit or unit in ("s", "ms") else None
+    if unit in ("MB", "kB"):
+        try:
+            size = profiles.parse_size(text)
+        except PgrigError:
+            return None
+        return size / (MIB if unit == "MB" else 1024)
+    if unit in _TIME_S and given in _TIME_S:
+        return number * _TIME_S[given] / _TIME_S[unit]
+    return None
+
+
 def default_space(
     major: int,
     ram_bytes: int,
@@ -330,7 +439,17 @@ def for_server(
     from pgrig.provision.settings import catalog, validator
 
     major = binaries.major_of(version)
-    if space_arg == "default":
+    if space_arg in CLASS_KNOBS:
+        space = class_space(
+            space_arg,
+            major,
+            profiles.host_ram_bytes(),
+            profiles.host_cpus(),
+            disk_free_bytes=shutil.disk_usage(disk_path).free,
+            io_uring=profiles.io_uring_supported(bindir, major),
+            allow_unsafe=allow_unsafe,
+        )
+    elif space_arg == "default":
         space = default_space(
             major,
             profiles.host_ram_bytes(),
@@ -342,7 +461,9 @@ def for_server(
     else:
         path = Path(space_arg)
         if not path.is_file():
-            raise PgrigError(f"--space {space_arg}: no such file (or use --space default)")
+            raise PgrigError(
+                f"--space {space_arg}: no such file (or use --space default, {', '.join(CLASSES)})"
+            )
         space = load_space(path, allow_unsafe)
     cat = catalog.load_catalog(bindir, version)
 

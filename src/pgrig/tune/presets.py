@@ -1,0 +1,160 @@
+"""Reference workloads where knobs matter on small machines: `pgrig tune ENV --preset NAME`.
+
+A preset brings the whole question: the workload, its clients, the data (generated when the
+environment's database lacks it), the search space for its class, trials, durations and the
+confirmation and ablation repeats. Every part can still be overridden by its flag. The figures
+behind each choice:
+
+- read-heavy: pgbench select-only over scale 30 (about 450 MB, 3.5x the default 128 MB
+  shared_buffers, well within RAM): every miss of a small shared_buffers is a copy from the OS
+  page cache. A measurement this week at scale 200 saw 13.8-14.4k TPS at 128 MB against
+  15.8-24.1k at 6 GB on 8 clients.
+- mixed-reporting: tpcb-like weighted 9 against pgrig/workloads/reporting/reporting.sql
+  weighted 1 (a window
+  sort and a hash aggregate over pgbench_accounts, a hash join of pgbench_history): at scale
+  10 its sorts and hashes need about 60-100 MB, so they spill at work_mem 4 MB and at
+  pgtune-oltp's ~20 MB.
+- write-heavy-slow-disk: tpcb on an environment whose disk is limited (`pgrig env set ENV
+  --disk-limit wiops=300`, cgroup blkio throttling): commits wait for WAL flushes, so WAL
+  volume, commit grouping and checkpoint spreading decide. The preset refuses an environment
+  without a disk limit, and says how to set one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pgrig.errors import PgrigError
+
+# shipped with the package: pgrig/workloads/reporting/
+WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads" / "reporting"
+REPORTING_SQL = "reporting.sql"
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    workload: tuple[str, ...]
+    scale: int  # pgbench scale of the data (generated when the database lacks it)
+    clients: int
+    threads: int
+    trials: int
+    duration: str
+    warmup: str
+    confirm_repeats: int
+    space: str  # a workload class of tune/space.CLASS_KNOBS
+    ablation_repeats: int = 4
+    needs_disk_limit: bool = False
+    suggested_disk_limit: str = ""
+
+    def values(self) -> dict[str, Any]:
+        """The tune options this preset fills (flag name -> value)."""
+        return {
+            "workload": list(self.workload),
+            "scale": self.scale,
+            "clients": self.clients,
+            "threads": self.threads,
+            "trials": self.trials,
+            "duration": self.duration,
+            "warmup": self.warmup,
+            "confirm_repeats": self.confirm_repeats,
+            "space": self.space,
+            "ablation_repeats": self.ablation_repeats,
+        }
+
+
+def reporting_script() -> Path:
+    """workloads/reporting.sql of this checkout (shipped with the source)."""
+    return WORKLOADS_DIR / REPORTING_SQL
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "read-heavy",
+            "pgbench select-only over scale 30 (~450 MB, 3.5x the default shared_buffers)",
+            ("pgbench:select-only",),
+            scale=30,
+            clients=8,
+            threads=2,
+            trials=12,
+            duration="20s",
+            warmup="5s",
+            confirm_repeats=6,
+            space="read",
+        ),
+        Preset(
+            "mixed-reporting",
+            "tpcb-like 9 : 1 a reporting script whose sorts and hashes spill at 4-20 MB "
+            "work_mem, scale 10",
+            ("pgbench:tpcb-like@9", f"{REPORTING_SQL}@1"),
+            scale=10,
+            clients=8,
+            threads=2,
+            trials=12,
+            duration="30s",
+            warmup="5s",
+            confirm_repeats=6,
+            space="mixed",
+        ),
+        Preset(
+            "write-heavy-slow-disk",
+            "pgbench tpcb at scale 10 on a disk limited with --disk-limit",
+            ("pgbench:tpcb",),
+            scale=10,
+            clients=8,
+            threads=2,
+            trials=12,
+            duration="20s",
+            warmup="5s",
+            confirm_repeats=6,
+            space="write",
+            needs_disk_limit=True,
+            suggested_disk_limit="wiops=300,riops=1000",
+        ),
+    )
+}
+
+
+def get(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        listed = "; ".join(f"{p.name} ({p.description})" for p in PRESETS.values())
+        raise PgrigError(f"--preset {name!r}: no such preset; the presets are: {listed}") from None
+
+
+def resolve(name: str | None, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The options of a tune: each given flag (not None) wins, then the preset's value, then
+    the command's own default. A preset's workload names its shipped scripts by file name:
+    they are resolved to workloads/ here."""
+    preset = get(name).values() if name is not None else {}
+    out = dict(defaults)
+    out.update({k: v for k, v in preset.items() if k in out or k in given})
+    out.update({k: v for k, v in given.items() if v is not None})
+    if name is not None and given.get("workload") is None:
+        out["workload"] = [_shipped(w) for w in preset["workload"]]
+    return out
+
+
+def _shipped(item: str) -> str:
+    """'reporting.sql@1' -> '<checkout>/workloads/reporting.sql@1'; builtins unchanged."""
+    head, _, weight = item.partition("@")
+    if not head.endswith(".sql"):
+        return item
+    path = WORKLOADS_DIR / head
+    return f"{path}@{weight}" if weight else str(path)
+
+
+def check_disk_limit(preset: Preset, env_name: str, disk_limit: Any) -> None:
+    """A preset on a limited disk refuses an environment without a limit (nothing made)."""
+    if preset.needs_disk_limit and not disk_limit:
+        raise PgrigError(
+            f"--preset {preset.name}: environment {env_name} has no disk limit; set one first, "
+            f"e.g. `pgrig env set {env_name} --disk-limit {preset.suggested_disk_limit}` "
+            "(cgroup block I/O throttling), then run the preset again"
+        )

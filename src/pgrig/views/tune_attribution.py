@@ -1,0 +1,227 @@
+"""What a tuning study found and why, computed once for the report, `pgrig tune show` and the
+summary: the confirmation's verdicts (at the misrate of the look that ended it), the ablation's
+share of the gain per knob or group (tune/ablation.py), how much of the gain durable settings
+keep, the evidence per configuration, and one reason per recommended setting.
+
+A setting's reason is its measured share when the ablation measured it; otherwise its search
+importance, labelled as such (PED-ANOVA says which knobs the search varied among its best
+trials, not what a knob is worth).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison
+from pgrig.archive.records import RunRecord
+from pgrig.insights.summary import parts
+from pgrig.tune import ablation, confirm
+
+WAL_WRITE_EVENTS = ("walwrite",)  # LWLock:WALWrite and IO:WalWrite
+WAL_SYNC_EVENTS = ("walsync",)  # IO:WalSync
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """Means over a configuration's ok runs in the measured window."""
+
+    config: str
+    runs: int
+    tps: float
+    wal_per_tx: float  # bytes
+    wal_write_pct: float | None  # of the wait samples of active sessions
+    wal_sync_pct: float | None
+    checkpoints_timed: float
+    checkpoints_req: float
+    hit_ratio: float
+    cpu_idle: float
+
+
+@dataclass(frozen=True)
+class Reason:
+    setting: str
+    value: str
+    why: str  # "ablation: 62% [48, 76] of the gain (x1.39 [1.30, 1.49] without it)"
+    measured: bool  # from the ablation (True) or the search importance (False)
+
+
+@dataclass
+class Attribution:
+    verdicts: list[confirm.Verdict]
+    misrate: float
+    stopped_at: int | None  # the rounds after which the confirmation stopped
+    gain: Comparison | None  # best vs baseline, when "faster"
+    shares: list[ablation.Share] = field(default_factory=list)
+    durable: ablation.Share | None = None  # best vs the best with durability back on
+    ablation_repeats: int = 0
+    evidence: list[EvidenceRow] = field(default_factory=list)
+    reasons: list[Reason] = field(default_factory=list)
+    importances: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def shares_sum(self) -> float | None:
+        found = [s.share for s in self.shares if s.share is not None]
+        return sum(found) if found else None
+
+    def durable_keeps(self) -> tuple[float, float, float] | None:
+        """The ratio durable-only / baseline (point, and over the durable unit's bounds):
+        the gain over the baseline divided by the best's ratio to durable-only."""
+        if self.gain is None or self.gain.ratio is None or self.durable is None:
+            return None
+        c = self.durable.comparison
+        if c is None or c.ratio is None or c.lower is None or c.upper is None:
+            return None
+        g = self.gain.ratio
+        return g / c.ratio, g / c.upper, g / c.lower
+
+
+def build(
+    extra: dict[str, Any],
+    runs: Sequence[RunRecord],
+    metric: str,
+    whole: Sequence[RunRecord] = (),
+) -> Attribution:
+    """`runs`: the study's runs; `whole`: the confirmation and ablation runs with their series
+    and insights (the evidence), when loaded."""
+    threshold = float(extra.get("threshold") or 0.02)
+    misrate = confirm.misrate_of(extra)
+    found = confirm.verdicts(runs, metric, threshold, misrate)
+    gain = next(
+        (
+            v.comparison
+            for v in found
+            if v.question == confirm.QUESTIONS[0][0]
+            and v.comparison is not None
+            and v.comparison.verdict == "faster"
+        ),
+        None,
+    )
+    out = Attribution(found, misrate, extra.get("confirm_stopped_at"), gain)
+    out.importances = dict(extra.get("importances") or {})
+    plan = extra.get("ablation") or {}
+    units = [ablation.Unit(u["key"], tuple(u["knobs"])) for u in plan.get("units") or []]
+    extra_configs = [c for c in plan.get("configs") or {} if c == ablation.DURABLE]
+    if units:
+        ratio = gain.ratio if gain is not None else None
+        # the ablation is its own set of questions, asked once after the confirmation: at the
+        # default misrate (its 4 rounds are then pairs), not at a look's share of it
+        measured = ablation.shares(
+            runs, units, metric, threshold, ratio, DEFAULT_MISRATE, extra_configs
+        )
+        out.shares = [s for s in measured if s.unit.key != ablation.DURABLE]
+        out.durable = next((s for s in measured if s.unit.key == ablation.DURABLE), None)
+        if out.durable is None:  # a single durability knob: its own unit is durable-only
+            off = ablation.unsafe_off((extra.get("best") or {}).get("settings") or {})
+            out.durable = next(
+                (s for s in out.shares if off and set(s.unit.knobs) == set(off)), None
+            )
+        out.ablation_repeats = int(plan.get("repeats") or 0)
+    out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))])
+    out.reasons = reasons(extra, out)
+    return out
+
+
+def ablation_names(plan: dict[str, Any]) -> list[str]:
+    return list(plan.get("configs") or {})
+
+
+def evidence_rows(whole: Sequence[RunRecord], ablated: Sequence[str]) -> list[EvidenceRow]:
+    """Per configuration (the confirmation's, then the ablation's)."""
+    rows = []
+    named: list[tuple[str, list[RunRecord]]] = list(confirm.groups(whole).items())
+    for name, group in ablation.groups(whole, ablated).items():
+        label = {ablation.BEST: "ablation: best", ablation.DURABLE: "ablation: durable only"}.get(
+            name, f"ablation: without {name}"
+        )
+        named.append((label, group))
+    for config, group in named:
+        if not group:
+            continue
+        tps = _mean([r.tps for r in group])
+        wal = _mean([_window_mean(r, "wal_bytes") for r in group])
+        rows.append(
+            EvidenceRow(
+                config=config,
+                runs=len(group),
+                tps=tps,
+                wal_per_tx=wal / tps if tps and not math.isnan(wal) else math.nan,
+                wal_write_pct=wait_pct(group, WAL_WRITE_EVENTS),
+                wal_sync_pct=wait_pct(group, WAL_SYNC_EVENTS),
+                checkpoints_timed=_mean([_window_sum(r, "checkpoints_timed") for r in group]),
+                checkpoints_req=_mean([_window_sum(r, "checkpoints_req") for r in group]),
+                hit_ratio=_mean([_window_mean(r, "hit_ratio") for r in group]),
+                cpu_idle=_mean([r.cpu_idle for r in group]),
+            )
+        )
+    return rows
+
+
+def wait_pct(group: Sequence[RunRecord], names: Sequence[str]) -> float | None:
+    """The share of the group's sampled active sessions waiting on one of `names` (the wait
+    event's name without its type, case-insensitive); None when no run sampled waits."""
+    seen = active = 0.0
+    for r in group:
+        doc = parts(r.insights)["waits"]
+        if not doc.get("collected"):
+            continue
+        active += float(doc.get("active_seen") or 0)
+        for e in doc.get("events") or []:
+            event = str(e.get("event", "")).rsplit(":", 1)[-1].lower()
+            if event in names:
+                seen += float(e.get("seen") or 0)
+    return 100.0 * seen / active if active else None
+
+
+def reasons(extra: dict[str, Any], a: Attribution) -> list[Reason]:
+    """One reason per setting of the best configuration (module docstring)."""
+    best = (extra.get("best") or {}).get("settings") or {}
+    by_knob = {k: s for s in a.shares for k in s.unit.knobs}
+    out = []
+    for name, value in best.items():
+        s = by_knob.get(name)
+        if s is not None and s.comparison is not None and s.comparison.ratio is not None:
+            single = len(s.unit.knobs) == 1
+            where = "" if single else f" (as part of {s.unit.key}: {', '.join(s.unit.knobs)})"
+            verdict = s.comparison.verdict or "no verdict"
+            why = (
+                f"ablation{where}: the best is {s.effect_text} against itself with "
+                f"{'it' if single else 'the group'} put back ({verdict}); "
+            )
+            why += f"{s.share_text} of the gain" if s.share is not None else f"no share: {s.reason}"
+            out.append(Reason(name, value, why, True))
+            continue
+        imp = a.importances.get(name)
+        why = (
+            f"search importance {imp * 100:.1f}% (PED-ANOVA; not a measured effect)"
+            if imp is not None
+            else "not measured (no ablation run of it, no search importance)"
+        )
+        out.append(Reason(name, value, why, False))
+    return out
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    kept = [v for v in values if v is not None and not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def _window(rec: RunRecord, column: str) -> list[float]:
+    cols = rec.series.get("pg") or {}
+    t, y = cols.get("t") or [], cols.get(column) or []
+    end = rec.measured_s if rec.measured_s is not None else rec.duration_s
+    return [
+        float(v)
+        for ti, v in zip(t, y, strict=False)
+        if ti is not None and v is not None and ti >= 0 and (end is None or ti < end)
+    ]
+
+
+def _window_mean(rec: RunRecord, column: str) -> float:
+    return _mean(list(_window(rec, column)))
+
+
+def _window_sum(rec: RunRecord, column: str) -> float:
+    return float(sum(_window(rec, column)))
