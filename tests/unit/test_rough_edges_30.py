@@ -133,3 +133,18 @@ def test_a_start_on_a_port_held_by_another_process_names_the_port() -> None:
         Environment(name="e", port=port), "FATAL: could not create any TCP/IP sockets"
     )
     assert "held by another process" not in str(free)  # released: no such claim
+
+
+def test_a_group_mixing_workloads_has_no_centre() -> None:
+    from pgrig.analysis.compare import group_value
+    from pgrig.archive.records import RunRecord
+
+    def run(workload: str, tps: float) -> RunRecord:
+        rec = RunRecord(env_name="e", workload=workload, clients=1, threads=1, status="ok")
+        rec.tps = tps
+        return rec
+
+    same = [run("pgbench:select-only", 100.0), run("pgbench:select-only", 110.0)]
+    assert group_value(same, lambda r: r.tps) is not None
+    mixed = [run("pgbench:select-only", 100.0), run("pgbench:tpcb-like", 10.0)]
+    assert group_value(mixed, lambda r: r.tps) is None

@@ -331,9 +331,12 @@ def compare_all(
 
 def group_value(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) -> Any:
     """A group's figure for tables: a single run's own value (whatever its status); for
-    repeats the Hodges-Lehmann centre of the ok runs' values (None when none has one)."""
+    repeats the Hodges-Lehmann centre of the ok runs' values (None when none has one, and
+    for a group mixing workloads: the centre of two different questions answers neither)."""
     if len(runs) == 1:
         return value(runs[0])
+    if len({r.workload for r in runs}) > 1:
+        return None
     vals = [v for v in (value(r) for r in runs if r.status == "ok") if v is not None]
     vals = [v for v in vals if math.isfinite(v)]
     if not vals:
