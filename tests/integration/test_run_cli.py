@@ -252,7 +252,13 @@ def test_missing_data_and_unknown_load_hosts_are_refused_before_anything_is_arch
         "pgbench": pgrig(
             "run", lab, "-w", "pgbench:tpcb", "-T", "2", "--db", "nodata", check=False
         ),
-        "sysbench": pgrig("run", lab, "-w", "sysbench:oltp_read_only", "-T", "2", check=False),
+        "sysbench": pgrig(
+            "run", lab, "-w", "sysbench:oltp_read_only", "-T", "2", "--db", "nodata", check=False
+        ),
+        # the database's dataset is pgbench's: not sysbench data (issue 30, class 6)
+        "sysbench_on_pgbench": pgrig(
+            "run", lab, "-w", "sysbench:oltp_read_only", "-T", "2", check=False
+        ),
         "host": pgrig(
             "run", lab, "-w", "pgbench:select-only", "-T", "2", "--load-from", "nohost",
             check=False,
@@ -266,6 +272,10 @@ def test_missing_data_and_unknown_load_hosts_are_refused_before_anything_is_arch
     )
     assert f"pgrig db generate {lab} --db nodata --scenario pgbench" in refused["pgbench"].stderr
     assert "has no sbtest1: generate the sysbench data first" in refused["sysbench"].stderr
+    on_pgbench = refused["sysbench_on_pgbench"].stderr
+    assert f"database 'pgrig' of {lab} holds a pgbench dataset of scale" in on_pgbench
+    assert "not sysbench data: sysbench:oltp_read_only would read" in on_pgbench
+    assert f"pgrig db generate {lab} --db pgrig --scenario sysbench" in on_pgbench
     assert "no host 'nohost'" in refused["host"].stderr
     assert json.loads(pgrig("runs", "list", "--json").stdout) == before  # no row, not "failed"
 

@@ -238,7 +238,10 @@ def dataset_error(**kw: Any) -> str:
         ({"partitions": 2, "scenario": "tickets"}, "--partitions applies only to --scenario pgb"),
         ({"partition": True}, "--partition applies only to --scenario tpcc (got 'pgbench')"),
         ({"rows": 10}, "--rows applies only to --scenario tickets (got 'pgbench')"),
-        ({"jobs": 4}, "--jobs applies only to --scenario tpcc or tickets (got 'pgbench')"),
+        (
+            {"jobs": 4},
+            "--jobs applies only to --scenario tpcc or tickets or sysbench (got 'pgbench')",
+        ),
         ({"sql": "a.sql"}, "--sql applies only to --scenario custom (got 'pgbench')"),
         (
             {"scenario": "tpcd"},

@@ -78,7 +78,10 @@ def test_tpcc_options_with_tpcc(app: typer.Typer, pgrig_home: Path) -> None:
         (["--db", "postgres"], "--db must not be postgres: it is the maintenance database"),
         (["--scenario", "tpcc", "--warehouses", "1", "--scale", "3"], "--scale applies only"),
         (["--partition"], "--partition applies only to --scenario tpcc (got 'pgbench')"),
-        (["--jobs", "4"], "--jobs applies only to --scenario tpcc or tickets (got 'pgbench')"),
+        (
+            ["--jobs", "4"],
+            "--jobs applies only to --scenario tpcc or tickets or sysbench (got 'pgbench')",
+        ),
         (["--rows", "10"], "--rows applies only to --scenario tickets (got 'pgbench')"),
         (["--scenario", "pgbench", "--sql", "x.sql"], "--sql applies only to --scenario custom"),
         (

@@ -37,7 +37,10 @@ def generate(
     ] = None,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", help="Parallel loader connections (TPC-C, tickets; default 2)."),
+        typer.Option(
+            "--jobs",
+            help="Parallel loader connections (TPC-C, tickets: default 2; sysbench: 1).",
+        ),
     ] = None,
     partition: Annotated[
         bool, typer.Option("--partition", help="TPC-C: partition by warehouse.")
@@ -51,6 +54,14 @@ def generate(
     table_size: Annotated[
         int | None, typer.Option("--table-size", help="sysbench: rows per table (10,000).")
     ] = None,
+    script: Annotated[
+        Path | None,
+        typer.Option("--script", help="sysbench: a Lua script whose own prepare makes the data."),
+    ] = None,
+    define: Annotated[
+        list[str] | None,
+        typer.Option("--define", "-D", help="sysbench --script: the script's option NAME=VALUE."),
+    ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Database (default: pgrig).")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     force: Annotated[
@@ -58,7 +69,9 @@ def generate(
     ] = False,
 ) -> None:
     """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows), SQL, or
-    sysbench (--tables, --table-size: sysbench's own prepare)."""
+    sysbench (--tables, --table-size: sysbench's own prepare; or --script PATH.lua with its
+    options as --define NAME=VALUE: the script's own prepare)."""
+    from pgrig.cli.run import parse_pairs
     from pgrig.provision import cluster
     from pgrig.request import DatasetRequest, from_flags
 
@@ -75,6 +88,8 @@ def generate(
         sql=str(sql) if sql is not None else None,
         tables=tables,
         table_size=table_size,
+        script=str(script) if script is not None else None,
+        defines=parse_pairs(define, "--define"),
     )
     from pgrig.provision.remote import environments as remote_env
 
@@ -82,12 +97,19 @@ def generate(
         argv = ["db", "generate", env, "--scenario", request.scenario]
         for flag, value in (("--scale", scale), ("--partitions", partitions),
                             ("--warehouses", warehouses), ("--rows", rows), ("--jobs", jobs),
-                            ("--sql", sql), ("--db", db)):  # fmt: skip
+                            ("--sql", sql), ("--tables", tables), ("--table-size", table_size),
+                            ("--script", script), ("--db", db)):  # fmt: skip
             if value is not None:
                 argv += [flag, str(value)]
+        for name, value in request.defines.items():
+            argv += ["--define", f"{name}={value}"]
         argv += [f for f, on in (("--partition", partition), ("--json", as_json),
                                  ("--force", force)) if on]  # fmt: skip
-        raise SystemExit(remote_env.forward_rc(remote, remote_env.db_argv_files(argv, remote)))
+        from pgrig.workloads import sysbench_lua
+
+        beside = sysbench_lua.shipped_files(script) if script is not None else []
+        argv = remote_env.db_argv_files(argv, remote, beside)
+        raise SystemExit(remote_env.forward_rc(remote, argv))
     # Loading data under a run would change what it measures (and may drop its tables).
     with common.exclusive_env(env, "db generate", force) as environment:
         environment.check_intact()
@@ -138,29 +160,75 @@ def _generate(
 @app.command("check")
 def check(
     env: Annotated[str, typer.Argument(help="Environment name.")],
-    scenario: Annotated[str, typer.Option("--scenario")] = "tpcc",
+    scenario: Annotated[
+        str | None,
+        typer.Option("--scenario", help="tpcc | sysbench (default: the database's dataset)."),
+    ] = None,
     db: Annotated[str | None, typer.Option("--db")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Check a dataset's consistency (TPC-C conditions 1-10 and 12; 11 before any delivery)."""
+    """Check a dataset's consistency: TPC-C conditions 1-10 and 12 (11 before any delivery),
+    or the `check` command of the sysbench script that prepared the data."""
     from pgrig.provision import cluster
 
-    if scenario != "tpcc":
-        raise PgrigError(f"no consistency check for scenario {scenario!r} (only tpcc)")
+    if scenario not in (None, "tpcc", "sysbench"):
+        raise PgrigError(f"no consistency check for scenario {scenario!r} (tpcc, sysbench)")
     from pgrig.provision.remote import environments as remote_env
-    from pgrig.workloads import tpcc
 
     if (remote := remote_env.record(env)) is not None:
-        argv = ["db", "check", env, "--scenario", scenario] + (["--db", db] if db else [])
+        argv = ["db", "check", env] + (["--scenario", scenario] if scenario else [])
+        argv += ["--db", db] if db else []
         raise SystemExit(remote_env.forward_rc(remote, argv + (["--json"] if as_json else [])))
     environment = common.recovered_env(env)
     environment.check_intact()
+    dbname = db or environment.default_database
+    from pgrig.workloads import datasets
+
+    dataset = datasets.usable(environment, dbname)
+    found = dataset.get("scenario") if dataset else None
+    if scenario is None and found not in (None, "tpcc", "sysbench"):
+        raise PgrigError(
+            f"no consistency check for the {found} dataset of {env}/{dbname} (checks: tpcc, "
+            "and sysbench scripts that declare a check command)"
+        )
     if environment.managed:
         cluster.ensure_running(environment)
-    results = tpcc.check(environment.conninfo(db or environment.default_database))
+    if (scenario or found) == "sysbench":
+        _check_sysbench(environment, dbname, dataset, as_json)
+    else:
+        _check_tpcc(environment, dbname, as_json)
+
+
+def _check_tpcc(environment: Environment, dbname: str, as_json: bool) -> None:
+    from pgrig.workloads import tpcc
+
+    results = tpcc.check(environment.conninfo(dbname))
     if as_json:
         common.print_json([r.__dict__ for r in results])
     else:
         common.out_console().print(tpcc.format_check(results), highlight=False, soft_wrap=True)
     if any(r.passed is False for r in results):
+        sys.exit(1)
+
+
+def _check_sysbench(
+    environment: Environment, dbname: str, dataset: dict[str, Any] | None, as_json: bool
+) -> None:
+    from pgrig.workloads import sysbench_dataset
+
+    result = sysbench_dataset.check(environment, dbname, dataset)
+    if as_json:
+        common.print_json(result.__dict__)
+    else:
+        out = common.out_console()
+        for line in result.output:
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+        verdict = "passed" if result.passed else "FAILED"
+        out.print(
+            f"{result.script} check {verdict} on {environment.name}/{dbname} "
+            f"({result.seconds:.1f}s)",
+            highlight=False,
+            markup=False,
+        )
+    if not result.passed:
         sys.exit(1)

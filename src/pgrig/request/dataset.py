@@ -11,6 +11,7 @@ from typing import Any, Self
 from pydantic import BaseModel, model_validator
 
 from pgrig.request.fields import INT_MAX, STRICT, flag_field
+from pgrig.request.load import Defines
 from pgrig.request.problems import Refusal
 from pgrig.request.vocabulary import RESERVED_DATABASES, Scenario
 
@@ -23,10 +24,12 @@ _OPTION_SCENARIOS: dict[str, tuple[str, ...]] = {
     "warehouses": ("tpcc",),
     "partition": ("tpcc",),
     "rows": ("tickets",),
-    "jobs": ("tpcc", "tickets"),
+    "jobs": ("tpcc", "tickets", "sysbench"),
     "sql": ("custom",),
     "tables": ("sysbench",),
     "table_size": ("sysbench",),
+    "script": ("sysbench",),
+    "defines": ("sysbench",),
 }
 _REQUIRED = {"tpcc": "warehouses", "custom": "sql"}
 TICKETS_ROWS = 5_000_000  # seed 003's table
@@ -57,6 +60,9 @@ class DatasetRequest(BaseModel):
     sql: str | None = flag_field("--sql", default=None, alias="init", min_length=1)
     tables: int | None = flag_field("--tables", default=None, ge=1, le=10_000)  # sysbench
     table_size: int | None = flag_field("--table-size", default=None, ge=1, le=2**31 - 1)
+    # sysbench: a Lua script whose own `prepare` makes the data, with its options (--define)
+    script: str | None = flag_field("--script", default=None, min_length=1)
+    defines: Defines = flag_field("--define", default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -64,6 +70,8 @@ class DatasetRequest(BaseModel):
         if not isinstance(data, dict):
             return data
         defaults = _DEFAULTS.get(data.get("scenario", "pgbench"), {})
+        if data.get("script") is not None:  # a script's own prepare: its options are defines
+            defaults = {}
         return data | {k: v for k, v in defaults.items() if data.get(k) is None}
 
     @model_validator(mode="after")
@@ -77,7 +85,7 @@ class DatasetRequest(BaseModel):
         misplaced = [
             (name, scenarios)
             for name, scenarios in _OPTION_SCENARIOS.items()
-            if self.scenario not in scenarios and getattr(self, name) not in (None, False)
+            if self.scenario not in scenarios and getattr(self, name) not in (None, False, {})
         ]
         if misplaced:
             name, scenarios = misplaced[0]
@@ -89,6 +97,27 @@ class DatasetRequest(BaseModel):
                 field=name,
                 others=("scenario",),
             )
+        if self.defines and self.script is None:
+            raise Refusal(
+                lambda n: f"applies only with {n('script')} (a script's own options)",
+                field="defines",
+                others=("script",),
+            )
+        if self.script is not None:
+            if not self.script.endswith(".lua"):
+                raise Refusal(
+                    f"must name a sysbench Lua script (got {self.script!r})", field="script"
+                )
+            given = [name for name in ("tables", "table_size") if getattr(self, name) is not None]
+            if given:
+                raise Refusal(
+                    lambda n: (
+                        f"does not apply with {n('script')}: give the script's own options "
+                        f"with {n('defines')} (e.g. {n('defines')} tables=2)"
+                    ),
+                    field=given[0],
+                    others=("script", "defines"),
+                )
         required = _REQUIRED.get(self.scenario)
         if required and getattr(self, required) is None:
             raise Refusal(
@@ -106,6 +135,9 @@ class DatasetRequest(BaseModel):
             return f"{self.rows:,} rows"
         if self.scenario == "custom":
             return Path(self.sql or "").name
+        if self.scenario == "sysbench" and self.script is not None:
+            defines = " ".join(f"{k}={v}" for k, v in self.defines.items())
+            return f"{Path(self.script).name}" + (f" {defines}" if defines else "")
         if self.scenario == "sysbench":
             return f"{self.tables} tables of {self.table_size:,} rows"
         return f"scale {self.scale}"

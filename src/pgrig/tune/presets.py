@@ -11,9 +11,10 @@ behind each choice:
   15.8-24.1k at 6 GB on 8 clients.
 - mixed-reporting: tpcb-like weighted 9 against pgrig/workloads/reporting/reporting.sql
   weighted 1 (a window
-  sort and a hash aggregate over pgbench_accounts, a hash join of pgbench_history): at scale
-  10 its sorts and hashes need about 60-100 MB, so they spill at work_mem 4 MB and at
-  pgtune-oltp's ~20 MB.
+  sort and a hash aggregate over pgbench_accounts, a hash join of pgbench_history). Measured
+  with EXPLAIN ANALYZE at scale 10 on PostgreSQL 18: the sort spills ~21 MB to disk at
+  work_mem 4 MB and at pgtune-oltp's ~20 MB; the aggregate (1M groups, ~41 MB) spills at both
+  (5 batches at 20 MB with hash_mem_multiplier 2).
 - write-heavy-slow-disk: tpcb on an environment whose disk is limited (`pgrig env set ENV
   --disk-limit wiops=300`, cgroup blkio throttling): commits wait for WAL flushes, so WAL
   volume, commit grouping and checkpoint spreading decide. The preset refuses an environment

@@ -81,6 +81,22 @@ def build(rec: RunRecord) -> RunSummary:
     )
 
 
+def _sysbench_data(rec: RunRecord) -> str:
+    """What a sysbench dataset is: the script that prepared it with its options, or the
+    bundled oltp tables' count and size."""
+    dataset = rec.extra.get("dataset") or {}
+    if rec.scenario != "sysbench" or dataset.get("scenario") != "sysbench":
+        return ""
+    if dataset.get("script"):
+        defines = " ".join(f"{k}={v}" for k, v in (dataset.get("defines") or {}).items())
+        name = str(dataset["script"]).rsplit("/", 1)[-1]
+        return f" (prepared by {name}" + (f" with {defines})" if defines else ")")
+    tables, size = dataset.get("tables"), dataset.get("table_size")
+    if tables is None or size is None:
+        return ""
+    return f", {fmt.number(tables)} tables of {fmt.number(size)} rows"
+
+
 def about(rec: RunRecord) -> list[tuple[str, str]]:
     """What ran, where and how."""
     started = fmt.timestamp(rec.started_at, seconds=True)
@@ -90,6 +106,7 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
     data = rec.scenario or fmt.MISSING
     if rec.scale:
         data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {fmt.number(rec.scale)}"
+    data += _sysbench_data(rec)
     if rec.db_size_bytes:
         data += f", {fmt.size(rec.db_size_bytes)}"
     data += f", database {rec.database or fmt.MISSING}"

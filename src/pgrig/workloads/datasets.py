@@ -35,6 +35,10 @@ def generate(
 
     dbname = request.database or env.default_database
     _check_room(env, request)
+    if request.scenario == "sysbench" and request.script is not None:
+        from pgrig.workloads import sysbench_dataset
+
+        sysbench_dataset.checked_script(Path(request.script), request.defines)
     created = database.ensure_database(env, dbname)
     record(env, dbname, {"scenario": request.scenario, "complete": False, "pid": os.getpid()})
     try:
@@ -93,12 +97,19 @@ def _generate(
             env, dbname, rows=request.rows or tickets.DEFAULT_ROWS, jobs=request.jobs or 2,
             progress=progress,
         )  # fmt: skip
+    elif request.scenario == "sysbench" and request.script is not None:
+        from pgrig.workloads import sysbench_dataset
+
+        info = sysbench_dataset.prepare(
+            env, dbname, Path(request.script), request.defines, request.jobs or 1, progress
+        )
     elif request.scenario == "sysbench":
         from pgrig.workloads import sysbench
 
         info = sysbench.generate(
-            env, dbname, request.tables or 1, request.table_size or 10_000, progress
-        )
+            env, dbname, request.tables or 1, request.table_size or 10_000, progress,
+            jobs=request.jobs or 1,
+        )  # fmt: skip
     else:
         from pgrig.workloads import custom_sql
 
@@ -116,8 +127,20 @@ def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
         return info.get("warehouses") == request.warehouses
     if request.scenario == "tickets":
         return info.get("rows") == request.rows
+    if request.scenario == "sysbench" and request.script is not None:
+        from pgrig.workloads import sysbench_lua
+
+        script = Path(request.script).expanduser().resolve()
+        same = info.get("script") == str(script) or (
+            script.is_file() and info.get("script_sha256") == sysbench_lua.sha256_of(script)
+        )
+        return same and info.get("defines") == request.defines
     if request.scenario == "sysbench":
-        return info.get("tables") == request.tables and info.get("table_size") == request.table_size
+        return (
+            not info.get("script")
+            and info.get("tables") == request.tables
+            and info.get("table_size") == request.table_size
+        )
     return info.get("sql") == str(Path(request.sql or "").resolve())
 
 

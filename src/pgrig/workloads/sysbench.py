@@ -52,7 +52,6 @@ DRIVER_ARGS = (
 DEFAULT_TABLES = 1
 DEFAULT_TABLE_SIZE = 10_000
 _VERSION_RE = re.compile(r"sysbench\s+(\d+\.\d+(?:\.\d+)?)")
-_OPTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 Progress = Callable[[float, float, str], None]
 
@@ -107,26 +106,13 @@ def script_path(workload: str) -> tuple[str, Path]:
     return f"{PREFIX}{what}", path
 
 
-def script_options(defines: dict[str, str], dataset: dict[str, object]) -> list[str]:
-    """The Lua script's options: the dataset's --tables/--table-size (so a run reads the
-    tables `prepare` made), then --define NAME=VALUE as --NAME=VALUE (e.g. range_size)."""
-    options: dict[str, str] = {}
-    if dataset.get("scenario") == "sysbench":
-        options["tables"] = str(dataset.get("tables") or DEFAULT_TABLES)
-        options["table-size"] = str(dataset.get("table_size") or DEFAULT_TABLE_SIZE)
-    for name, value in defines.items():
-        if not _OPTION_NAME_RE.fullmatch(name):
-            raise PgrigError(f"--define {name}: not a sysbench option name")
-        options[name.replace("_", "-")] = value  # sysbench reads table_size as table-size
-    return [f"--{name}={value}" for name, value in options.items()]
-
-
 def generate(
     env: Environment,
     dbname: str,
     tables: int,
     table_size: int,
     progress: Progress | None = None,
+    jobs: int = 1,
 ) -> dict[str, object]:
     """sysbench's own `prepare` (oltp_common.lua) into dbname, replacing sbtest1..N."""
     if tables < 1 or table_size < 1:
@@ -137,7 +123,7 @@ def generate(
     _name, script = script_path(f"{PREFIX}oltp_read_write")
     argv = [
         sysbench, str(script), *DRIVER_ARGS, f"--tables={tables}", f"--table-size={table_size}",
-        "prepare",
+        f"--threads={jobs}", "prepare",
     ]  # fmt: skip
     start = time.monotonic()
     if progress:
@@ -161,6 +147,7 @@ def generate(
         "scenario": "sysbench",
         "tables": tables,
         "table_size": table_size,
+        "jobs": jobs,
         "sysbench_version": version(sysbench),
         "seconds": round(seconds, 3),
         "size_bytes": database.database_size(env, dbname),

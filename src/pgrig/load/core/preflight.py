@@ -12,6 +12,7 @@ query), instead of a run archived as failed on pgbench's or sysbench's first sta
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, dbname_arg
@@ -45,6 +46,19 @@ def check_tables(env: Environment, spec: RunRequest, dbname: str) -> None:
             f"{scenario} data first (pgrig db generate {env.name} --db {dbname} "
             f"--scenario {scenario} ...)"
         )
+
+
+def check_sysbench_data(spec: RunRequest, dbname: str, dataset: dict[str, Any]) -> None:
+    """A sysbench workload and the database's dataset agree (workloads/sysbench_dataset.py):
+    refused here, before the run's settings or its archive row are made."""
+    if not spec.is_sysbench:
+        return
+    from pgrig.workloads import sysbench, sysbench_dataset
+
+    label, script = sysbench.script_path(spec.workload)
+    sysbench_dataset.run_options(
+        sysbench.binary(), label, script, spec.defines, dataset or None, (spec.env_name, dbname)
+    )
 
 
 def check_scripts(env: Environment, spec: RunRequest) -> None:

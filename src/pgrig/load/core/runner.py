@@ -31,7 +31,7 @@ from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError
 from pgrig.load.core import guard, harness_meter, lifecycle, prewarm, run_files, run_steps
 from pgrig.load.core.live import LiveView
-from pgrig.load.core.preflight import check_scripts, check_tables
+from pgrig.load.core.preflight import check_scripts, check_sysbench_data, check_tables
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
@@ -118,6 +118,7 @@ def _execute(
                 "max_tries": _max_tries(spec, planned.max_tries, env),
             }
         )
+        check_sysbench_data(spec, dbname, scenario_info)
         check_tables(env, spec, dbname)
         check_scripts(env, spec)
         run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}

@@ -31,9 +31,10 @@ from pgrig.analysis import quantile_bounds
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results, sysbench_output
 from pgrig.load.engines.driver import Stream
+from pgrig.provision.state.environment import DEFAULT_DATABASE
 from pgrig.record.documents import LatencyBasisDoc
 from pgrig.request.values import number_text
-from pgrig.workloads import sysbench
+from pgrig.workloads import sysbench, sysbench_dataset, sysbench_lua
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,9 +55,15 @@ class SysbenchDriver:
     ) -> None:
         self.spec = spec
         self.sysbench = sysbench.binary()
-        self.client_env = client_env
         self.name, self.script = sysbench.script_path(spec.workload)
-        self.options = sysbench.script_options(spec.defines, dataset)
+        # the script's directory on the Lua path: it may require modules beside it
+        self.client_env = sysbench_lua.process_env(self.script, client_env)
+        planned = sysbench_dataset.run_options(
+            self.sysbench, self.name, self.script, spec.defines, dataset or None,
+            (spec.env_name, spec.database or DEFAULT_DATABASE),
+        )  # fmt: skip
+        self.options = planned.options
+        self.warnings = planned.warnings
         from pgrig.analysis.window import WindowPlan
 
         plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
@@ -127,6 +134,8 @@ class SysbenchDriver:
         series_raw: dict[str, dict[str, list]],
     ) -> None:
         out = sysbench_output.parse(stdout)
+        for code, message in self.warnings:
+            rec.add_warning(code, message)
         rec.extra["load_engine"] = {"name": "sysbench", "version": sysbench.version(self.sysbench)}
         series = _series(out.intervals, self.lead_in_s)
         if series["t"]:

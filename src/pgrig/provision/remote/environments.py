@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -344,10 +344,19 @@ def terminal_command(env: Environment, argv: list[str]) -> list[str]:
     return [*cmd, f"{host.user}@{host.address}", "--", ssh.quote(remote.command(argv))]
 
 
-def db_argv_files(argv: list[str], env: Environment) -> list[str]:
-    """`--sql FILE` names a file here: it is copied to the host and its copy is named."""
+def db_argv_files(argv: list[str], env: Environment, beside: Sequence[Path] = ()) -> list[str]:
+    """`--sql FILE` names a file here: it is copied to the host and its copy is named.
+    `--script PATH.lua` (sysbench) goes with the files `beside` it (the Lua modules it may
+    require: workloads/sysbench_lua.shipped_files), all into one directory there, which the
+    host's pgrig puts on the Lua path."""
     out = list(argv)
     for i, a in enumerate(out[:-1]):
         if a == "--sql":
             out[i + 1] = remote.put_temp(host_of(env), Path(out[i + 1]))
+        elif a == "--script":
+            script = Path(out[i + 1])
+            for sibling in beside:
+                if sibling.resolve() != script.resolve():
+                    remote.put_temp(host_of(env), sibling)
+            out[i + 1] = remote.put_temp(host_of(env), script)
     return out

@@ -7,10 +7,10 @@ SELECT max(rn) FROM (
     SELECT row_number() OVER (PARTITION BY bid ORDER BY abalance DESC, aid) AS rn
     FROM pgbench_accounts
 ) AS ranked;
--- A hash (or sort) aggregate with half as many groups as accounts.
+-- A hash aggregate with one group per account (a key the primary key's order cannot serve).
 SELECT count(*), sum(total) FROM (
-    SELECT aid / 2 AS pair, sum(abalance) AS total FROM pgbench_accounts GROUP BY aid / 2
-) AS pairs;
+    SELECT abalance + aid AS k, sum(abalance) AS total FROM pgbench_accounts GROUP BY abalance + aid
+) AS groups;
 -- The history the tpcb-like transactions append, joined to its accounts and aggregated.
 SELECT h.bid, count(*), sum(h.delta), avg(a.abalance)
 FROM pgbench_history AS h JOIN pgbench_accounts AS a ON a.aid = h.aid

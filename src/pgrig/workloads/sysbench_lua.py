@@ -1,0 +1,185 @@
+"""A sysbench Lua script as sysbench sees it: where its modules are found and what it declares.
+
+Lua path: a script may `require` modules beside it (Percona-Lab's tpcc.lua requires
+tpcc_common, tpcc_run and tpcc_check), but sysbench looks for modules in the current directory
+and its own data directory only. Every sysbench process pgrig starts for a script gets the
+script's directory first on LUA_PATH (LuaJIT reads it; `;;` keeps the default path after it,
+and a LUA_PATH the user set stays after the script's directory).
+
+Declarations: a script declares its options in `sysbench.cmdline.options` (name -> {help,
+default}) and its commands in `sysbench.cmdline.commands` (name -> {function, ...}) or, the
+older API, as global functions `prepare`, `cleanup` and `help`; `run` needs a global `event`.
+sysbench refuses an option the script does not declare ("invalid option: --table-size=1000")
+when the script declares any. pgrig learns the declarations by running a small probe under
+sysbench's `help` command (sysbench fails that command for a script declaring no option, after
+the probe printed: its last line says it did): the probe loads the script (with its Lua path,
+as a run would) and prints what the script declared. The answer is kept per script, keyed by
+the size and modification time of the Lua files of its directory (a module beside it may
+declare options).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pgrig.errors import PgrigError
+from pgrig.provision.system.child_process import die_with_parent
+
+PROBE_TIMEOUT_S = 30
+_OPTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+# Loads the script as sysbench would (a script may refuse to load without a command: hence
+# `help`), then prints its declarations, one tab-separated line each.
+_PROBE = """\
+dofile(os.getenv("PGRIG_LUA_SCRIPT"))
+local function out(...) io.stdout:write(...) io.stdout:write("\\n") end
+for name, spec in pairs(sysbench.cmdline.options or {}) do
+  local default = type(spec) == "table" and spec[2] or nil
+  out("pgrig-option\\t", name, "\\t", default == nil and "" or tostring(default))
+end
+for name in pairs(sysbench.cmdline.commands or {}) do out("pgrig-command\\t", name) end
+for _, name in ipairs({"prepare", "cleanup", "help"}) do
+  if type(_G[name]) == "function" then out("pgrig-command\\t", name) end
+end
+if type(_G.event) == "function" then out("pgrig-command\\trun") end
+out("pgrig-probe-done")
+"""
+
+
+@dataclass(frozen=True)
+class ScriptFacts:
+    """What a Lua script declares (options with their defaults as text, commands)."""
+
+    path: Path
+    sha256: str  # of the script file itself
+    options: dict[str, str] = field(default_factory=dict)
+    commands: frozenset[str] = frozenset()
+
+    @property
+    def validates_options(self) -> bool:
+        """sysbench refuses undeclared options only of a script that declares some."""
+        return bool(self.options)
+
+    def declares(self, name: str) -> bool:
+        """Whether --NAME is the script's option (sysbench reads table-size as table_size)."""
+        return option_key(name) in {option_key(o) for o in self.options}
+
+    def option_list(self) -> str:
+        return ", ".join(sorted(self.options)) or "none"
+
+
+def option_key(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def lua_path(script: Path, inherited: str | None = None) -> str:
+    """LUA_PATH with the script's directory first (then the user's, then Lua's default)."""
+    directory = str(script.parent)
+    if ";" in directory or "?" in directory:
+        raise PgrigError(
+            f"sysbench script {script}: its directory cannot be on the Lua path "
+            "(';' and '?' are Lua path separators): move it"
+        )
+    rest = f"{inherited.rstrip(';')};;" if inherited else ";"
+    return f"{directory}/?.lua;{directory}/?/init.lua;{rest}"
+
+
+def process_env(script: Path, base: dict[str, str]) -> dict[str, str]:
+    """A sysbench process's environment for this script: base plus the script's Lua path."""
+    return {**base, "LUA_PATH": lua_path(script, base.get("LUA_PATH"))}
+
+
+def shipped_files(script: Path) -> list[Path]:
+    """What goes with a script to another host: it and every Lua file beside it (its modules;
+    modules in sub-directories are not shipped)."""
+    script = script.expanduser().resolve()
+    if not script.is_file():
+        raise PgrigError(f"sysbench script not found: {script}")
+    siblings = sorted(p for p in script.parent.iterdir() if p.suffix == ".lua" and p.is_file())
+    return [script, *[p for p in siblings if p != script]]
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def describe(sysbench: str, script: Path) -> ScriptFacts:
+    """The script's declarations (raises PgrigError, with sysbench's words, when it cannot be
+    loaded: a module missing, a syntax error)."""
+    script = script.resolve()
+    return _describe(sysbench, script, _fingerprint(script))
+
+
+def _fingerprint(script: Path) -> tuple[tuple[str, int, int], ...]:
+    """Size and mtime of every Lua file beside the script: a change to any re-probes."""
+    try:
+        files = sorted(p for p in script.parent.iterdir() if p.suffix == ".lua" and p.is_file())
+        return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    except OSError as e:
+        raise PgrigError(f"cannot read sysbench script {script}: {e.strerror}") from None
+
+
+@functools.lru_cache(maxsize=32)
+def _describe(
+    sysbench: str, script: Path, _fingerprint: tuple[tuple[str, int, int], ...]
+) -> ScriptFacts:
+    with tempfile.TemporaryDirectory(prefix="pgrig-lua-") as tmp:
+        probe = Path(tmp) / "pgrig_probe.lua"
+        probe.write_text(_PROBE)
+        env = process_env(script, {**os.environ, "PGRIG_LUA_SCRIPT": str(script)})
+        try:
+            proc = subprocess.run(
+                [sysbench, str(probe), "help"], env=env, cwd=tmp, capture_output=True,
+                text=True, timeout=PROBE_TIMEOUT_S, check=False, preexec_fn=die_with_parent,
+            )  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as e:
+            raise PgrigError(f"cannot run sysbench to read {script.name}: {e}") from None
+    # a script that declares no option has no `help` (sysbench then exits 1, after the probe)
+    if "pgrig-probe-done" not in proc.stdout.splitlines():
+        raise PgrigError(f"sysbench cannot load {script}: {_load_error(proc.stdout + proc.stderr)}")
+    return parse_probe(script, sha256_of(script), proc.stdout)
+
+
+def parse_probe(script: Path, sha256: str, stdout: str) -> ScriptFacts:
+    options: dict[str, str] = {}
+    commands: set[str] = set()
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "pgrig-option" and len(parts) >= 2:
+            options[parts[1]] = parts[2] if len(parts) > 2 else ""
+        elif parts[0] == "pgrig-command" and len(parts) >= 2:
+            commands.add(parts[1])
+    return ScriptFacts(script, sha256, options, frozenset(commands))
+
+
+def _load_error(output: str) -> str:
+    """sysbench's FATAL line (the first of a Lua error's lines), without the probe's frames."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if ln.startswith("FATAL")]
+    first = fatal[0] if fatal else (lines[-1] if lines else "no output")
+    return first.removeprefix("FATAL:").strip()
+
+
+def check_defines(facts: ScriptFacts, label: str, defines: dict[str, str]) -> None:
+    """--define NAME=VALUE are the script's options: one it does not declare is refused
+    (sysbench would refuse it, after pgrig made a run of it)."""
+    for name in defines:
+        if not _OPTION_NAME_RE.fullmatch(name):
+            raise PgrigError(f"--define {name}: not a sysbench option name")
+        if facts.validates_options and not facts.declares(name):
+            raise PgrigError(
+                f"--define {name}: {label} declares no option {name} "
+                f"(its options: {facts.option_list()})"
+            )
+
+
+def as_options(values: dict[str, str]) -> list[str]:
+    """--NAME=VALUE for each, written as sysbench's documentation does (--table-size: it reads
+    dashes and underscores alike)."""
+    return [f"--{name.replace('_', '-')}={value}" for name, value in values.items()]

@@ -1,0 +1,154 @@
+"""A multi-file sysbench workload through pgrig alone, against a real PostgreSQL 15 and
+Debian's sysbench 1.0.20: examples/sysbench/ledger (a main script requiring sibling modules,
+its own options, prepare/run/check/cleanup commands, the shape of Percona-Lab's
+sysbench-tpcc) prepared by `db generate --script`, run twice with no repeated --define,
+checked by `db check`, compared; and the data/workload disagreements refused before anything
+is archived (issue 30, class 6)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgrig.archive.store import Archive
+from pgrig.provision.state.environment import Environment
+from tests.integration.servers import pgrig, scratch_home
+
+pytestmark = pytest.mark.integration
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sysbench" / "ledger"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    if shutil.which("sysbench") is None:
+        pytest.skip("sysbench is not installed (scripts/setup.sh installs it)")
+    # a copy, run from another directory: sysbench finds the modules only by the Lua path
+    workload = tmp_path_factory.mktemp("ledger") / "ledger"
+    shutil.copytree(EXAMPLE, workload)
+    with scratch_home("pgrig-sbscript-"):
+        pgrig("env", "create", "sbs", "--pg", "15")
+        yield "sbs", workload / "ledger.lua"
+
+
+def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
+    env, script = lab
+    out = pgrig("db", "generate", env, "--scenario", "sysbench", "--script", str(script),
+                "--define", "scale=1", "--define", "tables=2", "--jobs", "2", "--json")  # fmt: skip
+    info = json.loads(out.stdout)
+    assert info["script"] == str(script) and info["defines"] == {"scale": "1", "tables": "2"}
+    assert info["script_name"] == "sysbench:ledger.lua" and len(info["script_sha256"]) == 64
+    assert info["size_bytes"] > 0 and "check" in info["commands"]
+    conn_env = Environment.load(env)
+    with psycopg.connect(conn_env.conninfo("pgrig")) as conn:
+        assert conn.execute("SELECT count(*) FROM accounts2").fetchone() == (1000,)
+
+    ids = []
+    for _ in range(2):  # no --define: the dataset's scale and tables are the run's
+        out = pgrig("run", env, "-w", f"sysbench:{script}", "-c", "2", "-T", "2",
+                    "--warmup", "1", "--json", cwd=Path("/tmp"))  # fmt: skip
+        doc = json.loads(out.stdout)
+        assert doc["status"] == "ok", doc["error"]
+        assert doc["transactions"] > 0
+        ids.append(doc["id"])
+    rec = Archive(None).get_run(ids[0])
+    assert rec is not None and rec.command is not None
+    assert "--scale=1 --tables=2 run" in rec.command
+    assert rec.scenario == "sysbench" and rec.extra["dataset"]["script"] == str(script)
+    shown = pgrig("runs", "show", str(ids[0])).stdout
+    assert "sysbench (prepared by ledger.lua with scale=1 tables=2)" in shown
+
+    checked = pgrig("db", "check", env)
+    assert "sysbench:ledger.lua check passed on sbs/pgrig" in checked.stdout
+    assert "set 2: 1000 accounts" in checked.stdout and "balances consistent" in checked.stdout
+    doc = json.loads(pgrig("db", "check", env, "--json").stdout)
+    assert doc["passed"] is True and doc["script"] == "sysbench:ledger.lua"
+
+    compared = json.loads(pgrig("runs", "compare", str(ids[0]), str(ids[1]), "--json").stdout)
+    assert "ratio" in json.dumps(compared)
+
+    # money made out of nothing: the script's own check fails, and so does `db check`
+    with psycopg.connect(conn_env.conninfo("pgrig"), autocommit=True) as conn:
+        conn.execute("UPDATE accounts1 SET balance = balance + 7 WHERE id = 1")
+    bad = pgrig("db", "check", env, check=False)
+    assert bad.returncode == 1 and "check FAILED" in bad.stdout
+    assert "set 1: accounts hold 1000007, expected 1000000" in bad.stdout + bad.stderr
+
+
+def test_disagreements_refused_before_anything_is_archived(lab: tuple[str, Path]) -> None:
+    env, script = lab
+    pgrig("db", "generate", env, "--db", "other", "--scenario", "sysbench", "--script",
+          str(script), "--define", "tables=1")  # fmt: skip
+    before = Archive(None).count_runs()
+    bad = pgrig("run", env, "--db", "other", "-w", f"sysbench:{script}", "-T", "1",
+                "--define", "tables=3", check=False)  # fmt: skip
+    assert bad.returncode != 0
+    assert "--define tables=3: database 'other' of sbs holds the data of sysbench:ledger.lua" in (
+        bad.stderr
+    )
+    bad = pgrig("run", env, "--db", "other", "-w", "sysbench:oltp_read_only", "-T", "1",
+                check=False)  # fmt: skip
+    assert bad.returncode != 0 and "not the data of sysbench:oltp_read_only" in bad.stderr
+    bad = pgrig("run", env, "--db", "other", "-w", f"sysbench:{script}", "-T", "1",
+                "--define", "nosuch=1", check=False)  # fmt: skip
+    assert "declares no option nosuch (its options: read_pct, scale, tables)" in bad.stderr
+
+    # issue 30, class 6: sysbench data, then pgbench data in the same database; an oltp run
+    # read the sbtest tables left there and was archived as sysbench at pgbench's scale
+    pgrig("db", "generate", env, "--db", "mixed", "--scenario", "sysbench", "--tables", "1",
+          "--table-size", "500")  # fmt: skip
+    pgrig("db", "generate", env, "--db", "mixed", "--scale", "2")
+    bad = pgrig("run", env, "--db", "mixed", "-w", "sysbench:oltp_read_only", "-T", "1",
+                check=False)  # fmt: skip
+    assert bad.returncode != 0
+    assert "database 'mixed' of sbs holds a pgbench dataset of scale 2" in bad.stderr
+    assert "pgrig db generate sbs --db mixed --scenario sysbench" in bad.stderr
+    assert Archive(None).count_runs() == before
+
+    # a check where the data has none: said so
+    bad = pgrig("db", "check", env, "--db", "mixed", check=False)
+    assert bad.returncode != 0 and "no consistency check for the pgbench dataset" in bad.stderr
+
+
+def test_a_script_without_check_says_so(lab: tuple[str, Path], tmp_path: Path) -> None:
+    env, _script = lab
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench" / "no_check"
+    shutil.copytree(fixture, tmp_path / "no_check")
+    pgrig("db", "generate", env, "--db", "plain", "--scenario", "sysbench", "--script",
+          str(tmp_path / "no_check" / "reader.lua"))  # fmt: skip
+    bad = pgrig("db", "check", env, "--db", "plain", check=False)
+    assert bad.returncode != 0
+    assert "sysbench:reader.lua declares no check command (its commands: prepare, run)" in (
+        bad.stderr
+    )
+
+
+ROOT = EXAMPLE.parents[2]
+
+
+def documented_commands() -> list[list[str]]:
+    """The commands of docs/sysbench.md's block that uses examples/sysbench/ledger."""
+    page = (ROOT / "docs" / "sysbench.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in page.split("```sh\n")[1:]]
+    (block,) = [b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b]
+    return [shlex.split(line) for line in block.splitlines() if line.strip()]
+
+
+def test_the_documented_commands_run(lab: tuple[str, Path]) -> None:
+    env, _script = lab
+    commands = documented_commands()
+    assert [argv[:3] for argv in commands] == [
+        ["pgrig", "db", "generate"], ["pgrig", "run", "lab"], ["pgrig", "run", "lab"],
+        ["pgrig", "db", "check"],
+    ]  # fmt: skip
+    outputs = []
+    for argv in commands:
+        args = [env if a == "lab" else a for a in argv[1:]]
+        outputs.append(pgrig(*args, cwd=ROOT).stdout)
+    assert "sysbench:ledger.lua check passed on sbs/ledger" in outputs[-1]
