@@ -55,10 +55,8 @@ class NetServer(servers.Server):
 
 @pytest.fixture(scope="module")
 def lab(rig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from pgrig import paths
-
     with pytest.MonkeyPatch.context() as mp:
-        cache = Path(os.environ.get("PGRIG_PG_DIR") or paths.binaries_dir())
+        cache = servers.pg_build_cache()  # not the home's: `make test` sets no PGRIG_PG_DIR
         builds = sorted(cache.glob("18.*/bin/pgbench"))
         if not builds:
             pytest.skip("no PostgreSQL 18 in pgrig's cache (`pgrig pg install 18`)")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 import compare_surfaces as surfaces
 import namespace_hosts
 import pytest
+import servers
 
 pytestmark = pytest.mark.integration
 
@@ -64,13 +64,11 @@ def _copy_install(src: str, dst: str) -> None:
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[dict[str, str]]:
-    from pgrig.provision.server import binaries
-
-    try:
-        bindir, _version = binaries.find_bindir("18")
-    except Exception:
+    cache = servers.pg_build_cache()  # not the home's: `make test` sets no PGRIG_PG_DIR
+    builds = sorted(cache.glob("18.*/bin/postgres"))
+    if not builds:
         pytest.skip("PostgreSQL 18 is not in the build cache (run `pgrig pg install 18`)")
-    pg_dir = os.environ.get("PGRIG_PG_DIR") or str(bindir.parents[1])
+    bindir, pg_dir = builds[-1].parent, str(cache)
     with (
         namespace_hosts.up(NET, PREFIX, RIG_DIR, 3),
         namespace_hosts.home(

@@ -55,7 +55,7 @@ def _request(lab: str) -> Any:
 
     return from_flags(
         RunRequest, env_name=lab, workload="pgbench:select-only", clients=1, threads=1,
-        duration_s="2", note="interrupted",
+        duration_s="3", note="interrupted",
     )  # fmt: skip
 
 
@@ -69,9 +69,38 @@ def _terminate_after(original: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+def _sigterm_after(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A real SIGTERM to this process once `original` returns: auto_explain is switched on
+    from the insights thread (after the first measured second), where raising would only end
+    that thread; the signal reaches the main thread as pgrig's own handler would see it."""
+    import signal
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        original(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    return wrapped
+
+
+@pytest.fixture
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises Terminated in the main thread, as `pgrig` installs it (app.py), without
+    its once-per-process latch (several tests in one worker each send one)."""
+    import signal
+
+    from pgrig.errors import Terminated
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
 @pytest.mark.parametrize("where", ["insights-start", "sampler-start", "results"])
 def test_a_signal_anywhere_in_a_run_ends_it_aborted_with_settings_undone(
-    lab: str, monkeypatch: pytest.MonkeyPatch, where: str
+    lab: str, monkeypatch: pytest.MonkeyPatch, where: str, sigterm_raises: None
 ) -> None:
     from rich.console import Console
 
@@ -86,7 +115,7 @@ def test_a_signal_anywhere_in_a_run_ends_it_aborted_with_settings_undone(
     rate_before = _show(lab, "auto_explain.log_min_duration")
     if where == "insights-start":  # SIGTERM just after auto_explain was switched on
         monkeypatch.setattr(
-            collector.Collection, "_apply_rate", _terminate_after(collector.Collection._apply_rate)
+            collector.Collection, "_apply_rate", _sigterm_after(collector.Collection._apply_rate)
         )
     elif where == "sampler-start":
         monkeypatch.setattr(run_steps, "start_sampler", _terminate_after(run_steps.start_sampler))
@@ -194,18 +223,18 @@ def test_study_plan_refuses_clients_over_max_connections(lab: str, tmp_path: Pat
 
 
 def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
-    lab: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    lab: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sigterm_raises: None
 ) -> None:
     """Must-fix 8 as reported: SIGTERM during the confirmation phase of a tune (here while
     the confirmation run's insights switch auto_explain on); and must-fix 7: --allow-unsafe
     with a space file without durability knobs prints the space's notes, no IndexError."""
     import io
+    import signal
 
     from rich.console import Console
 
     from pgrig.archive.store import Archive
     from pgrig.cli import tune as tune_cli
-    from pgrig.errors import Terminated
     from pgrig.insights import collector
     from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
@@ -216,10 +245,11 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     out = io.StringIO()
     console = Console(file=out, width=200)
     req = tune_cli._request(
-        env_name=lab, workload=["pgbench:select-only"], trials=1, budget=None,
-        objective_name="tps", space_arg=str(space), allow_unsafe=True, duration="1s",
-        warmup="0", clients=1, threads=1, confirm_repeats=2, study_name="tune-sigterm",
-        db=None, seed=0, console=console,
+        env_name=lab, preset=None, workload=["pgbench:select-only"], scale=None, trials=1,
+        budget=None, objective_name="tps", space_arg=str(space), allow_unsafe=True,
+        duration="3s", warmup="0", clients=1, threads=1, confirm_repeats=2,
+        ablation_repeats=0, ablation_units=1, study_name="tune-sigterm", db=None, seed=0,
+        console=console,
     )  # fmt: skip
     assert "space: --allow-unsafe: the space file has no durability knob" in out.getvalue()
     env = Environment.load(lab)
@@ -230,7 +260,7 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     def apply_rate(self: Any, rate: float) -> None:
         original(self, rate)
         if (self.rec.study_point or "").startswith("confirm-"):
-            raise Terminated(15)
+            os.kill(os.getpid(), signal.SIGTERM)  # from the insights thread: see _sigterm_after
 
     monkeypatch.setattr(collector.Collection, "_apply_rate", apply_rate)
     # The one trial must reach the confirmation: on a busy CI box a 1 s trial's p95 can exceed

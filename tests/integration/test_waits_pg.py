@@ -150,8 +150,10 @@ def test_a_rare_script_gets_plans_beside_a_hot_one(lab: str, tmp_path: Path) -> 
         "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
     )
     rare.write_text("SELECT count(*) AS rare_branches FROM pgbench_branches WHERE bid > 0;\n")
+    # 6 s: plan sampling is silent for the first second, then capped at 5 plans/s, so the
+    # hot script reaches its 10 plans only after about 3 s of window
     out = pgrig("run", lab, "--workload", f"{hot}@500", "--workload", f"{rare}@1", "-c", "2",
-                "-T", "3", "--txlog", "off", "--json")  # fmt: skip
+                "-T", "6", "--txlog", "off", "--json")  # fmt: skip
     rec = Archive(None).get_run(json.loads(out.stdout)["id"])
     assert rec is not None and rec.status == "ok"
     top_up = rec.extra["plan_top_up"]
