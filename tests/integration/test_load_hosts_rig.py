@@ -83,7 +83,9 @@ def lab(rig: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def run_json(*args: str, check: bool = False) -> dict:
     proc = servers.pgrig("run", "db", "-w", "pgbench:select-only", "--json", *args, check=check)
     assert proc.stdout.strip(), proc.stderr
-    return json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)
+    assert "status" in doc, doc  # a run, not a refusal
+    return doc
 
 
 def record(run_id: int) -> Any:
@@ -151,6 +153,58 @@ def test_load_from_two_hosts_merges_exactly(lab: str) -> None:
     assert all(p["kind"] == "network" and p["rtt_p50_ms"] > 0 for p in paths_)
     assert {"os@h2", "os@h3"} <= set(rec.series)
     assert pgbench_left("h2", "h3") == []
+    _json_and_text_agree(doc["id"], rec)
+
+
+def _json_and_text_agree(run_id: int, rec: Any) -> None:
+    """`runs show --json`, `run --json` and the text of `runs show` say the same of the load
+    hosts (views/run_hosts.py): split, start skew, network, the hosts table, what the
+    percentiles rest on, where the server was."""
+    shown = json.loads(servers.pgrig("runs", "show", str(run_id), "--json").stdout)
+    text = servers.pgrig("runs", "show", str(run_id)).stdout
+    load = rec.extra["load"]
+    assert shown["load_from"] == [
+        {"host": s["host"], "clients": s["clients"], "threads": s["threads"], "rate": s["rate"]}
+        for s in load["split"]
+    ]
+    assert shown["start_skew_ms"] == load["start_skew_ms"]
+    assert shown["first_tx_skew_ms"] == load["first_tx_skew_ms"]
+    assert shown["network_paths"] == rec.extra["network"]["paths"]
+    rows = {h["host"]: h for h in shown["hosts"]}
+    assert {"h2", "h3"} <= set(rows)
+    for host in ("h2", "h3"):
+        path = next(p for p in rec.extra["network"]["paths"] if p["from"] == host)
+        row = rows[host]
+        assert row["roles"] == ["load"] and row["path"] == "network"
+        assert row["transactions"] == load["hosts"][host]["generator"]["transactions"]
+        assert (row["rtt_p50_ms"], row["rtt_p99_ms"]) == (path["rtt_p50_ms"], path["rtt_p99_ms"])
+        assert row["clock_offset_ms"] == load["hosts"][host]["clock"]["offset_ms"]
+        # the text's hosts table has the same row: host, role, the host's own transactions
+        line = next(ln for ln in text.splitlines() if ln.split()[:2] == [host, "load"])
+        assert f"{row['transactions']:,}" in line
+        assert f"{row['rtt_p50_ms']:.3f} / {row['rtt_p99_ms']:.3f}" in line
+    about = shown["summary"]["about"]
+    assert about["load from"] == "h2 (2 clients, 1 threads), h3 (2 clients, 1 threads)"
+    for label in ("load from", "start skew", "environment"):  # lines the text prints whole
+        assert f"{label} " in text and about[label] in text, label
+    # the server is an external one here (env add --dsn): said so, managed false
+    assert shown["environment"]["kind"] == "external" and shown["managed"] is False
+    # the percentiles rest on every transaction of the merged logs, not "an older run"
+    basis = shown["latency_basis"]
+    assert basis["samples"] == basis["population"] == rec.transactions
+    assert "merged" in shown["summary"]["results"]["percentiles rest on"]
+    assert "not recorded" not in text
+
+
+def test_load_from_with_a_sampled_or_no_log_is_refused_before_the_run(lab: str) -> None:
+    from pgrig.cli import common
+
+    before = common.open_archive(None).count_runs()
+    for mode in ("sampled", "off"):
+        proc = servers.pgrig("run", "db", "-w", "pgbench:select-only", "-T", "2", "--txlog",
+                             mode, "--load-from", "h2", check=False)  # fmt: skip
+        assert proc.returncode == 2 and f"--txlog {mode}: --load-from merges" in proc.stderr
+    assert common.open_archive(None).count_runs() == before  # no run row
 
 
 def test_emit_k8s_writes_the_experiment_instead_of_running_it(lab: str, tmp_path: Path) -> None:

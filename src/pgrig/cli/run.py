@@ -394,7 +394,7 @@ def _emit(emit: tuple[str, str], request: object) -> None:
 def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
-    from pgrig.views import harness_cost
+    from pgrig.views import harness_cost, run_summary
 
     console = common.out_console()  # the result is data: stdout (progress stays on stderr)
     colour = common.STATUS_STYLE.get(rec.status, "white")
@@ -411,16 +411,8 @@ def _print_human(rec: RunRecord) -> None:
         if rec.nopm is not None:
             line += f"  NOPM {rec.nopm:,.0f}  TPM {rec.tpm or 0:,.0f}"
         console.print(line, highlight=False)
-    if lat.p50 is not None:
-
-        def ms(v: float | None) -> str:  # a sampled txlog has no exact max (None)
-            return "-" if v is None else f"{v:.3f}"
-
-        console.print(
-            f"  latency ms avg {ms(lat.avg)}  p50 {ms(lat.p50)}  p95 {ms(lat.p95)}  "
-            f"p99 {ms(lat.p99)}  max {ms(lat.max)}",
-            highlight=False,
-        )
+    if any(v is not None for v in lat.as_dict().values()):  # as `runs show` says it
+        console.print(f"  latency ms {run_summary.latency_text(rec)}", highlight=False)
     console.print(f"  {escape(harness_cost.of(rec).line)}", highlight=False, soft_wrap=True)
     for w in rec.warnings():
         message = escape(str(w.get("message")))

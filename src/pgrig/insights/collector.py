@@ -89,6 +89,9 @@ class Collection:
             self.env.conninfo(self.dbname), autocommit=True, application_name=APPLICATION_NAME
         )
         self.conn.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        # its own writes (CREATE EXTENSION) never wait for synchronous replicas: with them
+        # gone, the run would hang here, before its load and the load's own end
+        self.conn.execute("SET synchronous_commit = local")
         with contextlib.suppress(psycopg.Error):
             self.conn.execute(insights_layer.QUIET_SESSION_SQL)
 

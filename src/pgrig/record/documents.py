@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 __all__ = [
+    "BackendEnded",
     "BackupDoc",
     "ChangePointDoc",
     "CheckStatus",
@@ -648,6 +649,17 @@ class HarnessCostDoc(TypedDict, total=False):
     log_reason: str | None  # why plans and log bytes are unknown
 
 
+class BackendEnded(TypedDict, total=False):
+    """One of the run's backends still on a server after its client ended, terminated by
+    pgrig (load/core/left_backends.py)."""
+
+    server: str
+    pid: int
+    state: str | None
+    wait: str | None  # wait_event_type:wait_event, e.g. IPC:SyncRep
+    query_seconds: float | None  # how long its statement had run
+
+
 class RunExtra(TypedDict, total=False):
     """RunRecord.extra: what a run records beside its columns, by the module that writes it."""
 
@@ -656,6 +668,9 @@ class RunExtra(TypedDict, total=False):
     # what `db generate` recorded for the database (workloads/datasets.py): its keys are
     # each scenario's own (scale, warehouses, rows, tables...), read back from env's JSON file
     dataset: dict[str, Any] | None
+    # the host the server runs on, for an environment pgrig made there (`env create --on`;
+    # load/core/runner.py): the run's record is managed, its server not on this machine
+    server_on: str
     # the connection path and CPU placement (load/core/runner.py)
     connection: ConnectionDoc
     cpus: dict[str, str]  # side (server, client, pooler) -> the CPUs it was pinned to
@@ -694,6 +709,9 @@ class RunExtra(TypedDict, total=False):
     server_log: dict[str, Any]
     # what pgrig itself took from the run (load/core/harness_meter.py)
     harness_cost: HarnessCostDoc
+    # the run's backends left on its servers after the client ended, terminated
+    # (load/core/left_backends.py)
+    backends_ended: list[BackendEnded]
     # several hosts (load/core/multi_runner.py, load/remote/host_samplers.py)
     load: LoadDoc
     load_error: str

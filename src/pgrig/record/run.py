@@ -83,7 +83,7 @@ class RunRecord:
     study_point: str | None = None
     repeat: int = 0
     # target
-    managed: bool = True
+    managed: bool = True  # pgrig made the server (here, or on another host: extra.server_on)
     target: str | None = None  # masked DSN, never a password
     engine: str = "postgresql"
     server_version: str | None = None

@@ -23,6 +23,7 @@ from pgrig import format as fmt
 from pgrig.analysis.compare import group_value
 from pgrig.archive.records import RunRecord
 from pgrig.table import Cell, Table
+from pgrig.views import run_environment
 from pgrig.views.run_hosts import SATURATED, roles, window_mean
 
 THIS_MACHINE = "this machine"
@@ -84,10 +85,11 @@ def has_hosts(rec: RunRecord) -> bool:
 def local_roles(rec: RunRecord) -> list[str]:
     """What this machine did in the run: the roles no other host of the run had."""
     taken = {r for rs in roles(rec).values() for r in rs}
+    here = run_environment.of(rec).here  # the server ran on this machine
     mine = []
-    if rec.managed and "db" not in taken:
+    if here and "db" not in taken:
         mine.append("db")
-    if rec.via != "direct" and rec.managed and "pooler" not in taken:
+    if rec.via != "direct" and here and "pooler" not in taken:
         mine.append("pooler")
     if not (rec.extra.get("load") or {}).get("split") and "load" not in taken:
         mine.append("load")

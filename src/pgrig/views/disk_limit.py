@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pgrig import format as fmt
 from pgrig.record.run import RunRecord
+from pgrig.views import run_environment
 
 NOT_RECORDED = "not recorded"
 
@@ -31,7 +32,8 @@ def items(rec: RunRecord) -> list[tuple[str, str]]:
     """The run summary's lines: the limit, where it was in force, what it does not limit."""
     doc = rec.disk_limit
     if not doc:
-        return [("disk limit", NOT_RECORDED)] if rec.managed and rec.id is not None else []
+        here = run_environment.of(rec).here  # a server elsewhere: its disk is not read here
+        return [("disk limit", NOT_RECORDED)] if here and rec.id is not None else []
     out = [("disk limit", of(rec))]
     devices = doc.get("devices") or []
     if doc.get("limit") and devices:

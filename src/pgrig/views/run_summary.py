@@ -16,7 +16,14 @@ from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
 from pgrig.table import Cell, CellValue, Table
-from pgrig.views import backup_figures, disk_limit, harness_cost, latency, run_hosts
+from pgrig.views import (
+    backup_figures,
+    disk_limit,
+    harness_cost,
+    latency,
+    run_environment,
+    run_hosts,
+)
 from pgrig.views.settings import SettingRow, non_default_rows
 
 LATENCY_FIELDS = ("avg", "p50", "p95", "p99", "max")
@@ -57,12 +64,13 @@ class RunSummary:
 
 def build(rec: RunRecord) -> RunSummary:
     nd = non_default_rows(rec)
+    hosts = run_hosts.of(rec)
     return RunSummary(
         title=f"run {rec.id}",
         status=rec.status,
         error=rec.error,
         warnings=[str(w.get("message")) for w in rec.warnings()],
-        about=about(rec) + run_hosts.about_items(rec),
+        about=about(rec) + hosts.items(),
         results=results(rec),
         scripts=scripts_table(rec),
         settings=nd,
@@ -74,7 +82,7 @@ def build(rec: RunRecord) -> RunSummary:
         host_checks=host_checks_table(rec),
         command=rec.command,
         host=host_facts(rec.host),
-        hosts=run_hosts.hosts_table(rec),
+        hosts=hosts.table(),
         backup=backup_figures.rows(rec),
         topology=backup_figures.topology_rows(rec),
         latency_basis=latency.items(rec),
@@ -102,7 +110,6 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
     started = fmt.timestamp(rec.started_at, seconds=True)
     if rec.started_at and rec.ended_at:
         started += f" (wall time {fmt.duration((rec.ended_at - rec.started_at).total_seconds())})"
-    target = "managed" if rec.managed else f"external {rec.target or ''}".strip()
     data = rec.scenario or fmt.MISSING
     if rec.scale:
         data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {fmt.number(rec.scale)}"
@@ -122,7 +129,7 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
         load += f", latency limit {fmt.number(rec.latency_limit_ms)} ms"
     items = [
         ("started", started),
-        ("environment", f"{rec.env_name} ({target}, via {rec.via})"),
+        ("environment", run_environment.of(rec).text(rec.via)),
         ("server", fmt.engine(rec.engine, rec.server_version)),
         _load_engine(rec),
         ("data", data),
@@ -164,8 +171,7 @@ def results(rec: RunRecord) -> list[tuple[str, str]]:
     ]
     if rec.rollbacks is not None:
         items.append(("rollbacks", fmt.number(rec.rollbacks)))
-    lat = [(k, v) for k, v in rec.latency.as_dict().items() if v is not None]
-    items.append(("latency ms", ", ".join(f"{k} {fmt.ms(v)}" for k, v in lat) or fmt.MISSING))
+    items.append(("latency ms", latency_text(rec)))
     items += latency.items(rec)  # how many samples the percentiles rest on, their bounds
     cpu = (rec.cpu_user, rec.cpu_system, rec.cpu_iowait, rec.cpu_idle)
     items.append(("CPU user / system / iowait / idle %", " / ".join(fmt.number(v) for v in cpu)))
@@ -174,6 +180,13 @@ def results(rec: RunRecord) -> list[tuple[str, str]]:
         items.append(("CPU steal %", fmt.number(steal)))
     items.append(("cache hit ratio", fmt.percent(rec.hit_ratio, 2)))
     return items
+
+
+def latency_text(rec: RunRecord) -> str:
+    """Every latency figure the run recorded, as `runs show` and `run` print it ("avg 0.10,
+    stddev 0.13, p50 0.087, ..."; a --txlog off run has avg and stddev only)."""
+    lat = [(k, v) for k, v in rec.latency.as_dict().items() if v is not None]
+    return ", ".join(f"{k} {fmt.ms(v)}" for k, v in lat) or fmt.MISSING
 
 
 def scripts_table(rec: RunRecord) -> Table | None:
@@ -253,12 +266,30 @@ def _load_engine(rec: RunRecord) -> tuple[str, str]:
 
 def to_json(rec: RunRecord) -> dict[str, Any]:
     """The run as data: `runs show --json` and `run --json` print this one document (the
-    summary of archive.export.run_to_json plus the context: settings that differ, layers,
-    host, artifacts, series kinds, and the insights' statements, plans, log digest, waits)."""
+    summary of archive.export.run_to_json plus the context: where the server was
+    (environment), the load hosts, split, start skew, network and hosts table
+    (views/run_hosts.py), what the percentiles rest on, the summary's lines as the text shows
+    them, settings that differ, layers, host, artifacts, series kinds, and the insights'
+    statements, plans, log digest, waits)."""
+    from dataclasses import asdict
+
     from pgrig.archive.export import json_safe, run_to_json
     from pgrig.insights import summary
 
     doc = run_to_json(rec)
+    where = run_environment.of(rec)
+    doc["managed"] = where.managed  # an older run made on another host said false
+    doc["environment"] = where.as_dict()
+    doc.update(run_hosts.of(rec).as_dict())  # load_from, start skew, network, hosts
+    basis = latency.of(rec)
+    doc["latency_basis"] = None if basis is None else json_safe(asdict(basis))
+    v = build(rec)  # what the text says, line for line
+    doc["summary"] = {
+        section: _labelled(pairs)
+        for section, pairs in (("about", v.about), ("results", v.results),
+                               ("backup", v.backup), ("topology", v.topology))
+        if pairs
+    }  # fmt: skip
     doc["non_default_settings"] = json_safe(rec.non_default_settings())
     doc["settings_layers"] = json_safe(rec.settings_layers)
     doc["host"] = json_safe(rec.host)
@@ -267,3 +298,11 @@ def to_json(rec: RunRecord) -> dict[str, Any]:
     doc.update(json_safe(summary.parts(rec.insights)))  # statements, plans, log_digest, waits
     doc["harness"] = harness_cost.of(rec).as_dict()
     return doc
+
+
+def _labelled(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """Label -> text; a label said twice keeps both texts ("a; b")."""
+    out: dict[str, str] = {}
+    for k, v in pairs:
+        out[k] = f"{out[k]}; {v}" if k in out else v
+    return out

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from pgrig.analysis import quantile_bounds
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
@@ -25,6 +26,7 @@ from pgrig.load.core.run_steps import StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
 from pgrig.load.engines import results
+from pgrig.load.engines.pgbench_driver import HDR_RESOLUTION
 from pgrig.load.remote import host_samplers, load_hosts
 from pgrig.load.remote.multi_load import (
     SATURATED_PCT,
@@ -60,6 +62,11 @@ def check(spec: RunRequest) -> None:
         )
     if spec.keep_txlog:
         raise PgrigError("--keep-txlog keeps a local log: not with --load-from yet")
+    if spec.txlog in ("sampled", "off"):
+        raise PgrigError(
+            f"--txlog {spec.txlog}: --load-from merges every load host's log of every "
+            "transaction (the merged TPS and percentiles come from it): give --txlog full or auto"
+        )
 
 
 def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
@@ -249,6 +256,16 @@ def _fill_results(
         txlog = stream.finish(completed) if not load.feed_error else None
         # pgbench's own summary is per host: the merged figures come from the logs only
         results.fill_results(rec, spec, completed, txlog, "", stderr, [], series_raw)
+        if txlog is not None:
+            hosts = len(load.agents)
+            rec.extra["latency_basis"] = quantile_bounds.basis(
+                f"pgbench per-transaction logs of {hosts} load host{'s' if hosts != 1 else ''}, "
+                "merged (every transaction)",
+                samples=int(txlog.histogram.sum()),
+                population=txlog.transactions,
+                bounds=quantile_bounds.hdr_bounds(txlog.histogram),
+                resolution=HDR_RESOLUTION,
+            )
     except Exception as e:
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
 

@@ -29,7 +29,15 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError
-from pgrig.load.core import guard, harness_meter, lifecycle, prewarm, run_files, run_steps
+from pgrig.load.core import (
+    guard,
+    harness_meter,
+    left_backends,
+    lifecycle,
+    prewarm,
+    run_files,
+    run_steps,
+)
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.preflight import check_scripts, check_sysbench_data, check_tables
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
@@ -39,7 +47,7 @@ from pgrig.load.engines import engine_choice, results
 from pgrig.load.engines.process import PgbenchProcess
 from pgrig.load.remote import host_samplers
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
-from pgrig.record.documents import DiskLimitDoc, NetworkDoc, PoolerDoc, RunExtra
+from pgrig.record.documents import BackendEnded, DiskLimitDoc, NetworkDoc, PoolerDoc, RunExtra
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
@@ -230,7 +238,12 @@ def _run(
         spec,
         env,
         work,
-        client_env={**without_libpq_vars(), **run_steps.client_env(env, spec, dbname)},
+        client_env={
+            **without_libpq_vars(),
+            **run_steps.client_env(env, spec, dbname),
+            # the client's sessions, by name: those left on the server are ended at the end
+            "PGAPPNAME": left_backends.session_name("sysbench" if spec.is_sysbench else "pgbench"),
+        },
         prefix=_client_prefix(spec),
         dataset=scenario_info,
         archive=archive,  # the expected rate of --txlog auto (load/engines/txlog_mode.py)
@@ -252,7 +265,7 @@ def _run(
         study=spec.study,
         study_point=spec.study_point,
         repeat=spec.repeat,
-        managed=env.managed,
+        managed=env.kind != "external",  # pgrig made the server, here or on another host
         target=env.masked_target(),
         server_version=server["version"],
         server_major=server["major"],
@@ -280,6 +293,8 @@ def _run(
         },
     )
     rec.txlog = driver.txlog_mode  # the mode used, not "auto"
+    if env.kind == "remote" and env.on:
+        rec.extra["server_on"] = env.on
     rec.extra.update(_connection_extra(env, spec))
     if env.replicas:
         from pgrig.load.core import topology
@@ -398,6 +413,7 @@ def _measure(
             rc = proc.interrupt() if proc else -2
 
     rec.ended_at = datetime.now(UTC)
+    ended = end_left_backends(rec, env, spec, driver.client_env.get("PGAPPNAME"), driver.engine)
     host_samplers.record(rec, other_hosts)
     stdout = (work / "pgbench.stdout").read_text(errors="replace")
     stderr = "\n".join(proc.stderr_lines) if proc else ""
@@ -421,6 +437,9 @@ def _measure(
     )
     if overran and not interrupted:
         rec.status, rec.error = "failed", overran
+        if ended:  # what the server was waiting for, said
+            left = left_backends.describe(ended)
+            rec.error = f"{overran}; left on the server and terminated: {left}"
     other_hosts.blame(rec)  # the db host cut off: named before pgbench's errors
 
     if server_log is not None:
@@ -480,6 +499,28 @@ def overrun_message(total_s: int | None) -> str:
         "(a host cut off, or commits waiting for a replica that is gone); stopped, the figures "
         "until then kept"
     )
+
+
+def end_left_backends(
+    rec: RunRecord, env: Environment, spec: RunRequest, name: str | None, engine: str
+) -> list[BackendEnded]:
+    """The client's backends still on the run's servers once it ended (a commit waiting for
+    synchronous replicas that are gone, and those waiting for its locks): terminated, kept in
+    extra["backends_ended"] and said in a warning. Through a pooler the server's sessions
+    are the pooler's: left to it."""
+    from pgrig.load.core import topology
+
+    if not name or spec.via != "direct":
+        return []
+    ended = left_backends.end_left(topology.targets(env, spec.target_role), name)
+    if ended:
+        rec.extra["backends_ended"] = ended
+        rec.add_warning(
+            "backends_ended",
+            f"the run's backends were still on the server after {engine} ended, and were "
+            f"terminated: {left_backends.describe(ended)}",
+        )
+    return ended
 
 
 def _outcome(

@@ -39,7 +39,8 @@ def for_request(
     from pgrig.load.engines import txlog_mode
     from pgrig.load.engines.pgbench_driver import PgbenchDriver
 
-    if spec.txlog == "full" or spec.keep_txlog or spec.is_tpcc:
+    # --load-from merges every load host's full log (load/core/multi_runner.py): no probe
+    if spec.txlog == "full" or spec.keep_txlog or spec.is_tpcc or spec.load_from:
         return PgbenchDriver(spec, env, work, client_env, prefix)
     choice = txlog_mode.choose(
         spec,
