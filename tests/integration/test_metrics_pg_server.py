@@ -254,3 +254,30 @@ def test_checkpointer_view_on_pg17_plus():
         assert row["checkpoints_req"] is not None and row["checkpoints_req"] >= 1
         assert row["wal_bytes"] is not None
         assert counters["checkpoints_req"] >= 1 and counters["buffers_written"] is not None
+
+
+def test_wal_rate_counts_records_not_the_segment_switch_padding(server15):
+    """pg_stat_wal's wal_bytes (14+), as backups count it: a segment switch pads the LSN by up
+    to 16 MiB of nothing, which the LSN advance would report as WAL written."""
+    with psycopg.connect(server15.conninfo, dbname="postgres", autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS wal_probe (v int)")
+        conn.execute("SELECT pg_switch_wal()")  # start at a segment's beginning
+        sampler = PgSampler(server15.conninfo, "postgres")
+        try:
+            start = pg_snapshot.counters(conn, "postgres")
+            sampler.sample()  # the first reading: the rates start from it
+            lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+            conn.execute("INSERT INTO wal_probe VALUES (1)")
+            conn.execute("SELECT pg_switch_wal()")  # pads the rest of the segment
+            conn.execute("SELECT pg_stat_force_next_flush()")
+            advance = conn.execute(
+                "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", (lsn,)
+            ).fetchone()[0]
+            end = pg_snapshot.counters(conn, "postgres")
+            row = sampler.sample()
+        finally:
+            sampler.close()
+    assert advance > 8 * 1024 * 1024  # the padding: most of a 16 MiB segment
+    written = pg_snapshot.counters_delta(start, end)["wal_bytes"]
+    assert written is not None and 0 < written < 1024 * 1024  # records and page images: kB
+    assert row["wal_bytes"] is not None and row["wal_bytes"] < 1024 * 1024  # B/s, not 16 MiB

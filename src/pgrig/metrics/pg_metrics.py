@@ -29,10 +29,10 @@ from psycopg.conninfo import conninfo_to_dict
 from pgrig.errors import PgrigError, first_line
 from pgrig.metrics.pg_snapshot import (
     TABLE_COUNTERS_SQL,
-    WAL_BYTES_SQL,
     WORKLOAD_BACKENDS_SQL,
     checkpoint_sql,
     hit_ratio,
+    wal_bytes_sql,
 )
 from pgrig.provision.settings.insights_layer import QUIET_SESSION_SQL
 
@@ -89,7 +89,7 @@ WITH a AS (
 )
 SELECT {db},
   c.checkpoints_timed::float8, c.checkpoints_req::float8, c.buffers_written::float8,
-  {WAL_BYTES_SQL},
+  {wal_bytes_sql(server_version_num)},
   t.autovacuum_count, t.autoanalyze_count,
   (SELECT count(*) FROM a WHERE state = 'active'),
   (SELECT count(*) FROM a WHERE backend_type = 'client backend'),

@@ -64,12 +64,27 @@ def checkpoint_sql(server_version_num: int) -> str:
     )
 
 
-# Bytes of WAL ever written (LSN as a number): survives crashes, unlike pg_stat_wal.
-# NULL on a standby, where the server writes no WAL of its own.
-WAL_BYTES_SQL = (
-    "CASE WHEN pg_is_in_recovery() THEN NULL "
-    "ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 END"
-)
+WAL_STATS_MAJOR = 14  # pg_stat_wal, with wal_bytes
+
+
+def wal_bytes_sql(server_version_num: int) -> str:
+    """Bytes of WAL the server generated, cumulative; NULL on a standby, which writes no WAL
+    of its own. pg_stat_wal's wal_bytes (14+): the WAL records alone. The LSN advance of
+    older servers also counts the padding of every segment switch (archive_timeout, a
+    backup's pg_switch_wal: up to 16 MiB of nothing), as provision/server/basebackup.py's
+    wal_figures says too. wal_bytes restarts after a crash or pg_stat_reset_shared('wal'):
+    the samplers take a counter that goes back as unknown."""
+    if server_version_num >= WAL_STATS_MAJOR * 10000:
+        return (
+            "CASE WHEN pg_is_in_recovery() THEN NULL "
+            "ELSE (SELECT wal_bytes FROM pg_stat_wal)::float8 END"
+        )
+    return (
+        "CASE WHEN pg_is_in_recovery() THEN NULL "
+        "ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 END"
+    )
+
+
 TABLE_COUNTERS_SQL = (
     "SELECT coalesce(sum(autovacuum_count), 0)::float8 AS autovacuum_count, "
     "coalesce(sum(autoanalyze_count), 0)::float8 AS autoanalyze_count FROM pg_stat_user_tables"
@@ -138,7 +153,7 @@ def counters(conn: psycopg.Connection, dbname: str) -> dict[str, Any]:
     db_cols = ", ".join(f"d.{c}::float8" for c in DB_COUNTERS)
     query = (
         f"SELECT d.stats_reset::text, {db_cols}, c.checkpoints_timed::float8, "
-        f"c.checkpoints_req::float8, c.buffers_written::float8, {WAL_BYTES_SQL}, "
+        f"c.checkpoints_req::float8, c.buffers_written::float8, {wal_bytes_sql(num)}, "
         "current_database() = d.datname "
         f"FROM pg_stat_database d, ({checkpoint_sql(num)}) c WHERE d.datname = %s"
     )
