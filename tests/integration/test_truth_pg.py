@@ -75,6 +75,48 @@ def test_a_replica_that_is_down_has_no_lag_to_show(lab: Path) -> None:
         pgrig("env", "start", "lab", check=False)
 
 
+def test_both_sync_replicas_killed_mid_run_end_it_and_its_backends(
+    lab: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Class 10: with sync on and both replicas killed while pgbench writes, the commits wait
+    in SyncRep and pgbench never ends: the run ends failed (its overrun, 2 s here), says what
+    the server waited for, and pgrig terminates its backends left on the primary (one in
+    SyncRep holding row locks, others waiting for them)."""
+    monkeypatch.setenv("PGRIG_RUN_OVERRUN_S", "2")
+    proc = subprocess.Popen(
+        ["pgrig", "run", "lab", "-w", "pgbench:tpcb", "-c", "2", "-T", "3", "--txlog", "full",
+         "--json"],  # full: no probe, the one pgbench is the run's
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not subprocess.run(["pgrep", "-s", str(proc.pid), "pgbench"],
+                                 capture_output=True).stdout:  # fmt: skip
+            assert proc.poll() is None and time.monotonic() < deadline, "pgbench never started"
+            time.sleep(0.1)
+        for name in ("r1", "r2"):
+            pid_file = lab / "envs" / "lab" / "replicas" / name / "data" / "postmaster.pid"
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        assert servers.exit_code_within(proc, 180) == 1
+        out = proc.stdout.read() if proc.stdout else ""
+        doc = json.loads(out)
+        assert doc["status"] == "failed"
+        assert "IPC:SyncRep" in doc["error"] and "terminated" in doc["error"], doc["error"]
+        ended = [w for w in doc["warnings"] if w["code"] == "backends_ended"]
+        assert ended and "synchronous commit with no synchronous replica" in ended[0]["message"]
+        port = json.loads(pgrig("env", "show", "lab", "--json").stdout)["port"]
+        left = servers.as_postgres(
+            "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'pgbench-of-pgrig-%'",
+        ).stdout.split()  # fmt: skip
+        assert left == []  # nothing of the run waits on the primary for a replica to return
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        pgrig("env", "repair", "lab", check=False)
+        pgrig("env", "start", "lab", check=False)
+
+
 def _run_count() -> int:
     return len(json.loads(pgrig("runs", "list", "--json").stdout))
 
@@ -161,7 +203,12 @@ def test_a_series_reuses_its_environment_only_as_it_made_it(lab: Path) -> None:
     assert "synchronous_commit" not in doc["points"][0]["settings"]  # every run had it on
     # an environment a user made under a series' name is not taken over
     pgrig("env", "create", "trk-mine-" + env.split("-")[-1], "--pg", "18", timeout=300)
+    runs_before = pgrig("runs", "list", "--json").stdout
     out = pgrig("track", "mine", *args, "1", check=False, timeout=300)
+    assert out.returncode == 2
     assert "made by a user, not by a series: series 'mine' does not take it over" in out.stderr
+    # refused before anything was made: no series, no run row
+    assert pgrig("runs", "list", "--json").stdout == runs_before
+    assert "does not exist" in pgrig("track", "show", "mine", check=False).stderr
     pgrig("env", "destroy", "trk-mine-" + env.split("-")[-1], "--yes")
     pgrig("track", "tr", "--destroy", "--yes")

@@ -142,6 +142,10 @@ def run(
             say(f"note: the {source} catalogue is unavailable: {why}")
     if spec is not None:
         check_settings(spec, new_points)
+    # an environment of the series' name that a user made: refused before anything is made
+    runner.refuse_foreign_environments(
+        archive, name, _versions_to_measure(archive, name, new_points)
+    )
     series = runner.open_series(archive, spec, name, new_points)
     archive.set_study_status(name, "running")
     say(f"series {name}: {series.spec.describe()}")
@@ -169,6 +173,21 @@ def run(
         archive.update_study_extra(name, {"last_check": result})
         out["check"] = result
     return out
+
+
+def _versions_to_measure(
+    archive: RunStore, name: str, new_points: list[versions.VersionPoint]
+) -> list[str]:
+    """The versions whose environments the command may use: the new points and, for a series
+    that exists, its stored ones."""
+    from pgrig.errors import NotFound
+
+    out = [p.version for p in new_points if p.status != "skipped"]
+    try:
+        stored = runner.load_series(archive, name, with_runs=False)
+    except (NotFound, PgrigError):
+        return out
+    return out + [p.version for p in stored.points if p.version not in out]
 
 
 def _centre(series: runner.Series, version: str, repeats: set[int] | None = None) -> float | None:

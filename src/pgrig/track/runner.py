@@ -104,6 +104,47 @@ def open_series(
     return stored
 
 
+def owner(archive: RunReader, series: str, env_name: str) -> str | None:
+    """The series that made environment env_name (its mark), None for one a user made. An
+    environment this series ran on before environments were marked is its own (marked now)."""
+    from pgrig.provision.state.environment import Environment
+
+    mark = Environment(name=env_name).dir / SERIES_MARK
+    found = mark.read_text().strip() if mark.is_file() else None
+    if found is None:
+        try:
+            runs = archive.study_runs(series)
+        except NotFound:
+            runs = []
+        if any(r.env_name == env_name for r in runs):
+            found = series
+            mark.write_text(series + "\n")
+    return found
+
+
+def refuse_if_foreign(archive: RunReader, series: str, env_name: str) -> None:
+    """A trk-SERIES-VERSION environment the series did not make is never taken over."""
+    made_by = owner(archive, series, env_name)
+    if made_by != series:
+        by = f"series {made_by!r}" if made_by else "a user, not by a series"
+        raise PgrigError(
+            f"environment {env_name} exists, made by {by}: series {series!r} does not take it "
+            f"over (remove it with `pgrig env destroy {env_name}`, or name the series "
+            "differently)"
+        )
+
+
+def refuse_foreign_environments(archive: RunReader, series: str, versions: Iterable[str]) -> None:
+    """Before the series or any of its runs exists: every version's environment that exists
+    already is the series' own (one a user or another series made is refused, nothing made)."""
+    from pgrig.provision.state.environment import Environment
+
+    for version in versions:
+        name = env_name(series, version)
+        if (Environment(name=name).dir / "env.json").is_file():
+            refuse_if_foreign(archive, series, name)
+
+
 def archive_update_spec(archive: RunStore, name: str, spec: TrackSpec) -> None:
     archive.update_study_extra(name, {"repeat": spec.repeat})
 
@@ -195,20 +236,7 @@ class Measurer:
         from pgrig.provision.settings import validator
 
         spec = self.series.spec
-        mark = env.dir / SERIES_MARK
-        owner = mark.read_text().strip() if mark.is_file() else None
-        if owner is None and any(
-            r.env_name == env.name for r in self.archive.study_runs(spec.name)
-        ):
-            owner = spec.name  # made by this series before environments were marked
-            mark.write_text(spec.name + "\n")
-        if owner != spec.name:
-            by = f"series {owner!r}" if owner else "a user, not by a series"
-            raise PgrigError(
-                f"environment {env.name} exists, made by {by}: series {spec.name!r} does not "
-                f"take it over (remove it with `pgrig env destroy {env.name}`, or name the "
-                "series differently)"
-            )
+        refuse_if_foreign(self.archive, spec.name, env.name)
         insights = spec.insights and point.source != "maven"
         if env.profile != spec.profile or bool(env.insights) != insights:
             raise PgrigError(
