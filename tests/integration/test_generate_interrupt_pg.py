@@ -77,3 +77,29 @@ def _accounts(env: str) -> str:
         "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
         "SELECT count(*) FROM pgbench_accounts", "pgrig",
     ).stdout.strip()  # fmt: skip
+
+
+def test_ctrl_c_on_a_sysbench_generate_says_what_it_left(lab: str) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group: pgrig and sysbench) on a sysbench
+    prepare: exit 130 with a line saying what was interrupted and what was cleaned (the
+    database it made, dropped again), never a bare blank line."""
+    argv = ["pgrig", "db", "generate", lab, "--db", "sbint", "--scenario", "sysbench",
+            "--tables", "8", "--table-size", "500000"]  # fmt: skip
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not subprocess.run(["pgrep", "-s", str(proc.pid), "sysbench"],
+                             capture_output=True).stdout:  # fmt: skip
+        assert proc.poll() is None and time.monotonic() < deadline, "sysbench never started"
+        time.sleep(0.1)
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert servers.exit_code_within(proc, 60) == 130
+    err = proc.stderr.read() if proc.stderr else ""
+    assert "generating sysbench data in " + lab + "/sbint was interrupted" in err, err
+    assert "database sbint, made by this generate, was dropped again" in err
+    port = json.loads(pgrig("env", "show", lab, "--json").stdout)["port"]
+    dbs = servers.as_postgres(
+        "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
+        "SELECT datname FROM pg_database",
+    ).stdout.split()  # fmt: skip
+    assert "sbint" not in dbs

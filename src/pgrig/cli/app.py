@@ -6,6 +6,7 @@ import sys
 from typing import Any, TextIO, cast
 
 import typer
+from rich.markup import escape
 
 from pgrig.cli import common
 from pgrig.errors import HostCommandFailed, Interrupted
@@ -185,7 +186,14 @@ def main() -> None:
         common.fail(str(e), e.exit_code)
     except OSError as e:  # a read-only or full home, a file removed by hand: one line
         common.fail(common.os_error_message(e), 1)
-    except (KeyboardInterrupt, Interrupted):  # a command that did not say it: said here
+    except Interrupted as e:  # work that put things in order and says what it left
+        what = "terminated" if _SIGNALLED else "interrupted"
+        if str(e):
+            common.err_console().print(
+                f"[yellow]{what}[/yellow]: {escape(str(e))}", highlight=False, soft_wrap=True
+            )
+        common.fail(str(e) or what, _interrupted_code(), quiet=bool(str(e)))
+    except KeyboardInterrupt:  # a command that did not say it: said here
         what = "terminated" if _SIGNALLED else "interrupted"
         common.fail(what, _interrupted_code())
     except SystemExit as e:  # commands exit 130 after an interruption: say which signal

@@ -116,6 +116,7 @@ def generate(
         dbname = request.database or environment.default_database
         if environment.managed:
             cluster.ensure_running(environment)
+        # interrupted: datasets.GenerateInterrupted says what was left (cli/app.py prints it)
         info = _generate(environment, request, env, dbname)
     if as_json:
         common.print_json({"env": env, "database": dbname, **info})

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from pgrig.errors import PgrigError
+from pgrig.errors import Interrupted, PgrigError, is_interruption
 from pgrig.provision.state.environment import Environment
 from pgrig.request import DatasetRequest
 
@@ -43,14 +43,41 @@ def generate(
     record(env, dbname, {"scenario": request.scenario, "complete": False, "pid": os.getpid()})
     try:
         info = _generate(env, dbname, request, progress)
-    except BaseException:
+    except BaseException as e:
+        dropped = False
         if created:  # nothing of it was there before: nothing of it stays
             with contextlib.suppress(Exception):
                 database.drop_database(env, dbname)
                 forget(env, dbname)
+                dropped = True
+        if is_interruption(e):
+            raise GenerateInterrupted(
+                interrupted_text(env.name, dbname, request.scenario, created, dropped)
+            ) from None
         raise
     record(env, dbname, {**info, "complete": True})
     return info
+
+
+class GenerateInterrupted(Interrupted):
+    """Ctrl-C or a signal stopped a generate; the message says what was left or cleaned."""
+
+
+def interrupted_text(env: str, dbname: str, scenario: str, created: bool, dropped: bool) -> str:
+    """What an interrupted generate left: the database it made dropped again, or the data
+    of a database that was there, recorded incomplete (runs refuse it)."""
+    what = f"generating {scenario} data in {env}/{dbname} was interrupted"
+    if created and dropped:
+        return f"{what}; database {dbname}, made by this generate, was dropped again"
+    if created:
+        return (
+            f"{what}; database {dbname}, made by this generate, could not be dropped: "
+            f"generate again, or drop it (pgrig env psql {env} -- -c 'DROP DATABASE ...')"
+        )
+    return (
+        f"{what}; its {scenario} tables are partly loaded and recorded incomplete (runs refuse "
+        f"them): generate again (pgrig db generate {env} --db {dbname} ...)"
+    )
 
 
 def _check_room(env: Environment, request: DatasetRequest) -> None:
