@@ -295,3 +295,46 @@ def test_profile_show_checks_values_with_the_real_parser(lab: str) -> None:
         assert "values checked by PostgreSQL 15" in fine.stdout
     finally:
         (profiles / "lots.toml").unlink()
+
+
+def test_a_killed_runs_settings_and_pinning_are_seen_and_undone_by_repair(lab: str) -> None:
+    """kill -9 of `pgrig run ... --set work_mem=22MB --server-cpus 0` once the run applied
+    both (its own evidence: SHOW work_mem and the postmaster's CPUs): `env repair --check`
+    sees them and changes nothing, `env repair` puts them back."""
+    import signal
+    import time
+
+    port = json.loads(pgrig("env", "show", lab, "--json").stdout)["port"]
+
+    def work_mem() -> str:  # psql, not a pgrig command: one that opens the archive repairs
+        return subprocess.run(
+            ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-d", "pgrig",
+             "-Atc", "SHOW work_mem"], capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+
+    pid_file = _home() / "envs" / lab / "data" / "postmaster.pid"
+    postmaster = int(pid_file.read_text().split()[0])
+    all_cpus = os.sched_getaffinity(postmaster)
+    if len(all_cpus) < 2:
+        pytest.skip("one CPU: pinning to CPU 0 changes nothing to see")
+    run = subprocess.Popen(
+        ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "1", "-T", "60",
+         "--set", "work_mem=22MB", "--server-cpus", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while work_mem() != "22MB" or os.sched_getaffinity(postmaster) != {0}:
+            assert run.poll() is None and time.monotonic() < deadline, "the run never applied"
+            time.sleep(0.2)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    check = json.loads(pgrig("env", "repair", lab, "--check", "--json").stdout)
+    assert check["needed"] is True, check
+    assert work_mem() == "22MB" and os.sched_getaffinity(postmaster) == {0}  # --check: nothing
+    pgrig("env", "repair", lab)
+    assert work_mem() == "4MB"
+    assert os.sched_getaffinity(postmaster) == all_cpus
+    after = json.loads(pgrig("env", "repair", lab, "--check", "--json").stdout)
+    assert after["needed"] is False, after
