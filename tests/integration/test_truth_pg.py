@@ -84,14 +84,21 @@ def test_both_sync_replicas_killed_mid_run_end_it_and_its_backends(
     SyncRep holding row locks, others waiting for them)."""
     monkeypatch.setenv("PGRIG_RUN_OVERRUN_S", "2")
     proc = subprocess.Popen(
-        ["pgrig", "run", "lab", "-w", "pgbench:tpcb", "-c", "2", "-T", "3", "--txlog", "full",
+        ["pgrig", "run", "lab", "-w", "pgbench:tpcb", "-c", "2", "-T", "8", "--txlog", "full",
          "--json"],  # full: no probe, the one pgbench is the run's
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    port = json.loads(pgrig("env", "show", "lab", "--json").stdout)["port"]
+
+    def run_sessions() -> list[str]:  # the run's pgbench connected (its own sessions' name)
+        return servers.as_postgres(
+            "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'pgbench-of-pgrig-%'",
+        ).stdout.split()  # fmt: skip
+
     try:
         deadline = time.monotonic() + 120
-        while not subprocess.run(["pgrep", "-s", str(proc.pid), "pgbench"],
-                                 capture_output=True).stdout:  # fmt: skip
+        while not run_sessions():
             assert proc.poll() is None and time.monotonic() < deadline, "pgbench never started"
             time.sleep(0.1)
         for name in ("r1", "r2"):
@@ -104,12 +111,7 @@ def test_both_sync_replicas_killed_mid_run_end_it_and_its_backends(
         assert "IPC:SyncRep" in doc["error"] and "terminated" in doc["error"], doc["error"]
         ended = [w for w in doc["warnings"] if w["code"] == "backends_ended"]
         assert ended and "synchronous commit with no synchronous replica" in ended[0]["message"]
-        port = json.loads(pgrig("env", "show", "lab", "--json").stdout)["port"]
-        left = servers.as_postgres(
-            "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-Atc",
-            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'pgbench-of-pgrig-%'",
-        ).stdout.split()  # fmt: skip
-        assert left == []  # nothing of the run waits on the primary for a replica to return
+        assert run_sessions() == []  # nothing of the run waits on the primary for a replica
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
