@@ -18,6 +18,7 @@ import pytest
 
 from pgrig.archive.store import Archive
 from pgrig.provision.state.environment import Environment
+from pgrig.workloads import datasets
 from tests.integration.servers import pgrig, scratch_home
 
 pytestmark = pytest.mark.integration
@@ -50,9 +51,9 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
         assert conn.execute("SELECT count(*) FROM accounts2").fetchone() == (1000,)
 
     ids = []
-    for _ in range(2):  # no --define: the dataset's scale and tables are the run's
+    for more in ([], ["--define", "read_pct=80"]):  # the dataset's scale and tables: the run's
         out = pgrig("run", env, "-w", f"sysbench:{script}", "-c", "2", "-T", "2",
-                    "--warmup", "1", "--json", cwd=Path("/tmp"))  # fmt: skip
+                    "--warmup", "1", *more, "--json", cwd=Path("/tmp"))  # fmt: skip
         doc = json.loads(out.stdout)
         assert doc["status"] == "ok", doc["error"]
         assert doc["transactions"] > 0
@@ -71,7 +72,14 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
     assert doc["passed"] is True and doc["script"] == "sysbench:ledger.lua"
 
     compared = json.loads(pgrig("runs", "compare", str(ids[0]), str(ids[1]), "--json").stdout)
-    assert "ratio" in json.dumps(compared)
+    assert compared["verdict"]["metric"] == "tps" and compared["verdict"]["ratio"] > 0
+    # what the two runs share (the data the script prepared) and what differs (its option)
+    prepared = "ledger.lua scale=1 tables=2"
+    assert compared["context"]["script_data"] == {"a": prepared, "b": prepared}
+    assert compared["context"]["defines"] == {"a": None, "b": "read_pct=80"}
+    lines = pgrig("runs", "compare", str(ids[0]), str(ids[1])).stdout.splitlines()
+    at = lines.index("workload options")
+    assert lines[at + 1].endswith("(ok): -") and lines[at + 2].endswith("(ok): read_pct=80")
 
     # money made out of nothing: the script's own check fails, and so does `db check`
     with psycopg.connect(conn_env.conninfo("pgrig"), autocommit=True) as conn:
@@ -79,6 +87,14 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
     bad = pgrig("db", "check", env, check=False)
     assert bad.returncode == 1 and "check FAILED" in bad.stdout
     assert "set 1: accounts hold 1000007, expected 1000000" in bad.stdout + bad.stderr
+
+    # generated again with fewer table sets: the old data's cleanup drops all of it
+    pgrig("db", "generate", env, "--scenario", "sysbench", "--script", str(script),
+          "--define", "tables=1")  # fmt: skip
+    with psycopg.connect(conn_env.conninfo("pgrig")) as conn:
+        left = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                            "ORDER BY 1").fetchall()  # fmt: skip
+    assert [t for (t,) in left] == ["accounts1", "branches1", "transfers1"]
 
 
 def test_disagreements_refused_before_anything_is_archived(lab: tuple[str, Path]) -> None:
@@ -110,6 +126,16 @@ def test_disagreements_refused_before_anything_is_archived(lab: tuple[str, Path]
     assert "database 'mixed' of sbs holds a pgbench dataset of scale 2" in bad.stderr
     assert "pgrig db generate sbs --db mixed --scenario sysbench" in bad.stderr
     assert Archive(None).count_runs() == before
+
+    # a script's data beside another dataset's tables: refused, nothing touched
+    bad = pgrig("db", "generate", env, "--db", "mixed", "--scenario", "sysbench", "--script",
+                str(script), check=False)  # fmt: skip
+    assert bad.returncode != 0
+    assert "database 'mixed' of sbs holds 5 tables (a pgbench dataset of scale 2" in bad.stderr
+    assert "the prepare of ledger.lua would add its tables beside them" in bad.stderr
+    assert "--db NAME --scenario sysbench --script" in bad.stderr
+    kept = datasets.get(Environment.load(env), "mixed")
+    assert kept is not None and kept["scenario"] == "pgbench" and kept["scale"] == 2
 
     # a check where the data has none: said so
     bad = pgrig("db", "check", env, "--db", "mixed", check=False)

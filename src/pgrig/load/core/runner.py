@@ -304,8 +304,9 @@ def _run(
 
             pgbench = env.binary("pgbench")
             return multi_runner.measure(
-                rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
-            )
+                rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if,
+                driver=driver if driver.engine == "sysbench" else None,
+            )  # fmt: skip
         return _measure(
             rec, spec, env, dbname, conninfo, driver, work, archive, console, live, stop_if
         )
