@@ -18,7 +18,7 @@ import pytest
 
 from pgrig.archive.store import Archive
 from pgrig.provision.state.environment import Environment
-from pgrig.workloads import datasets
+from pgrig.workloads import datasets, sysbench_lua
 from tests.integration.servers import pgrig, scratch_home
 
 pytestmark = pytest.mark.integration
@@ -162,7 +162,9 @@ def documented_commands() -> list[list[str]]:
     """The commands of docs/sysbench.md's block that uses examples/sysbench/ledger."""
     page = (ROOT / "docs" / "sysbench.md").read_text()
     blocks = [b.split("```", 1)[0] for b in page.split("```sh\n")[1:]]
-    (block,) = [b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b]
+    (block,) = [  # the load hosts' block: tests/integration/test_load_hosts_rig.py
+        b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b and "--load-from" not in b
+    ]
     return [shlex.split(line) for line in block.splitlines() if line.strip()]
 
 
@@ -178,3 +180,61 @@ def test_the_documented_commands_run(lab: tuple[str, Path]) -> None:
         args = [env if a == "lab" else a for a in argv[1:]]
         outputs.append(pgrig(*args, cwd=ROOT).stdout)
     assert "sysbench:ledger.lua check passed on sbs/ledger" in outputs[-1]
+
+
+# The one command of the sysbench-tpcc block that needs the internet; the tests put a stand-in
+# of the same shape (tests/fixtures/sysbench/tpcc_shape) where it would put the scripts.
+CLONE = ["git", "clone", "https://github.com/Percona-Lab/sysbench-tpcc"]
+TPCC_SHAPE = ROOT / "tests" / "fixtures" / "sysbench" / "tpcc_shape"
+
+
+def tpcc_commands(page: Path) -> list[list[str]]:
+    """The commands of a page's sysbench-tpcc block, as a shell reads them (comments out)."""
+    blocks = [b.split("```", 1)[0] for b in page.read_text().split("```sh\n")[1:]]
+    (block,) = [b for b in blocks if "sysbench-tpcc/tpcc.lua" in b]
+    lines = block.replace("\\\n", " ").splitlines()
+    return [shlex.split(line, comments=True) for line in lines if line.strip()]
+
+
+def test_the_sysbench_tpcc_commands_run(lab: tuple[str, Path], tmp_path: Path) -> None:
+    """The README's and docs/sysbench.md's sysbench-tpcc commands, as typed, in a directory
+    where `git clone` put the scripts (the stand-in: the same options, commands and modules)."""
+    env, _script = lab
+    commands = tpcc_commands(ROOT / "docs" / "sysbench.md")
+    assert tpcc_commands(ROOT / "README.md") == commands
+    assert commands[0] == CLONE  # its directory: the repository's name, as git makes it
+    shutil.copytree(TPCC_SHAPE, tmp_path / "sysbench-tpcc")
+    rest = commands[1:]
+    assert [argv[:3] for argv in rest] == [
+        ["pgrig", "db", "generate"], ["pgrig", "run", "lab"], ["pgrig", "db", "check"],
+    ]  # fmt: skip
+    outputs = [pgrig(*[env if a == "lab" else a for a in argv[1:]], cwd=tmp_path).stdout
+               for argv in rest]  # fmt: skip
+    assert "sysbench:tpcc.lua check passed on sbs/tpcc" in outputs[-1]
+    assert "Check 2, warehouse: 1 PASSED" in outputs[-1]
+    facts = sysbench_lua.describe("sysbench", tmp_path / "sysbench-tpcc" / "tpcc.lua")
+    assert {"scale", "tables", "use_fk", "trx_level", "force_pk", "report_csv"} <= set(
+        facts.options
+    )
+    assert {"prepare", "check", "cleanup", "run"} <= facts.commands
+
+
+def test_a_script_run_from_a_load_host(lab: tuple[str, Path]) -> None:
+    """--load-from localhost: the agent of a load host as a child process (the same code path as
+    over SSH: tests/integration/test_load_hosts_rig.py): the script and its modules shipped into
+    the agent's directory, the dataset's options, the figures of its sysbench."""
+    env, script = lab
+    pgrig("db", "generate", env, "--db", "hosted", "--scenario", "sysbench", "--script",
+          str(script), "--define", "tables=1")  # fmt: skip
+    out = pgrig("run", env, "--db", "hosted", "-w", f"sysbench:{script}", "-c", "2", "-T", "2",
+                "--warmup", "1", "--load-from", "localhost", "--json")  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "ok", doc["error"]
+    rec = Archive(None).get_run(doc["id"])
+    assert rec is not None and rec.command is not None
+    assert rec.command.startswith("localhost: ") and " @WORK@/lua/ledger.lua " in rec.command
+    assert rec.command.endswith("--tables=1 run")
+    host = rec.extra["load"]["hosts"]["localhost"]
+    assert host["exit_code"] == 0 and host["generator"]["transactions"] >= doc["transactions"] > 0
+    assert "sysbench.stdout" in rec.artifacts
+    assert rec.extra["latency_basis"]["check"]["agrees"] is True
