@@ -143,8 +143,10 @@ def create(
     from pgrig.provision import cluster, pooler
     from pgrig.provision.server import standby
     from pgrig.provision.settings import config
+    from pgrig.provision.state.environment import check_new_name
     from pgrig.request import disk_limit as disk_limits
 
+    check_new_name(name)  # first: a reserved name is refused before anything is checked or made
     limit = disk_limits.parse(disk_limit) if disk_limit is not None else None
     if limit is not None and on is not None:
         raise PgrigError(REMOTE_DISK_LIMIT)

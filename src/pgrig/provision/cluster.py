@@ -39,6 +39,7 @@ from pgrig.provision.state.environment import (
     DamagedEnvironment,
     Environment,
     check_name,
+    check_new_name,
     incomplete_message,
     mask_dsn,
     strip_password,
@@ -177,7 +178,7 @@ def create_environment(
     start (provision/server/disk_throttle.py)."""
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
-    check_name(name)
+    check_new_name(name)
     replicas.check_request(replica_count, sync)
     if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
@@ -549,7 +550,7 @@ def set_disk_limit(name: str, limit: DiskLimit | None) -> tuple[dict[str, int] |
 
 def add_external(name: str, dsn: str) -> Environment:
     """Register a server pgrig does not manage; it must be reachable now. No password stored."""
-    check_name(name)
+    check_new_name(name)
     if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
     if (paths.envs_dir() / name).exists():
