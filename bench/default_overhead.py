@@ -14,6 +14,10 @@ pgrig's own processes and of the backends serving its samplers, plans logged, se
 written); then per workload the median ratio, the range, and the paired estimate with its
 bounds (the bar: >= 0.97).
 
+--variant NAME=FLAGS adds a pgrig arm with extra flags of `pgrig run` (repeatable), e.g.
+'txlog-off=--txlog off' or 'waits-off=--waits-hz 0': one part of the harness off at a time,
+rotated with the others, to attribute the cost (with --watch, by CPU per transaction too).
+
 --also SRC adds a third arm, pgrig from another source tree (e.g. the tree before a change),
 rotated with the other two (ABC CBA): it prints each arm against raw pgbench and the two pgrig
 arms against each other, so a change is measured in the same rounds as its baseline.
@@ -30,13 +34,171 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from abba import summarize
+from cpu_watch import CpuWatch
 from lab import client_env, ensure_env, pgbench_tps, pgrig, sh
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm's run: the TPS it reports (pgrig's, or raw pgbench's), pgbench's own tps line,
+    the transactions, the harness line (pgrig), and where the CPU went (--watch)."""
+
+    tps: float
+    pgbench_tps: float
+    transactions: int
+    harness: str = ""
+    cpu: str = ""
+    cpu_us_per_txn: float | None = None  # all of the arm's processes (--watch)
+
+
+def own_tps(stdout: str) -> tuple[float, int]:
+    """pgbench's own `tps = ...` and `number of transactions actually processed` lines."""
+    lines = stdout.splitlines()
+    tps = next((x for x in lines if x.startswith("tps = ")), None)
+    txns = next((x for x in lines if "actually processed" in x), None)
+    if tps is None or txns is None:
+        sys.exit(f"pgbench printed no tps line:\n{stdout}")
+    return float(tps.split()[2]), int(txns.split()[-1].split("/")[0])
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.pin_cpus = None if args.client_cpus == "none" else args.client_cpus
+        info = json.loads(pgrig("env", "show", args.env, "--json"))
+        self.paths = info["paths"]
+        self.libpq = client_env(args.env)
+        self.home = os.environ.get("PGRIG_HOME") or os.path.expanduser("~/.pgrig")
+
+    def watched(self, arm: Callable[[], Arm]) -> Callable[[], Arm]:
+        """`arm` run under a CpuWatch (--watch): where the CPU went, beside its figures."""
+        if not self.args.watch:
+            return arm
+
+        def run() -> Arm:
+            with open(os.path.join(self.paths["datadir"], "postmaster.pid")) as f:
+                postmaster = int(f.readline())
+            watch = CpuWatch(postmaster, [os.path.join(self.paths["bindir"], "psql")], self.libpq)
+            watch.start()
+            got = arm()
+            usage = watch.stop(got.transactions)
+            return Arm(
+                got.tps, got.pgbench_tps, got.transactions, got.harness, usage.line(),
+                usage.arm_us_per_txn(),
+            )  # fmt: skip
+
+        return run
+
+    def raw(self, workload: str) -> Arm:
+        a = self.args
+        sh([os.path.join(self.paths["bindir"], "psql"), "-X", "-q", "-c", "CHECKPOINT"], self.libpq)
+        pin = ["taskset", "-c", self.pin_cpus] if self.pin_cpus else []
+        argv = [*pin, os.path.join(self.paths["bindir"], "pgbench"), "-n", "-b", workload,
+                "-c", str(a.clients), "-j", str(a.threads), "-T", str(a.duration)]  # fmt: skip
+        # a session of its own, as pgrig starts its pgbench (load/engines/process.py): with
+        # the kernel's autogroup scheduling, a pgbench left in the bench's session shares one
+        # CPU share with whatever else that session runs, and measured 2-4x below pgrig's on
+        # a busy machine for that reason alone
+        done = subprocess.run(
+            argv, env=self.libpq, capture_output=True, text=True, check=False,
+            start_new_session=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            sys.exit(f"failed: {' '.join(argv)}\n{done.stderr}")
+        tps, txns = own_tps(done.stdout)
+        return Arm(pgbench_tps(done.stdout), tps, txns)
+
+    def pgrig_run(self, workload: str, src: str | None = None, flags: str = "") -> Arm:
+        a = self.args
+        argv = ["pgrig", "run", a.env, "--workload", f"pgbench:{workload}",
+                "--clients", str(a.clients), "--threads", str(a.threads),
+                "--duration", str(a.duration), "--json",
+                "--tag", "bench=default-overhead", *shlex.split(flags)]  # fmt: skip
+        if self.pin_cpus:
+            argv += ["--client-cpus", self.pin_cpus]
+        env = None
+        if src is not None:  # that tree's pgrig, the rest of the environment as it is
+            env = {**os.environ, "PYTHONPATH": os.path.join(src, "src")}
+        doc = json.loads(sh(argv, env))
+        name = (doc.get("artifacts") or {}).get("pgbench.stdout")
+        if not name:
+            sys.exit(f"run {doc['id']}: no pgbench.stdout artifact to read pgbench's own tps")
+        with open(os.path.join(self.home, "artifacts", name)) as f:
+            tps, txns = own_tps(f.read())  # the whole pgbench run's, as the CPU watch sees it
+        harness = doc.get("harness") or {}
+        line = str(harness.get("line") or "harness: not recorded")
+        return Arm(float(doc["tps"]), tps, txns, line)
+
+    def workload(self, workload: str) -> dict[str, list[float]]:
+        """The rounds of one workload; the ratios per pgrig arm (by reported TPS)."""
+        arms: dict[str, Callable[[], Arm]] = {
+            "raw": self.watched(lambda: self.raw(workload)),
+            "pgrig": self.watched(lambda: self.pgrig_run(workload)),
+        }
+        if self.args.also:
+            also = self.args.also
+            arms["pgrig (--also)"] = self.watched(lambda: self.pgrig_run(workload, also))
+        for variant in self.args.variant:
+            name, _, flags = variant.partition("=")
+            arms[f"pgrig {name}"] = self.watched(lambda f=flags: self.pgrig_run(workload, flags=f))
+        names = list(arms)
+        per_arm: dict[str, list[Arm]] = {n: [] for n in names}
+        for k in range(self.args.rounds):
+            order = names if k % 2 == 0 else names[::-1]
+            got = {n: arms[n]() for n in order}
+            for n in names:
+                per_arm[n].append(got[n])
+            base = got["raw"]
+            figures = "; ".join(
+                f"{n} {got[n].tps:,.0f} tps"
+                + (
+                    f" (x{got[n].tps / base.tps:.3f}; by pgbench's own tps lines "
+                    f"x{got[n].pgbench_tps / base.pgbench_tps:.3f}; {got[n].harness})"
+                    if n != "raw"
+                    else ""
+                )
+                for n in names
+            )
+            print(f"{workload} round {k + 1} ({order[0]} first): {figures}", flush=True)
+            for n in names:
+                if got[n].cpu:
+                    print(f"  {n}: {got[n].cpu}", flush=True)
+        results: dict[str, list[float]] = {}
+        for n in names[1:]:
+            pairs = list(zip(per_arm["raw"], per_arm[n], strict=True))
+            ratios = [b.tps / a.tps for a, b in pairs]
+            results[f"{workload} {n}"] = ratios
+            summarize(ratios, f"{workload} {n}/raw", bar=0.97)
+            print(f"{workload} {n}/raw: ratios range {min(ratios):.3f} .. {max(ratios):.3f}")
+            own = [b.pgbench_tps / a.pgbench_tps for a, b in pairs]
+            print(
+                f"{workload} {n}/raw by pgbench's own tps lines: median "
+                f"{statistics.median(own):.3f}, range {min(own):.3f} .. {max(own):.3f}"
+            )
+        if self.args.watch:
+            for n in names:
+                cost = [x.cpu_us_per_txn for x in per_arm[n] if x.cpu_us_per_txn is not None]
+                if cost:
+                    print(
+                        f"{workload} {n}: CPU per transaction, all of the arm's processes: "
+                        f"median {statistics.median(cost):.1f} us "
+                        f"(range {min(cost):.1f} .. {max(cost):.1f})"
+                    )
+        if self.args.also:
+            ratios = [
+                b.tps / a.tps
+                for a, b in zip(per_arm["pgrig (--also)"], per_arm["pgrig"], strict=True)
+            ]
+            summarize(ratios, f"{workload} pgrig/pgrig (--also)")
+        return results
 
 
 def main() -> None:
@@ -50,6 +212,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--workloads", default="select-only,tpcb-like")
     ap.add_argument("--client-cpus", default="none", help="pin pgbench in both arms (none: no)")
+    ap.add_argument("--watch", action="store_true", help="per arm, where the CPU went (/proc)")
     ap.add_argument(
         "--also",
         metavar="SRC",
@@ -57,86 +220,31 @@ def main() -> None:
         "before a change, rotated with the other two (ABC CBA) so a busy machine's drift "
         "falls on all three alike",
     )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=FLAGS",
+        help="another pgrig arm with these flags of `pgrig run` (e.g. 'txlog-off=--txlog off'),"
+        " rotated with the others: one part of the harness off at a time, to attribute its cost",
+    )
     args = ap.parse_args()
-    pin_cpus = None if args.client_cpus == "none" else args.client_cpus
 
     ensure_env(args.env, args.pg, args.scale)
     out = pgrig("env", "set", args.env, "--insights")  # as shipped
     if "server restarted" not in out:
         pgrig("env", "restart", args.env)
-    info = json.loads(pgrig("env", "show", args.env, "--json"))
-    bindir = info["paths"]["bindir"]
-    libpq = client_env(args.env)
-    pin = ["taskset", "-c", pin_cpus] if pin_cpus else []
+    bench = Bench(args)
+    pinned = f"pinned to CPUs {bench.pin_cpus}" if bench.pin_cpus else "not pinned"
     print(
         f"insights on (as shipped); {args.clients} clients, {args.threads} threads, "
-        f"{args.duration} s, {args.rounds} interleaved pairs per workload; "
-        f"pgbench {'pinned to CPUs ' + pin_cpus if pin_cpus else 'not pinned'}; "
+        f"{args.duration} s, {args.rounds} interleaved pairs per workload; pgbench {pinned}; "
         f"load average before: {os.getloadavg()[0]:.2f}",
         flush=True,
     )
-
-    def raw(workload: str) -> float:
-        sh([os.path.join(bindir, "psql"), "-X", "-q", "-c", "CHECKPOINT"], libpq)
-        argv = [*pin, os.path.join(bindir, "pgbench"), "-n", "-b", workload, "-c",
-                str(args.clients), "-j", str(args.threads), "-T", str(args.duration)]  # fmt: skip
-        # a session of its own, as pgrig starts its pgbench (load/engines/process.py): with
-        # the kernel's autogroup scheduling, a pgbench left in the bench's session shares one
-        # CPU share with whatever else that session runs, and measured 2-4x below pgrig's on
-        # a busy machine for that reason alone
-        done = subprocess.run(
-            argv, env=libpq, capture_output=True, text=True, check=False, start_new_session=True
-        )
-        if done.returncode != 0:
-            sys.exit(f"failed: {' '.join(argv)}\n{done.stderr}")
-        return pgbench_tps(done.stdout)
-
-    def pgrig_run(workload: str, src: str | None = None) -> tuple[float, str]:
-        argv = ["pgrig", "run", args.env, "--workload", f"pgbench:{workload}",
-                "--clients", str(args.clients), "--threads", str(args.threads),
-                "--duration", str(args.duration), "--json",
-                "--tag", "bench=default-overhead"]  # fmt: skip
-        if pin_cpus:
-            argv += ["--client-cpus", pin_cpus]
-        env = None
-        if src is not None:  # that tree's pgrig, the rest of the environment as it is
-            env = {**os.environ, "PYTHONPATH": os.path.join(src, "src")}
-        doc = json.loads(sh(argv, env))
-        harness = doc.get("harness") or {}
-        return float(doc["tps"]), str(harness.get("line") or "harness: not recorded")
-
     results: dict[str, list[float]] = {}
     for workload in args.workloads.split(","):
-        arms: dict[str, Any] = {
-            "raw": lambda w=workload: (raw(w), ""),
-            "pgrig": lambda w=workload: pgrig_run(w),
-        }
-        if args.also:
-            arms["pgrig (--also)"] = lambda w=workload: pgrig_run(w, args.also)
-        names = list(arms)
-        per_arm: dict[str, list[float]] = {n: [] for n in names}
-        for k in range(args.rounds):
-            order = names if k % 2 == 0 else names[::-1]
-            got = {n: arms[n]() for n in order}
-            for n in names:
-                per_arm[n].append(got[n][0])
-            a = got["raw"][0]
-            figures = "; ".join(
-                f"{n} {got[n][0]:,.0f} tps"
-                + (f" (x{got[n][0] / a:.3f}, {got[n][1]})" if n != "raw" else "")
-                for n in names
-            )
-            print(f"{workload} round {k + 1} ({order[0]} first): {figures}", flush=True)
-        for n in names[1:]:
-            ratios = [b / a for a, b in zip(per_arm["raw"], per_arm[n], strict=True)]
-            results[f"{workload} {n}"] = ratios
-            summarize(ratios, f"{workload} {n}/raw", bar=0.97)
-            print(f"{workload} {n}/raw: ratios range {min(ratios):.3f} .. {max(ratios):.3f}")
-        if args.also:
-            ratios = [
-                b / a for a, b in zip(per_arm["pgrig (--also)"], per_arm["pgrig"], strict=True)
-            ]
-            summarize(ratios, f"{workload} pgrig/pgrig (--also)")
+        results.update(bench.workload(workload))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     for name, ratios in results.items():
         print(f"{name}/raw: median {statistics.median(ratios):.3f} (bar >= 0.97)")

@@ -101,6 +101,8 @@ def main() -> None:
         reverse=True,
     )[:8]
     print("largest files: " + ", ".join(f"{name} {n}" for n, name in sizes))
+    cli = [len(p.read_text().splitlines()) for p in (src / "cli").glob("*.py")]
+    print(f"cli/ (parsing and rendering only): {len(cli)} modules, {sum(cli)} lines")
     for a, b in up_between[:20]:
         print(f"  up: {a} -> {b}")
 

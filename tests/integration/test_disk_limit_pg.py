@@ -14,7 +14,7 @@ import pytest
 import servers
 from servers import pgrig
 
-from pgrig.provision import cluster
+from pgrig.provision import env_status
 from pgrig.provision.server import disk_throttle, postmaster
 from pgrig.provision.server.affinity import process_tree
 from pgrig.provision.state.environment import Environment
@@ -71,7 +71,7 @@ def test_limit_in_force_changed_recorded_and_removed(
     assert f"/pgrig/{cg.name}\n" in mine  # the kernel's own word for the postmaster's cgroup
     shown = json.loads(pgrig("env", "show", "lim", "--json").stdout)["disk_limit"]
     assert shown["in_force"] is True and shown["text"] == "wiops=4000"
-    assert [r["disk_limit"] for r in cluster.list_rows()] == ["wiops=4000"]  # env list's rows
+    assert [r["disk_limit"] for r in env_status.list_rows()] == ["wiops=4000"]  # env list's rows
 
     pgrig("db", "generate", "lim", "--scenario", "pgbench", "--scale", "1", timeout=300)
     pgrig("env", "set", "lim", "--disk-limit", "riops=1000,wbps=20MB")

@@ -127,6 +127,18 @@ def test_load_hosts_agents_count_in_the_cpu_not_in_this_machines_share() -> None
     assert "load hosts' agents 0.6 CPU-s" in cost.detail
 
 
+def test_each_load_hosts_agent_is_named() -> None:
+    hosts = {"h2": {"cpu_s": 0.2, "cpus": 2}, "h3": {"cpu_s": 0.4, "cpus": 2}}
+    runs = [
+        _with_cost(make_record(tps=1000, seed=i), load_hosts=hosts | {"h3": {"cpu_s": v}})
+        for i, v in enumerate((0.4, 0.6, 0.8))
+    ]
+    cost = view.of(runs[0])
+    assert "load hosts' agents 0.6 CPU-s (h2 0.2, h3 0.4)" in cost.detail
+    assert cost.as_dict()["load_hosts"] == {"h2": 0.2, "h3": 0.4}
+    assert view.of_group(runs).load_hosts == {"h2": 0.2, "h3": 0.6}
+
+
 def test_difference_beyond_the_threshold() -> None:
     a = view.of(_with_cost(make_record(tps=1000)))  # 3.5%
     near = view.of(_with_cost(make_record(tps=1000), cpu=1.4))  # 4.25%: +0.75 points
@@ -190,3 +202,44 @@ def test_every_surface_says_the_same(archive: Archive, url: str, client: TestCli
     assert "differs by +2.2 points" in report
     view_ = compare.build([[a], [b]])
     assert view_.harness is not None and view_.harness.differs
+
+
+def test_study_show_says_each_points_harness_cost(archive: Archive, url: str) -> None:
+    """`study show` (text and --json): per point, the median harness cost of its runs, the same
+    line `run` prints; a point whose runs recorded none says "not recorded"."""
+    import io
+
+    from rich.console import Console
+    from study_fakes import FakeBackend, iterations_toml, study_toml
+
+    from pgrig.cli.study import study_app
+    from pgrig.study.runner import run_study
+    from pgrig.study.spec import parse
+
+    def decorate(rec: RunRecord, spec: Any) -> None:
+        if spec.study_point and spec.study_point.endswith("1"):
+            _with_cost(rec, cpu=1.0 + spec.repeat)  # 1.0, 2.0, 3.0: median 2.0
+        # the other point's runs were recorded before pgrig measured its cost
+
+    text = study_toml("costs", repeats=3) + iterations_toml(
+        {"name": "base"}, {"name": "async", "settings": {"synchronous_commit": "off"}}
+    )
+    run_study(
+        parse(text),
+        archive=archive,
+        backend=FakeBackend(decorate=decorate),
+        console=Console(file=io.StringIO()),
+    )
+    runs = archive.study_runs("costs")
+    archive.add_blobs(runs, ("extra",))
+    expected = view.of_group([r for r in runs if r.study_point and r.study_point.endswith("1")])
+    assert expected.pgrig_cpu_s == 2.0 and expected.runs == 3
+    runner = CliRunner()
+    out = runner.invoke(study_app, ["show", "costs", "--archive", url, "--json"])
+    assert out.exit_code == 0, out.output
+    points = json.loads(out.output)["points"]
+    assert [p["harness"]["line"] for p in points] == ["harness: not recorded", expected.line]
+    shown = runner.invoke(study_app, ["show", "costs", "--archive", url])
+    assert shown.exit_code == 0, shown.output
+    flat = " ".join(shown.output.split())
+    assert f"async {expected.text}" in flat and "base not recorded" in flat

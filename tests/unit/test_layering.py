@@ -58,6 +58,7 @@ ROOM_RANK = {
         "pooler": 5,  # pgbouncer beside a running server
         "": 6,  # cluster, run_journal, live_state, repair, run_settings, study_layer
         "remote": 7,  # environments on other hosts, driven through their pgrig
+        "operations": 8,  # what each `pgrig env` command does, here or on a host
     },
 }
 MAX_MODULES_PER_ROOM = 20

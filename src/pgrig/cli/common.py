@@ -258,44 +258,28 @@ def print_wide(renderable: Any) -> None:
 # --- environments a command acts on ------------------------------------------------------------
 
 
+def _note(line: str) -> None:
+    err_console().print(f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+
+
 def recovered_env(name: str) -> Environment:
     """The environment `name`, after undoing what a killed run left on it (settings, pinning:
-    provision/run_journal.py); each undo is told on stderr."""
+    provision/run_journal.py `recovered`); each undo is told on stderr."""
     from pgrig.provision import run_journal
-    from pgrig.provision.server import backups
-    from pgrig.provision.state.environment import Environment
 
-    env = Environment.load(name)
-    for line in [*run_journal.recover(env), *backups.recover_interrupted(env)]:
-        err_console().print(
-            f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
-        )
+    env, lines = run_journal.recovered(name)
+    for line in lines:
+        _note(line)
     return env
 
 
 @contextlib.contextmanager
 def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environment]:
-    """For commands that change an environment under a run (env set/restart/stop/destroy,
-    db generate): refused while a run holds it, naming the run, unless --force; held for the
-    command's duration so no run starts meanwhile."""
-    from pgrig.provision.state.env_lock import EnvLock
+    """load/core/guard.py `exclusive`, its notes on stderr."""
+    from pgrig.load.core import guard
 
-    env = recovered_env(name)
-    if force or not env.dir.is_dir():
+    with guard.exclusive(name, what, force, note=_note) as env:
         yield env
-        return
-    lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
-    try:
-        from pgrig.load.core import guard
-
-        for line in guard.put_back_dead_study(env):  # before the command changes anything
-            err_console().print(
-                f"[yellow]note:[/yellow] {escape(line)}", highlight=False, soft_wrap=True
-            )
-        env = recovered_env(name)
-        yield env
-    finally:
-        lock.release()
 
 
 def reading_archive(url: str | None) -> Archive:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -19,7 +18,6 @@ from pgrig.cli.common import (
     print_json,
     recovered_env,
 )
-from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
     from pgrig.provision.state.environment import Environment
@@ -32,52 +30,17 @@ DISK_LIMIT_HELP = (
     "bytes or with B/kB/MB/GB, 1024-based, per second), or none; put in force by the kernel's "
     "throttle (cgroup v2 io.max or v1 blkio) on the disks of the data directory and WAL."
 )
-REMOTE_DISK_LIMIT = (
-    "--disk-limit is not supported for environments on other hosts: pgrig limits the disk of "
-    "servers on this machine only (run `pgrig env create/set ... --disk-limit` on that host's "
-    "pgrig instead)"
-)
 
 
 def _say(msg: str) -> None:
     err_console().print(f"[dim]·[/dim] {msg}", highlight=False)
 
 
-def _remote(name: str) -> Environment | None:
+def _on_host(name: str) -> Environment | None:
     """The record of NAME when it is an environment on another host (provision/remote/)."""
-    from pgrig.provision.remote import environments as remote_env
+    from pgrig.provision.operations import lifecycle
 
-    return remote_env.record(name)
-
-
-def _forward_if_remote(
-    name: str,
-    argv: list[str],
-    refresh: bool = False,
-    replicas_too: Callable[[str], list[str]] | None = None,
-    replicas_first: bool = False,
-    pooler: str = "",
-) -> None:
-    """An environment on another host: its pgrig runs `argv` (provision/remote/environments.py
-    `forward`: replicas, pooler and refresh), and this command ends with its exit status."""
-    remote = _remote(name)
-    if remote is not None:
-        from pgrig.provision.remote import environments as remote_env
-
-        rc = remote_env.forward(
-            remote, argv, say=_say, refresh_after=refresh, replicas_too=replicas_too,
-            replicas_first=replicas_first, pooler=pooler,
-        )  # fmt: skip
-        raise SystemExit(rc)
-
-
-def _flag(on: bool, flag: str) -> list[str]:
-    return [flag] if on else []
-
-
-def _same_for(argv: list[str]) -> Callable[[str], list[str]]:
-    """The command `argv` (["env", COMMAND, NAME, ...]) for another member: a replica."""
-    return lambda member: [*argv[:2], member, *argv[3:]]
+    return lifecycle.on_host(name)
 
 
 @app.command("create")
@@ -139,77 +102,35 @@ def create(
     ),
 ) -> None:
     """Create and start a managed PostgreSQL server (everything validated first)."""
-    from pgrig.errors import PgrigError
-    from pgrig.provision import cluster, pooler
-    from pgrig.provision.server import standby
-    from pgrig.provision.settings import config
-    from pgrig.provision.state.environment import check_new_name
+    from pgrig.provision.operations import create as creating
     from pgrig.request import disk_limit as disk_limits
 
-    check_new_name(name)  # first: a reserved name is refused before anything is checked or made
-    limit = disk_limits.parse(disk_limit) if disk_limit is not None else None
-    if limit is not None and on is not None:
-        raise PgrigError(REMOTE_DISK_LIMIT)
-    if replica_on and on is None:
-        raise PgrigError("--replica-on needs --on HOST (the primary's host)")
-    if pooler_on is not None and on is None:
-        raise PgrigError(
-            "--pooler-on HOST needs --on HOST (the server must listen on a host's address "
-            "for a pooler on another host to reach it)"
+    plan = creating.check(
+        creating.CreateOptions(
+            name=name, pg=pg, profile=profile, sets=sets, port=port, pooler=with_pooler,
+            pooler_on=pooler_on, insights=insights, replica_count=replica_count, sync=sync,
+            on=on, listen=listen, password_stdin=password_stdin, replica_on=replica_on,
+            standby_of=standby_of, slot=slot, application_name=application_name,
+            disk_limit=disk_limit,
         )
-    if on is not None:
+    )  # fmt: skip
+    if plan.on_host:
         from pgrig.provision.remote import environments as remote_env
 
-        if pooler_on is not None and with_pooler is None:
-            with_pooler = "pgbouncer"
-        made = remote_env.create(
-            name, on, pg, profile=profile, sets=sets, port=port, pooler=with_pooler,
-            insights=insights, replica_count=replica_count, sync=sync, replica_on=replica_on,
-            pooler_on=pooler_on, say=_say,
-        )  # fmt: skip
+        made = creating.on_host(plan, say=_say)
         for line in remote_env.created_lines(made):
             err_console().print(line, highlight=False)
         return
-    source = None
-    if standby_of is not None:
-        source = standby.parse(standby_of, slot, application_name)
-        if not password_stdin or with_pooler is not None:
-            raise PgrigError("--standby-of takes the replication password on stdin, no --pooler")
     secret = sys.stdin.readline().strip() if password_stdin else None
-    verifier = secret if source is None else None
     t0 = time.monotonic()
-    settings = config.parse_assignments(sets)
-    pooler_cfg = None
-    if with_pooler is not None:  # pooler: checked before, added after the server (all or none)
-        pooler_cfg = pooler.options(kind=with_pooler)
-        pooler.binary()
     with err_console().status("creating environment…"):
-        env = cluster.create_environment(
-            name,
-            pg,
-            profile=profile,
-            settings=settings,
-            port=port,
-            progress=_say,
-            insights=insights,
-            replica_count=replica_count,
-            sync=sync,
-            listen=listen,
-            password_verifier=verifier,
-            standby_of=source,
-            replication_password=secret if source is not None else None,
-            disk_limit=limit,
-        )
-        if pooler_cfg is not None:
-            try:
-                env = pooler.add(env, pooler_cfg)
-            except BaseException:
-                cluster.destroy_environment(name)
-                raise
-            _say(f"{pooler_cfg.kind} on 127.0.0.1:{(env.pooler or {}).get('port')}")
+        env = creating.here(plan, secret, say=_say)
     members = "".join(f", replica {r['name']} on {r['port']}" for r in env.replicas)
-    if limit is not None:
-        _say(f"disk limit {disk_limits.describe(limit)} in force ({_throttle_where(env)})")
+    if plan.disk_limit is not None:
+        from pgrig.provision.server import disk_throttle
+
+        where = disk_throttle.where(env)
+        _say(f"disk limit {disk_limits.describe(plan.disk_limit)} in force ({where})")
     err_console().print(
         f"[green]environment {env.name} is running[/green]: PostgreSQL {env.version} on "
         f"{env.listen or '127.0.0.1'}:{env.port}{members} ({time.monotonic() - t0:.1f} s)",
@@ -223,9 +144,9 @@ def add(
     dsn: str = typer.Option(..., "--dsn", help="libpq DSN or URL of the server."),
 ) -> None:
     """Register an external server (checked now; the password is never stored)."""
-    from pgrig.provision import cluster
+    from pgrig.provision import external
 
-    env = cluster.add_external(name, dsn)
+    env = external.add_external(name, dsn)
     err_console().print(
         f"[green]added {env.name}[/green]: PostgreSQL {env.version} at {env.masked_target()}"
         " (password not stored: use PGPASSWORD or ~/.pgpass)",
@@ -240,25 +161,13 @@ def destroy(
     force: bool = FORCE,
 ) -> None:
     """Stop the server and delete the environment with its data."""
-    from pgrig.provision import cluster
-    from pgrig.provision.state import env_lock, environment
+    from pgrig.provision.operations import lifecycle
+    from pgrig.provision.state.environment import check_name
 
-    environment.check_name(name)
+    check_name(name)
     confirm(f"Destroy environment {name} and all its data?", yes)
-    if (remote := _remote(name)) is not None:
-        from pgrig.provision.remote import environments as remote_env
-
-        remote_env.destroy(remote, force, say=_say)
-        err_console().print(f"destroyed {name} (on host {remote.on})", highlight=False)
-        return
-    env_dir = environment.Environment(name=name).dir
-    if env_dir.is_dir():  # a damaged environment can still be destroyed
-        env_lock.refuse_if_busy(env_dir, name, "env destroy", force)
-    env = cluster.destroy_environment(
-        name, say=lambda msg: err_console().print(msg, highlight=False)
-    )
-    what = "forgot" if env is not None and not env.managed else "destroyed"
-    err_console().print(f"{what} {name}", highlight=False)
+    done = lifecycle.destroy(name, force, say=lambda msg: err_console().print(msg, highlight=False))
+    err_console().print(done, highlight=False)
 
 
 @app.command("repair")
@@ -278,50 +187,32 @@ def repair(
     """Rebuild a damaged environment: env.json from its data directory, or a removed data
     directory (empty: generate the data again; a replica is cloned again from its primary,
     on whatever host each runs)."""
-    from pgrig.provision import repair as repairing
+    from pgrig.provision.operations import lifecycle
     from pgrig.provision.server import standby
-    from pgrig.provision.state import env_lock
-    from pgrig.provision.state.environment import Environment, check_name
+    from pgrig.provision.state.environment import check_name
 
     check_name(name)
-    if (remote := _remote(name)) is not None:
-        from pgrig.provision.remote import repair as remote_repair
-
-        if check:
-            plan = remote_repair.look(remote)
-            lines = [] if as_json else remote_repair.plan_lines(remote, plan)
-        else:
-            done = remote_repair.repair(remote, force=force, say=_say)
-            plan = {"name": name, "done": done}
-            lines = [] if as_json else done or [f"{name}: nothing to repair"]
-        if as_json:
-            print_json(plan)
-        for line in lines:
-            err_console().print(line, highlight=False, soft_wrap=True)
-        return
     if check:
-        doc = repairing.diagnose(name).as_dict()
+        looked = lifecycle.repair_check(name)
         if as_json:
-            print_json(doc)
+            print_json(looked.doc)
         else:
-            from pgrig.provision.remote.repair import needs_text
-
-            err_console().print(f"{name}: {needs_text(doc)}", highlight=False, soft_wrap=True)
+            for line in looked.lines:
+                err_console().print(line, highlight=False, soft_wrap=True)
         return
+    here = _on_host(name) is None
     source = None
-    if standby_of is not None:  # the control machine's: where the primary is now
+    if standby_of is not None and here:  # the control machine's: where the primary is now
         source = standby.parse(standby_of, slot, application_name)
-    password = sys.stdin.readline().strip() if password_stdin else None
-    env_dir = Environment(name=name).dir
-    if env_dir.is_dir():
-        env_lock.refuse_if_busy(env_dir, name, "env repair", force)
-    done = repairing.repair(name, _say, source=source, password=password, reclone=reclone)
-    notes = repairing.stopped_notes(name)
+    password = sys.stdin.readline().strip() if password_stdin and here else None
+    done = lifecycle.repair(
+        name, force=force, say=_say, source=source, password=password, reclone=reclone
+    )
     if as_json:
-        print_json({"name": name, "done": done, "notes": notes})
+        print_json(done.doc)
         return
-    for line in (done or ["nothing to repair"]) + notes:
-        err_console().print(f"{name}: {line}", highlight=False, soft_wrap=True)
+    for line in done.lines:
+        err_console().print(line, highlight=False, soft_wrap=True)
 
 
 @app.command("replication", hidden=True)
@@ -335,22 +226,12 @@ def replication(
 ) -> None:
     """Allow or renew (a SCRAM verifier on stdin) or forget a replica on another host
     (provision/replication_access.py; the control machine drives this for --replica-on)."""
-    from pgrig.errors import PgrigError
     from pgrig.provision.server import replication_access
 
-    if action not in ("allow", "forget", "renew"):
-        raise PgrigError(f"env replication: expected allow, renew or forget, got {action!r}")
+    replication_access.check_action(action, address)
     with exclusive_env(name, f"env replication {action}", force) as env:
-        if action in ("allow", "renew"):
-            if address is None:
-                raise PgrigError(f"env replication {action} needs --address ADDRESS")
-            verifier = sys.stdin.readline().strip()
-            if action == "allow":
-                doc = replication_access.allow(env, replica, address, verifier)
-            else:  # a verifier only when the control machine sets a new password
-                doc = replication_access.renew(env, replica, address, verifier or None)
-        else:
-            doc = {"name": replica, "forgotten": replication_access.forget(env, replica)}
+        verifier = sys.stdin.readline().strip() if action in ("allow", "renew") else ""
+        doc = replication_access.apply(env, action, replica, address, verifier)
     if as_json:
         print_json(doc)
     else:
@@ -362,9 +243,10 @@ def replication(
 def start(name: str = typer.Argument(..., help="Environment name.")) -> None:
     """Start the server of an environment (waits until it accepts connections)."""
     from pgrig.provision import cluster
+    from pgrig.provision.operations import lifecycle
 
-    argv = ["env", "start", name]
-    _forward_if_remote(name, argv, replicas_too=_same_for(argv), pooler="start")
+    if (remote := _on_host(name)) is not None:
+        raise SystemExit(lifecycle.forward_start(remote, say=_say))
     recovered_env(name).check_intact()
     env, started, started_replicas = cluster.start_environment(name)
     msg = "started" if started else "already running"
@@ -379,9 +261,10 @@ def start(name: str = typer.Argument(..., help="Environment name.")) -> None:
 def stop(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
     """Stop the server of an environment (fast shutdown)."""
     from pgrig.provision import cluster
+    from pgrig.provision.operations import lifecycle
 
-    argv = ["env", "stop", name, *_flag(force, "--force")]
-    _forward_if_remote(name, argv, replicas_too=_same_for(argv), replicas_first=True, pooler="stop")
+    if (remote := _on_host(name)) is not None:
+        raise SystemExit(lifecycle.forward_stop(remote, force, say=_say))
     with exclusive_env(name, "env stop", force):
         _, stopped = cluster.stop_environment(name)
     err_console().print(f"{name}: {'stopped' if stopped else 'was not running'}")
@@ -391,9 +274,10 @@ def stop(name: str = typer.Argument(..., help="Environment name."), force: bool 
 def restart(name: str = typer.Argument(..., help="Environment name."), force: bool = FORCE) -> None:
     """Restart the server of an environment."""
     from pgrig.provision import cluster
+    from pgrig.provision.operations import lifecycle
 
-    argv = ["env", "restart", name, *_flag(force, "--force")]
-    _forward_if_remote(name, argv, replicas_too=_same_for(argv))
+    if (remote := _on_host(name)) is not None:
+        raise SystemExit(lifecycle.forward_restart(remote, force, say=_say))
     with exclusive_env(name, "env restart", force) as env:
         env.check_intact()
         env = cluster.restart_environment(name)
@@ -420,169 +304,60 @@ def set_(
     ),
 ) -> None:
     """Change environment settings: validated, written, then reloaded or restarted."""
-    from pgrig.errors import PgrigError
-    from pgrig.provision import cluster
-    from pgrig.provision.server import replicas
+    from pgrig.provision.operations import change as changing
     from pgrig.provision.settings import config
 
+    asked = changing.Change(list(assignments or []), list(reset), insights, sync)
+    changing.check(asked, disk_limit)
     if disk_limit is not None:
-        if assignments or reset or insights is not None or sync is not None:
-            raise PgrigError("give --disk-limit alone, not with other changes")
         _set_disk_limit(name, disk_limit, force, as_json)
         return
-    if not assignments and not reset and insights is None and sync is None:
-        raise PgrigError(
-            "nothing to change: give NAME=VALUE settings, --reset NAME, --sync MODE, "
-            "--disk-limit LIMITS or --insights/--no-insights"
-        )
-    if (insights is not None or sync is not None) and (
-        assignments or reset or (insights is not None and sync is not None)
-    ):
-        raise PgrigError("give --insights/--no-insights or --sync alone, not with other changes")
-    if _remote(name) is not None:
-        argv = ["env", "set", name, *(assignments or [])]
-        for r in reset:
-            argv += ["--reset", r]
-        if insights is not None:
-            argv.append("--insights" if insights else "--no-insights")
-        if sync is not None:
-            argv += ["--sync", sync]
-        # replicas on other hosts take the primary's settings, not its sync mode
-        same = insights is None and sync is None
-        follow = _same_for([*argv, *_flag(force, "--force")]) if same else None
-        _forward_if_remote(
-            name,
-            [*argv, *_flag(as_json, "--json"), *_flag(force, "--force")],
-            refresh=True,
-            replicas_too=follow,
-        )
+    if (remote := _on_host(name)) is not None:
+        raise SystemExit(changing.forward(remote, asked, as_json=as_json, force=force, say=_say))
     with exclusive_env(name, "env set", force) as env:
-        env.check_intact()
         layers_before = config.layers(env)
-        if sync is not None:
-            before = dict(config.layers(env).topology)
-            action = replicas.set_sync(env, sync)
-            after = config.layers(env).topology
-            changed = config.changed_names(before, after)
-        elif insights is not None:
-            from pgrig.insights import setup
-
-            action, changed = setup.set_enabled(name, insights)
-        else:
-            action, changed = cluster.set_settings(
-                name, config.parse_assignments(assignments or []), reset
-            )
+        action, changed = changing.apply(env, asked)
     how = {
         "restart": "server restarted",
         "reload": "configuration reloaded",
         "none": "server is stopped: takes effect at the next start",
     }[action]
     if as_json:
-        print_json(_set_document(name, layers_before, changed, action if changed else "unchanged"))
+        done = action if changed else "unchanged"
+        print_json(changing.document(name, layers_before, changed, done))
     if not changed:
         err_console().print(f"{name}: nothing changed")
         return
     err_console().print(f"{name}: {', '.join(changed)} changed; {how}", highlight=False)
-    _warn_auto_conf(name, changed)
+    if (hidden := changing.hidden_by_auto_conf(name, changed)) is not None:
+        from rich.markup import escape
+
+        err_console().print(
+            f"[yellow]warning:[/yellow] {escape(hidden)}", highlight=False, soft_wrap=True
+        )
 
 
 def _set_disk_limit(name: str, spec: str, force: bool, as_json: bool) -> None:
     """`env set NAME --disk-limit ...`: in force at once on a running server."""
-    from pgrig.provision import cluster
-    from pgrig.provision.server import postmaster
-    from pgrig.request import disk_limit as disk_limits
+    from pgrig.provision.operations import change as changing
 
-    limit = disk_limits.parse(spec)
-    if _remote(name) is not None:
-        raise PgrigError(REMOTE_DISK_LIMIT)
+    limit = changing.parse_disk_limit(name, spec)
     with exclusive_env(name, "env set", force) as env:
-        env.check_intact()
-        before, changed = cluster.set_disk_limit(name, limit)
-        running = postmaster.is_running(env)
-    old = disk_limits.describe(disk_limits.DiskLimit.from_dict(before) if before else None)
-    new = disk_limits.describe(limit)
-    action = ("applied" if running else "next start") if changed else "unchanged"
+        done = changing.set_disk_limit(env, limit)
     if as_json:
-        print_json(
-            {
-                "env": name,
-                "action": action,
-                "changed": [{"name": "disk_limit", "before": old, "after": new}] if changed else [],
-            }
-        )
-    if not changed:
-        err_console().print(f"{name}: nothing changed (disk limit {new})", highlight=False)
+        print_json(done.as_dict())
+    if not done.changed:
+        err_console().print(f"{name}: nothing changed (disk limit {done.after})", highlight=False)
         return
-    if limit is None:
-        how = "removed" if running else "removed (server stopped)"
-        err_console().print(f"{name}: disk limit {old} {how}", highlight=False)
+    if done.removed:
+        how = "removed" if done.running else "removed (server stopped)"
+        err_console().print(f"{name}: disk limit {done.before} {how}", highlight=False)
         return
-    from pgrig.provision.state.environment import Environment
-
-    where = _throttle_where(Environment.load(name))
-    when = "in force" if running else "server is stopped: in force at the next start"
-    err_console().print(f"{name}: disk limit {old} -> {new}; {when} ({where})", highlight=False)
-
-
-def _throttle_where(env: Environment) -> str:
-    """ "cgroup v1 blkio throttle on 254:0 (vda)": how and on which disks."""
-    from pgrig.provision.server import disk_throttle
-
-    try:
-        h = disk_throttle.hierarchy()
-        disks = ", ".join(f"{d.number} ({d.name})" for d, _ in disk_throttle.devices(env))
-    except PgrigError as e:
-        return str(e)
-    return f"{h.mechanism} on {disks}"
-
-
-def _set_document(name: str, before: Any, changed: list[str], action: str) -> dict[str, Any]:
-    """`env set --json`: each changed setting's effective value before and after and the layer
-    that sets it now, what was done (restart, reload, or none: stopped or unchanged) and the
-    ALTER SYSTEM entries that hide a change."""
-    from pgrig.provision.settings import auto_conf, catalog, config
-    from pgrig.provision.state.environment import Environment
-
-    env = Environment.load(name)
-    old, new = before.merged(), config.layers(env).merged()
-    hidden = {o.name: o.describe() for o in auto_conf.overrides(env) if o.name in changed}
-    settings = catalog.load_catalog(env.bindir or "", env.version or "").settings
-
-    def value(layers: dict[str, tuple[str, str]], k: str) -> tuple[str | None, str]:
-        if k in layers:
-            return layers[k]
-        known = settings.get(k.lower())  # no layer sets it: PostgreSQL's default
-        return (known.default_text() if known else None), "default"
-
-    rows = []
-    for k in changed:
-        after, layer = value(new, k)
-        rows.append(
-            {
-                "name": k,
-                "before": value(old, k)[0],
-                "after": after,
-                "layer": layer,
-                "overridden_by_auto_conf": hidden.get(k),
-            }
-        )
-    return {"env": name, "action": action, "changed": rows}
-
-
-def _warn_auto_conf(name: str, changed: list[str]) -> None:
-    """A change that postgresql.auto.conf (ALTER SYSTEM) overrides is said, not silent."""
-    from rich.markup import escape
-
-    from pgrig.provision.settings import auto_conf
-    from pgrig.provision.state.environment import Environment
-
-    hidden = [o for o in auto_conf.overrides(Environment.load(name)) if o.name in changed]
-    if hidden:
-        err_console().print(
-            f"[yellow]warning:[/yellow] {escape(auto_conf.message(hidden))}",
-            highlight=False,
-            soft_wrap=True,
-        )
+    when = "in force" if done.running else "server is stopped: in force at the next start"
+    err_console().print(
+        f"{name}: disk limit {done.before} -> {done.after}; {when} ({done.where})",
+        highlight=False,
+    )
 
 
 @app.command("show")
@@ -591,9 +366,10 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Version, status, port, paths and settings layers of an environment."""
-    from pgrig.provision import cluster
+    from pgrig.provision import env_status
 
-    if (remote := _remote(name)) is not None:
+    if (remote := _on_host(name)) is not None:
+        from pgrig.provision.operations import lifecycle
         from pgrig.provision.remote import environments as remote_env
 
         if as_json:
@@ -609,9 +385,9 @@ def show(
                 f"{there}",
                 highlight=False,
             )
-        _forward_if_remote(name, ["env", "show", name])
+        raise SystemExit(lifecycle.forward_show(remote, say=_say))
     environment = recovered_env(name)
-    d = cluster.describe(environment)
+    d = env_status.describe(environment)
     if as_json:
         from pgrig.workloads import datasets
 
@@ -713,9 +489,9 @@ def _print_topology(d: dict) -> None:
 @app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """All environments with kind, version, port, status and profile."""
-    from pgrig.provision import cluster
+    from pgrig.provision import env_status
 
-    rows = cluster.list_rows()
+    rows = env_status.list_rows()
     if as_json:
         print_json(rows)
         return
@@ -747,9 +523,9 @@ def psql(
     dbname: str | None = typer.Option(None, "-d", "--dbname", help="Database (default pgrig)."),
 ) -> None:
     """Open psql of the environment's version on it (extra args after -- go to psql)."""
-    from pgrig.provision import cluster
+    from pgrig.provision import cluster, env_status
 
-    if (remote := _remote(name)) is not None:
+    if (remote := _on_host(name)) is not None:
         from pgrig.provision.remote import environments as remote_env
 
         argv = remote_env.psql_argv(remote, dbname, list(ctx.args))
@@ -759,7 +535,7 @@ def psql(
         raise SystemExit(remote_env.forward_rc(remote, argv, stdin=sys.stdin.buffer.read()))
     recovered_env(name)  # a killed run's settings and pinning undone first, never shown as its own
     env = cluster.get_environment(name)
-    argv, environ = cluster.psql_invocation(env, dbname, list(ctx.args))
+    argv, environ = env_status.psql_invocation(env, dbname, list(ctx.args))
     sys.stdout.flush()
     os.execvpe(argv[0], argv, environ)
 
@@ -780,24 +556,9 @@ def pooler_group(
 
 
 def _pooler_env(name: str, running: bool) -> Environment:
-    """The environment of `env pooler NAME ...`: the record of one on a host, else the local one
-    (running: its server started first)."""
-    from pgrig.provision import cluster
+    from pgrig.provision.operations import pooler as pooling
 
-    remote = _remote(name)
-    if remote is not None:
-        return remote
-    return cluster.running_environment(name) if running else cluster.get_environment(name)
-
-
-def _read_verifiers() -> tuple[str, str]:
-    from pgrig.errors import PgrigError
-    from pgrig.provision.pooler import auth
-
-    lines = sys.stdin.read().splitlines()
-    if len(lines) < 2:
-        raise PgrigError("--verifiers-stdin: expected two SCRAM-SHA-256 verifiers on stdin")
-    return auth.check_verifier(lines[0]), auth.check_verifier(lines[1])
+    return pooling.environment(name, running)
 
 
 @pooler_app.command("add")
@@ -834,38 +595,19 @@ def pooler_add(
 ) -> None:
     """Start a pooler in front of the environment (scram-sha-256; 127.0.0.1, and the host's
     address for an environment on a host)."""
-    import ipaddress
-    from dataclasses import replace
-
-    from pgrig.errors import PgrigError
     from pgrig.provision import pooler
+    from pgrig.provision.operations import pooler as pooling
+    from pgrig.provision.pooler import auth
 
     name = ctx.obj
-    cfg = pooler.options(kind, mode, pool_size, max_client_conn, processes, port)
-    if listen is not None:
-        try:
-            ipaddress.ip_address(listen)
-        except ValueError:
-            raise PgrigError(f"--listen {listen!r}: expected an IP address of this host") from None
-        cfg = replace(cfg, listen=listen)
-    verifiers = _read_verifiers() if verifiers_stdin else None
-    if server is not None:
-        if verifiers is None:
-            raise PgrigError("--server ADDRESS:PORT goes with --verifiers-stdin")
-        env = pooler.for_server(name, *pooler.parse_server(server))
-    else:
-        env = _pooler_env(name, running=True)
+    cfg = pooling.listening_on(
+        pooler.options(kind, mode, pool_size, max_client_conn, processes, port), listen
+    )
+    verifiers = auth.parse_verifiers(sys.stdin.read()) if verifiers_stdin else None
+    env = pooling.target(name, verifiers, server)
     where = f" on host {on or env.on}" if env.kind == "remote" else ""
     with err_console().status(f"starting {kind}{where}…"):
-        try:
-            env = pooler.add(env, cfg, verifiers, on=on)
-        except BaseException:
-            if server is not None and not env.pooler:  # the record made for it goes too
-                from pgrig.provision import cluster
-
-                with contextlib.suppress(Exception):
-                    cluster.destroy_environment(name)
-            raise
+        env = pooling.add(env, cfg, verifiers, on, own_record=server is not None)
     placed = pooler.config_of(env)
     assert placed is not None
     err_console().print(
@@ -887,14 +629,9 @@ def pooler_remove(
     ),
 ) -> None:
     """Stop the pooler and delete its role, configuration and password files."""
-    from pgrig.provision import cluster, pooler
+    from pgrig.provision.operations import pooler as pooling
 
-    env = _pooler_env(ctx.obj, running=False)
-    if server is not None:
-        pooler.check_server_record(env, server)
-    pooler.remove(env)
-    if server is not None:  # the record held only the pooler
-        cluster.destroy_environment(env.name)
+    pooling.remove(ctx.obj, server)
     err_console().print(f"{ctx.obj}: pooler removed", highlight=False)
 
 

@@ -248,21 +248,9 @@ def restore_cmd(as_json: JsonOpt = False, on: OnOpt = None) -> None:
 
 
 def _on_host(name: str, what: str, argv: list[str]) -> dict[str, Any]:
-    """The host's pgrig runs `argv` (--json); its answer is recorded for that host:
-    <home>/hosts/<name>/host-<what>.json (the last) and host-<what>.jsonl (every one)."""
-    import json
-    import time
+    from pgrig.hosts import remote
 
-    from pgrig.hosts import registry, remote
-
-    doc: dict[str, Any] = remote.run_json(registry.get(name), argv)
-    d = registry.state_dir(name)
-    d.mkdir(parents=True, exist_ok=True)
-    entry = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": name, **doc}
-    (d / f"host-{what}.json").write_text(json.dumps(entry, indent=2) + "\n")
-    with open(d / f"host-{what}.jsonl", "a") as out:
-        out.write(json.dumps(entry) + "\n")
-    return doc
+    return remote.run_recorded(name, what, argv)
 
 
 def _print_remote_changes(

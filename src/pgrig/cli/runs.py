@@ -437,33 +437,13 @@ def delete_cmd(
     archive: ArchiveOpt = None,
 ) -> None:
     """Remove a run: its rows, series and blobs (one transaction), then its artifacts."""
+    from pgrig.archive import run_deletion
+
     with open_archive(archive) as arch:
-        arch.get_run(run_id)  # not found: said before asking anything
-        owner = arch.running_owner(run_id)
-        if owner is not None:
-            raise PgrigError(f"cannot delete run {run_id}: it is running ({owner})")
-        named = _named_by_studies(arch, run_id)
-        if named and not force:
-            raise PgrigError(
-                f"cannot delete run {run_id}: it is {named[0]} (add --force to delete it anyway; "
-                "the study would then name a run that is gone)"
-            )
+        run_deletion.check_deletable(arch, run_id, force)  # said before asking anything
         confirm(f"delete run {run_id} and its artifacts?", yes)
         arch.delete_run(run_id)
     err_console().print(f"run {run_id} deleted", highlight=False, markup=False)
-
-
-def _named_by_studies(arch: Archive, run_id: int) -> list[str]:
-    """What tuning studies name this run as (their best trial's run, their baseline)."""
-    out = []
-    for study in arch.list_studies():
-        x = study.extra or {}
-        best = x.get("best") or {}
-        if best.get("run_id") == run_id:
-            out.append(f"the best trial's run of tuning study {study.name!r}")
-        if x.get("baseline_run") == run_id:
-            out.append(f"the baseline run of tuning study {study.name!r}")
-    return out
 
 
 @app.command("import")

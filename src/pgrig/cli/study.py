@@ -250,6 +250,9 @@ def show(
     evidence = study_view.evidence_items(view)
     if evidence:
         render.show(render.items("evidence (what the runs show)", evidence))
+    harness = study_view.harness_items(view)  # what pgrig itself took, per point
+    if harness:
+        render.show(render.items("harness (pgrig's own cost, medians per point)", harness))
     hosts = study_hosts.table(view.hosts)  # per point and host: CPU, RTT
     if hosts is not None:
         render.print_table(hosts)

@@ -127,3 +127,21 @@ def put_temp(host: Host, local: Path) -> str:
             return dest
 
     return asyncio.run(go())
+
+
+def run_recorded(name: str, what: str, argv: list[str]) -> dict[str, Any]:
+    """`pgrig host check|tune|restore --on NAME`: the host's pgrig runs `argv` (--json); its
+    answer is recorded for that host: <home>/hosts/<name>/host-<what>.json (the last) and
+    host-<what>.jsonl (every one)."""
+    import time
+
+    from pgrig.hosts import registry
+
+    doc: dict[str, Any] = run_json(registry.get(name), argv)
+    d = registry.state_dir(name)
+    d.mkdir(parents=True, exist_ok=True)
+    entry = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": name, **doc}
+    (d / f"host-{what}.json").write_text(json.dumps(entry, indent=2) + "\n")
+    with open(d / f"host-{what}.jsonl", "a") as out:
+        out.write(json.dumps(entry) + "\n")
+    return doc

@@ -1,4 +1,5 @@
-"""Environments: create, destroy, start/stop, change settings, register external servers.
+"""Environments: create, destroy, start/stop (settings: env_settings.py; external servers:
+external.py; show and list: env_status.py).
 
 Creation validates everything it can before touching the disk (name, version, port, every
 setting through the real parser), then runs initdb as the server user, writes pgrig.conf,
@@ -13,13 +14,12 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pgrig import paths
-from pgrig.errors import InvalidSetting, NotFound, PgrigError, first_line
+from pgrig.errors import NotFound, PgrigError
 from pgrig.provision import pooler
 from pgrig.provision.server import (
     backups,
@@ -35,18 +35,13 @@ from pgrig.provision.settings import catalog, config, validator
 from pgrig.provision.state import unfinished
 from pgrig.provision.state.environment import (
     DEFAULT_DATABASE,
-    LIBPQ_TARGET_VARS,
     DamagedEnvironment,
     Environment,
     check_name,
     check_new_name,
     incomplete_message,
-    mask_dsn,
-    strip_password,
-    without_libpq_vars,
 )
 from pgrig.provision.system import osuser
-from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 
 Progress = Callable[[str], None]
@@ -99,7 +94,7 @@ def resolve_profile(
 # --- create / destroy --------------------------------------------------------------------------
 
 
-def _now() -> str:
+def now_text() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
@@ -207,7 +202,7 @@ def create_environment(
         profile=profile,
         profile_settings=prof_settings,
         settings=env_settings,
-        created_at=_now(),
+        created_at=now_text(),
         insights=insights,
         listen=listen,
         standby_of=standby_of.as_dict() if standby_of is not None else None,
@@ -421,7 +416,7 @@ def start_environment(name: str) -> tuple[Environment, bool, list[str]]:
     """Start what of `name` is down: (env, whether the primary was started, the replicas
     started), so the caller says what it started, not "already running" over started
     replicas."""
-    env = _managed(name, "start")
+    env = managed(name, "start")
     if postmaster.is_running(env):
         started_replicas = replicas.start_all(env)
         _start_pooler(env)
@@ -441,7 +436,7 @@ def _start_pooler(env: Environment) -> None:
 
 
 def stop_environment(name: str) -> tuple[Environment, bool]:
-    env = _managed(name, "stop")
+    env = managed(name, "stop")
     _stop_pooler(env)
     replicas.stop_all(env)
     return env, postmaster.stop(env)
@@ -455,7 +450,7 @@ def _stop_pooler(env: Environment) -> None:
 
 
 def restart_environment(name: str) -> Environment:
-    env = _managed(name, "restart")
+    env = managed(name, "restart")
     replicas.stop_all(env)
     postmaster.stop(env)
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
@@ -465,254 +460,9 @@ def restart_environment(name: str) -> Environment:
     return env
 
 
-def _managed(name: str, what: str) -> Environment:
+def managed(name: str, what: str) -> Environment:
+    """The managed environment `name` (an external one: pgrig cannot `what` it)."""
     env = get_environment(name)
     if not env.managed:
         raise PgrigError(f"environment {name!r} is external: pgrig cannot {what} it")
     return env
-
-
-# --- settings ----------------------------------------------------------------------------------
-
-
-def set_settings(
-    name: str, assignments: Mapping[str, str], reset: Iterable[str] = ()
-) -> tuple[str, list[str]]:
-    """Change the environment layer; returns (action, changed names).
-
-    action is "restart", "reload" or "none" (nothing changed or server stopped). On a failed
-    restart the previous settings are put back and the server started again.
-    """
-    env = _managed(name, "configure")
-    upd = validator.normalize(assignments)
-    validator.check_reserved(upd)
-    old = dict(env.settings)
-    new = dict(old)
-    for raw in reset:
-        key = raw.strip().lower()
-        if key not in new:
-            raise InvalidSetting(f"{key} is not set in environment {name!r}, nothing to reset")
-        del new[key]
-    new.update(upd)
-    cat = catalog.load_catalog(env.bindir or "", env.version or "")
-    major = env.major or 0
-    validator.check_names(upd, major, cat)
-    before = config.layers(env).effective()
-    env.settings = new
-    ls = config.layers(env)
-    validator.check_values(env.bindir or "", upd, major, cat, ls.origins())
-    changed = config.changed_names(before, ls.effective())
-    if not changed:
-        env.settings = old
-        return "none", []
-    config.write_conf(env)
-    env.save()
-    try:
-        action = postmaster.restart_or_reload(env, changed)
-    except PgrigError as e:
-        env.settings = old
-        config.write_conf(env)
-        env.save()
-        if not postmaster.is_running(env):
-            postmaster.start(env)
-        else:
-            postmaster.reload(env)
-        raise PgrigError(f"{e}; nothing changed, previous settings restored") from None
-    replicas.follow_settings(env, changed)
-    return action, changed
-
-
-def set_disk_limit(name: str, limit: DiskLimit | None) -> tuple[dict[str, int] | None, bool]:
-    """Change (None: remove) the environment's disk limit; in force at once when its server
-    runs, else at its next start. Returns (the limit before, whether it changed). On failure
-    the previous limit is put back."""
-    env = _managed(name, "limit the disk of")
-    if limit is not None:
-        disk_throttle.check(env)
-    old = env.disk_limit
-    new = limit.as_dict() if limit is not None else None
-    if new == old:
-        return old, False
-    env.disk_limit = new
-    try:
-        disk_throttle.apply(env, postmaster.pid(env))
-    except PgrigError as e:
-        env.disk_limit = old
-        with contextlib.suppress(PgrigError):
-            disk_throttle.apply(env, postmaster.pid(env))
-        raise PgrigError(f"{e}; nothing changed") from None
-    env.save()
-    return old, True
-
-
-# --- external servers --------------------------------------------------------------------------
-
-
-def add_external(name: str, dsn: str) -> Environment:
-    """Register a server pgrig does not manage; it must be reachable now. No password stored."""
-    check_new_name(name)
-    if (paths.envs_dir() / name / "env.json").exists():
-        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
-    if (paths.envs_dir() / name).exists():
-        raise PgrigError(incomplete_message(name))
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    try:
-        params = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError as e:
-        raise PgrigError(f"invalid DSN {mask_dsn(dsn)}: {str(e).strip()}") from None
-    params.setdefault("connect_timeout", 5)
-    try:
-        with psycopg.connect(make_conninfo("", **params)) as conn:
-            row = conn.execute("show server_version").fetchone()
-            version = str(row[0] if row else "").split()[0]
-            info = conn.info
-            host, port, user = info.host, info.port, info.user
-    except psycopg.Error as e:
-        raise PgrigError(f"cannot connect to {mask_dsn(dsn)}: {mask_dsn(first_line(e))}") from None
-    major = binaries.major_of(version)
-    bindir = None
-    with contextlib.suppress(PgrigError):  # same-major client programs (pgbench) if present
-        bindir = str(binaries.find_bindir(major)[0])
-    env = Environment(
-        name=name,
-        kind="external",
-        major=major,
-        version=version,
-        bindir=bindir,
-        host=host or "127.0.0.1",
-        port=port,
-        user=user or "postgres",
-        dsn=strip_password(dsn),
-        created_at=_now(),
-    )
-    env.save()
-    return env
-
-
-# --- reporting ---------------------------------------------------------------------------------
-
-
-def describe(env: Environment) -> dict[str, Any]:
-    """Everything `env show` prints (JSON-safe, no password)."""
-    st = _status(env)
-    d: dict[str, Any] = {
-        "name": env.name,
-        "kind": env.kind,
-        "version": env.version,
-        "major": env.major,
-        "status": st,
-        "host": env.host,
-        "port": env.port,
-        "target": env.masked_target(),
-        "profile": env.profile,
-        "created_at": env.created_at,
-        "paths": {"bindir": env.bindir},
-    }
-    if not env.managed:
-        return d
-    d["os_user"] = env.os_user
-    d["paths"].update(
-        dir=str(env.dir),
-        datadir=str(env.datadir),
-        socket_dir=str(env.socket_dir),
-        logfile=str(env.logfile),
-        conf=str(env.datadir / config.CONF_NAME),
-    )
-    ls = config.layers(env)
-    from pgrig.provision.settings import auto_conf
-
-    d["auto_conf"] = auto_conf.entries(env)  # ALTER SYSTEM's, read last: over every layer
-    defaults: dict[str, str | None] = {}
-    try:
-        cat = catalog.load_catalog(env.bindir or "", env.version or "")
-        if not cat.enriched and st == "running":
-            catalog.enrich(env.bindir or "", cat, env.conninfo("postgres"))
-        for n in ls.merged():
-            s = cat.get(n)
-            defaults[n] = None if s is None or s.default is None else s.default_text()
-    except PgrigError:
-        pass
-    d["layers"] = {
-        "defaults": defaults,
-        "base": ls.base,
-        "insights": ls.insights,
-        "topology": ls.topology,
-        "profile": ls.profile,
-        "environment": ls.environment,
-        "run": ls.run,
-    }
-    d["effective"] = {k: {"value": v, "layer": src} for k, (v, src) in ls.merged().items()}
-    if env.replicas or env.standbys:
-        d["sync"] = env.sync
-        d["topology"] = replicas.topology(env)
-    if env.standby_of:
-        d["standby_of"] = dict(env.standby_of)
-    d["disk_limit"] = disk_limit_state(env)
-    return d
-
-
-def disk_limit_state(env: Environment) -> dict[str, Any]:
-    """The environment's disk limit and what the kernel holds of it now (in_force)."""
-    if not env.disk_limit:
-        return {"limit": {}, "text": "none", "in_force": None}
-    try:
-        return disk_throttle.in_force(env, postmaster.pid(env))
-    except PgrigError as e:  # a damaged record: said, not hidden
-        return {"limit": dict(env.disk_limit), "text": "?", "in_force": False, "problems": [str(e)]}
-
-
-def _status(env: Environment, timeout: float = 2) -> str:
-    try:
-        env.check_intact()
-    except DamagedEnvironment:
-        return f"damaged: data directory missing (pgrig env repair {env.name})"
-    return postmaster.status(env, timeout=timeout)
-
-
-def list_rows() -> list[dict[str, Any]]:
-    """Every environment; a damaged or incomplete one too, its status saying what is wrong."""
-    rows: list[dict[str, Any]] = [
-        {"name": name, "kind": None, "version": None, "port": None,
-         "status": f"damaged: {why}", "profile": None, "target": None, "disk_limit": None}
-        for name, why in Environment.damaged().items()
-    ]  # fmt: skip
-    for env in Environment.all():
-        rows.append(
-            {
-                "name": env.name,
-                "kind": env.kind,
-                "version": env.version,
-                "port": env.port,
-                "status": _status(env, timeout=1),
-                "profile": env.profile if env.managed or env.kind == "remote" else None,
-                "target": env.masked_target(),
-                "disk_limit": _limit_text(env),
-            }
-        )
-    return sorted(rows, key=lambda r: str(r["name"]))
-
-
-def _limit_text(env: Environment) -> str | None:
-    if not env.managed:
-        return None
-    try:
-        return disk_limits.describe(disk_throttle.limit_of(env))
-    except PgrigError:
-        return "damaged"
-
-
-def psql_invocation(
-    env: Environment, dbname: str | None, args: list[str]
-) -> tuple[list[str], dict[str, str]]:
-    """argv and environment to exec psql of the environment's version against it."""
-    db = dbname or (DEFAULT_DATABASE if env.managed else None)
-    exe = env.binary("psql")
-    if env.managed and not Path(exe).exists():
-        raise PgrigError(f"{exe} does not exist")
-    if not env.managed and not env.bindir and not shutil.which("psql"):
-        raise PgrigError("psql is not installed (install a build with `pgrig pg install`)")
-    environ = without_libpq_vars(only=LIBPQ_TARGET_VARS)
-    environ.update(env.libpq_env(db))
-    return [exe, *args], environ

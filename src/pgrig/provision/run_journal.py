@@ -156,3 +156,12 @@ def _restore_conf(env: Environment, names: list[str]) -> str:
     action = postmaster.restart_or_reload(env, names)
     shown = ", ".join(names) or "pgrig.conf"
     return f"settings of an interrupted run undone ({shown}; {action})"
+
+
+def recovered(name: str) -> tuple[Environment, list[str]]:
+    """The environment `name` after undoing what a killed run left on it (settings, pinning,
+    an interrupted backup), and a line for each undo."""
+    from pgrig.provision.server import backups
+
+    env = Environment.load(name)
+    return env, [*recover(env), *backups.recover_interrupted(env)]

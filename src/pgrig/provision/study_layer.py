@@ -80,7 +80,7 @@ def forget(env_name: str) -> None:
 
 def put_back(env_name: str) -> str | None:
     """The environment's own settings back after a dead study; returns what was done."""
-    from pgrig.provision import cluster
+    from pgrig.provision import env_settings
     from pgrig.provision.state.environment import Environment
 
     base = original(env_name)
@@ -91,7 +91,7 @@ def put_back(env_name: str) -> str | None:
     reset = [k for k in current.settings if k not in base]
     upd = {k: v for k, v in base.items() if current.settings.get(k) != v}
     if upd or reset:
-        cluster.set_settings(env_name, upd, reset=reset)
+        env_settings.set_settings(env_name, upd, reset=reset)
     forget(env_name)
     changed = ", ".join(sorted([*upd, *reset])) or "nothing changed"
     return f"{env_name} still had the settings of {who}, which died: its own are back ({changed})"

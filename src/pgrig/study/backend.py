@@ -231,7 +231,7 @@ class ProvisionBackend:
             )
 
     def apply_settings(self, env: EnvSpec, settings: dict[str, str]) -> None:
-        from pgrig.provision import cluster
+        from pgrig.provision import env_settings
 
         current = _load(env.name)
         if current is None:
@@ -249,7 +249,7 @@ class ProvisionBackend:
         upd = {k: v for k, v in target.items() if current.settings.get(k) != v}
         if not upd and not reset:
             return
-        action, changed = cluster.set_settings(env.name, upd, reset=reset)
+        action, changed = env_settings.set_settings(env.name, upd, reset=reset)
         if changed:
             self.console.print(
                 f"  settings: {', '.join(changed)} ({action})", highlight=False, soft_wrap=True
@@ -267,7 +267,7 @@ class ProvisionBackend:
     def restore(self, env: EnvSpec) -> None:
         """Put back the settings the environment had before the study (reload/restart), and
         undo what an interrupted run of it left (per-run settings, pinning); then let go."""
-        from pgrig.provision import cluster, run_journal
+        from pgrig.provision import env_settings, run_journal
         from pgrig.provision.state import env_lock
 
         current = _load(env.name)
@@ -278,7 +278,7 @@ class ProvisionBackend:
             reset = [k for k in current.settings if k not in base]
             upd = {k: v for k, v in base.items() if current.settings.get(k) != v}
             if upd or reset:
-                cluster.set_settings(env.name, upd, reset=reset)
+                env_settings.set_settings(env.name, upd, reset=reset)
         study_layer.forget(env.name)
         current = _load(env.name)  # as put back: the journal's undo rewrites pgrig.conf from it
         if current is not None:

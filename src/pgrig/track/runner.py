@@ -191,7 +191,7 @@ class Measurer:
         one the series did not make is refused (never taken over); settings changed since
         (`env set`) are put back to the series' and said; another profile or insights layer
         is refused (the series would measure something else under its own header)."""
-        from pgrig.provision import cluster
+        from pgrig.provision import env_settings
         from pgrig.provision.settings import validator
 
         spec = self.series.spec
@@ -225,7 +225,7 @@ class Measurer:
              for k, v in env.settings.items() if want.get(k) != v]
             + [f"{k} unset (series: {v})" for k, v in want.items() if k not in env.settings]
         )  # fmt: skip
-        cluster.set_settings(
+        env_settings.set_settings(
             env.name, {k: v for k, v in want.items() if env.settings.get(k) != v},
             [k for k in env.settings if k not in want],
         )  # fmt: skip

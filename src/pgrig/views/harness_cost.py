@@ -44,6 +44,8 @@ class HarnessCost:
     backends_cpu_s: float | None = None
     backends: int | None = None
     load_hosts_cpu_s: float | None = None
+    # each load host's agent: its CPU-s (None: it did not say), by host name
+    load_hosts: dict[str, float | None] = field(default_factory=dict)
     span_s: float | None = None
     cpus: int | None = None
     plans: int | None = None
@@ -90,7 +92,11 @@ class HarnessCost:
                 f"{_cpu(self.backends_cpu_s)} CPU-s"
             )
         if self.load_hosts_cpu_s is not None:
-            parts.append(f"load hosts' agents {_cpu(self.load_hosts_cpu_s)} CPU-s")
+            each = ", ".join(f"{h} {_cpu(v)}" for h, v in sorted(self.load_hosts.items()))
+            parts.append(
+                f"load hosts' agents {_cpu(self.load_hosts_cpu_s)} CPU-s"
+                + (f" ({each})" if len(self.load_hosts) > 1 else "")
+            )
         text = ", ".join(parts)
         if self.span_s is not None:
             text += f" over {fmt.number(self.span_s)} s"
@@ -113,6 +119,7 @@ class HarnessCost:
             "backends_cpu_s": self.backends_cpu_s,
             "backends": self.backends,
             "load_hosts_cpu_s": self.load_hosts_cpu_s,
+            "load_hosts": dict(self.load_hosts),
             "span_s": self.span_s,
             "cpus": self.cpus,
             "plans": self.plans,
@@ -138,7 +145,10 @@ def of(rec: RunRecord) -> HarnessCost:
     if backends is None:
         notes.append(f"backends not measured: {doc.get('backends_reason') or 'unknown'}")
     hosts = doc.get("load_hosts") or {}
-    agents = [_float(h.get("cpu_s")) for h in hosts.values() if isinstance(h, dict)]
+    per_host = {
+        str(name): _float(h.get("cpu_s")) for name, h in hosts.items() if isinstance(h, dict)
+    }
+    agents = list(per_host.values())
     agents_s = (
         sum(a for a in agents if a is not None) if any(a is not None for a in agents) else None
     )
@@ -157,6 +167,7 @@ def of(rec: RunRecord) -> HarnessCost:
         backends_cpu_s=backends,
         backends=doc.get("backends"),
         load_hosts_cpu_s=agents_s,
+        load_hosts=per_host,
         span_s=span,
         cpus=cpus if isinstance(cpus, int) else None,
         plans=_int(doc.get("plans")),
@@ -188,6 +199,7 @@ def of_group(runs: Sequence[RunRecord]) -> HarnessCost:
         backends_cpu_s=med("backends_cpu_s"),
         backends=kept[0].backends,
         load_hosts_cpu_s=med("load_hosts_cpu_s"),
+        load_hosts=_host_medians(kept),
         span_s=med("span_s"),
         cpus=kept[0].cpus,
         plans=None if plans is None else round(plans),
@@ -195,6 +207,16 @@ def of_group(runs: Sequence[RunRecord]) -> HarnessCost:
         notes=notes + sorted({n for c in kept for n in c.notes}),
         runs=len(kept),
     )
+
+
+def _host_medians(costs: Sequence[HarnessCost]) -> dict[str, float | None]:
+    """Per load host, the median of its agent's CPU-s over the runs that name it."""
+    names = sorted({h for c in costs for h in c.load_hosts})
+    out: dict[str, float | None] = {}
+    for h in names:
+        values = [v for c in costs if (v := c.load_hosts.get(h)) is not None]
+        out[h] = statistics.median(values) if values else None
+    return out
 
 
 def difference(base: HarnessCost, other: HarnessCost) -> str | None:

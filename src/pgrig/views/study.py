@@ -23,7 +23,7 @@ from pgrig.analysis.compare import BLOCK_S, Comparison
 from pgrig.study.plan import Point, display_value
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import evidence as evidence_of
-from pgrig.views import study_hosts
+from pgrig.views import harness_cost, study_hosts
 from pgrig.views.compare import paired_note
 from pgrig.views.study_data import (
     Interval,
@@ -76,6 +76,10 @@ class PointView:
     evidence_warn: bool  # the host differed from the baseline point's
     note: str | None
     best: bool = False
+    # what pgrig itself took from the point's runs (medians; views/harness_cost.py)
+    harness: harness_cost.HarnessCost = field(
+        default_factory=lambda: harness_cost.HarnessCost(False)
+    )
 
     @property
     def run_ids(self) -> list[int]:
@@ -170,6 +174,7 @@ def build(data: StudyData) -> StudyView:
                 evidence=lines,
                 evidence_warn=warn,
                 note=ps.point.note,
+                harness=harness_cost.of_group(ps.ok),
             )
         )
     rec = data.record
@@ -370,6 +375,12 @@ def evidence_items(view: StudyView) -> list[tuple[str, str]]:
     return [(p.label, "; ".join(p.evidence)) for p in view.points if p.evidence]
 
 
+def harness_items(view: StudyView) -> list[tuple[str, str]]:
+    """(point, the harness cost of its runs) for the points with successful runs: what pgrig
+    itself took from them, as `runs show` says it."""
+    return [(p.label, p.harness.text) for p in view.points if p.summary.ok]
+
+
 def to_json(view: StudyView) -> dict[str, Any]:
     """`study show --json`: the study and, per point, the figures and verdicts shown."""
     points = []
@@ -388,6 +399,7 @@ def to_json(view: StudyView) -> dict[str, Any]:
                 "p95_ms": p.latency("p95"),
                 "verdicts": [v.as_dict() for v in p.verdicts],
                 "evidence": p.evidence,
+                "harness": p.harness.as_dict(),
                 "note": p.note,
                 "best": p.best,
                 "run_ids": p.run_ids,

@@ -40,6 +40,34 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
         lock.release()
 
 
+@contextmanager
+def exclusive(
+    name: str, what: str, force: bool = False, note: Callable[[str], None] = lambda _: None
+) -> Iterator[Environment]:
+    """For commands that change an environment under a run (env set/restart/stop/destroy,
+    db generate): refused while a run holds it, naming the run, unless `force`; held for the
+    command's duration so no run starts meanwhile. What a killed run or a dead study left is
+    undone first, each undo told to `note`."""
+    env = _recovered(name, note)
+    if force or not env.dir.is_dir():
+        yield env
+        return
+    lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
+    try:
+        for line in put_back_dead_study(env):  # before the command changes anything
+            note(line)
+        yield _recovered(name, note)
+    finally:
+        lock.release()
+
+
+def _recovered(name: str, note: Callable[[str], None]) -> Environment:
+    env, lines = run_journal.recovered(name)
+    for line in lines:
+        note(line)
+    return env
+
+
 def put_back_dead_study(env: Environment) -> list[str]:
     """The environment's own settings, when a study or tune that borrowed its layer died
     (kill -9): the caller holds the run lock, which a live study would hold."""

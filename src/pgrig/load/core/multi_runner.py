@@ -13,14 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.load.core import guard, harness_meter, lifecycle, pooler_log, run_files, run_steps
 from pgrig.load.core.live import LiveView
+from pgrig.load.core.run_context import RunContext
 from pgrig.load.core.run_steps import StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
@@ -37,7 +36,6 @@ from pgrig.load.remote.multi_load import (
 from pgrig.load.remote.split import HostShare, split_load
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import HarnessLoadHost, LoadDoc
-from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
 DEADLINE_GRACE_S = 120.0  # an agent ends pgbench this long after -T whatever happens
@@ -76,22 +74,14 @@ def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
         load_hosts.check_reachable_target(share.host, pghost)
 
 
-def measure(
-    rec: RunRecord,
-    spec: RunRequest,
-    env: Environment,
-    dbname: str,
-    conninfo: str,
-    pgbench: str,
-    work: Path,
-    archive: RunStore,
-    console: Console,
-    live: bool,
-    stop_if: StopIf | None = None,
-) -> RunRecord:
+def measure(ctx: RunContext, pgbench: str) -> RunRecord:
+    """`pgbench` on the load hosts (--load-from), their logs merged, with every sampler."""
     from pgrig.archive import artifacts
     from pgrig.insights import collector as insights
 
+    rec, spec, env, dbname, conninfo = ctx.rec, ctx.spec, ctx.env, ctx.dbname, ctx.conninfo
+    archive, console = ctx.archive, ctx.console
+    live, stop_if = ctx.live, ctx.stop_if
     assert rec.id is not None
     art_dir = artifacts.run_artifacts_dir(rec.id, archive=archive.url)  # keyed by archive
     art_dir.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ from pgrig.errors import PgrigError
 from pgrig.load.core import guard, harness_meter, lifecycle, prewarm, run_files, run_steps
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.preflight import check_scripts, check_sysbench_data, check_tables
+from pgrig.load.core.run_context import RunContext
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
@@ -298,17 +299,13 @@ def _run(
             rec.add_warning("no_prewarm", f"the cache was not warmed: {warmed['skipped']}")
     rec.id = archive.begin_run(rec)
     lock.describe(rec.id)  # a refused second run names this one
+    ctx = RunContext(rec, spec, env, dbname, conninfo, work, archive, console, live, stop_if)
     try:
         if spec.load_from:  # pgbench on load hosts, logs merged (load/core/multi_runner.py)
             from pgrig.load.core import multi_runner
 
-            pgbench = env.binary("pgbench")
-            return multi_runner.measure(
-                rec, spec, env, dbname, conninfo, pgbench, work, archive, console, live, stop_if
-            )
-        return _measure(
-            rec, spec, env, dbname, conninfo, driver, work, archive, console, live, stop_if
-        )
+            return multi_runner.measure(ctx, env.binary("pgbench"))
+        return _measure(ctx, driver)
     except RunInterrupted:
         raise
     except KeyboardInterrupt as stop:
@@ -330,22 +327,14 @@ def _run(
         raise
 
 
-def _measure(
-    rec: RunRecord,
-    spec: RunRequest,
-    env: Environment,
-    dbname: str,
-    conninfo: str,
-    driver: LoadDriver,
-    work: Path,
-    archive: RunStore,
-    console: Console,
-    live: bool,
-    stop_if: StopIf | None = None,
-) -> RunRecord:
+def _measure(ctx: RunContext, driver: LoadDriver) -> RunRecord:
+    """pgbench (or sysbench) here, over the run's window, with every sampler around it."""
     from pgrig.archive import artifacts
     from pgrig.load.core import plan_top_up, wait_sources
 
+    rec, spec, env, dbname, conninfo = ctx.rec, ctx.spec, ctx.env, ctx.dbname, ctx.conninfo
+    work, archive, console = ctx.work, ctx.archive, ctx.console
+    live, stop_if = ctx.live, ctx.stop_if
     assert rec.id is not None  # begin_run gave it one
     art_dir = artifacts.run_artifacts_dir(rec.id, archive=archive.url)  # keyed by archive
     art_dir.mkdir(parents=True, exist_ok=True)

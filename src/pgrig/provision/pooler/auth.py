@@ -139,6 +139,14 @@ def check_verifier(text: str) -> str:
     return v
 
 
+def parse_verifiers(text: str) -> tuple[str, str]:
+    """The pool role's and the stats user's verifiers, one a line (`--verifiers-stdin`)."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        raise PgrigError("--verifiers-stdin: expected two SCRAM-SHA-256 verifiers on stdin")
+    return check_verifier(lines[0]), check_verifier(lines[1])
+
+
 def drop_role(env: Environment, cfg: PoolerConfig) -> None:
     import psycopg
     from psycopg import sql

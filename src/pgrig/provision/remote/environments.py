@@ -89,6 +89,11 @@ def forward(
     return rc
 
 
+def same_for_replicas(argv: list[str]) -> Callable[[str], list[str]]:
+    """The command `argv` (["env", COMMAND, NAME, ...]) for another member: a replica."""
+    return lambda member: [*argv[:2], member, *argv[3:]]
+
+
 def refresh(env: Environment) -> Environment:
     shown = remote.run_json(host_of(env), ["env", "show", env.name, "--json"])
     env.port = int(shown.get("port") or env.port or 0)

@@ -433,3 +433,15 @@ def _existing(path: Path) -> Path:
         if p.exists():
             return p
     return Path("/")
+
+
+def where(env: Environment) -> str:
+    """ "cgroup v1 blkio throttle on 254:0 (vda)": how and on which disks (or why not)."""
+    from pgrig.errors import PgrigError
+
+    try:
+        h = hierarchy()
+        disks = ", ".join(f"{d.number} ({d.name})" for d, _ in devices(env))
+    except PgrigError as e:
+        return str(e)
+    return f"{h.mechanism} on {disks}"

@@ -231,3 +231,28 @@ def _remove_hba(env: Environment, name: str) -> None:
     kept = [ln for ln in lines if not ln.rstrip().endswith(f"{_HBA_MARK}{name}")]
     if kept != lines:
         _write_hba(env, kept)
+
+
+ACTIONS = ("allow", "renew", "forget")
+
+
+def check_action(action: str, address: str | None) -> None:
+    """`env replication NAME ACTION`: a known action, and allow/renew with the address."""
+    if action not in ACTIONS:
+        raise PgrigError(f"env replication: expected allow, renew or forget, got {action!r}")
+    if action in ("allow", "renew") and address is None:
+        raise PgrigError(f"env replication {action} needs --address ADDRESS")
+
+
+def apply(
+    env: Environment, action: str, replica: str, address: str | None, verifier: str
+) -> dict[str, Any]:
+    """Allow, renew (a new verifier only when the control machine sets a new password) or
+    forget `replica` (check_action first)."""
+    check_action(action, address)
+    if action == "forget":
+        return {"name": replica, "forgotten": forget(env, replica)}
+    assert address is not None
+    if action == "allow":
+        return allow(env, replica, address, verifier)
+    return renew(env, replica, address, verifier or None)

@@ -1,0 +1,83 @@
+"""Changing a managed environment's own settings layer and its disk limit (`env set`), with
+the previous state put back when the change fails."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+
+from pgrig.errors import InvalidSetting, PgrigError
+from pgrig.provision.cluster import managed
+from pgrig.provision.server import disk_throttle, postmaster, replicas
+from pgrig.provision.settings import catalog, config, validator
+from pgrig.request.disk_limit import DiskLimit
+
+
+def set_settings(
+    name: str, assignments: Mapping[str, str], reset: Iterable[str] = ()
+) -> tuple[str, list[str]]:
+    """Change the environment layer; returns (action, changed names).
+
+    action is "restart", "reload" or "none" (nothing changed or server stopped). On a failed
+    restart the previous settings are put back and the server started again.
+    """
+    env = managed(name, "configure")
+    upd = validator.normalize(assignments)
+    validator.check_reserved(upd)
+    old = dict(env.settings)
+    new = dict(old)
+    for raw in reset:
+        key = raw.strip().lower()
+        if key not in new:
+            raise InvalidSetting(f"{key} is not set in environment {name!r}, nothing to reset")
+        del new[key]
+    new.update(upd)
+    cat = catalog.load_catalog(env.bindir or "", env.version or "")
+    major = env.major or 0
+    validator.check_names(upd, major, cat)
+    before = config.layers(env).effective()
+    env.settings = new
+    ls = config.layers(env)
+    validator.check_values(env.bindir or "", upd, major, cat, ls.origins())
+    changed = config.changed_names(before, ls.effective())
+    if not changed:
+        env.settings = old
+        return "none", []
+    config.write_conf(env)
+    env.save()
+    try:
+        action = postmaster.restart_or_reload(env, changed)
+    except PgrigError as e:
+        env.settings = old
+        config.write_conf(env)
+        env.save()
+        if not postmaster.is_running(env):
+            postmaster.start(env)
+        else:
+            postmaster.reload(env)
+        raise PgrigError(f"{e}; nothing changed, previous settings restored") from None
+    replicas.follow_settings(env, changed)
+    return action, changed
+
+
+def set_disk_limit(name: str, limit: DiskLimit | None) -> tuple[dict[str, int] | None, bool]:
+    """Change (None: remove) the environment's disk limit; in force at once when its server
+    runs, else at its next start. Returns (the limit before, whether it changed). On failure
+    the previous limit is put back."""
+    env = managed(name, "limit the disk of")
+    if limit is not None:
+        disk_throttle.check(env)
+    old = env.disk_limit
+    new = limit.as_dict() if limit is not None else None
+    if new == old:
+        return old, False
+    env.disk_limit = new
+    try:
+        disk_throttle.apply(env, postmaster.pid(env))
+    except PgrigError as e:
+        env.disk_limit = old
+        with contextlib.suppress(PgrigError):
+            disk_throttle.apply(env, postmaster.pid(env))
+        raise PgrigError(f"{e}; nothing changed") from None
+    env.save()
+    return old, True

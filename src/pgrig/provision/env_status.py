@@ -1,0 +1,144 @@
+"""What an environment is and how it is now: `env show` (describe), `env list` (list_rows),
+and the psql to open on it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pgrig.errors import PgrigError
+from pgrig.provision.server import disk_throttle, postmaster, replicas
+from pgrig.provision.settings import catalog, config
+from pgrig.provision.state.environment import (
+    DEFAULT_DATABASE,
+    LIBPQ_TARGET_VARS,
+    DamagedEnvironment,
+    Environment,
+    without_libpq_vars,
+)
+from pgrig.request import disk_limit as disk_limits
+
+
+def describe(env: Environment) -> dict[str, Any]:
+    """Everything `env show` prints (JSON-safe, no password)."""
+    st = _status(env)
+    d: dict[str, Any] = {
+        "name": env.name,
+        "kind": env.kind,
+        "version": env.version,
+        "major": env.major,
+        "status": st,
+        "host": env.host,
+        "port": env.port,
+        "target": env.masked_target(),
+        "profile": env.profile,
+        "created_at": env.created_at,
+        "paths": {"bindir": env.bindir},
+    }
+    if not env.managed:
+        return d
+    d["os_user"] = env.os_user
+    d["paths"].update(
+        dir=str(env.dir),
+        datadir=str(env.datadir),
+        socket_dir=str(env.socket_dir),
+        logfile=str(env.logfile),
+        conf=str(env.datadir / config.CONF_NAME),
+    )
+    ls = config.layers(env)
+    from pgrig.provision.settings import auto_conf
+
+    d["auto_conf"] = auto_conf.entries(env)  # ALTER SYSTEM's, read last: over every layer
+    defaults: dict[str, str | None] = {}
+    try:
+        cat = catalog.load_catalog(env.bindir or "", env.version or "")
+        if not cat.enriched and st == "running":
+            catalog.enrich(env.bindir or "", cat, env.conninfo("postgres"))
+        for n in ls.merged():
+            s = cat.get(n)
+            defaults[n] = None if s is None or s.default is None else s.default_text()
+    except PgrigError:
+        pass
+    d["layers"] = {
+        "defaults": defaults,
+        "base": ls.base,
+        "insights": ls.insights,
+        "topology": ls.topology,
+        "profile": ls.profile,
+        "environment": ls.environment,
+        "run": ls.run,
+    }
+    d["effective"] = {k: {"value": v, "layer": src} for k, (v, src) in ls.merged().items()}
+    if env.replicas or env.standbys:
+        d["sync"] = env.sync
+        d["topology"] = replicas.topology(env)
+    if env.standby_of:
+        d["standby_of"] = dict(env.standby_of)
+    d["disk_limit"] = disk_limit_state(env)
+    return d
+
+
+def disk_limit_state(env: Environment) -> dict[str, Any]:
+    """The environment's disk limit and what the kernel holds of it now (in_force)."""
+    if not env.disk_limit:
+        return {"limit": {}, "text": "none", "in_force": None}
+    try:
+        return disk_throttle.in_force(env, postmaster.pid(env))
+    except PgrigError as e:  # a damaged record: said, not hidden
+        return {"limit": dict(env.disk_limit), "text": "?", "in_force": False, "problems": [str(e)]}
+
+
+def _status(env: Environment, timeout: float = 2) -> str:
+    try:
+        env.check_intact()
+    except DamagedEnvironment:
+        return f"damaged: data directory missing (pgrig env repair {env.name})"
+    return postmaster.status(env, timeout=timeout)
+
+
+def list_rows() -> list[dict[str, Any]]:
+    """Every environment; a damaged or incomplete one too, its status saying what is wrong."""
+    rows: list[dict[str, Any]] = [
+        {"name": name, "kind": None, "version": None, "port": None,
+         "status": f"damaged: {why}", "profile": None, "target": None, "disk_limit": None}
+        for name, why in Environment.damaged().items()
+    ]  # fmt: skip
+    for env in Environment.all():
+        rows.append(
+            {
+                "name": env.name,
+                "kind": env.kind,
+                "version": env.version,
+                "port": env.port,
+                "status": _status(env, timeout=1),
+                "profile": env.profile if env.managed or env.kind == "remote" else None,
+                "target": env.masked_target(),
+                "disk_limit": _limit_text(env),
+            }
+        )
+    return sorted(rows, key=lambda r: str(r["name"]))
+
+
+def _limit_text(env: Environment) -> str | None:
+    if not env.managed:
+        return None
+    try:
+        return disk_limits.describe(disk_throttle.limit_of(env))
+    except PgrigError:
+        return "damaged"
+
+
+def psql_invocation(
+    env: Environment, dbname: str | None, args: list[str]
+) -> tuple[list[str], dict[str, str]]:
+    """argv and environment to exec psql of the environment's version against it."""
+    db = dbname or (DEFAULT_DATABASE if env.managed else None)
+    exe = env.binary("psql")
+    if env.managed and not Path(exe).exists():
+        raise PgrigError(f"{exe} does not exist")
+    if not env.managed and not env.bindir and not shutil.which("psql"):
+        raise PgrigError("psql is not installed (install a build with `pgrig pg install`)")
+    environ = without_libpq_vars(only=LIBPQ_TARGET_VARS)
+    environ.update(env.libpq_env(db))
+    return [exe, *args], environ
