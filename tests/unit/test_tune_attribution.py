@@ -298,7 +298,7 @@ def test_preset_values_and_overrides() -> None:
     defaults = {"workload": None, "scale": None, "trials": 20, "clients": 1, "space": "default"}
     got = presets.resolve("read-heavy", {"trials": 3, "clients": None}, defaults)
     assert got["trials"] == 3  # a given flag wins
-    assert got["clients"] == 8 and got["scale"] == 30 and got["space"] == "read"
+    assert got["clients"] == 8 and got["scale"] == 200 and got["space"] == "read"
     assert got["workload"] == ["pgbench:select-only"]
     mixed = presets.resolve("mixed-reporting", {}, defaults)
     script = mixed["workload"][1].rsplit("@", 1)

@@ -91,16 +91,17 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             "read-heavy",
-            "pgbench select-only over scale 30 (~450 MB, 3.5x the default shared_buffers)",
+            "pgbench select-only over scale 200 (~3 GB, 23x the default shared_buffers)",
             ("pgbench:select-only",),
-            scale=30,
+            scale=200,
             clients=8,
             threads=2,
-            trials=12,
-            duration="20s",
+            trials=5,
+            duration="15s",
             warmup="5s",
             confirm_repeats=6,
             space="read",
+            ablation_units=2,
         ),
         Preset(
             "mixed-reporting",
