@@ -5,10 +5,14 @@ environment's database lacks it), the search space for its class, trials, durati
 confirmation and ablation repeats. Every part can still be overridden by its flag. The figures
 behind each choice:
 
-- read-heavy: pgbench select-only over scale 30 (about 450 MB, 3.5x the default 128 MB
+- read-heavy: pgbench select-only over scale 200 (about 3 GB, 23x the default 128 MB
   shared_buffers, well within RAM): every miss of a small shared_buffers is a copy from the OS
-  page cache. A measurement this week at scale 200 saw 13.8-14.4k TPS at 128 MB against
-  15.8-24.1k at 6 GB on 8 clients.
+  page cache. The issue's measurement this week at scale 200 saw 13.8-14.4k TPS at 128 MB
+  against 15.8-24.1k at 6 GB on 8 clients. Measured before choosing it (bench/preset_ceiling.py
+  read-heavy --scale 200, 2026-11-28, 15 s runs, 3 rounds, busy machine): hit ratio 57% at
+  128 MB and 100% at 6 GB; per round x1.195, 0.951, 1.207 (medians 5,392 against 6,039 TPS);
+  the defaults wait on LWLock:BufferMapping and IO:DataFileRead where 6 GB waits on neither.
+  (Scale 30, the first session's size, held 75% hits at 128 MB and gave x1.11 [0.98, 1.27].)
 - mixed-reporting: tpcb-like weighted 9 against pgrig/workloads/reporting/reporting.sql
   weighted 1 (a window
   sort and a hash aggregate over pgbench_accounts, a hash join of pgbench_history). Measured
