@@ -266,6 +266,7 @@ def test_wal_rate_counts_records_not_the_segment_switch_padding(server15):
         try:
             start = pg_snapshot.counters(conn, "postgres")
             sampler.sample()  # the first reading: the rates start from it
+            time.sleep(1.0)  # a second at least between the readings: a rate per second
             lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
             conn.execute("INSERT INTO wal_probe VALUES (1)")
             conn.execute("SELECT pg_switch_wal()")  # pads the rest of the segment
