@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -151,6 +152,20 @@ def test_load_from_two_hosts_merges_exactly(lab: str) -> None:
     assert all(p["kind"] == "network" and p["rtt_p50_ms"] > 0 for p in paths_)
     assert {"os@h2", "os@h3"} <= set(rec.series)
     assert pgbench_left("h2", "h3") == []
+    # the harness cost per load host (issue 31): each agent's own CPU over the load, recorded
+    # and shown by `runs show` (text and --json) as `run --json` said it
+    agents = rec.extra["harness_cost"]["load_hosts"]
+    assert set(agents) == {"h2", "h3"}
+    # (a measured figure for each, never None; an agent forwarding a few seconds of a small
+    # load can take under one clock tick, 0.0)
+    assert all(isinstance(a["cpu_s"], float | int) and a["cpu_s"] >= 0 and a["cpus"] >= 1
+               for a in agents.values()), agents  # fmt: skip
+    shown = json.loads(servers.pgrig("runs", "show", str(doc["id"]), "--json").stdout)["harness"]
+    assert shown == doc["harness"] and shown["recorded"]
+    assert shown["load_hosts"] == {h: a["cpu_s"] for h, a in agents.items()}
+    assert shown["load_hosts_cpu_s"] == pytest.approx(sum(a["cpu_s"] for a in agents.values()))
+    text = " ".join(servers.pgrig("runs", "show", str(doc["id"])).stdout.split())
+    assert re.search(r"load hosts' agents [\d.]+ CPU-s \(h2 [\d.]+, h3 [\d.]+\)", text), text
 
 
 def test_emit_k8s_writes_the_experiment_instead_of_running_it(lab: str, tmp_path: Path) -> None:

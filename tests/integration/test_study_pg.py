@@ -142,6 +142,11 @@ def test_list_and_show(home: Path, verdicts) -> None:
     points = json.loads(proc.stdout)["points"]
     assert [p["label"] for p in points][2] == "asynchronous commit"
     assert [p["ok"] for p in points] == [5, 5, 5]
+    # what pgrig itself took, per point (issue 31): real runs recorded it
+    assert all(p["harness"]["recorded"] and p["harness"]["runs"] == 5 for p in points), points
+    text = " ".join(pgrig("study", "show", "verdicts").stdout.split())
+    assert "harness (pgrig's own cost, medians per point)" in text
+    assert text.count("% of the machine") >= 3
 
 
 def test_invalid_setting_is_caught_before_anything_runs(home: Path) -> None:
