@@ -8,9 +8,16 @@ ablates (each changed knob or group put back, interleaved with the best). The re
 verdicts with bounds, the ablation's shares, the search importances and the evidence; the bench
 prints the verdicts and the wall time, and says when a run did not finish.
 
-    python bench/tune_presets.py                                # all three: about 2 hours
+    python bench/tune_presets.py                                # the three presets
     python bench/tune_presets.py read-heavy --pg 18             # one preset
+    python bench/tune_presets.py seed000                        # seed 000's task (below)
     python bench/tune_presets.py read-heavy --smoke             # minutes: tiny trials, scale 2
+
+`seed000` is not a preset: seed 000's own task ("maximum performance, ignoring crash safety")
+on its workload scaled to this machine, pgbench tpcb at scale 100 with 20 clients, searched
+with --allow-unsafe, then confirmed and ablated; its report is docs/reports/tune-seed000.md.
+On a shared machine run each target under the measurement lock, one per hold:
+`flock /work/wt/measure.lock python bench/tune_presets.py read-heavy`.
 """
 
 from __future__ import annotations
@@ -39,19 +46,30 @@ def disk_limit_supported() -> bool:
     return "--disk-limit" in pgrig("env", "create", "--help").stdout
 
 
+SEED000 = "seed000"
+# seed 000's workload scaled to a 2-core machine, its question asked with --allow-unsafe; the
+# trials and rounds fit one ~25 min hold of the measurement lock
+SEED000_TUNE = ["--allow-unsafe", "--workload", "pgbench:tpcb", "--scale", "100", "--clients",
+                "20", "--threads", "2", "--trials", "5", "--duration", "15s", "--warmup", "5s",
+                "--confirm-repeats", "6", "--ablation-repeats", "5",
+                "--ablation-units", "4"]  # fmt: skip
+
+
 def run_preset(name: str, a: argparse.Namespace) -> None:
     from pgrig.tune import presets
 
-    preset = presets.get(name)
+    seed = name == SEED000
+    preset = presets.get("write-heavy-slow-disk" if seed else name)
     study = f"tune-{name}"
     create = ["env", "create", ENV, "--pg", a.pg, "--profile", "default"]
-    if preset.needs_disk_limit:
+    if preset.needs_disk_limit and not seed:
         if not disk_limit_supported():
             print(f"{name}: SKIPPED: this pgrig has no `env create --disk-limit` (issue 32 item 3)")
             return
         create += ["--disk-limit", a.disk_limit or preset.suggested_disk_limit]
     extra = SMOKE if a.smoke else []
-    command = ["tune", ENV, "--preset", name, *extra, *a.tune_args, "--name", study]
+    what = SEED000_TUNE if seed else ["--preset", name]
+    command = ["tune", ENV, *what, *extra, *a.tune_args, "--name", study]
     t0 = time.monotonic()
     started = datetime.datetime.now(datetime.UTC)
     with scratch_home(f"pgrig-tune-{name}-", ENV, keep=a.keep) as home:
@@ -78,7 +96,7 @@ def run_preset(name: str, a: argparse.Namespace) -> None:
             f"<!-- written by bench/tune_presets.py -->\n"
             f"Command: `pgrig env create {ENV} --pg {a.pg} --profile default"
             + (f" --disk-limit {a.disk_limit or preset.suggested_disk_limit}"
-               if preset.needs_disk_limit else "")
+               if preset.needs_disk_limit and not seed else "")
             + f"` then `pgrig {' '.join(command)}`; started {started:%Y-%m-%d %H:%M} UTC, "
             f"wall time {wall / 60:.1f} min, {status}. The machine (2 cores) may have been "
             "shared with other work: spreads are wider than on a quiet host.\n\n"
@@ -91,7 +109,8 @@ def main() -> None:
     from pgrig.tune import presets
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("presets", nargs="*", default=list(presets.PRESETS), help="preset names")
+    ap.add_argument("presets", nargs="*", default=list(presets.PRESETS),
+                    help=f"preset names, or {SEED000}")  # fmt: skip
     ap.add_argument("--pg", default="18", help="PostgreSQL major (default 18)")
     ap.add_argument("--disk-limit", default=None, help="for write-heavy-slow-disk")
     ap.add_argument("--smoke", action="store_true", help="tiny trials: checks the path only")
@@ -100,7 +119,8 @@ def main() -> None:
                     help="more flags for pgrig tune (they override the preset's)")  # fmt: skip
     a = ap.parse_args()
     for name in a.presets:
-        presets.get(name)  # an unknown name fails before anything is made
+        if name != SEED000:
+            presets.get(name)  # an unknown name fails before anything is made
     for name in a.presets:
         run_preset(name, a)
 

@@ -79,7 +79,13 @@ def test_shares_are_log_ratios_over_the_gain() -> None:
     """Rounds of best, without A (A carries most of the gain), without B (no effect)."""
     runs, n = [], 0
     for r, (best, without_a, without_b) in enumerate(
-        [(1500, 1010, 1490), (1480, 1000, 1500), (1520, 1030, 1510), (1490, 990, 1495)]
+        [
+            (1500, 1010, 1490),
+            (1480, 1000, 1500),
+            (1520, 1030, 1510),
+            (1490, 990, 1495),
+            (1505, 1005, 1500),
+        ]
     ):
         for point, tps in (("best", best), ("A", without_a), ("B", without_b)):
             n += 1
@@ -89,8 +95,10 @@ def test_shares_are_log_ratios_over_the_gain() -> None:
     a, b = found
     best = [r for r in runs if r.study_point == "ablate-best"]
     without_a = [r for r in runs if r.study_point == "ablate-A"]
-    c = compare_runs(without_a, best, "tps", 0.02)
+    # two comparisons, Holm: A (the stronger) at 0.05 / 2, B at 0.05
+    c = compare_runs(without_a, best, "tps", 0.02, 0.025)
     assert c.method == "pairs" and a.comparison == c
+    assert b.comparison is not None and b.comparison.misrate == pytest.approx(0.05)
     assert a.share == pytest.approx(math.log(c.ratio or 0) / math.log(1.5))
     assert a.low == pytest.approx(math.log(c.lower or 0) / math.log(1.5))
     assert a.high == pytest.approx(math.log(c.upper or 0) / math.log(1.5))
@@ -103,6 +111,44 @@ def test_shares_are_log_ratios_over_the_gain() -> None:
     # a unit without runs says so
     missing = ablation.shares(runs, [ablation.Unit("C", ("c",))], "tps", 0.02, gain=1.5)
     assert missing[0].comparison is None and "without C" in (missing[0].reason or "")
+
+
+def test_holm_judges_a_family_of_ablation_comparisons_step_down() -> None:
+    """Three units each judged "faster" alone at 5%: A clearly, B and C barely. Under Holm, A
+    passes 5%/3; B must pass 5%/2 and does not, so B and C (after it) are judged at 5%/2 and
+    neither is "faster": the correction takes back two verdicts one-at-a-time testing gives."""
+    rounds = [
+        (1500, 1350, 1320, 1300), (1480, 1340, 1400, 1390), (1520, 1390, 1250, 1240),
+        (1490, 1330, 1450, 1460), (1510, 1370, 1300, 1290),
+    ]  # fmt: skip
+    runs, n = [], 0
+    for r, row in enumerate(rounds):
+        for point, tps in zip(("best", "A", "B", "C"), row, strict=True):
+            n += 1
+            runs.append(_run(ablation.point_key(point), r, tps, n))
+    units = [ablation.Unit(k, (k.lower(),)) for k in "ABC"]
+    best = [r for r in runs if r.study_point == "ablate-best"]
+
+    def alone(key: str, misrate: float = 0.05) -> Any:
+        return compare_runs(
+            [r for r in runs if r.study_point == f"ablate-{key}"], best, "tps", 0.02, misrate
+        )
+
+    assert [alone(k).verdict for k in "ABC"] == ["faster"] * 3  # uncorrected
+    found = {s.unit.key: s.comparison for s in ablation.shares(runs, units, "tps", 0.02, 1.2)}
+    a, b, c = (found[k] for k in "ABC")
+    assert a is not None and b is not None and c is not None
+    assert a.misrate == pytest.approx(0.05 / 3) and a.verdict == "faster"
+    assert a == alone("A", 0.05 / 3)
+    assert b.misrate == pytest.approx(0.05 / 2) and b.verdict == "inconclusive"
+    assert c.misrate == pytest.approx(0.05 / 2) and c.verdict == "inconclusive"
+    assert b == alone("B", 0.05 / 2) and c == alone("C", 0.05 / 2)
+    # one comparison alone: judged at the full misrate
+    single = ablation.holm({"C": lambda m: alone("C", m)}, 0.05)
+    assert single["C"].misrate == pytest.approx(0.05) and single["C"].verdict == "faster"
+    # the order: the smallest misrate at which each is decisive
+    assert ablation.decisive_at(lambda m: alone("A", m), 0.05) < 0.01
+    assert 0.025 < ablation.decisive_at(lambda m: alone("B", m), 0.05) <= 0.05
 
 
 # --- the sequential confirmation ----------------------------------------------------------------
@@ -252,7 +298,7 @@ def test_preset_values_and_overrides() -> None:
     defaults = {"workload": None, "scale": None, "trials": 20, "clients": 1, "space": "default"}
     got = presets.resolve("read-heavy", {"trials": 3, "clients": None}, defaults)
     assert got["trials"] == 3  # a given flag wins
-    assert got["clients"] == 8 and got["scale"] == 30 and got["space"] == "read"
+    assert got["clients"] == 8 and got["scale"] == 200 and got["space"] == "read"
     assert got["workload"] == ["pgbench:select-only"]
     mixed = presets.resolve("mixed-reporting", {}, defaults)
     script = mixed["workload"][1].rsplit("@", 1)

@@ -103,9 +103,10 @@ def register(app: typer.Typer) -> None:
             int,
             typer.Option(
                 "--ablation-repeats",
-                help="Rounds of the ablation after the confirmation (0: none).",
+                help="Rounds of the ablation after the confirmation (0: none; 5: the fewest "
+                "for paired bounds at the Holm-corrected levels of up to 6 comparisons).",
             ),
-        ] = 4,
+        ] = 5,
         ablation_units: Annotated[
             int,
             typer.Option(
@@ -132,7 +133,13 @@ def register(app: typer.Typer) -> None:
         console = common.err_console()
         if env == SHOW:
             if study_to_show is None:
-                raise PgrigError("pgrig tune show NAME: name the tuning study (tune-ENV)")
+                # `show` is this command's word, never an environment's: new environments
+                # may not take the name (provision/state/environment.RESERVED_NAMES)
+                raise PgrigError(
+                    "pgrig tune show NAME: name the tuning study (tune-ENV); `show` is not an "
+                    "environment here (environments may not be named show: recreate one that "
+                    "is under another name to tune it)"
+                )
             show_recommendation(Archive(archive), study_to_show)
             return
         if study_to_show is not None:
@@ -161,7 +168,7 @@ def register(app: typer.Typer) -> None:
             "workload": workload, "scale": scale, "trials": trials, "duration": duration,
             "warmup": warmup, "clients": clients, "threads": threads,
             "confirm_repeats": confirm_repeats, "space": space,
-            "ablation_repeats": ablation_repeats,
+            "ablation_repeats": ablation_repeats, "ablation_units": ablation_units,
         }  # fmt: skip
         # a flag left at its default does not override the preset's value
         given = {k: (v if _given(ctx, k) else None) for k, v in values.items()}
@@ -184,7 +191,7 @@ def register(app: typer.Typer) -> None:
             threads=opts["threads"],
             confirm_repeats=opts["confirm_repeats"],
             ablation_repeats=opts["ablation_repeats"],
-            ablation_units=ablation_units,
+            ablation_units=opts["ablation_units"],
             study_name=study_name,
             db=db,
             seed=seed,
@@ -285,6 +292,10 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
             f"{share}",
             highlight=False,
             soft_wrap=True,
+        )
+    if a.shares:
+        console.print(
+            f"ablation: {escape(tune_attribution.holm_text(a))}", highlight=False, soft_wrap=True
         )
     keeps = a.durable_keeps()
     if keeps is not None:

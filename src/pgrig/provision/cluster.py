@@ -38,6 +38,7 @@ from pgrig.provision.state.environment import (
     DamagedEnvironment,
     Environment,
     check_name,
+    check_new_name,
     incomplete_message,
 )
 from pgrig.provision.system import osuser
@@ -172,7 +173,7 @@ def create_environment(
     start (provision/server/disk_throttle.py)."""
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
-    check_name(name)
+    check_new_name(name)
     replicas.check_request(replica_count, sync)
     if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")

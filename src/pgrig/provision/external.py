@@ -10,7 +10,7 @@ from pgrig.provision.cluster import now_text
 from pgrig.provision.server import binaries
 from pgrig.provision.state.environment import (
     Environment,
-    check_name,
+    check_new_name,
     incomplete_message,
     mask_dsn,
     strip_password,
@@ -19,7 +19,7 @@ from pgrig.provision.state.environment import (
 
 def add_external(name: str, dsn: str) -> Environment:
     """Register a server pgrig does not manage; it must be reachable now. No password stored."""
-    check_name(name)
+    check_new_name(name)
     if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
     if (paths.envs_dir() / name).exists():

@@ -334,7 +334,8 @@ def _ablation(a: attribution.Attribution) -> Section:
             f"{a.ablation_repeats} interleaved rounds of the best configuration and the best "
             "with each unit put back to the environment's own value. Ratio: best / without "
             "the unit (above 1: the unit helps). Share: log(that ratio) / log(best / "
-            "baseline) from the confirmation, bounds from the unit's ratio alone."
+            "baseline) from the confirmation, bounds from the unit's ratio alone. "
+            + attribution.holm_text(a)
         ),
         Table.build(
             ["put back", "best / without it", "verdict", "share of the gain", "basis"], rows

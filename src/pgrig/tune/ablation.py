@@ -14,8 +14,13 @@ of each round alternate), so every unit gets the ratio best / without-it with it
 part of the gain it carries. Its share of the confirmed gain is log(that ratio) / log(best /
 baseline), the confirmation's paired ratio; its bounds are those of the unit's own ratio over
 the same confirmed gain (the gain's own uncertainty is said beside it, not folded in). The
-ablation's comparisons are judged at the default misrate (5%), on their own: each is one
-question asked once, after the confirmation, with no look before it. Shares
+ablation asks several questions at once (one per unit, and durable-only), so its family of
+comparisons is corrected for multiplicity with Holm's step-down rule at the default misrate
+(5% for the whole family): the comparisons, ordered by the smallest misrate at which each is
+decisive (faster or slower), are judged at 5%/k, 5%/(k-1), ... until the first that is not
+decisive at its level; that one and every later one are judged at that level. So the chance
+of any wrong "faster"/"slower" among the k stays within 5%, and each comparison carries the
+misrate it was judged at (its bounds are that wide). Shares
 need not sum to 100%: knobs that only help together (or get in each other's way) make the sum
 differ, and the report shows the sum.
 
@@ -26,14 +31,17 @@ the gain a configuration you may deploy keeps.
 Cost is bounded: at most `max_units` units; knobs beyond that are grouped into one unit
 ("the rest"), chosen by lowest search importance, and measured together. A group with no
 measured effect is reported as such for all its knobs; a group with one is not split further
-(the report says so). `repeats` rounds (4: the fewest whose paired bounds reach 95%).
+(the report says so). `repeats` rounds (5: the fewest whose paired bounds reach the levels
+Holm asks of up to six comparisons, down to 5%/6; with 4 rounds a paired verdict needs a
+level of at least 2.9%, so only a single comparison, or the first of two, could get one).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
 from pgrig.archive.records import RunRecord
@@ -42,7 +50,7 @@ from pgrig.tune.space import UNSAFE
 BEST = "best"
 DURABLE = "durable-only"
 REST = "the rest"
-DEFAULT_REPEATS = 4
+DEFAULT_REPEATS = 5
 DEFAULT_MAX_UNITS = 6
 # Knobs that only act together: taking one back alone would measure a half-setting.
 TOGETHER: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -197,15 +205,59 @@ def shares(
     `extra`: more configurations measured the same way (DURABLE)."""
     names = [u.key for u in units] + list(extra)
     by = groups(runs, [BEST, *names])
-    out = []
-    for unit in [*units, *(Unit(n, ()) for n in extra)]:
+    judges: dict[str, Callable[[float], Comparison]] = {}
+    missing: dict[str, str] = {}
+    every = [*units, *(Unit(n, ()) for n in extra)]
+    for unit in every:
         without = by.get(unit.key) or []
         if not by[BEST] or not without:
-            missing = BEST if not by[BEST] else f"the best without {unit.key}"
-            out.append(Share(unit, None, reason=f"no ok ablation run of {missing}"))
+            gone = BEST if not by[BEST] else f"the best without {unit.key}"
+            missing[unit.key] = f"no ok ablation run of {gone}"
             continue
-        c = compare_runs(without, by[BEST], metric, threshold, misrate)
-        out.append(_share(unit, c, gain))
+        judges[unit.key] = partial(compare_runs, without, by[BEST], metric, threshold)
+    judged = holm(judges, misrate)
+    return [
+        _share(u, judged[u.key], gain) if u.key in judged else Share(u, None, reason=missing[u.key])
+        for u in every
+    ]
+
+
+def decisive(c: Comparison) -> bool:
+    """Faster or slower at the misrate asked (not on the widest bounds of too few values)."""
+    return c.verdict in ("faster", "slower") and not c.insufficient
+
+
+def decisive_at(judge: Callable[[float], Comparison], misrate: float) -> float:
+    """The smallest misrate (up to `misrate`) at which judge's verdict is decisive (faster or
+    slower), found by bisection (bounds narrow as the misrate grows); inf when it is not
+    decisive even at `misrate`."""
+    if not decisive(judge(misrate)):
+        return math.inf
+    low, high = 0.0, misrate
+    for _ in range(30):
+        mid = (low + high) / 2
+        if mid > 0 and decisive(judge(mid)):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def holm(
+    judges: Mapping[str, Callable[[float], Comparison]], misrate: float
+) -> dict[str, Comparison]:
+    """Holm's step-down rule over a family of comparisons (module docstring): each key's
+    comparison judged at the misrate its step allows. One comparison alone: at `misrate`."""
+    k = len(judges)
+    order = sorted(judges, key=lambda key: decisive_at(judges[key], misrate))
+    out: dict[str, Comparison] = {}
+    stopped: float | None = None
+    for step, key in enumerate(order):
+        level = stopped if stopped is not None else misrate / (k - step)
+        c = judges[key](level)
+        if stopped is None and not decisive(c):
+            stopped = level
+        out[key] = c
     return out
 
 

@@ -5,20 +5,35 @@ environment's database lacks it), the search space for its class, trials, durati
 confirmation and ablation repeats. Every part can still be overridden by its flag. The figures
 behind each choice:
 
-- read-heavy: pgbench select-only over scale 30 (about 450 MB, 3.5x the default 128 MB
+- read-heavy: pgbench select-only over scale 200 (about 3 GB, 23x the default 128 MB
   shared_buffers, well within RAM): every miss of a small shared_buffers is a copy from the OS
-  page cache. A measurement this week at scale 200 saw 13.8-14.4k TPS at 128 MB against
-  15.8-24.1k at 6 GB on 8 clients.
+  page cache. The issue's measurement this week at scale 200 saw 13.8-14.4k TPS at 128 MB
+  against 15.8-24.1k at 6 GB on 8 clients. Measured before choosing it (bench/preset_ceiling.py
+  read-heavy --scale 200, 2026-11-28, 15 s runs, 3 rounds, busy machine): hit ratio 57% at
+  128 MB and 100% at 6 GB; per round x1.195, 0.951, 1.207 (medians 5,392 against 6,039 TPS);
+  the defaults wait on LWLock:BufferMapping and IO:DataFileRead where 6 GB waits on neither.
+  (Scale 30, the first session's size, held 75% hits at 128 MB and gave x1.11 [0.98, 1.27].)
 - mixed-reporting: tpcb-like weighted 9 against pgrig/workloads/reporting/reporting.sql
   weighted 1 (a window
   sort and a hash aggregate over pgbench_accounts, a hash join of pgbench_history). Measured
   with EXPLAIN ANALYZE at scale 10 on PostgreSQL 18: the sort spills ~21 MB to disk at
   work_mem 4 MB and at pgtune-oltp's ~20 MB; the aggregate (1M groups, ~41 MB) spills at both
-  (5 batches at 20 MB with hash_mem_multiplier 2).
+  (5 batches at 20 MB with hash_mem_multiplier 2). Its ceiling, measured before a real run
+  (bench/preset_ceiling.py mixed-reporting, 2026-11-28, 8 clients, 20 s runs, 3 rounds, busy
+  machine): about 10 TPS at the defaults, the reports' sorts and hashes CPU-bound (92-99% of
+  the wait samples on CPU); work_mem 256 MB removes every spill (6.6 MB of temp files per
+  transaction to none) without a visible gain (per round x0.74-1.35 against the defaults),
+  and 20 reports per run make the rounds spread x0.67-1.48. The spills go to the page cache,
+  so on 2 cores they cost little; this preset has shown no decisive knob effect here.
 - write-heavy-slow-disk: tpcb on an environment whose disk is limited (`pgrig env set ENV
   --disk-limit wiops=300`, cgroup blkio throttling): commits wait for WAL flushes, so WAL
   volume, commit grouping and checkpoint spreading decide. The preset refuses an environment
-  without a disk limit, and says how to set one.
+  without a disk limit, and says how to set one. Measured before choosing it
+  (bench/preset_ceiling.py write-heavy-slow-disk, 2026-11-28, scale 10, 8 clients, 15 s runs,
+  busy machine): about 110-120 WAL flushes/s at the limit in every durable configuration;
+  the defaults 190-225 TPS, pgtune-oltp the same (it cuts WAL bytes, not flushes),
+  commit_delay=1000 with commit_siblings=1 x1.31-1.35 in each round (more commits per flush),
+  synchronous_commit=off (unsafe) x5-6.
 """
 
 from __future__ import annotations
@@ -28,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.tune import ablation
 
 # shipped with the package: pgrig/workloads/reporting/
 WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads" / "reporting"
@@ -47,7 +63,8 @@ class Preset:
     warmup: str
     confirm_repeats: int
     space: str  # a workload class of tune/space.CLASS_KNOBS
-    ablation_repeats: int = 4
+    ablation_repeats: int = ablation.DEFAULT_REPEATS
+    ablation_units: int = ablation.DEFAULT_MAX_UNITS
     needs_disk_limit: bool = False
     suggested_disk_limit: str = ""
 
@@ -64,6 +81,7 @@ class Preset:
             "confirm_repeats": self.confirm_repeats,
             "space": self.space,
             "ablation_repeats": self.ablation_repeats,
+            "ablation_units": self.ablation_units,
         }
 
 
@@ -77,16 +95,17 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset(
             "read-heavy",
-            "pgbench select-only over scale 30 (~450 MB, 3.5x the default shared_buffers)",
+            "pgbench select-only over scale 200 (~3 GB, 23x the default shared_buffers)",
             ("pgbench:select-only",),
-            scale=30,
+            scale=200,
             clients=8,
             threads=2,
-            trials=12,
-            duration="20s",
+            trials=5,
+            duration="15s",
             warmup="5s",
             confirm_repeats=6,
             space="read",
+            ablation_units=2,
         ),
         Preset(
             "mixed-reporting",
@@ -104,16 +123,17 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "write-heavy-slow-disk",
-            "pgbench tpcb at scale 10 on a disk limited with --disk-limit",
+            "pgbench tpcb at scale 10 on a disk limited with --disk-limit (wiops=300)",
             ("pgbench:tpcb",),
             scale=10,
             clients=8,
             threads=2,
-            trials=12,
-            duration="20s",
+            trials=8,
+            duration="15s",
             warmup="5s",
             confirm_repeats=6,
             space="write",
+            ablation_units=3,
             needs_disk_limit=True,
             suggested_disk_limit="wiops=300,riops=1000",
         ),

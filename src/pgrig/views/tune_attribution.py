@@ -106,8 +106,8 @@ def build(
     extra_configs = [c for c in plan.get("configs") or {} if c == ablation.DURABLE]
     if units:
         ratio = gain.ratio if gain is not None else None
-        # the ablation is its own set of questions, asked once after the confirmation: at the
-        # default misrate (its 4 rounds are then pairs), not at a look's share of it
+        # the ablation is its own family of questions, asked once after the confirmation:
+        # Holm-corrected at the default misrate for the whole family, not at a look's share
         measured = ablation.shares(
             runs, units, metric, threshold, ratio, DEFAULT_MISRATE, extra_configs
         )
@@ -122,6 +122,23 @@ def build(
     out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))])
     out.reasons = reasons(extra, out)
     return out
+
+
+def holm_text(a: Attribution) -> str:
+    """How the ablation's comparisons were judged: Holm over the family, each at its level."""
+    judged = [s.comparison for s in [*a.shares, *([a.durable] if a.durable else [])]]
+    levels = sorted({c.misrate for c in judged if c is not None})
+    k = len({id(c) for c in judged if c is not None})
+    if k <= 1:
+        return f"One comparison, judged at misrate {DEFAULT_MISRATE:g}."
+    return (
+        f"The {k} comparisons are corrected for multiplicity with Holm's step-down rule "
+        f"(misrate {DEFAULT_MISRATE:g} for the whole family): each is judged at "
+        f"{DEFAULT_MISRATE:g}/k, {DEFAULT_MISRATE:g}/(k-1), ... in the order of its strength, "
+        "its bounds as wide as its level (here "
+        + ", ".join(f"{m:.3g}" for m in levels)
+        + "); the basis column gives each one's bounds."
+    )
 
 
 def ablation_names(plan: dict[str, Any]) -> list[str]:

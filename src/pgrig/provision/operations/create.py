@@ -12,7 +12,7 @@ from pgrig.provision.pooler import PoolerConfig
 from pgrig.provision.server import standby
 from pgrig.provision.server.standby import Source
 from pgrig.provision.settings import config
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, check_new_name
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 
@@ -66,6 +66,7 @@ class CreatePlan:
 
 def check(opts: CreateOptions) -> CreatePlan:
     """Every flag and their combinations, before anything is made or stdin is read."""
+    check_new_name(opts.name)  # first: a reserved name is refused before anything else
     limit = disk_limits.parse(opts.disk_limit) if opts.disk_limit is not None else None
     if limit is not None and opts.on is not None:
         raise PgrigError(REMOTE_DISK_LIMIT)

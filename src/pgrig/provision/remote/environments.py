@@ -150,9 +150,9 @@ def create(
     from pgrig import paths
     from pgrig.provision.remote import replicas as remote_replicas
     from pgrig.provision.server import binaries, remote_access
-    from pgrig.provision.state.environment import check_name
+    from pgrig.provision.state.environment import check_new_name
 
-    check_name(name)
+    check_new_name(name)
     host = registry.get(on)
     if (paths.envs_dir() / name).exists():
         raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")

@@ -353,6 +353,21 @@ def check_name(name: str) -> None:
         )
 
 
+# Words a command reads in an environment's place: `pgrig tune show NAME` prints a study, so an
+# environment named "show" could never be tuned by name. New environments may not take them;
+# one made before keeps working everywhere else (destroy, show, run).
+RESERVED_NAMES = {"show": "`pgrig tune show NAME` reads it as its subcommand"}
+
+
+def check_new_name(name: str) -> None:
+    """A name a new environment may take: valid, and not a command's word (RESERVED_NAMES)."""
+    check_name(name)
+    if name in RESERVED_NAMES:
+        raise PgrigError(
+            f"environment name {name!r} is reserved: {RESERVED_NAMES[name]}; choose another name"
+        )
+
+
 def mask_dsn(dsn: str) -> str:
     """Replace any password in a URL or key=value DSN with ***."""
     dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
