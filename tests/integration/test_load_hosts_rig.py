@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -100,7 +101,7 @@ def pgbench_left(*hosts: str, wait_s: float = 8.0) -> list[str]:
         left = []
         for host in hosts:
             for pid, comm in namespace_hosts.processes(f"{PREFIX}-{host}"):
-                if comm in ("pgbench", "python3"):
+                if comm in ("pgbench", "sysbench", "python3"):
                     left.append(f"{host}:{pid}:{comm}")
         if not left or time.monotonic() > deadline:
             return left
@@ -166,6 +167,68 @@ def test_load_from_two_hosts_merges_exactly(lab: str) -> None:
     assert shown["load_hosts_cpu_s"] == pytest.approx(sum(a["cpu_s"] for a in agents.values()))
     text = " ".join(servers.pgrig("runs", "show", str(doc["id"])).stdout.split())
     assert re.search(r"load hosts' agents [\d.]+ CPU-s \(h2 [\d.]+, h3 [\d.]+\)", text), text
+
+
+ROOT = Path(__file__).resolve().parents[2]
+LEDGER = ROOT / "examples" / "sysbench" / "ledger" / "ledger.lua"
+
+
+def load_hosts_command() -> list[str]:
+    """The command of docs/sysbench.md's "On load hosts" block, as a shell reads it."""
+    section = (ROOT / "docs" / "sysbench.md").read_text().split("## On load hosts", 1)[1]
+    block = section.split("```sh\n")[1].split("```")[0].replace("\\\n", " ")
+    (argv,) = [shlex.split(line) for line in block.splitlines() if line.strip()]
+    return argv
+
+
+def test_a_multi_file_sysbench_script_from_two_hosts(lab: str) -> None:
+    """docs/sysbench.md's command: examples/sysbench/ledger (ledger.lua requiring three modules
+    beside it) run by the sysbench of two load hosts (the rig shares /usr: Debian's sysbench),
+    its files shipped to each agent, the figures merged."""
+    from pgrig import format as fmt
+    from pgrig.views import run_hosts
+
+    if shutil.which("sysbench") is None:
+        pytest.skip("sysbench is not installed (scripts/setup.sh installs it)")
+    servers.pgrig("db", "generate", lab, "--db", "ledger", "--scenario", "sysbench", "--script",
+                  str(LEDGER.relative_to(ROOT)), "--define", "scale=1", "--define", "tables=2",
+                  cwd=ROOT)  # fmt: skip
+    argv = load_hosts_command()
+    assert argv[:3] == ["pgrig", "run", "lab"] and argv.count("--load-from") == 2
+    args = [lab if a == "lab" else a for a in argv[1:]]
+    proc = servers.pgrig(*args, "--json", cwd=ROOT)
+    script = LEDGER
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "ok", doc["error"]
+    rec = record(doc["id"])
+    assert rec.scenario == "sysbench" and rec.extra["dataset"]["script"] == str(script)
+    # each host ran its own sysbench on the shipped copy, with the dataset's options
+    lines = rec.command.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["h2", "h3"]
+    assert all(" @WORK@/lua/ledger.lua " in ln and ln.endswith("--scale=1 --tables=2 run")
+               for ln in lines)  # fmt: skip
+    assert all("--threads=2 " in ln for ln in lines)
+    hosts = rec.extra["load"]["hosts"]
+    assert all(hosts[h]["exit_code"] == 0 and hosts[h]["generator"]["transactions"] > 0
+               for h in ("h2", "h3"))  # fmt: skip
+    # the run's transactions are the sum of each host's own, over the window
+    stdout = (Path(os.environ["PGRIG_HOME"]) / "artifacts" / rec.artifacts["sysbench.stdout"]
+              ).read_text()  # fmt: skip
+    per_host = dict(re.findall(r"^--- (h\d)\n(.*?)(?=^--- h\d$|\Z)", stdout, re.M | re.S))
+    assert list(per_host) == ["h2", "h3"]
+    finals = [int(re.findall(r"transactions:\s+(\d+)", part)[-1]) for part in per_host.values()]
+    assert sum(finals) == doc["transactions"] > 0
+    assert rec.extra["latency_basis"]["samples"] > 0
+    assert set(rec.extra["latency_basis"]["check"]["hosts"]) == {"h2", "h3"}
+    assert rec.series["pgbench"]["tps"] and {"os@h2", "os@h3"} <= set(rec.series)
+    table = run_hosts.hosts_table(rec)  # runs show's hosts table: each host's transactions
+    assert table is not None
+    rows = {row[0].text: [cell.text for cell in row] for row in table.rows}
+    assert {"h2", "h3"} <= set(rows)
+    assert all(
+        rows[h][5] == fmt.number(hosts[h]["generator"]["transactions"]) for h in ("h2", "h3")
+    )
+    assert pgbench_left("h2", "h3") == []
 
 
 def test_emit_k8s_writes_the_experiment_instead_of_running_it(lab: str, tmp_path: Path) -> None:

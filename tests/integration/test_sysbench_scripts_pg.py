@@ -18,6 +18,7 @@ import pytest
 
 from pgrig.archive.store import Archive
 from pgrig.provision.state.environment import Environment
+from pgrig.workloads import datasets, sysbench_lua
 from tests.integration.servers import pgrig, scratch_home
 
 pytestmark = pytest.mark.integration
@@ -50,9 +51,9 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
         assert conn.execute("SELECT count(*) FROM accounts2").fetchone() == (1000,)
 
     ids = []
-    for _ in range(2):  # no --define: the dataset's scale and tables are the run's
+    for more in ([], ["--define", "read_pct=80"]):  # the dataset's scale and tables: the run's
         out = pgrig("run", env, "-w", f"sysbench:{script}", "-c", "2", "-T", "2",
-                    "--warmup", "1", "--json", cwd=Path("/tmp"))  # fmt: skip
+                    "--warmup", "1", *more, "--json", cwd=Path("/tmp"))  # fmt: skip
         doc = json.loads(out.stdout)
         assert doc["status"] == "ok", doc["error"]
         assert doc["transactions"] > 0
@@ -71,7 +72,14 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
     assert doc["passed"] is True and doc["script"] == "sysbench:ledger.lua"
 
     compared = json.loads(pgrig("runs", "compare", str(ids[0]), str(ids[1]), "--json").stdout)
-    assert "ratio" in json.dumps(compared)
+    assert compared["verdict"]["metric"] == "tps" and compared["verdict"]["ratio"] > 0
+    # what the two runs share (the data the script prepared) and what differs (its option)
+    prepared = "ledger.lua scale=1 tables=2"
+    assert compared["context"]["script_data"] == {"a": prepared, "b": prepared}
+    assert compared["context"]["defines"] == {"a": None, "b": "read_pct=80"}
+    lines = pgrig("runs", "compare", str(ids[0]), str(ids[1])).stdout.splitlines()
+    at = lines.index("workload options")
+    assert lines[at + 1].endswith("(ok): -") and lines[at + 2].endswith("(ok): read_pct=80")
 
     # money made out of nothing: the script's own check fails, and so does `db check`
     with psycopg.connect(conn_env.conninfo("pgrig"), autocommit=True) as conn:
@@ -79,6 +87,14 @@ def test_prepare_run_check_compare(lab: tuple[str, Path]) -> None:
     bad = pgrig("db", "check", env, check=False)
     assert bad.returncode == 1 and "check FAILED" in bad.stdout
     assert "set 1: accounts hold 1000007, expected 1000000" in bad.stdout + bad.stderr
+
+    # generated again with fewer table sets: the old data's cleanup drops all of it
+    pgrig("db", "generate", env, "--scenario", "sysbench", "--script", str(script),
+          "--define", "tables=1")  # fmt: skip
+    with psycopg.connect(conn_env.conninfo("pgrig")) as conn:
+        left = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                            "ORDER BY 1").fetchall()  # fmt: skip
+    assert [t for (t,) in left] == ["accounts1", "branches1", "transfers1"]
 
 
 def test_disagreements_refused_before_anything_is_archived(lab: tuple[str, Path]) -> None:
@@ -111,6 +127,16 @@ def test_disagreements_refused_before_anything_is_archived(lab: tuple[str, Path]
     assert "pgrig db generate sbs --db mixed --scenario sysbench" in bad.stderr
     assert Archive(None).count_runs() == before
 
+    # a script's data beside another dataset's tables: refused, nothing touched
+    bad = pgrig("db", "generate", env, "--db", "mixed", "--scenario", "sysbench", "--script",
+                str(script), check=False)  # fmt: skip
+    assert bad.returncode != 0
+    assert "database 'mixed' of sbs holds 5 tables (a pgbench dataset of scale 2" in bad.stderr
+    assert "the prepare of ledger.lua would add its tables beside them" in bad.stderr
+    assert "--db NAME --scenario sysbench --script" in bad.stderr
+    kept = datasets.get(Environment.load(env), "mixed")
+    assert kept is not None and kept["scenario"] == "pgbench" and kept["scale"] == 2
+
     # a check where the data has none: said so
     bad = pgrig("db", "check", env, "--db", "mixed", check=False)
     assert bad.returncode != 0 and "no consistency check for the pgbench dataset" in bad.stderr
@@ -136,7 +162,9 @@ def documented_commands() -> list[list[str]]:
     """The commands of docs/sysbench.md's block that uses examples/sysbench/ledger."""
     page = (ROOT / "docs" / "sysbench.md").read_text()
     blocks = [b.split("```", 1)[0] for b in page.split("```sh\n")[1:]]
-    (block,) = [b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b]
+    (block,) = [  # the load hosts' block: tests/integration/test_load_hosts_rig.py
+        b for b in blocks if "examples/sysbench/ledger/ledger.lua" in b and "--load-from" not in b
+    ]
     return [shlex.split(line) for line in block.splitlines() if line.strip()]
 
 
@@ -152,3 +180,61 @@ def test_the_documented_commands_run(lab: tuple[str, Path]) -> None:
         args = [env if a == "lab" else a for a in argv[1:]]
         outputs.append(pgrig(*args, cwd=ROOT).stdout)
     assert "sysbench:ledger.lua check passed on sbs/ledger" in outputs[-1]
+
+
+# The one command of the sysbench-tpcc block that needs the internet; the tests put a stand-in
+# of the same shape (tests/fixtures/sysbench/tpcc_shape) where it would put the scripts.
+CLONE = ["git", "clone", "https://github.com/Percona-Lab/sysbench-tpcc"]
+TPCC_SHAPE = ROOT / "tests" / "fixtures" / "sysbench" / "tpcc_shape"
+
+
+def tpcc_commands(page: Path) -> list[list[str]]:
+    """The commands of a page's sysbench-tpcc block, as a shell reads them (comments out)."""
+    blocks = [b.split("```", 1)[0] for b in page.read_text().split("```sh\n")[1:]]
+    (block,) = [b for b in blocks if "sysbench-tpcc/tpcc.lua" in b]
+    lines = block.replace("\\\n", " ").splitlines()
+    return [shlex.split(line, comments=True) for line in lines if line.strip()]
+
+
+def test_the_sysbench_tpcc_commands_run(lab: tuple[str, Path], tmp_path: Path) -> None:
+    """The README's and docs/sysbench.md's sysbench-tpcc commands, as typed, in a directory
+    where `git clone` put the scripts (the stand-in: the same options, commands and modules)."""
+    env, _script = lab
+    commands = tpcc_commands(ROOT / "docs" / "sysbench.md")
+    assert tpcc_commands(ROOT / "README.md") == commands
+    assert commands[0] == CLONE  # its directory: the repository's name, as git makes it
+    shutil.copytree(TPCC_SHAPE, tmp_path / "sysbench-tpcc")
+    rest = commands[1:]
+    assert [argv[:3] for argv in rest] == [
+        ["pgrig", "db", "generate"], ["pgrig", "run", "lab"], ["pgrig", "db", "check"],
+    ]  # fmt: skip
+    outputs = [pgrig(*[env if a == "lab" else a for a in argv[1:]], cwd=tmp_path).stdout
+               for argv in rest]  # fmt: skip
+    assert "sysbench:tpcc.lua check passed on sbs/tpcc" in outputs[-1]
+    assert "Check 2, warehouse: 1 PASSED" in outputs[-1]
+    facts = sysbench_lua.describe("sysbench", tmp_path / "sysbench-tpcc" / "tpcc.lua")
+    assert {"scale", "tables", "use_fk", "trx_level", "force_pk", "report_csv"} <= set(
+        facts.options
+    )
+    assert {"prepare", "check", "cleanup", "run"} <= facts.commands
+
+
+def test_a_script_run_from_a_load_host(lab: tuple[str, Path]) -> None:
+    """--load-from localhost: the agent of a load host as a child process (the same code path as
+    over SSH: tests/integration/test_load_hosts_rig.py): the script and its modules shipped into
+    the agent's directory, the dataset's options, the figures of its sysbench."""
+    env, script = lab
+    pgrig("db", "generate", env, "--db", "hosted", "--scenario", "sysbench", "--script",
+          str(script), "--define", "tables=1")  # fmt: skip
+    out = pgrig("run", env, "--db", "hosted", "-w", f"sysbench:{script}", "-c", "2", "-T", "2",
+                "--warmup", "1", "--load-from", "localhost", "--json")  # fmt: skip
+    doc = json.loads(out.stdout)
+    assert doc["status"] == "ok", doc["error"]
+    rec = Archive(None).get_run(doc["id"])
+    assert rec is not None and rec.command is not None
+    assert rec.command.startswith("localhost: ") and " @WORK@/lua/ledger.lua " in rec.command
+    assert rec.command.endswith("--tables=1 run")
+    host = rec.extra["load"]["hosts"]["localhost"]
+    assert host["exit_code"] == 0 and host["generator"]["transactions"] >= doc["transactions"] > 0
+    assert "sysbench.stdout" in rec.artifacts
+    assert rec.extra["latency_basis"]["check"]["agrees"] is True

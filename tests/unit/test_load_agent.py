@@ -142,3 +142,48 @@ def test_measure_rtt_times_connects_and_tells_loopback() -> None:
         server.close()
     refused = measure_rtt("127.0.0.1", 1, 3)
     assert "cannot connect" in refused["error"] and refused["samples_us"] == []
+
+
+FAKE_SYSBENCH = """#!/bin/sh
+# prints sysbench-shaped report lines on stdout, and where its Lua files are
+echo "Threads started!"
+echo "[ 1s ] thds: 2 tps: 10.00 qps: 40.00 (r/w/o: 0.00/0.00/0.00) lat (ms,95%): 1.00 err/s: 0.00"
+cat "$LUA_DIR/main.lua" "$LUA_DIR/main_module.lua"
+"""
+
+
+def test_files_in_a_sub_directory_a_program_on_the_path_and_stdout_lines(tmp_path: Path) -> None:
+    """What a sysbench script on a load host needs: its modules beside it in a directory of
+    the agent's, sysbench found on the host's PATH, its stdout reports as they come."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "fakebench").write_text(FAKE_SYSBENCH)
+    (bindir / "fakebench").chmod(0o755)
+    lines: list[str] = []
+    client = AgentClient(LocalTransport(), on_stdout=lambda _h, line: lines.append(line))
+    try:
+        client.wait_ready()
+        client.put_file("lua/main.lua", "-- main\n")
+        client.put_file("lua/main_module.lua", "-- module\n")
+        for bad in ("../escape.lua", "a/b/c.lua", "/etc/x", "lua/.."):
+            client.put_file(bad, "x")
+        env = {"PATH": f"{bindir}:/usr/bin:/bin", "LUA_DIR": "@WORK@/lua"}
+        client.start(0, ["fakebench", "x"], env, deadline_s=30, stdout_lines=True)
+        assert client.exited.wait(15)
+        st = client.state
+        assert st.exit_rc == 0, st.errors
+        assert lines[:2] == ["Threads started!", lines[1]] and lines[1].startswith("[ 1s ]")
+        assert "-- main" in lines and "-- module" in lines
+        assert st.stdout.splitlines() == lines  # the whole stdout comes with the exit too
+        assert [e.split(":")[0] for e in st.errors] == ["not a file name"] * 4
+    finally:
+        client.close()
+    missing = AgentClient(LocalTransport())
+    try:
+        missing.wait_ready()
+        missing.start(0, ["no-such-bench"], {"PATH": str(tmp_path)}, deadline_s=10)
+        assert missing.exited.wait(10)
+        assert missing.state.exit_rc == 127
+        assert "no executable no-such-bench on this host's PATH" in missing.state.errors[0]
+    finally:
+        missing.close()

@@ -132,3 +132,54 @@ def test_sysbench_refuses_what_it_cannot_do(flags: dict, says: str) -> None:
 def test_unknown_test_is_named() -> None:
     with pytest.raises(PgrigError, match="unknown sysbench test 'oltp_nope'"):
         sysbench.script_path("sysbench:oltp_nope")
+
+
+def test_csv_reports_are_per_second_reports() -> None:
+    """sysbench.report_csv (sysbench-tpcc's --report-csv=yes; captured from sysbench 1.0.20):
+    time, threads, tps, qps, r/w/o per s, the percentile (ms), errors/s, reconnects/s."""
+    r = sysbench_output.parse_interval("2,4,45.02,180.08,0.00,0.00,0.00,1.05,0.50,0.00")
+    assert r is not None and (r.elapsed_s, r.threads, r.tps, r.qps) == (2, 4, 45.02, 180.08)
+    assert (r.lat_pct, r.errors_per_s) == (1.05, 0.5)
+    assert sysbench_output.parse_interval("1,2,3") is None
+    assert sysbench_output.parse_interval("    total time:    2.0122s") is None
+
+
+def test_the_load_hosts_outputs_merge() -> None:
+    """Two hosts' outputs: counts and rates add, histograms add bucket by bucket, the average
+    is over every event, no percentile is made up by adding."""
+    a = _read("oltp_read_only_checkpoint.out")
+    b = _read("oltp_read_write_interleaved.out")
+    merged = sysbench_output.merge({"h2": a, "h3": b})
+    assert a.final is not None and b.final is not None and merged.final is not None
+    assert merged.final.transactions == a.final.transactions + b.final.transactions
+    assert merged.final.tps == pytest.approx(a.final.tps + b.final.tps)
+    assert merged.final.lat_pct_ms is None and merged.final.lat_pct == a.final.lat_pct
+    assert merged.final.lat_max_ms == max(a.final.lat_max_ms, b.final.lat_max_ms)
+    assert a.final.lat_sum_ms is not None and b.final.lat_sum_ms is not None
+    events = (a.final.events or 0) + (b.final.events or 0)
+    assert merged.final.lat_avg_ms == pytest.approx(
+        (a.final.lat_sum_ms + b.final.lat_sum_ms) / events, abs=0.001
+    )
+    assert sum(c for _v, c in merged.histogram) == sum(c for _v, c in a.histogram) + sum(
+        c for _v, c in b.histogram
+    )
+    first = {r.elapsed_s: r for r in a.intervals}[1]
+    other = {r.elapsed_s: r for r in b.intervals}[1]
+    one = {r.elapsed_s: r for r in merged.intervals}[1]
+    assert one.tps == pytest.approx(first.tps + other.tps) and one.lat_pct is None
+    assert merged.parts == {"h2": a, "h3": b}
+    # a host stopped before its final report: the run has no final figures
+    stopped = sysbench_output.Output(intervals=a.intervals, checkpoint=a.checkpoint)
+    assert sysbench_output.merge({"h2": a, "h3": stopped}).final is None
+
+
+def test_a_merged_runs_percentile_check_is_each_hosts_own() -> None:
+    a = _read("oltp_read_only_checkpoint.out")
+    b = _read("oltp_read_write_interleaved.out")
+    merged = sysbench_output.merge({"h2": a, "h3": b})
+    rec = RunRecord(env_name="e", workload="sysbench:oltp_read_only", clients=2, threads=1)
+    assert merged.final is not None
+    _window_figures(rec, merged.final, merged.histogram, "sysbench:oltp_read_only", merged.parts)
+    check = rec.extra["latency_basis"]["check"]
+    assert set(check["hosts"]) == {"h2", "h3"} and check["agrees"] is True
+    assert check["sysbench_ms"] is None and check["from_histogram_ms"] is not None

@@ -312,6 +312,7 @@ class PercentileCheck(TypedDict, total=False):
     sysbench_ms: float | None
     from_histogram_ms: float | None
     agrees: bool
+    hosts: dict[str, PercentileCheck]  # several load hosts: each one's own check
 
 
 class LatencyBasisDoc(TypedDict, total=False):

@@ -416,7 +416,6 @@ _SYSBENCH_REFUSED: dict[str, str] = {
     "max_tries": "sysbench retries deadlocks and serialization failures itself",
     "extra_pgbench_args": "these are pgbench options; give sysbench's Lua options with --define",
     "keep_txlog": "sysbench keeps no per-transaction log",
-    "load_from": "load hosts run pgbench only",
     "txlog": "sysbench keeps no per-transaction log (its percentiles come from --histogram)",
 }
 
@@ -431,7 +430,6 @@ def _check_sysbench(p: LoadParams) -> None:
         "max_tries": p.max_tries != 1,
         "extra_pgbench_args": bool(p.extra_pgbench_args),
         "keep_txlog": p.keep_txlog,
-        "load_from": bool(getattr(p, "load_from", None)),
         "txlog": p.txlog not in ("auto", "off"),
     }
     wrong = [name for name, given_here in given.items() if given_here]

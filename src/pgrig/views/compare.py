@@ -102,6 +102,22 @@ def _clients(r: RunRecord) -> str:
     return f"{r.clients} / {r.threads}"
 
 
+def _options(r: RunRecord) -> str | None:
+    """The workload's own options as the run gave them (-D, sysbench's --define)."""
+    return " ".join(f"{k}={v}" for k, v in sorted((r.defines or {}).items())) or None
+
+
+def _script_data(r: RunRecord) -> str | None:
+    """sysbench data a script prepared: the script and the options it prepared it with (two
+    runs of one script on data of another scale are not alike; `scale` says nothing there)."""
+    dataset = r.extra.get("dataset") or {}
+    if r.scenario != "sysbench" or not dataset.get("script"):
+        return None
+    defines = " ".join(f"{k}={v}" for k, v in sorted((dataset.get("defines") or {}).items()))
+    name = str(dataset["script"]).rsplit("/", 1)[-1]
+    return f"{name} {defines}".strip()
+
+
 CONTEXT_SPECS: tuple[ContextSpec, ...] = (
     ContextSpec("status", "status", lambda r: r.status),
     ContextSpec("started_at", "started", lambda r: r.started_at, fmt.timestamp),
@@ -116,6 +132,8 @@ CONTEXT_SPECS: tuple[ContextSpec, ...] = (
     ContextSpec("cpus", "CPUs", cpus_of),
     ContextSpec("workload", "workload", lambda r: r.workload),
     ContextSpec("scale", "scale", lambda r: r.scale),
+    ContextSpec("script_data", "data prepared by", _script_data),
+    ContextSpec("defines", "workload options", _options),
     ContextSpec("db_size_bytes", "data volume", lambda r: r.db_size_bytes, fmt.size),
     ContextSpec("clients", "clients / threads", _clients),
     ContextSpec("duration_s", "duration", duration_of, fmt.duration),

@@ -35,14 +35,20 @@ def generate(
 
     dbname = request.database or env.default_database
     _check_room(env, request)
+    marker: dict[str, Any] = {"scenario": request.scenario, "complete": False}
+    old_defines = None
     if request.scenario == "sysbench" and request.script is not None:
         from pgrig.workloads import sysbench_dataset
 
-        sysbench_dataset.checked_script(Path(request.script), request.defines)
+        _label, path, facts = sysbench_dataset.checked_script(Path(request.script), request.defines)
+        old_defines = sysbench_dataset.cleanup_defines(env, dbname, path, get(env, dbname))
+        # a prepare that fails or is killed leaves tables: its script may clean them up later
+        marker |= {"script": str(path), "script_sha256": facts.sha256,
+                   "defines": dict(request.defines)}  # fmt: skip
     created = database.ensure_database(env, dbname)
-    record(env, dbname, {"scenario": request.scenario, "complete": False, "pid": os.getpid()})
+    record(env, dbname, {**marker, "pid": os.getpid()})
     try:
-        info = _generate(env, dbname, request, progress)
+        info = _generate(env, dbname, request, progress, old_defines)
     except BaseException:
         if created:  # nothing of it was there before: nothing of it stays
             with contextlib.suppress(Exception):
@@ -72,7 +78,11 @@ def _check_room(env: Environment, request: DatasetRequest) -> None:
 
 
 def _generate(
-    env: Environment, dbname: str, request: DatasetRequest, progress: Progress | None
+    env: Environment,
+    dbname: str,
+    request: DatasetRequest,
+    progress: Progress | None,
+    old_defines: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     if request.scenario == "pgbench":
         from pgrig.workloads import pgbench_data
@@ -101,8 +111,9 @@ def _generate(
         from pgrig.workloads import sysbench_dataset
 
         info = sysbench_dataset.prepare(
-            env, dbname, Path(request.script), request.defines, request.jobs or 1, progress
-        )
+            env, dbname, Path(request.script), request.defines, request.jobs or 1, progress,
+            old_defines=old_defines,
+        )  # fmt: skip
     elif request.scenario == "sysbench":
         from pgrig.workloads import sysbench
 

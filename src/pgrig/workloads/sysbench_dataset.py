@@ -182,6 +182,53 @@ def checked_script(script: Path, defines: dict[str, str]) -> tuple[str, Path, Sc
     return label, path, facts
 
 
+def same_script(dataset: dict[str, Any] | None, path: Path, sha256: str) -> bool:
+    """Whether the dataset is (or was being) prepared by this script: the same file or the
+    same content."""
+    if not dataset or dataset.get("scenario") != "sysbench" or not dataset.get("script"):
+        return False
+    return Path(str(dataset["script"])) == path or dataset.get("script_sha256") == sha256
+
+
+def cleanup_defines(
+    env: Environment,
+    dbname: str,
+    script: Path,
+    previous: dict[str, Any] | None,
+) -> dict[str, str] | None:
+    """Before a script prepares data in a database that already holds tables: the options
+    its cleanup must get to drop them (those the same script prepared them with: generating
+    again with tables=1 after tables=4 drops all four), or a refusal when the tables are not
+    this script's. A script's prepare creates its tables beside whatever is there, and some
+    count every table of the database (sysbench-tpcc's prepare waits until it sees exactly
+    its own 9 per table set, and would never end). None: nothing there."""
+    from pgrig.workloads import database
+
+    path = script.expanduser().resolve()
+    with database.connect(env, "postgres") as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            return None
+    with database.connect(env, dbname) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_catalog.pg_tables "
+            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchone()
+    tables = int(row[0]) if row else 0
+    if tables == 0:
+        return None
+    if same_script(previous, path, sysbench_lua.sha256_of(path)):
+        assert previous is not None
+        return {str(k): str(v) for k, v in (previous.get("defines") or {}).items()}
+    held = describe_dataset(previous) if previous else "tables of no dataset pgrig recorded"
+    raise PgrigError(
+        f"database {dbname!r} of {env.name} holds {tables} table{'s' if tables != 1 else ''} "
+        f"({held}): the prepare of {path.name} would add its tables beside them, and a script "
+        "may count or read every table there (the prepare of sysbench-tpcc then never ends). "
+        f"Prepare its data into a database of its own: pgrig db generate {env.name} --db NAME "
+        f"--scenario sysbench --script {path} [--define NAME=VALUE]"
+    )
+
+
 def prepare(
     env: Environment,
     dbname: str,
@@ -189,9 +236,11 @@ def prepare(
     defines: dict[str, str],
     jobs: int,
     progress: Progress | None = None,
+    old_defines: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The script's `prepare` with the defines as its options (its `cleanup` first, where it
-    declares one, so that generating again replaces the data)."""
+    declares one, so that generating again replaces the data; with old_defines, the options
+    the data there was prepared with: cleanup_defines)."""
     from pgrig.workloads import database
 
     binary = sysbench.binary()
@@ -202,7 +251,8 @@ def prepare(
         if progress:
             progress(0, 2, "cleanup")
         # its failure is no matter: before a first prepare there is nothing to drop
-        _command(env, dbname, binary, path, defines, "cleanup", 1)
+        for options in [old_defines, defines] if old_defines is not None else [defines]:
+            _command(env, dbname, binary, path, options, "cleanup", 1)
     if progress:
         progress(1, 2, "prepare")
     proc = _command(env, dbname, binary, path, defines, "prepare", jobs)

@@ -23,7 +23,9 @@ from pgrig.load.core.run_context import RunContext
 from pgrig.load.core.run_steps import StopIf
 from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
-from pgrig.load.engines import results
+from pgrig.load.engines import results, sysbench_output
+from pgrig.load.engines.driver import LoadDriver
+from pgrig.load.engines.sysbench_driver import SysbenchDriver
 from pgrig.load.remote import host_samplers, load_hosts
 from pgrig.load.remote.multi_load import (
     SATURATED_PCT,
@@ -37,7 +39,9 @@ from pgrig.load.remote.split import HostShare, split_load
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import HarnessLoadHost, LoadDoc
 from pgrig.request import RunRequest
+from pgrig.workloads import sysbench_lua
 
+LUA_DIR = "lua"  # a sysbench script's directory in the agent's: LUA_PATH's first entry
 DEADLINE_GRACE_S = 120.0  # an agent ends pgbench this long after -T whatever happens
 UNTIMED_DEADLINE_S = 24 * 3600.0  # -t runs: a day
 
@@ -47,8 +51,6 @@ def check(spec: RunRequest) -> None:
     if not spec.load_from:
         return
     split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
-    if spec.is_sysbench:
-        raise PgrigError("--load-from drives pgbench on the load hosts: not with sysbench")
     if spec.client_cpus:
         raise PgrigError("--client-cpus pins pgbench on this machine: not with --load-from")
     if spec.duration_s is None and spec.warmup_s > 0:
@@ -74,8 +76,10 @@ def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
         load_hosts.check_reachable_target(share.host, pghost)
 
 
-def measure(ctx: RunContext, pgbench: str) -> RunRecord:
-    """`pgbench` on the load hosts (--load-from), their logs merged, with every sampler."""
+def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> RunRecord:
+    """`pgbench` on the load hosts (--load-from), their logs merged, with every sampler; with
+    `driver` (the run's sysbench driver: its options from the dataset, its warnings), the
+    hosts' sysbench, their outputs merged."""
     from pgrig.archive import artifacts
     from pgrig.insights import collector as insights
 
@@ -90,7 +94,13 @@ def measure(ctx: RunContext, pgbench: str) -> RunRecord:
     shares = split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
     client_env = run_steps.client_env(env, spec, dbname)
     passfile = _remote_passfile(env)
-    loads = [_host_load(share, spec, pgbench, client_env, total_s, passfile) for share in shares]
+    sysbench_run = isinstance(driver, SysbenchDriver)
+    if isinstance(driver, SysbenchDriver):
+        loads = [_host_sysbench(share, driver, client_env, passfile) for share in shares]
+    else:
+        loads = [
+            _host_load(share, spec, pgbench, client_env, total_s, passfile) for share in shares
+        ]
     rec.command = "\n".join(
         f"{x.host}: {pgbench_command.shell_quote(x.argv)}" for x in loads
     )  # fmt: skip
@@ -106,16 +116,19 @@ def measure(ctx: RunContext, pgbench: str) -> RunRecord:
     unpin: Any = lambda: None  # noqa: E731
     run_lease: lifecycle.RunLease | None = None
     meter: harness_meter.Meter | None = None
-    stream = TxlogStream(
+    stream = None if sysbench_run else TxlogStream(
         origin_us=0,  # set by launch()
         plan=plan,
         has_lag=spec.rate is not None,
         has_retries=spec.max_tries != 1,
         script_names=[s.name for s in spec.scripts],
         expected_sources=sum(s.threads for s in shares),
-    )
+    )  # fmt: skip
     try:
-        load = MultiHostLoad(open_transports([s.host for s in shares], load_hosts.transport))
+        load = MultiHostLoad(
+            open_transports([s.host for s in shares], load_hosts.transport),
+            program="sysbench" if sysbench_run else "pgbench",
+        )
         load.connect()
         host, port = client_env.get("PGHOST", "127.0.0.1"), int(client_env.get("PGPORT", "5432"))
         rec.extra["network"] = {"paths": load.network(host, port)}
@@ -137,7 +150,10 @@ def measure(ctx: RunContext, pgbench: str) -> RunRecord:
         meter = harness_meter.Meter(env, dbname)  # what pgrig itself takes over the load
         with contextlib.suppress(Exception):
             meter.start()
-        rec.extra["pgbench_launched_at"] = load.launch(loads, stream, deadline) / 1e6
+        origin_us = load.launch(loads, stream, deadline)
+        rec.extra["pgbench_launched_at"] = origin_us / 1e6
+        if driver is not None:
+            driver.start(origin_us, art_dir)
         stopped = _follow(load, stream, view if live else None, os_sampler, stop_if)
     except KeyboardInterrupt as stop:
         interrupted = guard.interruption(stop)
@@ -167,12 +183,15 @@ def measure(ctx: RunContext, pgbench: str) -> RunRecord:
     stdout, stderr = _agent_output(load)
     files = run_files.RunFiles(rec, art_dir)  # a full disk fails the run, keeps its figures
     rec.artifacts = {}
-    files.write("pgbench.stdout", stdout)
-    files.write("pgbench.stderr", stderr)
+    files.write(f"{load.program}.stdout", stdout)
+    files.write(f"{load.program}.stderr", stderr)
 
     completed = rc == 0 and not interrupted and not stopped
     series_raw = {**series_raw, **load.os_series()}
-    _fill_results(rec, spec, completed, stream, load, stderr, series_raw)
+    if isinstance(driver, SysbenchDriver):
+        _fill_sysbench(rec, driver, load, series_raw)
+    elif stream is not None:
+        _fill_results(rec, spec, completed, stream, load, stderr, series_raw)
     _warnings(rec, facts, series_raw, [s.host for s in shares])
 
     _set_status(rec, rc, interrupted, stopped, load, other_hosts)
@@ -190,7 +209,7 @@ def measure(ctx: RunContext, pgbench: str) -> RunRecord:
 
 def _follow(
     load: MultiHostLoad,
-    stream: TxlogStream,
+    stream: TxlogStream | None,
     view: LiveView | None,
     os_sampler: Any,
     stop_if: StopIf | None,
@@ -200,7 +219,7 @@ def _follow(
     with view if view is not None else contextlib.nullcontext():
         while load.running_after(1.0):
             _track_local(load, os_sampler)
-            p95 = stream.live()[1]
+            p95 = stream.live()[1] if stream is not None else None
             if view is not None:
                 view.update(tps=load.live_tps(), p95_ms=p95)
             stopped = stop_if(p95) if stop_if is not None else None
@@ -241,6 +260,31 @@ def _fill_results(
         results.fill_results(rec, spec, completed, txlog, "", stderr, [], series_raw)
     except Exception as e:
         rec.extra["results_error"] = f"{type(e).__name__}: {e}"
+
+
+def _fill_sysbench(
+    rec: RunRecord,
+    driver: SysbenchDriver,
+    load: MultiHostLoad,
+    series_raw: dict[str, Any],
+) -> None:
+    """The run's figures from every host's sysbench output, merged
+    (load/engines/sysbench_output.merge); each host's own transactions (lead-in included, as
+    for pgbench) in its row of the hosts table."""
+    parts = {name: sysbench_output.parse(a.state.stdout) for name, a in load.agents.items()}
+    hosts = rec.extra["load"].get("hosts") or {}
+    for name, out in parts.items():
+        counts = [b.transactions for b in (out.checkpoint, out.final) if b is not None]
+        if name in hosts and counts:
+            hosts[name]["generator"] = {"transactions": sum(c or 0 for c in counts)}
+    started = min(load.threads_started.values()) if load.threads_started else None
+    try:
+        driver.fill_output(rec, sysbench_output.merge(parts), series_raw, started)
+    except Exception as e:  # a broken output must not lose the run: keep what we have
+        rec.extra["results_error"] = f"{type(e).__name__}: {e}"
+    disagreement = driver.cross_check(rec, "", "")
+    if disagreement:
+        rec.add_warning("engine_disagrees", disagreement)
 
 
 def _set_status(
@@ -346,6 +390,36 @@ def _host_load(
         clients=share.clients,
         threads=share.threads,
         rate=share.rate,
+    )
+
+
+def _host_sysbench(
+    share: HostShare,
+    driver: SysbenchDriver,
+    client_env: dict[str, str],
+    server_passfile: str | None,
+) -> HostLoad:
+    """One host's sysbench: the script and the Lua files beside it (its modules) shipped into
+    the agent's directory, put first on the Lua path there; that host's own sysbench (found on
+    its PATH); its share of the clients and the rate; the options of this machine's probe."""
+    shipped = sysbench_lua.shipped_files(driver.script)
+    files = {f"{LUA_DIR}/{p.name}": p.read_text() for p in shipped}
+    script = Path("@WORK@") / LUA_DIR / shipped[0].name
+    env = {**client_env, "LUA_PATH": sysbench_lua.lua_path(script)}
+    passfile = server_passfile
+    if "PGPASSFILE" in env:  # the pooler's: its text goes over the session, into a 0600 file
+        passfile = Path(env.pop("PGPASSFILE")).read_text()
+    binary = driver.sysbench if load_hosts.is_local(share.host) else "sysbench"
+    return HostLoad(
+        host=share.host,
+        argv=driver.command_for(binary, str(script), share.clients, share.rate),
+        env=env,
+        files=files,
+        passfile=passfile,
+        clients=share.clients,
+        threads=share.threads,
+        rate=share.rate,
+        stdout_lines=True,
     )
 
 

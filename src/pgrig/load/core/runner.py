@@ -304,7 +304,9 @@ def _run(
         if spec.load_from:  # pgbench on load hosts, logs merged (load/core/multi_runner.py)
             from pgrig.load.core import multi_runner
 
-            return multi_runner.measure(ctx, env.binary("pgbench"))
+            return multi_runner.measure(
+                ctx, env.binary("pgbench"), driver if driver.engine == "sysbench" else None
+            )
         return _measure(ctx, driver)
     except RunInterrupted:
         raise

@@ -32,7 +32,7 @@ from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results, sysbench_output
 from pgrig.load.engines.driver import Stream
 from pgrig.provision.state.environment import DEFAULT_DATABASE
-from pgrig.record.documents import LatencyBasisDoc
+from pgrig.record.documents import LatencyBasisDoc, PercentileCheck
 from pgrig.request.values import number_text
 from pgrig.workloads import sysbench, sysbench_dataset, sysbench_lua
 
@@ -84,12 +84,17 @@ class SysbenchDriver:
         return None
 
     def command(self) -> list[str]:
+        return self.command_for(self.sysbench, str(self.script), self.spec.clients, self.spec.rate)
+
+    def command_for(self, binary: str, script: str, clients: int, rate: float | None) -> list[str]:
+        """The command of one sysbench process: this machine's, or a load host's (its own
+        sysbench, the script where the agent put it, its share of clients and rate)."""
         spec = self.spec
         argv = [
-            self.sysbench,
-            str(self.script),
+            binary,
+            script,
             *sysbench.DRIVER_ARGS,
-            f"--threads={spec.clients}",
+            f"--threads={clients}",
             f"--time={self.total_s}",
             "--report-interval=1",
             f"--report-checkpoints={self.lead_in_s}",
@@ -98,8 +103,8 @@ class SysbenchDriver:
             # prepared: server-side prepared statements; simple: sysbench's client-side emulation
             f"--db-ps-mode={'auto' if spec.protocol == 'prepared' else 'disable'}",
         ]
-        if spec.rate is not None:
-            argv.append(f"--rate={number_text(spec.rate)}")
+        if rate is not None:
+            argv.append(f"--rate={number_text(rate)}")
         return [*argv, *self.options, "run"]
 
     def start(self, origin_us: int, art_dir: Path) -> None:
@@ -133,14 +138,25 @@ class SysbenchDriver:
         stderr: str,
         series_raw: dict[str, dict[str, list]],
     ) -> None:
-        out = sysbench_output.parse(stdout)
+        self.fill_output(rec, sysbench_output.parse(stdout), series_raw, self.threads_started_at)
+
+    def fill_output(
+        self,
+        rec: RunRecord,
+        out: sysbench_output.Output,
+        series_raw: dict[str, dict[str, list]],
+        threads_started_at: float | None,
+    ) -> None:
+        """The run's figures from what sysbench printed (one process's, or the merge of the
+        load hosts': sysbench_output.merge); threads_started_at: epoch s of "Threads started!"
+        (the first host's)."""
         for code, message in self.warnings:
             rec.add_warning(code, message)
         rec.extra["load_engine"] = {"name": "sysbench", "version": sysbench.version(self.sysbench)}
         series = _series(out.intervals, self.lead_in_s)
         if series["t"]:
             rec.series["pgbench"] = series  # the load's series: one kind whatever the engine
-        start = self.threads_started_at or getattr(self, "origin_s", None)
+        start = threads_started_at or getattr(self, "origin_s", None)
         window_start = start + self.lead_in_s if start is not None else None
         if out.checkpoint is not None:
             rec.extra["sysbench_checkpoint"] = out.checkpoint.as_dict()
@@ -149,15 +165,15 @@ class SysbenchDriver:
             "source": f"sysbench --report-checkpoints={self.lead_in_s}",
             "lead_in_s": self.lead_in_s,
             "threads_started_after_s": (
-                round(self.threads_started_at - origin, 3)
-                if self.threads_started_at is not None and origin is not None
+                round(threads_started_at - origin, 3)
+                if threads_started_at is not None and origin is not None
                 else None
             ),
         }
         final = out.final if out.checkpoint is not None else None
         if final is not None and final.transactions is not None:
             rec.extra["sysbench_summary"] = final.as_dict()
-            _window_figures(rec, final, out.histogram, self.name)
+            _window_figures(rec, final, out.histogram, self.name, out.parts)
             whole = [(t, v) for t, v in zip(series["t"], series["tps"], strict=True) if t >= 0]
             if whole:
                 ts, tps = zip(*whole, strict=True)
@@ -202,6 +218,7 @@ def _window_figures(
     final: sysbench_output.Statistics,
     histogram: list[tuple[float, int]],
     name: str,
+    parts: dict[str, sysbench_output.Output] | None = None,
 ) -> None:
     transactions = final.transactions or 0
     rec.transactions = transactions
@@ -211,7 +228,7 @@ def _window_figures(
     rec.retried = final.ignored_errors or 0
     rec.skipped = 0
     rec.latency = _latency(final, histogram)
-    rec.extra["latency_basis"] = latency_basis(histogram, final)
+    rec.extra["latency_basis"] = latency_basis(histogram, final, parts)
     rec.scripts = [
         ScriptResult(
             script_no=0,
@@ -236,9 +253,14 @@ def _latency(final: sysbench_output.Statistics, hist: list[tuple[float, int]]) -
 
 
 def latency_basis(
-    histogram: list[tuple[float, int]], final: sysbench_output.Statistics
+    histogram: list[tuple[float, int]],
+    final: sysbench_output.Statistics,
+    parts: dict[str, sysbench_output.Output] | None = None,
 ) -> LatencyBasisDoc:
-    """What the percentiles rest on: every transaction of the window, bucketed by sysbench."""
+    """What the percentiles rest on: every transaction of the window, bucketed by sysbench.
+    parts: the load hosts' own outputs of a merged run; each host's own percentile is checked
+    against its own histogram (a percentile of the merge has no sysbench figure to agree
+    with)."""
     n = sum(c for _v, c in histogram)
     bounds: dict[str, list[float | None]] = {}
     for key, q in quantile_bounds.QUANTILES.items():
@@ -248,6 +270,26 @@ def latency_basis(
         bounds[key] = [lo, hi]
     own = final.lat_pct_ms
     ours = sysbench_output.percentile(histogram, (final.lat_pct or PERCENTILE) / 100)
+    check: PercentileCheck = {  # sysbench's own percentile against its histogram's
+        "percentile": final.lat_pct,
+        "sysbench_ms": own,
+        "from_histogram_ms": ours,
+        # sysbench prints its percentile to 0.01 ms, the histogram to 0.001 ms
+        "agrees": own is not None and ours is not None and abs(own - ours) <= 0.006,
+    }
+    if parts:
+        hosts = {
+            name: latency_basis(p.histogram, p.final)["check"]
+            for name, p in parts.items()
+            if p.final is not None
+        }
+        check = {
+            "percentile": final.lat_pct,
+            "sysbench_ms": None,
+            "from_histogram_ms": ours,
+            "agrees": bool(hosts) and all(c.get("agrees") for c in hosts.values()),
+            "hosts": hosts,
+        }
     return {
         "source": "sysbench --histogram",
         "samples": n,
@@ -258,11 +300,5 @@ def latency_basis(
         ),
         "bounds": bounds,
         "confidence": 1 - quantile_bounds.MISRATE,
-        "check": {  # sysbench's own percentile against the one computed from its histogram
-            "percentile": final.lat_pct,
-            "sysbench_ms": own,
-            "from_histogram_ms": ours,
-            # sysbench prints its percentile to 0.01 ms, the histogram to 0.001 ms
-            "agrees": own is not None and ours is not None and abs(own - ours) <= 0.006,
-        },
+        "check": check,
     }

@@ -28,6 +28,12 @@ HIST_MULT = (HIST_BUCKETS - 1) / math.log(HIST_MAX_MS / HIST_MIN_MS)
 BUCKET_HALF_WIDTH = math.exp(0.5 / HIST_MULT) - 1.0  # 0.0090: relative error of a bucket value
 
 _INTERVAL_RE = re.compile(r"^\[\s*(\d+(?:\.\d+)?)s\s*\]\s+thds:\s*(\d+)\s+tps:\s*([\d.]+)")
+# sysbench.report_csv, which a script may make its per-second report (sysbench-tpcc does, with
+# --report-csv=yes): time, threads, tps, qps, reads/s, writes/s, other/s, percentile (ms),
+# errors/s, reconnects/s
+_CSV_RE = re.compile(
+    r"^(\d+),(\d+),([\d.]+),([\d.]+),[\d.]+,[\d.]+,[\d.]+,([\d.]+),([\d.]+),[\d.]+$"
+)
 _QPS_RE = re.compile(r"qps:\s*([\d.]+)")
 _LAT_RE = re.compile(r"lat \(ms,(\d+(?:\.\d+)?)%\):\s*([\d.]+)")
 _ERR_RE = re.compile(r"err/s:\s*([\d.]+)")
@@ -92,12 +98,13 @@ class Output:
     checkpoint: Statistics | None = None
     final: Statistics | None = None
     histogram: list[tuple[float, int]] = field(default_factory=list)  # (bucket ms, count)
+    parts: dict[str, Output] = field(default_factory=dict)  # merged: each load host's own
 
 
 def parse_interval(line: str) -> IntervalReport | None:
     m = _INTERVAL_RE.match(line.strip())
     if m is None:
-        return None
+        return _csv_interval(line.strip())
     qps, lat, err = _QPS_RE.search(line), _LAT_RE.search(line), _ERR_RE.search(line)
     return IntervalReport(
         elapsed_s=float(m.group(1)),
@@ -106,6 +113,20 @@ def parse_interval(line: str) -> IntervalReport | None:
         qps=float(qps.group(1)) if qps else None,
         lat_pct=float(lat.group(2)) if lat else None,
         errors_per_s=float(err.group(1)) if err else None,
+    )
+
+
+def _csv_interval(line: str) -> IntervalReport | None:
+    m = _CSV_RE.match(line)
+    if m is None:
+        return None
+    return IntervalReport(
+        elapsed_s=float(m.group(1)),
+        threads=int(m.group(2)),
+        tps=float(m.group(3)),
+        qps=float(m.group(4)),
+        lat_pct=float(m.group(5)),
+        errors_per_s=float(m.group(6)),
     )
 
 
@@ -198,3 +219,79 @@ def error_lines(stdout: str, stderr: str) -> list[str]:
         if text.startswith(("FATAL:", "ALERT:")) and text not in found:
             found.append(text)
     return found
+
+
+# --- several load hosts, one run -------------------------------------------------------------
+
+
+def merge(parts: dict[str, Output]) -> Output:
+    """One run's output from the sysbench of each load host (each started at one instant, each
+    with the same --time and checkpoint): counts and rates add (each host's rate is over its
+    own window, of the same length), the histograms add bucket by bucket (sysbench's buckets
+    are fixed), min and max are the extremes, avg is the mean over every event. A percentile
+    cannot be added: the merged per-second series has none, and the run's come from the
+    merged histogram. A statistics block that one host lacks (it was stopped) is missing from
+    the merged output too."""
+    outs = list(parts.values())
+    merged = Output(parts=dict(parts))
+    by_second: dict[float, list[IntervalReport]] = {}
+    for out in outs:
+        for r in out.intervals:
+            by_second.setdefault(r.elapsed_s, []).append(r)
+    merged.intervals = [
+        IntervalReport(
+            elapsed_s=second,
+            threads=sum(r.threads for r in rs),
+            tps=round(sum(r.tps for r in rs), 2),
+            qps=_sum_or_none([r.qps for r in rs]),
+            lat_pct=None,
+            errors_per_s=_sum_or_none([r.errors_per_s for r in rs]),
+        )
+        for second, rs in sorted(by_second.items())
+    ]
+    merged.checkpoint = merge_statistics([o.checkpoint for o in outs])
+    merged.final = merge_statistics([o.final for o in outs])
+    buckets: dict[float, int] = {}
+    for out in outs:
+        for value, count in out.histogram:
+            buckets[value] = buckets.get(value, 0) + count
+    merged.histogram = sorted(buckets.items())
+    return merged
+
+
+def merge_statistics(blocks: list[Statistics | None]) -> Statistics | None:
+    if not blocks or any(b is None for b in blocks):
+        return None
+    stats = [b for b in blocks if b is not None]
+    events = _sum_or_none([s.events for s in stats])
+    lat_sum = _sum_or_none([s.lat_sum_ms for s in stats])
+    return Statistics(
+        transactions=_int_sum([s.transactions for s in stats]),
+        tps=_sum_or_none([s.tps for s in stats]),
+        queries=_int_sum([s.queries for s in stats]),
+        qps=_sum_or_none([s.qps for s in stats]),
+        ignored_errors=_int_sum([s.ignored_errors for s in stats]),
+        reconnects=_int_sum([s.reconnects for s in stats]),
+        total_time_s=max((s.total_time_s for s in stats if s.total_time_s is not None),
+                         default=None),
+        events=int(events) if events is not None else None,
+        lat_min_ms=min((s.lat_min_ms for s in stats if s.lat_min_ms is not None), default=None),
+        lat_avg_ms=(
+            round(lat_sum / events, 3) if lat_sum is not None and events else None
+        ),
+        lat_max_ms=max((s.lat_max_ms for s in stats if s.lat_max_ms is not None), default=None),
+        lat_pct_ms=None,  # a percentile of several hosts is not the sum of theirs
+        lat_pct=stats[0].lat_pct,
+        lat_sum_ms=lat_sum,
+    )  # fmt: skip
+
+
+def _sum_or_none(values: list[float | None] | list[int | None]) -> float | None:
+    if not values or any(v is None for v in values):
+        return None
+    return round(sum(float(v) for v in values if v is not None), 3)
+
+
+def _int_sum(values: list[int | None]) -> int | None:
+    total = _sum_or_none(values)
+    return int(total) if total is not None else None

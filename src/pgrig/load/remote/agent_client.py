@@ -125,6 +125,7 @@ class AgentClient:
         on_log: LogSink | None = None,
         on_os: OsSink | None = None,
         on_stderr: LineSink | None = None,
+        on_stdout: LineSink | None = None,
     ) -> None:
         self.transport = transport
         self.name = transport.name
@@ -132,6 +133,7 @@ class AgentClient:
         self.on_log = on_log
         self.on_os = on_os
         self.on_stderr = on_stderr
+        self.on_stdout = on_stdout  # lines of a program started with stdout_lines (sysbench)
         self.exited = threading.Event()  # pgbench ended (or the agent was lost)
         self._hello = threading.Event()
         self._pongs: queue.Queue[tuple[int, int]] = queue.Queue()
@@ -194,6 +196,7 @@ class AgentClient:
         env: dict[str, str],
         deadline_s: float,
         passfile: str | None = None,
+        stdout_lines: bool = False,
     ) -> None:
         self.send(
             {
@@ -203,6 +206,7 @@ class AgentClient:
                 "env": env,
                 "deadline_s": deadline_s,
                 **({"passfile": passfile} if passfile else {}),
+                **({"stdout_lines": True} if stdout_lines else {}),
             }
         )
 
@@ -250,11 +254,8 @@ class AgentClient:
         elif kind == "os":
             if self.on_os is not None:
                 self.on_os(self.name, float(frame["ts"]), dict(frame["row"]))
-        elif kind == "stderr":
-            line = str(frame["line"])
-            st.stderr_lines.append(line)
-            if self.on_stderr is not None:
-                self.on_stderr(self.name, line)
+        elif kind in ("stderr", "stdout"):
+            self._line(kind, str(frame["line"]))
         elif kind == "pong":
             self._pongs.put((int(frame["id"]), int(frame["t"])))
         elif kind == "rtt":
@@ -273,6 +274,15 @@ class AgentClient:
             st.ncpu = frame.get("ncpu")
         elif kind == "error":
             st.errors.append(str(frame.get("message")))
+
+    def _line(self, stream: str, line: str) -> None:
+        """A line the load generator wrote (stdout: only when started with stdout_lines; its
+        whole stdout comes with the exit frame)."""
+        if stream == "stderr":
+            self.state.stderr_lines.append(line)
+        sink = self.on_stderr if stream == "stderr" else self.on_stdout
+        if sink is not None:
+            sink(self.name, line)
 
     def silent_for(self) -> float:
         """Seconds since the agent's last line (its OS rows come every second)."""

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.txlog_merge import ClockOffset, TxlogMerge, launch_skew_us
-from pgrig.load.engines import pgbench_output
+from pgrig.load.engines import pgbench_output, sysbench_output
 from pgrig.load.engines.process import failure_reason
 from pgrig.load.remote import agent_program, host_samplers
 from pgrig.load.remote.agent_client import AgentClient, Transport
@@ -52,10 +52,12 @@ class HostLoad:
     clients: int = 0
     threads: int = 0
     rate: float | None = None
+    stdout_lines: bool = False  # sysbench: its per-second reports are on stdout
 
 
 class MultiHostLoad:
-    def __init__(self, transports: Sequence[Transport]) -> None:
+    def __init__(self, transports: Sequence[Transport], program: str = "pgbench") -> None:
+        self.program = program  # what the hosts run: pgbench, or sysbench (no per-tx log)
         self.agents: dict[str, AgentClient] = {}
         self.offsets: dict[str, ClockOffset] = {}
         self.merge: TxlogMerge | None = None
@@ -66,10 +68,15 @@ class MultiHostLoad:
         self.stopped = False
         self.lost_after_s = min(SILENT_LOST_S, agent_program.silence_s())
         self.tracked_local = False  # this machine's sampler knows the local agent's pgbench
+        self.threads_started: dict[str, float] = {}  # sysbench: host -> when it said so (epoch)
         self._lock = threading.Lock()
         for t in transports:
             self.agents[t.name] = AgentClient(
-                t, on_log=self._on_log, on_os=self._on_os, on_stderr=self._on_stderr
+                t,
+                on_log=self._on_log,
+                on_os=self._on_os,
+                on_stderr=self._on_stderr,
+                on_stdout=self._on_stdout,
             )
             self.os_rows[t.name] = []
 
@@ -91,9 +98,13 @@ class MultiHostLoad:
         found = at_once(self.agents, lambda agent: agent.measure_rtt(host, port, RTT_SAMPLES))
         return [path_facts(name, found[name]) for name in self.agents]
 
-    def launch(self, loads: Sequence[HostLoad], stream: TxlogStream, deadline_s: float) -> int:
-        """Start every pgbench at one instant; returns the grid origin (control clock, us)."""
-        self.merge = TxlogMerge(stream, self.offsets)
+    def launch(
+        self, loads: Sequence[HostLoad], stream: TxlogStream | None, deadline_s: float
+    ) -> int:
+        """Start every pgbench at one instant; returns the grid origin (control clock, us).
+        stream: where the per-transaction logs merge (None: sysbench, which keeps none)."""
+        if stream is not None:
+            self.merge = TxlogMerge(stream, self.offsets)
         for load in loads:
             agent = self.agents[load.host]
             for name, text in load.files.items():
@@ -103,7 +114,8 @@ class MultiHostLoad:
         # pgbench's -T deadline follows its launch: an origin no later than every launch keeps
         # the window's last second whole for all (analysis/txlog_merge.launch_origin_us)
         origin = start - max((o.error_us for o in self.offsets.values()), default=0)
-        stream.set_origin(origin)
+        if stream is not None:
+            stream.set_origin(origin)
         self.start_at_us = start
         for load in loads:
             self.agents[load.host].start(
@@ -112,6 +124,7 @@ class MultiHostLoad:
                 load.env,
                 deadline_s,
                 load.passfile,
+                stdout_lines=load.stdout_lines,
             )
         return origin
 
@@ -132,6 +145,14 @@ class MultiHostLoad:
         point = pgbench_output.parse_progress_line(line)
         if point is not None and point.tps is not None:
             self.progress[host] = float(point.tps)
+
+    def _on_stdout(self, host: str, line: str) -> None:
+        if line.startswith("Threads started!"):
+            self.threads_started.setdefault(host, time.time())
+            return
+        report = sysbench_output.parse_interval(line)
+        if report is not None:
+            self.progress[host] = report.tps
 
     def live_tps(self) -> float | None:
         return sum(self.progress.values()) if self.progress else None
@@ -189,16 +210,22 @@ class MultiHostLoad:
             st = agent.state
             if st.lost and st.exit_rc is None:
                 first.append(f"load host {name} lost: {st.lost}")
-            elif st.exit_rc not in (0, None) and self.stopped and not errs_of(st):
-                out.append(f"load host {name}: pgbench stopped by pgrig")
+            elif st.exit_rc not in (0, None) and self.stopped and not self.errors_of(st):
+                out.append(f"load host {name}: {self.program} stopped by pgrig")
             elif st.exit_rc not in (0, None):
-                errs = pgbench_output.error_lines("\n".join(st.stderr_lines))
-                why = failure_reason(st.exit_rc, errs[:2], "", "pgbench")
+                errs = self.errors_of(st)
+                why = failure_reason(st.exit_rc, errs[:2], "", self.program)
                 out.append(f"load host {name}: {why}")
             elif st.exit_rc is None:
-                out.append(f"load host {name}: pgbench did not finish")
+                out.append(f"load host {name}: {self.program} did not finish")
             out += [f"load host {name}: {e}" for e in st.errors[:2]]
         return "; ".join(first + out) or None
+
+    def errors_of(self, state: Any) -> list[str]:
+        """The error lines of one host's load generator."""
+        if self.program == "sysbench":
+            return sysbench_output.error_lines(state.stdout, "\n".join(state.stderr_lines))
+        return errs_of(state)
 
     def os_series(self) -> dict[str, dict[str, list[Any]]]:
         """Columnar OS rows per host, kind "os@HOST" (epoch "ts", as the local sampler's)."""

@@ -5,15 +5,17 @@ its source with the command, together with metrics/os_metrics.py for the OS samp
 
 Input, one JSON object a line (stdin):
   ping {id}                 -> pong {id, t}: the host's clock, for the clock offset
-  file {name, data}         -> a script file written into the agent's private directory
+  file {name, data}         -> a script file written into the agent's private directory (name:
+                               a file name, or DIR/NAME: a sub-directory of it, made)
   sample {interval, pids}   -> OS rows (metrics/os_metrics.py) once per interval, "os" frames;
                                pids: {group: pid-file path} of processes to account (postmaster)
   start {at_us, argv, env, deadline_s}
                             -> at the host's clock at_us, pgbench starts ("@WORK@" in argv is the
-                               private directory); launched {t, pid}; its per-transaction log
-                               lines follow as "log" frames (zlib), its stderr as "stderr"
-                               frames, and "exit" {rc, stdout} once it ended and every line was
-                               sent
+                               private directory; a bare program name is looked up on PATH);
+                               launched {t, pid}; its per-transaction log lines follow as "log"
+                               frames (zlib), its stderr as "stderr" frames (its stdout as
+                               "stdout" frames too with stdout_lines: sysbench's reports), and
+                               "exit" {rc, stdout} once it ended and every line was sent
   stop {grace_s}            -> SIGINT to pgbench's process group, SIGKILL after grace_s
   bye / end of input        -> pgbench (if any) stopped, the directory removed, exit
 Anything read counts as a keepalive: with no input for `silence_s` seconds the control machine
@@ -111,8 +113,12 @@ class Agent:
         elif op == "alive":
             pass
         elif op == "file":
-            name = os.path.basename(str(msg["name"]))
+            name = _relative_name(str(msg["name"]))
+            if name is None:
+                self.send({"k": "error", "message": f"not a file name: {msg['name']!r}"})
+                return True
             path = os.path.join(self.work, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(str(msg["data"]))
             self.send({"k": "file", "name": name})
@@ -144,10 +150,16 @@ class Agent:
             with os.fdopen(fd, "w") as f:
                 f.write(passfile)
             env["PGPASSFILE"] = path
+        program = os.path.basename(argv[0])
+        if os.sep not in argv[0]:  # a program of the host's own (sysbench): found on its PATH
+            found = shutil.which(argv[0], path=env.get("PATH") or os.environ.get("PATH"))
+            argv[0] = found or argv[0]
         if not os.access(argv[0], os.X_OK):
-            self.send({"k": "error", "message": f"no executable pgbench at {argv[0]}"})
+            where = f"at {argv[0]}" if os.sep in argv[0] else "on this host's PATH"
+            self.send({"k": "error", "message": f"no executable {program} {where}"})
             self.send_exit(127, "")
             return
+        stream_stdout = bool(msg.get("stdout_lines"))
         at = int(msg["at_us"])
         while True:  # sleep, then spin the last milliseconds: the start is what is measured
             left = at - now_us()
@@ -163,29 +175,41 @@ class Agent:
                 env={**{"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, **env},
                 cwd=self.work,
                 stdin=subprocess.DEVNULL,
-                stdout=stdout,
+                stdout=subprocess.PIPE if stream_stdout else stdout,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
         except OSError as e:
             stdout.close()
-            self.send({"k": "error", "message": f"cannot start pgbench: {e}"})
+            self.send({"k": "error", "message": f"cannot start {program}: {e}"})
             self.send_exit(127, "")
             return
         self.send({"k": "launched", "t": launched, "pid": self.proc.pid})
         if self.sampler is not None:
             pid = self.proc.pid
             self.sampler.track_processes("pgbench", lambda: [pid], children=False)
+        tee = None
+        if stream_stdout:  # each line sent as it comes, and kept for the exit frame
+            tee = threading.Thread(target=self.tee_stdout, args=(self.proc, stdout), daemon=True)
+            tee.start()
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
             self.send({"k": "stderr", "line": raw.decode("utf-8", "replace").rstrip("\n")})
         rc = self.proc.wait()
+        if tee is not None:
+            tee.join()
         stdout.close()
         self.poll_logs()  # the last lines, written before pgbench exited
         with open(os.path.join(self.work, "pgbench.stdout"), "rb") as f:
             text = f.read().decode("utf-8", "replace")
         self.send_exit(rc, text)
+
+    def tee_stdout(self, proc: subprocess.Popen[bytes], keep: Any) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            keep.write(raw)
+            self.send({"k": "stdout", "line": raw.decode("utf-8", "replace").rstrip("\n")})
 
     def send_exit(self, rc: int, stdout: str) -> None:
         if not self.exit_sent:
@@ -324,6 +348,14 @@ def measure_rtt(host: str, port: int, n: int, timeout: float = 2.0) -> dict[str,
         finally:
             s.close()
     return out
+
+
+def _relative_name(name: str) -> str | None:
+    """NAME or DIR/NAME inside the agent's directory; None for anything that would leave it."""
+    parts = name.split("/")
+    if len(parts) > 2 or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        return None
+    return os.path.join(*parts)
 
 
 def _die_with_parent() -> None:
