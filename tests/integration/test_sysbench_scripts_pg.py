@@ -238,3 +238,46 @@ def test_a_script_run_from_a_load_host(lab: tuple[str, Path]) -> None:
     assert host["exit_code"] == 0 and host["generator"]["transactions"] >= doc["transactions"] > 0
     assert "sysbench.stdout" in rec.artifacts
     assert rec.extra["latency_basis"]["check"]["agrees"] is True
+
+
+def test_a_study_prepares_and_runs_a_script(lab: tuple[str, Path], tmp_path: Path) -> None:
+    """A study's [dataset] script and defines (relative to the study file): the script's own
+    prepare, recorded as `db generate --script` records it; the runs take its options."""
+    env, script = lab
+    shutil.copytree(script.parent, tmp_path / "ledger")
+    study = tmp_path / "ledger-study.toml"
+    study.write_text(
+        f"""
+[study]
+name = "ledger-study"
+repeats = 1
+
+[environment]
+name = "{env}"
+create = false
+
+[dataset]
+scenario = "sysbench"
+database = "studied"
+script = "ledger/ledger.lua"
+defines = {{ scale = 1, tables = 2 }}
+
+[run]
+workload = "sysbench:ledger/ledger.lua"
+clients = 2
+duration = "2s"
+warmup = "1s"
+
+[[iterations]]
+name = "as prepared"
+"""
+    )
+    pgrig("study", "run", str(study), cwd=Path("/"))
+    recorded = datasets.get(Environment.load(env), "studied")
+    assert recorded is not None and recorded["script"] == str(tmp_path / "ledger" / "ledger.lua")
+    assert recorded["defines"] == {"scale": "1", "tables": "2"}
+    archive = Archive(None)
+    [run_id] = [r.id for r in archive.list_runs() if r.study == "ledger-study"]
+    run = archive.get_run(run_id) if run_id is not None else None
+    assert run is not None and run.status == "ok" and run.command is not None
+    assert run.command.endswith("--scale=1 --tables=2 run")

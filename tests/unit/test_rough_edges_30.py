@@ -23,13 +23,13 @@ def test_a_huge_or_backwards_run_range_gets_a_specific_error() -> None:
 
 
 def test_repeat_zero_is_told_the_lower_bound() -> None:
-    from pgrig.cli.run import _check_flags
+    from pgrig.request.load import check_repeat
 
     with pytest.raises(PgrigError, match=r"--repeat must be at least 1 \(got 0\)") as e:
-        _check_flags(["pgbench:select-only"], 0, None, None)
+        check_repeat(0)
     assert "resolve nothing more" not in str(e.value)
     with pytest.raises(PgrigError, match=r"between 1 and 100"):
-        _check_flags(["pgbench:select-only"], 101, None, None)
+        check_repeat(101)
 
 
 def test_a_finished_run_cannot_be_marked_lost(pgrig_home: Path) -> None:

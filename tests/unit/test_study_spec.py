@@ -478,3 +478,36 @@ def test_workloads_resolve_before_anything_runs() -> None:
 def test_declared_tables_name_the_key_path(needle: str, replacement: str, expected: str) -> None:
     assert needle in ITER
     assert expected in error_of(ITER.replace(needle, replacement, 1))
+
+
+def test_a_sysbench_scripts_dataset_and_workload(tmp_path: Path) -> None:
+    """[dataset] script and defines: the script's own prepare with its options (as `db
+    generate --script --define`); the script and the workload's script resolve relative to
+    the study file."""
+    (tmp_path / "lua").mkdir()
+    (tmp_path / "lua" / "ledger.lua").write_text("-- a script\n")
+    text = (
+        ITER.replace(
+            'scenario = "pgbench"\nscale = 1',
+            'scenario = "sysbench"\nscript = "lua/ledger.lua"\n'
+            "defines = { scale = 2, tables = 1, fast = true }\noptions = { jobs = 2 }",
+        )
+        .replace('"pgbench:select-only"', '"sysbench:lua/ledger.lua"')
+        .replace("threads = 2", "")
+    )
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    spec = study_spec.load(f)
+    assert spec.dataset.script == str(tmp_path / "lua" / "ledger.lua")
+    assert spec.dataset.defines == {"scale": "2", "tables": "1", "fast": "true"}
+    assert spec.dataset.jobs == 2
+    assert spec.run.workload == f"sysbench:{tmp_path / 'lua' / 'ledger.lua'}"
+    f.write_text(text.replace('script = "lua/ledger.lua"\n', ""))
+    with pytest.raises(study_spec.StudySpecError, match=r"dataset\.defines: applies only with"):
+        study_spec.load(f)
+    f.write_text(text.replace('"lua/ledger.lua"\n', '"lua/nope.lua"\n', 1))
+    with pytest.raises(study_spec.StudySpecError, match=r"dataset\.script: file .* does not exist"):
+        study_spec.load(f)
+    f.write_text(text.replace("defines = { scale = 2, tables = 1, fast = true }", "defines = 3"))
+    with pytest.raises(study_spec.StudySpecError, match=r"dataset\.defines: expected a table"):
+        study_spec.load(f)

@@ -44,3 +44,31 @@ def test_bad_flags_are_refused_first(
 def test_an_unknown_environment_is_named(pgrig_home: Path) -> None:
     with pytest.raises(PgrigError, match="nowhere"):
         tune_request.build(**_asked())
+
+
+def test_a_profile_from_a_tuning_study(pgrig_home: Path) -> None:
+    """tune/saved_profile.py: the best trial's settings and where they came from; another kind
+    of study, or one with no completed trial, is refused by name."""
+    from types import SimpleNamespace
+
+    from pgrig.tune import saved_profile
+
+    studies = {
+        "t": SimpleNamespace(
+            kind="tune",
+            extra={
+                "best": {"trial": 2, "run_id": 7, "settings": {"work_mem": "8MB"}},
+                "notes": ["UNSAFE: fsync off", "space: 3 knobs"],
+            },
+        ),
+        "s": SimpleNamespace(kind="sweep", extra={}),
+        "empty": SimpleNamespace(kind="tune", extra={}),
+    }
+    store: Any = SimpleNamespace(get_study=studies.__getitem__)
+    settings, description, notes = saved_profile.from_study(store, "t")
+    assert settings == {"work_mem": "8MB"} and description == "tuned by pgrig tune (t)"
+    assert notes[0] == "best trial 3 (run 7) of tuning study t" and notes[-1].startswith("UNSAFE")
+    with pytest.raises(PgrigError, match="a sweep study, not a tuning study"):
+        saved_profile.from_study(store, "s")
+    with pytest.raises(PgrigError, match="no trial completed"):
+        saved_profile.from_study(store, "empty")

@@ -37,6 +37,8 @@ def test_serve_refuses_a_missing_archive_file(tmp_path: Path) -> None:
 
 
 def test_loopback_detection() -> None:
-    assert serve._is_loopback("127.0.0.1") and serve._is_loopback("::1")
-    assert serve._is_loopback("localhost")
-    assert not serve._is_loopback("0.0.0.0") and not serve._is_loopback("10.0.0.1")
+    from pgrig.web.listening import is_loopback
+
+    assert is_loopback("127.0.0.1") and is_loopback("::1")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1")

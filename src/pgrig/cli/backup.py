@@ -22,34 +22,18 @@ def run_backups(
     as_json: bool,
 ) -> None:
     from pgrig.archive.export import run_to_json
-    from pgrig.load.backup import backup_run
+    from pgrig.load.backup import backup_repeats
 
     store = common.open_archive(archive)
     console = common.err_console()
     records: list[RunRecord] = []
-    history = None
     docs: list[dict[str, Any]] = []
     try:
-        for k in range(repeat):
-            one = req.__class__(**{**req.__dict__, "repeat": k})
-            if load is None:
-                rec = backup_run.execute(one, archive=store, console=console)
-                records.append(rec)
-                docs.append(run_to_json(rec))
-                if not as_json:
-                    print_backup(rec)
-            else:
-                from pgrig.load.backup import backup_during
-
-                history = history or backup_during.History()
-                result = backup_during.execute(
-                    one, load.model_copy(update={"repeat": k}), archive=store, console=console,
-                    baseline=baseline, history=history,
-                )  # fmt: skip
-                records.append(result.backup)
-                docs.append(run_to_json(result.backup))
-                if not as_json:
-                    print_backup(result.backup)
+        for rec in backup_repeats.each(req, load, repeat, baseline, store, console):
+            records.append(rec)
+            docs.append(run_to_json(rec))
+            if not as_json:
+                print_backup(rec)
     except KeyboardInterrupt:
         if as_json:
             common.print_json(docs)

@@ -224,11 +224,11 @@ def open_archive(url: str | None, *, upgrade: bool | None = None) -> Archive:
 
 
 def _undo_lost_runs(archive: Archive) -> None:
-    """A run just marked lost may have left its settings and pinning on its environment:
-    undone now (run_journal), not only when a later command touches that environment."""
-    for name in sorted({archive.get_run(run_id).env_name for run_id in archive.lost_runs}):
-        with contextlib.suppress(PgrigError, OSError):  # gone or damaged: `env repair` says
-            recovered_env(name)
+    """provision/run_journal.py `recover_lost_runs`, each undo told on stderr."""
+    from pgrig.provision import run_journal
+
+    for line in run_journal.recover_lost_runs(archive):
+        _note(line)
 
 
 def confirm(question: str, yes: bool) -> None:

@@ -166,7 +166,8 @@ def destroy(
 
     check_name(name)
     confirm(f"Destroy environment {name} and all its data?", yes)
-    done = lifecycle.destroy(name, force, say=lambda msg: err_console().print(msg, highlight=False))
+    plain = lambda msg: err_console().print(msg, highlight=False)  # noqa: E731
+    done = lifecycle.destroy(name, force, say=_say if _on_host(name) is not None else plain)
     err_console().print(done, highlight=False)
 
 
@@ -305,7 +306,6 @@ def set_(
 ) -> None:
     """Change environment settings: validated, written, then reloaded or restarted."""
     from pgrig.provision.operations import change as changing
-    from pgrig.provision.settings import config
 
     asked = changing.Change(list(assignments or []), list(reset), insights, sync)
     changing.check(asked, disk_limit)
@@ -315,8 +315,8 @@ def set_(
     if (remote := _on_host(name)) is not None:
         raise SystemExit(changing.forward(remote, asked, as_json=as_json, force=force, say=_say))
     with exclusive_env(name, "env set", force) as env:
-        layers_before = config.layers(env)
-        action, changed = changing.apply(env, asked)
+        applied = changing.apply(env, asked)
+    action, changed = applied.action, applied.changed
     how = {
         "restart": "server restarted",
         "reload": "configuration reloaded",
@@ -324,7 +324,7 @@ def set_(
     }[action]
     if as_json:
         done = action if changed else "unchanged"
-        print_json(changing.document(name, layers_before, changed, done))
+        print_json(changing.document(name, applied.before, changed, done))
     if not changed:
         err_console().print(f"{name}: nothing changed")
         return

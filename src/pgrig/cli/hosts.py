@@ -161,18 +161,7 @@ def provision_cmd(
     from pgrig.provision.server import binaries
 
     host = registry.get(name)
-    builds = []
-    for spec in pg or ["18"]:
-        try:
-            inst = _cached_build(spec) or binaries.install(spec)[0]
-        except PgrigError as e:
-            raise PgrigError(f"PostgreSQL {spec} cannot be installed on host {name}: {e}") from e
-        if inst.source != "pgrig" or not inst.package_version:
-            raise PgrigError(
-                f"PostgreSQL {spec} cannot be installed on host {name}: only builds in pgrig's "
-                "cache can be pushed (`pgrig pg install` one)"
-            )
-        builds.append(Path(inst.bindir).parent)
+    builds = [binaries.pushable_build(spec, name) for spec in pg or ["18"]]
     say = err_console()
     with say.status(f"provisioning {name}{' (check only)' if check else ''}…"):
         doc = provisioning.provision(host, builds, check=check)
@@ -191,16 +180,3 @@ def provision_cmd(
         f"pgrig {doc['pgrig']} ({doc['elapsed_s']} s)",
         highlight=False,
     )
-
-
-def _cached_build(spec: str) -> Any:
-    """The newest build of `spec` in pgrig's cache here (no network), or None."""
-    from pgrig.provision.server import binaries
-
-    major, exact = binaries.parse_spec(spec)
-    found = [
-        i
-        for i in binaries.installed()
-        if i.source == "pgrig" and i.major == major and (exact is None or i.version == exact)
-    ]
-    return max(found, key=lambda i: binaries.version_key(i.version)) if found else None

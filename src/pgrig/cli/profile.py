@@ -68,7 +68,9 @@ def show_cmd(
         max_connections=connections,
         io_uring=io_uring,
     )
-    checked = _check_values(r.settings, pg)
+    from pgrig.provision import profile_check
+
+    checked = profile_check.check_values(r.settings, pg)
     if as_json:
         print_json(
             {
@@ -106,28 +108,6 @@ def show_cmd(
     con.print(f"- {escape(checked)}", highlight=False)
 
 
-def _check_values(settings: dict[str, str], major: int) -> str:
-    """Every value through the real parser of an installed PostgreSQL `major`, as env create
-    would; a value it refuses is an error naming the setting. Returns what was checked."""
-    from pgrig.errors import PgrigError
-    from pgrig.provision.server import binaries
-    from pgrig.provision.settings import catalog, validator
-
-    if not settings:
-        return "nothing to check"
-    try:
-        bindir, version = binaries.find_bindir(major)
-    except PgrigError:
-        return f"values not checked: PostgreSQL {major} is not installed (pgrig pg install {major})"
-    cat = catalog.load_catalog(bindir, version)
-    norm = validator.normalize(settings)
-    try:
-        validator.validate(bindir, major, cat, norm)
-    except PgrigError as e:
-        raise PgrigError(f"profile values refused by PostgreSQL {version}: {e}") from None
-    return f"values checked by PostgreSQL {version}'s own parser"
-
-
 @app.command("save")
 def save_cmd(
     name: str = typer.Argument(..., help="Name of the new profile."),
@@ -137,19 +117,8 @@ def save_cmd(
 ) -> None:
     """Save the best configuration of a tuning study as a profile (<home>/profiles/NAME.toml)."""
     from pgrig.archive.store import Archive
-    from pgrig.errors import PgrigError
+    from pgrig.tune import saved_profile
 
-    rec = Archive(archive).get_study(from_study)
-    best = rec.extra.get("best") if rec.kind == "tune" else None
-    if rec.kind != "tune":
-        raise PgrigError(f"--from-study {from_study}: a {rec.kind} study, not a tuning study")
-    if not best:
-        raise PgrigError(f"--from-study {from_study}: no trial completed, there is no best")
-    notes = [
-        f"best trial {best['trial'] + 1} (run {best.get('run_id')}) of tuning study {from_study}",
-        "the environment's own settings (env --set) are not part of it",
-    ] + [n for n in rec.extra.get("notes") or [] if n.startswith("UNSAFE")]
-    path = profiles.save_profile(
-        name, dict(best["settings"]), f"tuned by pgrig tune ({from_study})", notes, force
-    )
+    settings, description, notes = saved_profile.from_study(Archive(archive), from_study)
+    path = profiles.save_profile(name, settings, description, notes, force)
     out_console().print(f"profile {escape(name)} saved: {path}", highlight=False, soft_wrap=True)

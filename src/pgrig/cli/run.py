@@ -203,9 +203,11 @@ def register(app: typer.Typer) -> None:
         """Run pgbench against ENV, sample the host and the server, and archive the result."""
         from pgrig.load.backup import backup_run
         from pgrig.request import RunRequest, from_flags
+        from pgrig.request.load import check_repeat
         from pgrig.workloads import specs
 
-        _check_flags(workload, repeat, during, backup_dir)
+        check_repeat(repeat)  # the flag combinations refused before anything else is read
+        backup_run.check_flags(workload, during, backup_dir)
         note = _note(note, note_file)
         # the load flags a plain run and a backup's --during load share
         load_flags: dict[str, Any] = dict(
@@ -279,26 +281,6 @@ def _note(note: str | None, note_file: str | None) -> str | None:
     return text.rstrip("\n")
 
 
-def _check_flags(
-    workload: list[str], repeat: int, during: str | None, backup_dir: str | None
-) -> None:
-    """The flag combinations refused before anything else is read."""
-    from pgrig.load.backup import backup_run
-    from pgrig.request.load import MAX_REPEATS
-
-    if repeat < 1:
-        raise PgrigError(f"--repeat must be at least 1 (got {repeat}): how many runs to make")
-    if repeat > MAX_REPEATS:
-        raise PgrigError(
-            f"--repeat must be between 1 and {MAX_REPEATS} (got {repeat}): more repeats "
-            "of one point resolve nothing more on one machine (see `pgrig runs compare`)"
-        )
-    if during is not None and not backup_run.is_backup(workload):
-        raise PgrigError("--during needs a backup workload (--workload backup:...)")
-    if backup_dir is not None and not backup_run.is_backup(workload):
-        raise PgrigError("--backup-dir needs a backup workload (--workload backup:...)")
-
-
 def _run_backups(
     req: BackupRequest,
     during: str | None,
@@ -325,22 +307,18 @@ def _execute_repeats(
 ) -> list[RunRecord]:
     """The run `repeat` times, each printed as it finishes (or all as one JSON document at
     the end); an interrupted repeat prints what was measured and exits 130."""
+    from pgrig.load.core import repeats
     from pgrig.load.core.lifecycle import RunNotStored
     from pgrig.load.core.run_steps import RunInterrupted
-    from pgrig.load.core.runner import execute
     from pgrig.views.run_summary import to_json
 
     store = common.open_archive(archive)
     console = common.err_console()
     records: list[RunRecord] = []
-    for k in range(repeat):
+    runs = repeats.each(request, repeat, store, console, live=console.is_terminal)
+    while True:
         try:
-            rec = execute(
-                request.model_copy(update={"repeat": k}),
-                archive=store,
-                console=console,
-                live=console.is_terminal,
-            )
+            rec = next(runs, None)  # the next repeat, run and stored
         except RunNotStored as lost:  # nothing keeps it now: print what it measured
             if as_json:
                 common.print_json(to_json(lost.record))
@@ -355,6 +333,8 @@ def _execute_repeats(
             else:  # earlier repeats were printed as they finished
                 _print_human(stop.record)
             sys.exit(130)
+        if rec is None:
+            break
         records.append(rec)
         if not as_json:
             _print_human(rec)

@@ -15,14 +15,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from pgrig.errors import PgrigError
 from pgrig.provision.server import affinity, postmaster
 from pgrig.provision.settings import config
 from pgrig.provision.state import env_lock, safe_write
 from pgrig.provision.state.environment import Environment
+
+if TYPE_CHECKING:
+    from pgrig.archive.store import Archive
 
 JOURNAL_FILE = "run-journal.json"
 CONF = "conf"  # pgrig.conf holds a run layer: {"names": [...]}
@@ -165,3 +169,14 @@ def recovered(name: str) -> tuple[Environment, list[str]]:
 
     env = Environment.load(name)
     return env, [*recover(env), *backups.recover_interrupted(env)]
+
+
+def recover_lost_runs(archive: Archive) -> list[str]:
+    """A run the archive just marked lost may have left its settings and pinning on its
+    environment: undone now, not only when a later command touches that environment. A line
+    for each undo; an environment gone or damaged is left to `env repair`."""
+    lines: list[str] = []
+    for name in sorted({archive.get_run(run_id).env_name for run_id in archive.lost_runs}):
+        with contextlib.suppress(PgrigError, OSError):
+            lines += recovered(name)[1]
+    return lines

@@ -59,6 +59,21 @@ __all__ = [
 ]
 
 MAX_REPEATS = 100  # runs of one point: past this, a comparison resolves nothing more here
+
+
+def check_repeat(repeat: int) -> None:
+    """`--repeat N`: at least one run, at most MAX_REPEATS."""
+    from pgrig.errors import PgrigError
+
+    if repeat < 1:
+        raise PgrigError(f"--repeat must be at least 1 (got {repeat}): how many runs to make")
+    if repeat > MAX_REPEATS:
+        raise PgrigError(
+            f"--repeat must be between 1 and {MAX_REPEATS} (got {repeat}): more repeats "
+            "of one point resolve nothing more on one machine (see `pgrig runs compare`)"
+        )
+
+
 MIN_DURATION_S = 1.0  # pgbench -T counts whole seconds: less is rounded up to a second of load
 # Options pgrig sets itself (or that change what its log processing reads): not extra args.
 _MANAGED_OPTIONS = frozenset(

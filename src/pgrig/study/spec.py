@@ -196,6 +196,13 @@ class StudySpec:
 # ---------------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------------
+def _define_text(value: Any) -> str:
+    """A script option as text, as on the command line (TOML true: "true")."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def load(path: str | Path, *, name: str | None = None, check_files: bool = True) -> StudySpec:
     """Read and validate a study file. `name` overrides [study].name (``--name``)."""
     p = Path(path)
@@ -249,11 +256,15 @@ def format_seconds(s: float | None) -> str:
 # ---------------------------------------------------------------------------------------------
 # The parser: the tables checked by their models (study/tables.py), then joined
 # ---------------------------------------------------------------------------------------------
-_DATASET_KEYS = ("scenario", "scale", "warehouses", "database", "init", "reset", "options")
+_DATASET_KEYS = (
+    "scenario", "scale", "warehouses", "database", "init", "reset", "options",
+    "script", "defines",  # sysbench: a Lua script's own prepare, with its options
+)  # fmt: skip
 # [run] keys: the run request's load parameters by their study-file names, and before_each.
 _RUN_FIELDS = {key_of(StudyRun, name): name for name in StudyRun.model_fields}
 _RUN_KEYS = tuple(_RUN_FIELDS)
-_DATASET_OPTIONS = ("partitions", "partition", "rows", "jobs")  # [dataset].options
+# [dataset].options
+_DATASET_OPTIONS = ("partitions", "partition", "rows", "jobs", "tables", "table_size")
 _SWEEP_KEYS = tuple(key for key in SweepTable.model_fields if key not in ("compare", "x", "series"))
 
 
@@ -385,6 +396,14 @@ class _Parser:
             raise StudySpecError(f"{path}.{size_key}: is required for scenario {scenario}")
         if scenario == "custom" and isinstance(values.get("init"), str):
             values["init"] = self._file(values["init"], f"{path}.init")
+        if isinstance(values.get("script"), str) and scenario == "sysbench":
+            values["script"] = self._file(values["script"], f"{path}.script")
+        if "defines" in values:
+            if not isinstance(values["defines"], dict):
+                raise StudySpecError(
+                    f"{path}.defines: expected a table such as {{ scale = 1, tables = 2 }}"
+                )
+            values["defines"] = {str(k): _define_text(v) for k, v in values["defines"].items()}
         options = table.get("options", {})
         if not isinstance(options, dict):
             raise StudySpecError(f"{path}.options: expected a table (got {options!r})")
@@ -467,6 +486,8 @@ class _Parser:
                 raise StudySpecError(f"{path}: weight of {script!r} must be an integer ({item!r})")
             if script.endswith(".sql"):
                 script = self._file(script, path)
+            elif script.startswith("sysbench:") and script.endswith(".lua"):
+                script = "sysbench:" + self._file(script.removeprefix("sysbench:"), path)
             parts.append(f"{script}@{weight}" if weight else script)
         return ",".join(parts)
 

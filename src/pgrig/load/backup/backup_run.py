@@ -47,6 +47,14 @@ def is_backup(workloads: list[str]) -> bool:
     return any(w.startswith(PREFIX) for w in workloads)
 
 
+def check_flags(workloads: list[str], during: str | None, backup_dir: str | None) -> None:
+    """`--during` and `--backup-dir` go with a backup workload only."""
+    if during is not None and not is_backup(workloads):
+        raise PgrigError("--during needs a backup workload (--workload backup:...)")
+    if backup_dir is not None and not is_backup(workloads):
+        raise PgrigError("--backup-dir needs a backup workload (--workload backup:...)")
+
+
 @dataclass
 class BackupRequest:
     env_name: str

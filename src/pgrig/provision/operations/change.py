@@ -79,19 +79,31 @@ def forward(remote: Environment, change: Change, *, as_json: bool, force: bool, 
     )  # fmt: skip
 
 
-def apply(env: Environment, change: Change) -> tuple[str, list[str]]:
-    """The change on the (locked) environment here: (action, changed setting names), action
-    "restart", "reload" or "none" (the server is stopped or nothing changed)."""
+@dataclass(frozen=True)
+class Applied:
+    """What `env set` did here: "restart", "reload" or "none" (the server is stopped or
+    nothing changed), the setting names that changed, and the layers before (for --json)."""
+
+    action: str
+    changed: list[str]
+    before: Layers
+
+
+def apply(env: Environment, change: Change) -> Applied:
+    """The change on the (locked) environment here (a damaged one refused first)."""
     env.check_intact()
+    before_layers = config.layers(env)
     if change.sync is not None:
-        before = dict(config.layers(env).topology)
+        before = dict(before_layers.topology)
         action = replicas.set_sync(env, change.sync)
-        return action, config.changed_names(before, config.layers(env).topology)
-    if change.insights is not None:
-        return set_enabled(env.name, change.insights)
-    return env_settings.set_settings(
-        env.name, config.parse_assignments(change.assignments), change.reset
-    )
+        changed = config.changed_names(before, config.layers(env).topology)
+    elif change.insights is not None:
+        action, changed = set_enabled(env.name, change.insights)
+    else:
+        action, changed = env_settings.set_settings(
+            env.name, config.parse_assignments(change.assignments), change.reset
+        )
+    return Applied(action, changed, before_layers)
 
 
 def set_enabled(name: str, enabled: bool) -> tuple[str, list[str]]:

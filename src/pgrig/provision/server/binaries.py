@@ -418,3 +418,29 @@ def _make_traversable(d: Path) -> None:
             d.chmod(mode | 0o755)
     except OSError:
         pass
+
+
+def cached_build(spec: str) -> Installation | None:
+    """The newest build of `spec` in pgrig's cache here (no network), or None."""
+    major, exact = parse_spec(spec)
+    found = [
+        i
+        for i in installed()
+        if i.source == "pgrig" and i.major == major and (exact is None or i.version == exact)
+    ]
+    return max(found, key=lambda i: version_key(i.version)) if found else None
+
+
+def pushable_build(spec: str, host: str) -> Path:
+    """The build of `spec` to push to `host` (`host provision --pg`): from pgrig's cache, built
+    or fetched into it first when missing; its directory."""
+    try:
+        inst = cached_build(spec) or install(spec)[0]
+    except PgrigError as e:
+        raise PgrigError(f"PostgreSQL {spec} cannot be installed on host {host}: {e}") from e
+    if inst.source != "pgrig" or not inst.package_version:
+        raise PgrigError(
+            f"PostgreSQL {spec} cannot be installed on host {host}: only builds in pgrig's "
+            "cache can be pushed (`pgrig pg install` one)"
+        )
+    return Path(inst.bindir).parent
