@@ -16,8 +16,8 @@ test:
 	$(PYTHON) -m mypy
 	# Most tests wait on real servers and pgbench runs: four at a time. The few that judge the
 	# host's noise (drift, verdicts, the busy-host warning) then run alone on a quiet host.
-	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -n 4 --dist loadfile -m "not quiet_host"
-	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -m quiet_host
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -n 4 --dist loadfile -m "not quiet_host" --durations=40
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -m quiet_host --durations=10
 
 # The fast tier: no servers, no pgbench (seconds, not minutes).
 unit:
