@@ -73,9 +73,9 @@ def test_importing_a_run_imported_before_leaves_the_given_files(pgrig_home: Path
         path = spool.write_spool(rec, archive.url, "locked")
         kept = pgrig_home / "copy.spool.json"
         shutil.copy(path, kept)
-        assert archive.import_spooled(path) == rec.id and not path.exists()
+        assert archive.import_spooled(path).run_id == rec.id and not path.exists()
         (pgrig_home / spool.PARTIAL_SERIES).write_text("")
-        assert archive.import_spooled(kept) == rec.id  # the same record written again
+        assert archive.import_spooled(kept) == (rec.id, True)  # the same record written again
         assert kept.exists() and (pgrig_home / spool.PARTIAL_SERIES).exists()
         assert archive.get_run(rec.id).status == "ok"
     assert paths.home() == pgrig_home

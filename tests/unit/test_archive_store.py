@@ -505,7 +505,7 @@ class ArchiveSuite:
         assert not list(paths.spooled_dir().iterdir())  # its marker went with it
         counts = child_rows(archive_url, rec.id)
         write_spool(rec, archive.url, "again")  # importing twice writes the same rows
-        assert archive.import_spooled(path) == rec.id
+        assert archive.import_spooled(path) == (rec.id, True)  # imported before
         assert child_rows(archive_url, rec.id) == counts and archive.get_run(rec.id) == rec
 
     def test_a_spool_of_another_archive_or_run_is_refused(self, archive: Archive) -> None:

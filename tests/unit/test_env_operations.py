@@ -111,3 +111,15 @@ def test_destroy_and_repair_check_the_name_first(pgrig_home: Path) -> None:
         with pytest.raises(PgrigError):
             lifecycle.repair_check(bad)
     assert said == [] and lifecycle.on_host("nothing") is None
+
+
+def test_env_show_warns_when_a_sync_mode_has_no_streaming_replica() -> None:
+    from pgrig.provision.env_status import topology_warnings
+
+    primary = {"role": "primary", "replication": {}}
+    stopped = {"role": "replica", "replication": {}}
+    streaming = {"role": "replica", "replication": {"state": "streaming"}}
+    (warning,) = topology_warnings("db", "on", [primary, stopped])
+    assert "sync on and no replica is streaming" in warning and "pgrig env start db" in warning
+    assert topology_warnings("db", "on", [primary, stopped, streaming]) == []
+    assert topology_warnings("db", "off", [primary, stopped]) == []

@@ -34,3 +34,20 @@ def test_a_script_is_shipped_with_its_modules(monkeypatch: pytest.MonkeyPatch) -
         "db", "generate", "far", "--scenario", "sysbench", "--script",
         "/tmp/pgrig-upload-7/ledger.lua", "--define", "scale=2",
     ]  # fmt: skip
+
+
+def test_a_dataset_request_is_asked_again_with_its_own_flags() -> None:
+    from pgrig.request import DatasetRequest, from_flags
+    from pgrig.request.fields import as_flags
+
+    request = from_flags(
+        DatasetRequest, scenario="sysbench", database="ledger", script="a.lua",
+        defines={"scale": "2", "tables": "3"}, jobs=2,
+    )  # fmt: skip
+    assert as_flags(request) == [
+        "--scenario", "sysbench", "--db", "ledger", "--jobs", "2", "--script", "a.lua",
+        "--define", "scale=2", "--define", "tables=3",
+    ]  # fmt: skip
+    tpcc = from_flags(DatasetRequest, scenario="tpcc", warehouses=2, partition=True)
+    expected = ["--scenario", "tpcc", "--warehouses", "2", "--partition", "--jobs", "2"]
+    assert as_flags(tpcc) == expected

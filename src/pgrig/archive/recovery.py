@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import delete, insert, update
 
@@ -19,6 +20,14 @@ from pgrig.archive.records import RunRecord
 from pgrig.archive.rows import encode, record_time
 from pgrig.archive.runs import RunTable
 from pgrig.errors import NotFound, PgrigError
+
+
+class SpoolImport(NamedTuple):
+    """What `runs import PATH` did: `imported_before` when the archive already held the run
+    finished (the record was written again; the file given was left in place)."""
+
+    run_id: int
+    imported_before: bool
 
 
 class Recovery:
@@ -85,7 +94,7 @@ class Recovery:
             ).remove()
         return marked
 
-    def import_spooled(self, path: Path) -> int:
+    def import_spooled(self, path: Path) -> SpoolImport:
         """Import one spooled record (spool.py) in one transaction and remove the file.
 
         Refuses a spool of another archive, or one whose run id holds another run here."""
@@ -101,7 +110,7 @@ class Recovery:
 
     def _import_record(
         self, rec: RunRecord, path: Path, wait_s: float | None = None, given: bool = False
-    ) -> int:
+    ) -> SpoolImport:
         """`given`: a file the user named (`runs import PATH`): when the archive already holds
         the run finished (imported before), the same record is written again and the file,
         and the partial series beside it, are left as they are (they may be the user's copy)."""
@@ -119,11 +128,11 @@ class Recovery:
             )
         self._runs.finish_run(rec, wait_s=wait_s)
         if given and here.status not in ("running", "lost"):
-            return rec.id  # imported before: the files given are not ours to remove
+            return SpoolImport(rec.id, True)  # the files given are not ours to remove
         path.unlink(missing_ok=True)  # the file imported (it may have been given by path)
         spool.forget(rec.id, archive=self._db.url)
         (path.parent / spool.PARTIAL_SERIES).unlink(missing_ok=True)
-        return rec.id
+        return SpoolImport(rec.id, False)
 
     def recover(self) -> None:
         """Import this archive's spooled records, then mark dead runs lost. Each step is
@@ -135,7 +144,7 @@ class Recovery:
                 owner_url, rec = spool.read_spool(path)
                 if owner_url != self._db.url:
                     continue  # another archive's: imported when that one is opened
-                run_id = self._import_record(rec, path, wait_s=1.0)
+                run_id = self._import_record(rec, path, wait_s=1.0).run_id
             except spool.SpoolUnreadable as e:  # tried by every command: set aside once
                 try:
                     aside = spool.quarantine(path)

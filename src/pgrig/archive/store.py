@@ -25,7 +25,7 @@ from typing import Any
 from pgrig.archive import live_runs, schema
 from pgrig.archive.engine import ArchiveDamaged, Database, mask_url, normalize_url
 from pgrig.archive.records import RunFilter, RunRecord, StudyRecord
-from pgrig.archive.recovery import Recovery
+from pgrig.archive.recovery import Recovery, SpoolImport
 from pgrig.archive.rows import LIGHT_EXTRA_KEYS, MARKABLE_STATUSES, RUN_STATUSES, STUDY_STATUSES
 from pgrig.archive.runs import RunTable
 from pgrig.archive.schema import (
@@ -163,7 +163,7 @@ class Archive:
     def mark_lost_runs(self, wait_s: float = 1.0) -> list[int]:
         return self._recovery.mark_lost_runs(wait_s)
 
-    def import_spooled(self, path: Path) -> int:
+    def import_spooled(self, path: Path) -> SpoolImport:
         return self._recovery.import_spooled(path)
 
     # --- studies (studies.py) ------------------------------------------------------------------

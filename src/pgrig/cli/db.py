@@ -94,17 +94,10 @@ def generate(
     from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:  # on another host: its pgrig loads
-        argv = ["db", "generate", env, "--scenario", request.scenario]
-        for flag, value in (("--scale", scale), ("--partitions", partitions),
-                            ("--warehouses", warehouses), ("--rows", rows), ("--jobs", jobs),
-                            ("--sql", sql), ("--tables", tables), ("--table-size", table_size),
-                            ("--script", script), ("--db", db)):  # fmt: skip
-            if value is not None:
-                argv += [flag, str(value)]
-        for name, value in request.defines.items():
-            argv += ["--define", f"{name}={value}"]
-        argv += [f for f, on in (("--partition", partition), ("--json", as_json),
-                                 ("--force", force)) if on]  # fmt: skip
+        from pgrig.request.fields import as_flags
+
+        argv = ["db", "generate", env, *as_flags(request)]
+        argv += [f for f, on in (("--json", as_json), ("--force", force)) if on]
         from pgrig.workloads import sysbench_lua
 
         beside = sysbench_lua.shipped_files(script) if script is not None else []

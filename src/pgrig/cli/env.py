@@ -477,13 +477,10 @@ def _print_topology(d: dict) -> None:
             str(r.get("sync_state") or ""), size(r.get("replay_lag_bytes")), lags, slot,
         )  # fmt: skip
     out_console().print(table)
-    streaming = [m for m in d["topology"][1:] if m["replication"].get("state") == "streaming"]
-    if d["sync"] != "off" and not streaming:
-        out_console().print(
-            f"[yellow]warning:[/yellow] sync {d['sync']} and no replica is streaming: commits on "
-            f"the primary wait until one is (`pgrig env start {d['name']}`, or `--sync off`)",
-            highlight=False,
-        )
+    from rich.markup import escape
+
+    for warning in d.get("warnings", []):
+        out_console().print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
 
 @app.command("list")

@@ -7,7 +7,6 @@ the commands so `pgrig --help` and `pgrig runs list` start quickly.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -32,7 +31,6 @@ from pgrig.cli.common import (
     print_wide,
     reading_archive,
 )
-from pgrig.errors import NotFound
 from pgrig.request.values import check_int64
 from pgrig.views import backup_figures
 
@@ -476,15 +474,10 @@ def import_cmd(
             if any(str(file) in line for line in arch.recovered):
                 return  # opening the archive imported it (and said so)
             raise PgrigError(f"{file}: no spooled run there")
-        _, spooled = spool.read_spool(file)
-        before = None
-        with contextlib.suppress(NotFound):  # the import says it, naming the file
-            before = arch.get_run(spooled.id) if spooled.id is not None else None
-        run_id = arch.import_spooled(file)
-    if before is not None and before.status not in ("running", "lost"):
+        run_id, imported_before = arch.import_spooled(file)
+    if imported_before:
         err_console().print(
-            f"run {run_id} was already imported ({before.status}): written again from {file}, "
-            "which is left in place",
+            f"run {run_id} was already imported: written again from {file}, which is left in place",
             highlight=False,
             markup=False,
             soft_wrap=True,

@@ -73,10 +73,22 @@ def describe(env: Environment) -> dict[str, Any]:
     if env.replicas or env.standbys:
         d["sync"] = env.sync
         d["topology"] = replicas.topology(env)
+        d["warnings"] = topology_warnings(env.name, env.sync, d["topology"])
     if env.standby_of:
         d["standby_of"] = dict(env.standby_of)
     d["disk_limit"] = disk_limit_state(env)
     return d
+
+
+def topology_warnings(name: str, sync: str, topology: list[dict[str, Any]]) -> list[str]:
+    """What `env show` (text and --json) warns of: a sync mode no replica can answer."""
+    streaming = [m for m in topology[1:] if m["replication"].get("state") == "streaming"]
+    if sync != "off" and not streaming:
+        return [
+            f"sync {sync} and no replica is streaming: commits on the primary wait until one is "
+            f"(`pgrig env start {name}`, or `--sync off`)"
+        ]
+    return []
 
 
 def disk_limit_state(env: Environment) -> dict[str, Any]:

@@ -24,3 +24,23 @@ STRICT = ConfigDict(
 def flag_field(flag: str | None = None, **kw: Any) -> Any:
     """A field with its CLI flag (None: a study-file key is the only way to set it)."""
     return Field(json_schema_extra={"flag": flag} if flag else None, **kw)
+
+
+def as_flags(request: Any) -> list[str]:
+    """The CLI flags that ask for `request` again (another host's pgrig is asked this way):
+    a flag for each field that has one and is set; a mapping repeats its flag as NAME=VALUE."""
+    argv: list[str] = []
+    for name, field in type(request).model_fields.items():
+        extra = field.json_schema_extra
+        flag = extra.get("flag") if isinstance(extra, dict) else None
+        value = getattr(request, name)
+        if not isinstance(flag, str) or value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                argv += [flag, f"{key}={item}"]
+        else:
+            argv += [flag, str(value)]
+    return argv
