@@ -213,14 +213,8 @@ def test_crash_gives_none_rows_then_reconnects(server15):
 
 def _pg17_plus_bindir() -> Path | None:
     """A PostgreSQL 17+ build if one is around: pgrig's binaries cache or the lab's copy."""
-    candidates: list[Path] = []
-    for major in ("18", "17"):
-        try:
-            from pgrig.provision.server import binaries
-
-            candidates.append(binaries.find_bindir(major)[0])
-        except Exception:
-            pass
+    cache = servers.pg_build_cache()
+    candidates = [d / "bin" for d in sorted(cache.glob("1[78].*"), reverse=True)]
     candidates.append(Path("/tmp/pgb/x/postgresql-18.6.0-x86_64-unknown-linux-gnu/bin"))
     for bindir in candidates:
         if not (bindir / "postgres").exists():

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import namespace_hosts
 import pytest
+import servers
 
 pytestmark = pytest.mark.integration
 
@@ -42,11 +43,7 @@ DB1, DB2 = f"{NET}.11", f"{NET}.12"
 
 
 def _no_pg18() -> str | None:
-    from pgrig.provision.server import binaries
-
-    try:
-        binaries.find_bindir("18")
-    except Exception:
+    if not list(servers.pg_build_cache().glob("18.*/bin/postgres")):
         return "PostgreSQL 18 is not in the build cache (run `pgrig pg install 18`)"
     return None
 
@@ -85,7 +82,7 @@ def lab() -> Iterator[dict[str, str]]:
         namespace_hosts.up(NET, PREFIX, RIG_DIR, 2),
         namespace_hosts.home(
             "pgrig-test-replica-hosts-",
-            os.environ.get("PGRIG_PG_DIR") or "/var/lib/pgrig/pg",
+            str(servers.pg_build_cache()),
             PGRIG_SSH_CONNECT_TIMEOUT="3",
             PGRIG_RUN_OVERRUN_S="6",  # a run whose server stopped answering ends 6 s after -T
             PGRIG_PORT_RANGE="21950-21999",
