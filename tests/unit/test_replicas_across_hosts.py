@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pgrig.errors import PgrigError
-from pgrig.load.core import runner, topology
+from pgrig.load.core import measure_here, topology
 from pgrig.provision.remote import replicas as remote_replicas
 from pgrig.provision.server import backups, replication_access, standby
 from pgrig.provision.settings import topology_layer
@@ -129,13 +129,13 @@ def test_runs_reach_replicas_on_their_hosts_with_the_envs_passfile(tmp_path: Pat
 def test_a_run_whose_pgbench_outlives_its_duration_has_a_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert runner.overrun_deadline(None) is None  # -t: bounded by transactions
+    assert measure_here.overrun_deadline(None) is None  # -t: bounded by transactions
     monkeypatch.setenv("PGRIG_RUN_OVERRUN_S", "5")
     import time
 
-    deadline = runner.overrun_deadline(10)
+    deadline = measure_here.overrun_deadline(10)
     assert deadline is not None and 14 < deadline - time.monotonic() <= 15
-    assert "stopped answering" in runner.overrun_message(10)
+    assert "stopped answering" in measure_here.overrun_message(10)
 
 
 def _managed(pgrig_home: Path) -> Environment:

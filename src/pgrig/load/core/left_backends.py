@@ -15,9 +15,14 @@ import contextlib
 import os
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.record.documents import BackendEnded
+
+if TYPE_CHECKING:
+    from pgrig.archive.records import RunRecord
+    from pgrig.provision.state.environment import Environment
+    from pgrig.request import RunRequest
 
 SETTLE_S = 2.0  # a backend whose client just went needs a moment to notice and exit
 SYNC_REP = "IPC:SyncRep"
@@ -44,6 +49,28 @@ def end_left(servers: Iterable[Any], name: str, settle_s: float = SETTLE_S) -> l
         ):
             out += _end_on(conn, str(server.name), name, settle_s)
     return out
+
+
+def end_left_backends(
+    rec: RunRecord, env: Environment, spec: RunRequest, name: str | None, engine: str
+) -> list[BackendEnded]:
+    """The client's backends still on the run's servers once it ended (a commit waiting for
+    synchronous replicas that are gone, and those waiting for its locks): terminated, kept in
+    extra["backends_ended"] and said in a warning. Through a pooler the server's sessions
+    are the pooler's: left to it."""
+    from pgrig.load.core import topology
+
+    if not name or spec.via != "direct":
+        return []
+    ended = end_left(topology.targets(env, spec.target_role), name)
+    if ended:
+        rec.extra["backends_ended"] = ended
+        rec.add_warning(
+            "backends_ended",
+            f"the run's backends were still on the server after {engine} ended, and were "
+            f"terminated: {describe(ended)}",
+        )
+    return ended
 
 
 def _end_on(conn: Any, server: str, name: str, settle_s: float) -> list[BackendEnded]:

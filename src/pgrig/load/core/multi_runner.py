@@ -1,6 +1,6 @@
 """A run whose load comes from several hosts (`pgrig run ENV --load-from A --load-from B`).
 
-The same steps as load/core/runner.py's _measure (settings, samplers, insights, lease, results,
+The same steps as load/core/measure_here.py (settings, samplers, insights, lease, results,
 archive: load/core/run_steps.py holds those both take), with pgbench on the load hosts through their
 agents (load/remote/multi_load.py) instead of one local process, and the logs of every host merged
 into one stream (analysis/txlog_merge.py). Load split: load/remote/split.py.

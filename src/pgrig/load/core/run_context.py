@@ -1,4 +1,4 @@
-"""What the two measuring runners share about one run (runner.py `_measure` with pgbench here,
+"""What the two measuring runners share about one run (measure_here.py with pgbench here,
 multi_runner.py `measure` with load hosts): one object instead of a long parameter list."""
 
 from __future__ import annotations

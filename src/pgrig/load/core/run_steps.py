@@ -1,5 +1,5 @@
 """The steps every measured run takes, whichever way its load is driven: one local process
-(load/core/runner.py) or pgbench on load hosts (load/core/multi_runner.py). Where the client
+(load/core/measure_here.py) or pgbench on load hosts (load/core/multi_runner.py). Where the client
 connects,
 the samplers, pinning the server, the server's and the pooler's logs over the run, the run's
 last write. Both runners import this module; neither imports the other's steps.
@@ -57,6 +57,13 @@ def placement(spec: RunRequest) -> Placement:
     from pgrig.load.core import pinning
 
     return pinning.placement(spec.server_cpus, spec.client_cpus)
+
+
+def client_prefix(spec: RunRequest) -> list[str]:
+    """taskset for --client-cpus (it execs: the client keeps its pid)."""
+    from pgrig.load.core import pinning
+
+    return pinning.client_prefix(placement(spec).client)
 
 
 def pin_server(env: Environment, spec: RunRequest) -> Callable[[], None]:

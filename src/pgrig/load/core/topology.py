@@ -4,6 +4,7 @@ stopped streaming while the run lasted."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, cast
 
 from pgrig.archive.records import RunRecord
@@ -204,3 +205,23 @@ def target_results(
             rec.add_warning(f"target_{name}_unreachable", f"{name} could not be read after the run")
     rec.extra["targets"] = {"role": rec.extra.get("target_role"), "seconds": round(seconds, 3),
                             "servers": rows}  # fmt: skip
+
+
+class TargetCommits:
+    """Transactions per target server over the run (extra["targets"]); nothing without
+    replicas."""
+
+    def __init__(self, env: Environment, spec: Any, dbname: str, rec: RunRecord) -> None:
+        self.env, self.role, self.dbname = env, spec.target_role, dbname
+        self.before: dict[str, int | None] | None = None
+        self.t0 = time.monotonic()
+        if env.replicas:
+            rec.extra["target_role"] = spec.target_role
+            self.before = commits(env, self.role, dbname)
+
+    def results(self, rec: RunRecord) -> None:
+        if self.before is None:
+            return
+        seconds = time.monotonic() - self.t0
+        after = commits(self.env, self.role, self.dbname)
+        target_results(rec, self.before, after, seconds)
