@@ -1,4 +1,4 @@
-"""Catch broken custom scripts and missing data before anything is archived.
+"""What a run checks before anything is archived: where its client connects, its scripts, its data.
 
 Each script file is executed once (`pgbench -n -t 1 -c 1`) against the target: pgbench parses
 meta-commands before connecting and the server parses the SQL, so both kinds of mistakes surface
@@ -97,3 +97,33 @@ def _pgbench_message(stderr: str) -> str:
     errors = [ln for ln in keep if "error" in ln.lower() or "syntax" in ln.lower()]
     picked = errors or keep
     return " | ".join(picked[:3])
+
+
+def check_connection(spec: RunRequest, env: Environment) -> str:
+    """Everything about where pgbench connects that can fail, checked before anything starts:
+    via/connect, max_connections (direct) or the pooler's limits, CPU lists, open files.
+    Starts the pooler when it is down. Returns the normalized via ("direct", "pgbouncer")."""
+    from pgrig.load.core import pinning, run_steps
+    from pgrig.load.engines import command as pgbench_command
+    from pgrig.provision import pooler
+
+    run_steps.placement(spec)  # CPU lists and counts checked against this machine
+    if spec.target_role != "primary":
+        from pgrig.load.core import topology
+
+        major = pgbench_command.pgbench_major(env.binary("pgbench"))
+        topology.check_target(env, spec, major)
+    if spec.server_cpus and not env.managed:
+        raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
+    via = pooler.check_run(
+        env,
+        clients=spec.clients,
+        via=spec.via,
+        connect=spec.connect,
+        protocol=spec.protocol,
+        run_settings=spec.settings,
+    )
+    pinning.raise_nofile(pinning.nofile_for_clients(spec.clients))
+    if via != "direct":
+        pooler.start(env)  # no-op when running
+    return via

@@ -30,7 +30,12 @@ from pgrig.load.core import (
     prewarm,
     run_steps,
 )
-from pgrig.load.core.preflight import check_scripts, check_sysbench_data, check_tables
+from pgrig.load.core.preflight import (
+    check_connection,
+    check_scripts,
+    check_sysbench_data,
+    check_tables,
+)
 from pgrig.load.core.run_context import RunContext
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.engines import command as pgbench_command
@@ -94,7 +99,7 @@ def _execute(
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)
     server = {**_server_facts(env, dbname), "cpu_mark": mark}
-    _check_connection(spec, env)  # pooler, limits, pinning: before anything starts
+    check_connection(spec, env)  # pooler, limits, pinning: before anything starts
     if spec.load_from:
         from pgrig.load.core import multi_runner
 
@@ -369,38 +374,6 @@ def _owner() -> str:
     with contextlib.suppress(Exception):
         return os.environ.get("PGRIG_OWNER") or getpass.getuser()
     return "unknown"
-
-
-# --- connection target, pooler and CPU pinning (see provision/pooler/, load/core/pinning.py) ------
-
-
-def _check_connection(spec: RunRequest, env: Environment) -> str:
-    """Everything about where pgbench connects that can fail, checked before anything starts:
-    via/connect, max_connections (direct) or the pooler's limits, CPU lists, open files.
-    Starts the pooler when it is down. Returns the normalized via ("direct", "pgbouncer")."""
-    from pgrig.load.core import pinning
-    from pgrig.provision import pooler
-
-    run_steps.placement(spec)  # CPU lists and counts checked against this machine
-    if spec.target_role != "primary":
-        from pgrig.load.core import topology
-
-        major = pgbench_command.pgbench_major(env.binary("pgbench"))
-        topology.check_target(env, spec, major)
-    if spec.server_cpus and not env.managed:
-        raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
-    via = pooler.check_run(
-        env,
-        clients=spec.clients,
-        via=spec.via,
-        connect=spec.connect,
-        protocol=spec.protocol,
-        run_settings=spec.settings,
-    )
-    pinning.raise_nofile(pinning.nofile_for_clients(spec.clients))
-    if via != "direct":
-        pooler.start(env)  # no-op when running
-    return via
 
 
 def _connection_extra(env: Environment, spec: RunRequest) -> RunExtra:
