@@ -1,15 +1,16 @@
-"""The declared run documents (record/documents.py) against documents real runs stored.
+"""The declared run documents (record/documents.py and record/*_docs.py) against real runs.
 
 tests/fixtures/runs/*.json are `pgrig runs show --json` documents of real runs (how each was
 made: tests/fixtures/runs/README.md). Each one's `extra` and `host` must use only the keys
-record/documents.py declares, with values of the declared types, at every depth: a key
-written by a module but not declared, or declared with the wrong type, fails here. The stored
+record/ declares, with values of the declared types, at every depth: a key written by a
+module but not declared, or declared with the wrong type, fails here. The stored
 JSON goes through the types unchanged (TypedDicts are plain dicts at run time; the test says so
 by dumping the checked document back).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import types
 import typing
@@ -133,9 +134,19 @@ def test_the_checker_finds_undeclared_keys_and_wrong_types() -> None:
 
 
 def test_every_document_is_exported() -> None:
-    declared = {
-        name for name, value in vars(documents).items()
-        if is_typeddict(value) and value.__module__ == documents.__name__
-    }  # fmt: skip
-    assert declared <= set(documents.__all__)
+    """Every document, declared in documents.py or in a *_docs.py module of its theme, is
+    imported from documents.py (its __all__), and is the same object there."""
+    themes = [documents] + [
+        importlib.import_module(f"pgrig.record.{path.stem}")
+        for path in sorted(Path(documents.__file__).parent.glob("*_docs.py"))
+    ]
+    assert len(themes) > 1
+    for module in themes:
+        declared = {
+            name for name, value in vars(module).items()
+            if is_typeddict(value) and value.__module__ == module.__name__
+        }  # fmt: skip
+        assert declared, module.__name__
+        assert declared <= set(documents.__all__), module.__name__
+        assert all(getattr(documents, name) is getattr(module, name) for name in declared)
     assert typing.get_type_hints(documents.RunExtra)  # resolvable at run time
