@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,12 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# The tests run `pgrig` thousands of times: run the console script itself, not a version
+# manager's shim in front of it (pyenv's is a bash script that forks its helpers, ~0.1 s a call).
+_SCRIPTS = Path(sysconfig.get_path("scripts"))
+if (_SCRIPTS / "pgrig").exists():
+    os.environ["PATH"] = f"{_SCRIPTS}{os.pathsep}{os.environ.get('PATH', '')}"
 
 # Under pytest-xdist each worker picks managed servers' ports from a range of its own, so two
 # workers never race for the same free port (modules with their own range set it themselves:

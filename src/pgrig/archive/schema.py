@@ -96,11 +96,13 @@ def probe(db: Database) -> None:
 
 
 def _check_known(db: Database, found: str | None) -> None:
+    if found is None:  # no schema yet: nothing to know (and alembic is ~0.1 s to import)
+        return
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory.from_config(alembic_config())
     known = {s.revision for s in script.walk_revisions()}
-    if found is not None and found not in known:
+    if found not in known:
         raise PgrigError(
             f"archive {db.url} has schema revision {found!r}, newer than this pgrig "
             f"knows (up to {SCHEMA_HEAD!r}): this pgrig is too old for it, upgrade pgrig"

@@ -9,7 +9,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from pgrig.cli.common import ArchiveOpt, out_console, print_json
-from pgrig.provision.settings import profiles
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -21,6 +20,8 @@ def list_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List shipped and user profiles (user ones live in <home>/profiles/*.toml)."""
+    from pgrig.provision.settings import profiles  # lazy: its model costs every command ~80 ms
+
     infos = profiles.list_profiles()
     damaged = profiles.damaged_profiles()
     if as_json:
@@ -58,6 +59,8 @@ def show_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show the settings a profile would apply, the rule behind each, and what it skips."""
+    from pgrig.provision.settings import profiles
+
     ram_bytes = profiles.parse_size(ram) if ram is not None else None
     r = profiles.explain_profile(
         name,
@@ -117,6 +120,7 @@ def save_cmd(
 ) -> None:
     """Save the best configuration of a tuning study as a profile (<home>/profiles/NAME.toml)."""
     from pgrig.archive.store import Archive
+    from pgrig.provision.settings import profiles
     from pgrig.tune import saved_profile
 
     settings, description, notes = saved_profile.from_study(Archive(archive), from_study)
