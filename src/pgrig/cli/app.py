@@ -182,6 +182,8 @@ def main() -> None:
         sys.exit(rc if isinstance(rc, int) else 0)
     except HostCommandFailed as e:  # the host's pgrig said why, its output streamed here
         sys.exit(e.exit_code)
+    except common.OutputClosed as e:  # `pgrig runs list | head -1`: the reader has it all
+        sys.exit(e.exit_code)
     except common.PgrigError as e:
         common.fail(str(e), e.exit_code)
     except OSError as e:  # a read-only or full home, a file removed by hand: one line

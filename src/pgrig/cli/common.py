@@ -158,6 +158,15 @@ class OutputError(PgrigError):
     exit_code = 1  # as every other input/output error
 
 
+class OutputClosed(OutputError):
+    """The reader of the standard output went away (`pgrig runs list | head -1`): it has what
+    it wanted. Ends the command without a word, with 141 (128 + SIGPIPE), as `cat` or `git`
+    killed by SIGPIPE end: no message, no traceback, and a pipeline under `set -o pipefail`
+    still sees that the output was cut."""
+
+    exit_code = 141
+
+
 class GuardedStdout:
     """sys.stdout for the whole command (installed by the CLI's main): a write or flush that
     fails raises OutputError naming the output, and the output is then silenced (fd 1 to
@@ -183,6 +192,8 @@ class GuardedStdout:
 
 
 def _output_error(e: OSError) -> OutputError:
+    """The OSError of a write to stdout, as the error to end the command with; fd 1 is
+    silenced so that the interpreter's last flush cannot fail again."""
     where = ""
     with contextlib.suppress(OSError):
         where = f" ({os.readlink('/proc/self/fd/1')})"
@@ -190,6 +201,8 @@ def _output_error(e: OSError) -> OutputError:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.close(null)
+    if isinstance(e, BrokenPipeError):
+        return OutputClosed(f"standard output{where} closed by its reader")
     return OutputError(f"cannot write the output to standard output{where}: {e.strerror or e}")
 
 
