@@ -21,7 +21,8 @@ labels[index] is the first version that shows the change. `ratio` is the mean of
 over the mean of the level before (both between neighbouring change points): 0.95 is 5% lower;
 None where the level before is not positive (a ratio of signed or zero levels means nothing).
 `change_pct` is the difference over the size of the level before (-10 to -20: -100%), None
-from a level of 0. The series is scaled by its largest magnitude first, so values near the
+from a level of 0; both are None too where they exceed a float (from a level of 1e-320), never
+inf (invalid JSON). The series is scaled by its largest magnitude first, so values near the
 float limits (1e308) neither overflow nor lose the change. Whether lower is worse (a
 regression) depends on the metric; the caller knows.
 """
@@ -54,7 +55,7 @@ class Change:
     before: float  # mean of the level before (since the previous change)
     after: float  # mean of the new level (until the next change)
     ratio: float | None  # after / before (None: the level before is not positive)
-    change_pct: float | None  # (after - before) / |before| * 100 (None: before is 0)
+    change_pct: float | None  # (after - before) / |before| * 100 (None: before is 0, or ~0)
     p_value: float  # permutation test
     confidence: float  # 1 - p_value
     q: float | None  # the e-divisive divergence at this split (None: beyond a float's range)
@@ -123,6 +124,8 @@ def detect(
         )
     if min_size < 2:
         raise PgrigError(f"min_size must be at least 2, not {min_size}")
+    if seed is not None and seed < 0:  # numpy's generator takes none: refused, not a traceback
+        raise PgrigError(f"seed must be 0 or more, not {seed}")
     names = [str(s) for s in labels] if labels is not None else [str(i) for i in range(len(x))]
     scale = float(np.max(np.abs(x))) if len(x) else 0.0
     scale = scale if scale > 0 else 1.0
@@ -161,8 +164,9 @@ def _describe(
                 label=names[tau],
                 before=before * scale,
                 after=after * scale,
-                ratio=after / before if before > 0 else None,
-                change_pct=(after - before) / abs(before) * 100 if before != 0 else None,
+                # _finite: a level near 0 (1e-320) would make them inf, invalid JSON
+                ratio=_finite(after / before) if before > 0 else None,
+                change_pct=_finite((after - before) / abs(before) * 100) if before != 0 else None,
                 p_value=p,
                 confidence=1 - p,
                 q=_finite(q * scale),
@@ -172,7 +176,8 @@ def _describe(
 
 
 def _finite(v: float) -> float | None:
-    """A divergence of a series near the float limits can exceed them: not representable."""
+    """A divergence of a series near the float limits, or a ratio to a level near 0, can
+    exceed them: not representable (None: shown as no ratio, never inf or NaN)."""
     return v if np.isfinite(v) else None
 
 
