@@ -158,6 +158,13 @@ class Recovery:
             except PgrigError as e:
                 self.recovered.append(f"spooled run not imported: {e}")
                 continue
+            except (
+                Exception
+            ) as e:  # tried by every command: an unforeseen failure never breaks them
+                self.recovered.append(
+                    f"warning: spooled run {path} not imported: {type(e).__name__}: {e}"
+                )
+                continue
             self.recovered.append(f"run {run_id} imported from {path}")
         for run_id in self.mark_lost_runs():
             self.lost_runs.append(run_id)

@@ -109,6 +109,7 @@ def _encode_record(rec: RunRecord) -> dict[str, Any]:
 
 
 def _decode_record(doc: dict[str, Any]) -> RunRecord:
+    _check_shapes(doc)
     doc = dict(doc)
     for name in ("started_at", "ended_at"):
         if doc.get(name):
@@ -119,6 +120,86 @@ def _decode_record(doc: dict[str, Any]) -> RunRecord:
         for s in doc.get("scripts") or []
     ]
     return RunRecord(**doc)
+
+
+# The shape of each field of a spooled record, as the archive's writer and every reader use it:
+# a field of another JSON type (a record edited by hand, damaged, or forged) is refused here,
+# with its name, instead of a traceback in the import or, once stored, in every reader of the
+# run. Documents (host, extra, insights, disk_limit) are checked as objects only: their
+# contents differ between pgrig versions, and their readers take what they find.
+_TEXT = (str,)
+_NUMBER = (int, float)
+_INT = _NUMBER  # a count written as 5.0 is stored and read as well: not worth losing a run over
+_SHAPES: dict[str, tuple[type, ...]] = {
+    "env_name": _TEXT, "workload": _TEXT, "clients": _INT, "threads": _INT, "status": _TEXT,
+    "id": (int,), "repeat": _INT, "managed": (bool,), "engine": _TEXT, "via": _TEXT,
+    "warmup_s": _NUMBER, "protocol": _TEXT, "tags": (dict,), "latency": (dict,),
+    "scripts": (list,), "settings": (dict,), "settings_layers": (dict,), "host": (dict,),
+    "series": (dict,), "artifacts": (dict,), "extra": (dict,), "insights": (dict,),
+}  # fmt: skip
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "error": _TEXT, "started_at": _TEXT, "ended_at": _TEXT, "study": _TEXT,
+    "study_point": _TEXT, "target": _TEXT, "server_version": _TEXT, "server_major": _INT,
+    "pgbench_version": _TEXT, "database": _TEXT, "scenario": _TEXT, "scale": _INT,
+    "db_size_bytes": _INT, "duration_s": _NUMBER, "transactions_per_client": _INT,
+    "rate": _NUMBER, "latency_limit_ms": _NUMBER, "max_tries": _INT, "connect": _TEXT,
+    "server_cpus": _TEXT, "client_cpus": _TEXT, "defines": (dict,),
+    "extra_pgbench_args": (list,), "tpcc_mix": (dict,), "all_warehouses": (bool,),
+    "tpcc_stock_level": _TEXT, "keep_txlog": (bool,), "txlog": _TEXT, "command": _TEXT,
+    "note": _TEXT, "owner": _TEXT, "measured_s": _NUMBER, "tps": _NUMBER,
+    "transactions": _INT, "failed": _INT, "retried": _INT, "skipped": _INT,
+    "rollbacks": _INT, "nopm": _NUMBER, "tpm": _NUMBER, "cpu_user": _NUMBER,
+    "cpu_system": _NUMBER, "cpu_iowait": _NUMBER, "cpu_idle": _NUMBER, "hit_ratio": _NUMBER,
+    "disk_limit": (dict,),
+}  # fmt: skip
+
+
+def _fits(value: Any, types: tuple[type, ...]) -> bool:
+    # JSON true/false are no numbers here (Python's bool is an int)
+    return isinstance(value, types) and (bool in types or not isinstance(value, bool))
+
+
+def _wrong(name: str, value: Any, want: str) -> ValueError:
+    return ValueError(f"field {name!r} is a JSON {_json_kind(value)}, not {want}")
+
+
+_WANTED = {int: "an integer", float: "a number", str: "text", bool: "true or false",
+           dict: "an object", list: "an array"}  # fmt: skip
+
+
+def _check_shapes(doc: dict[str, Any]) -> None:
+    """Raise ValueError naming the first field of a spooled record whose JSON type is not the
+    one the archive stores (a number where text is, a list where an object is...)."""
+    for name, value in doc.items():
+        types = _SHAPES.get(name) or _OPTIONAL.get(name)
+        if types is None or (value is None and name in _OPTIONAL):
+            continue
+        if not _fits(value, types):
+            or_null = "" if name in _SHAPES else " or null"
+            raise _wrong(name, value, _WANTED[types[-1]] + or_null)
+    _check_contents(doc)
+
+
+def _check_contents(doc: dict[str, Any]) -> None:
+    """The insides of the fields that the archive's writer and readers walk."""
+    inside: list[tuple[str, Any, tuple[type, ...]]] = [
+        *[(f"{n}.{k}", v, _TEXT) for n in ("tags", "defines")
+          for k, v in (doc.get(n) or {}).items()],
+        *[(f"{n}.{k}", v, (dict,)) for n in ("settings", "settings_layers")
+          for k, v in doc.get(n, {}).items()],
+        *[(f"series.{k}", v, (dict,)) for k, v in doc.get("series", {}).items()],
+        *[(f"scripts[{i}]", v, (dict,)) for i, v in enumerate(doc.get("scripts", []))],
+    ]  # fmt: skip
+    for name, value, types in inside:
+        if not _fits(value, types):
+            raise _wrong(name, value, _WANTED[types[-1]])
+    for kind, cols in doc.get("series", {}).items():  # {kind: {column: [values]}}
+        for col, values in cols.items():
+            if not isinstance(values, list):
+                raise _wrong(f"series.{kind}.{col}", values, "an array")
+    for name, value in (doc.get("latency") or {}).items():
+        if value is not None and not _fits(value, _NUMBER):
+            raise _wrong(f"latency.{name}", value, "a number or null")
 
 
 def write_spool(rec: RunRecord, archive_url: str, reason: str) -> Path:
@@ -176,7 +257,7 @@ class SpoolUnreadable(PgrigError):
 def _json_kind(doc: Any) -> str:
     if doc is None:
         return "null"
-    return {list: "array", str: "string", bool: "boolean"}.get(type(doc), "number")
+    return {list: "array", str: "string", bool: "boolean", dict: "object"}.get(type(doc), "number")
 
 
 def quarantine(path: Path) -> Path:
