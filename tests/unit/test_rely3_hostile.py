@@ -131,3 +131,16 @@ def test_a_spooled_record_of_the_right_shape_is_imported(pgrig_home: Path) -> No
         assert archive.recovered == [f"run {run_id} imported from {_path}"]
         got = archive.get_run(run_id)
         assert got.status == "ok" and got.tps == 100.0 and got.tags == {"k": "v"}
+
+
+def test_track_show_of_a_missing_series_says_series(pgrig_home: Path) -> None:
+    """`pgrig track show nosuch` said "study 'nosuch' is not in archive": a word the user
+    never used for it."""
+    from pgrig.archive.store import Archive
+    from pgrig.errors import NotFound
+    from pgrig.track import runner
+
+    url = f"sqlite:///{pgrig_home / 'archive.sqlite'}"
+    with Archive(url) as archive, pytest.raises(NotFound, match=r"^no series 'nosuch' in ") as e:
+        runner.load_series(archive, "nosuch")
+    assert "study 'nosuch'" not in str(e.value)

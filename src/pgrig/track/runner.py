@@ -48,7 +48,13 @@ class Series:
 
 
 def load_series(archive: RunReader, name: str, with_runs: bool = True) -> Series:
-    rec = archive.get_study(name)
+    try:
+        rec = archive.get_study(name)
+    except NotFound:  # said as a series: the user never named a study
+        raise NotFound(
+            f"no series {name!r} in archive {archive.url} (its series: `pgrig study list`; "
+            f"start one: pgrig track {name} --versions LIST --workload W)"
+        ) from None
     if rec.kind != KIND:
         raise PgrigError(f"{name!r} is a study of kind {rec.kind}, not a version series")
     spec = TrackSpec.from_json(rec.spec)
