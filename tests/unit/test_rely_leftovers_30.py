@@ -19,6 +19,8 @@ from pgrig.track.versions import VersionPoint
 class NoSeries:
     """An archive without the series (nothing of it may be made)."""
 
+    url = "sqlite:///fake"
+
     def __init__(self) -> None:
         self.made: list[str] = []
 
@@ -46,7 +48,7 @@ def test_a_users_trk_environment_is_refused_before_the_series_exists(
     _env(pgrig_home, "trk-mine-18.6")
     archive = NoSeries()
     monkeypatch.setattr(flow, "plan", lambda text, bisect: ([VersionPoint("18.6", "18.6")], {}))
-    monkeypatch.setattr(flow, "check_settings", lambda spec, points: None)
+    monkeypatch.setattr(flow, "check_settings", lambda spec, points, install=None: None)
     spec = flow.make_spec(
         "mine", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
         protocol="simple", scale=1, repeat=1, profile="default", settings={},
