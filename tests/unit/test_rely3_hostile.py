@@ -144,3 +144,44 @@ def test_track_show_of_a_missing_series_says_series(pgrig_home: Path) -> None:
     with Archive(url) as archive, pytest.raises(NotFound, match=r"^no series 'nosuch' in ") as e:
         runner.load_series(archive, "nosuch")
     assert "study 'nosuch'" not in str(e.value)
+
+
+def test_track_settings_are_checked_before_the_series_even_without_binaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no build of PostgreSQL 18 installed yet (a new user's first series),
+    `track s --versions 18 --set a=1` made the series, then failed its version and ended
+    "done": the check waited for binaries that came only after the series existed. The
+    binaries of a planned version now come first (once per major), then the check refuses."""
+    from pgrig.errors import NotFound
+    from pgrig.provision import cluster
+    from pgrig.track import flow
+    from pgrig.track.versions import VersionPoint
+
+    installed: list[str] = []
+
+    def check(pg: str, *, profile: str, settings: dict[str, str], insights: bool) -> str:
+        if not any(v == pg or v.split(".")[0] == pg for v in installed):
+            raise NotFound(f"PostgreSQL {pg} is not installed")
+        if "a" in settings:
+            raise PgrigError("unknown setting 'a' in PostgreSQL 18")
+        return pg
+
+    monkeypatch.setattr(cluster, "check_settings", check)
+    spec = flow.make_spec(
+        "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
+        protocol="simple", scale=1, repeat=1, profile="default", settings={"a": "1"},
+    )  # fmt: skip
+    points = [
+        VersionPoint("18.6", "18"),
+        VersionPoint("18.5", "18"),
+        VersionPoint("17.2", "17.0..17.6", status="candidate"),  # maybe never measured
+    ]
+    with pytest.raises(PgrigError, match=r"PostgreSQL 18\.6: unknown setting 'a'"):
+        flow.check_settings(spec, points, install=lambda p: installed.append(p.version))
+    assert installed == ["18.6"]
+
+    installed.clear()
+    spec.settings = {}
+    flow.check_settings(spec, points, install=lambda p: installed.append(p.version))
+    assert installed == ["18.6"]  # one build checks its major's versions; no candidate's

@@ -7,6 +7,7 @@ or killed command resumes where it stopped (the same command, or NAME alone).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -70,32 +71,53 @@ def make_spec(
     )  # fmt: skip
 
 
-def check_settings(spec: TrackSpec, points: list[versions.VersionPoint]) -> None:
+def check_settings(
+    spec: TrackSpec,
+    points: list[versions.VersionPoint],
+    install: Callable[[versions.VersionPoint], None] | None = None,
+) -> None:
     """The series' settings (its profile and --set) checked as each version's environment
     will check them, before the series or any environment exists: a bad value would
     otherwise make a "done" series of failed versions. A version not installed yet is checked
-    by an installed build of its major, else when its binaries come (before its environment)."""
+    by an installed build of its major, else its binaries are installed first (`install`,
+    once per major, planned versions only: the binaries it would install a moment later);
+    one that no source has is left to its measurement, which says so."""
+    checked: dict[str, bool] = {}  # "18.6" or "18" -> installed and checked
+    for p in points:
+        if p.status not in ("planned", "candidate") or _check_one(spec, p, checked):
+            continue
+        if install is None or p.status != "planned":
+            continue
+        try:
+            install(p)
+        except PgrigError:  # not to be had: its measurement fails it, with the reason
+            continue
+        checked.pop(p.version, None)
+        checked.pop(p.version.split(".")[0], None)
+        _check_one(spec, p, checked)
+
+
+def _check_one(spec: TrackSpec, p: versions.VersionPoint, checked: dict[str, bool]) -> bool:
+    """Whether an installed build of `p` (its own, else its major's) checked the settings;
+    raises PgrigError, naming the version, when it refuses them."""
     from pgrig.errors import NotFound
     from pgrig.provision import cluster
 
-    verdicts: dict[str, bool] = {}  # "18.6" or "18" -> installed and checked
-    for p in points:
-        if p.status not in ("planned", "candidate"):
-            continue
-        for pg in (p.version, p.version.split(".")[0]):
-            if pg not in verdicts:
-                try:
-                    cluster.check_settings(
-                        pg, profile=spec.profile, settings=dict(spec.settings),
-                        insights=spec.insights,
-                    )  # fmt: skip
-                    verdicts[pg] = True
-                except NotFound:
-                    verdicts[pg] = False
-                except PgrigError as e:
-                    raise PgrigError(f"PostgreSQL {p.version}: {first_line(e)}") from None
-            if verdicts[pg]:
-                break
+    for pg in (p.version, p.version.split(".")[0]):
+        if pg not in checked:
+            try:
+                cluster.check_settings(
+                    pg, profile=spec.profile, settings=dict(spec.settings),
+                    insights=spec.insights,
+                )  # fmt: skip
+                checked[pg] = True
+            except NotFound:
+                checked[pg] = False
+            except PgrigError as e:
+                raise PgrigError(f"PostgreSQL {p.version}: {first_line(e)}") from None
+        if checked[pg]:
+            return True
+    return False
 
 
 def plan(text: str, bisect: bool) -> tuple[list[versions.VersionPoint], dict[str, str]]:
@@ -141,7 +163,7 @@ def run(
         for source, why in errors.items():
             say(f"note: the {source} catalogue is unavailable: {why}")
     if spec is not None:
-        check_settings(spec, new_points)
+        check_settings(spec, new_points, install=lambda p: runner.install_binaries(p, say))
     # an environment of the series' name that a user made: refused before anything is made
     runner.refuse_foreign_environments(
         archive, name, _versions_to_measure(archive, name, new_points)

@@ -159,6 +159,29 @@ def save_points(archive: RunStore, name: str, points: Iterable[VersionPoint]) ->
     archive.update_study_extra(name, {"versions": [p.to_dict() for p in points]})
 
 
+def install_binaries(point: VersionPoint, say: Callable[[str], None]) -> None:
+    """`point`'s binaries, installed unless it has them (its bindir, source and client tools
+    set). Raises PgrigError when no source has them."""
+    from pgrig.provision.server import binaries, maven, sources
+
+    if point.bindir is not None and (Path(point.bindir) / "postgres").exists():
+        return
+    installed = {i.version for i in binaries.installed()}
+    order = (["system"] if point.version in installed else []) + [
+        s for s in ("pgrig", "maven") if s in point.sources or not point.sources
+    ]
+    if point.version not in installed:
+        say(f"PostgreSQL {point.version}: installing binaries ({' or '.join(order)})")
+    bindir, source = sources.install(point.version, order)
+    if source == "system":  # installed before: by whom, as `track show` says it
+        source = next(
+            (i.source for i in binaries.installed() if Path(i.bindir) == bindir), "system"
+        )
+    say(f"PostgreSQL {point.version}: binaries {source} ({bindir})")
+    point.bindir, point.source = str(bindir), source
+    point.client_tools = maven.client_tools(bindir)
+
+
 class Measurer:
     """Provisioning and runs for one series (the real world; tests of the logic use fakes)."""
 
@@ -171,26 +194,12 @@ class Measurer:
     # --- one version ready to run ------------------------------------------------------------
     def prepare(self, point: VersionPoint) -> None:
         """Binaries, environment, data. Raises PgrigError naming what failed."""
-        from pgrig.provision.server import binaries, maven, sources
         from pgrig.provision.state.environment import Environment
 
         spec = self.series.spec
         point.env = point.env or env_name(spec.name, point.version)
-        if point.bindir is None or not (Path(point.bindir) / "postgres").exists():
-            installed = {i.version for i in binaries.installed()}
-            order = (["system"] if point.version in installed else []) + [
-                s for s in ("pgrig", "maven") if s in point.sources or not point.sources
-            ]
-            if point.version not in installed:
-                self._say(f"PostgreSQL {point.version}: installing binaries ({' or '.join(order)})")
-            bindir, source = sources.install(point.version, order)
-            if source == "system":  # installed before: by whom, as `track show` says it
-                source = next(
-                    (i.source for i in binaries.installed() if Path(i.bindir) == bindir), "system"
-                )
-            self._say(f"PostgreSQL {point.version}: binaries {source} ({bindir})")
-            point.bindir, point.source = str(bindir), source
-            point.client_tools = maven.client_tools(bindir)
+        install_binaries(point, self._say)
+        assert point.bindir is not None  # install_binaries sets it or raises
         if point.source == "maven" and not (Path(point.bindir) / "pgbench").exists():
             raise PgrigError(
                 f"PostgreSQL {point.version} is a server-only build and no full build with "
