@@ -185,3 +185,16 @@ def test_track_settings_are_checked_before_the_series_even_without_binaries(
     spec.settings = {}
     flow.check_settings(spec, points, install=lambda p: installed.append(p.version))
     assert installed == ["18.6"]  # one build checks its major's versions; no candidate's
+
+
+@pytest.mark.parametrize("repeat", [0, 101, 1_000_000_000])
+def test_track_repeat_is_bounded_as_runs_is(repeat: int) -> None:
+    """`track s --repeat 1000000000` was taken, printed "1000000000 repeats" and went on
+    until killed; `run --repeat` stops at 100."""
+    from pgrig.track import flow
+
+    with pytest.raises(PgrigError, match=rf"--repeat must be .*\(got {repeat}\)"):
+        flow.make_spec(
+            "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
+            protocol="simple", scale=1, repeat=repeat, profile="default", settings={},
+        )  # fmt: skip

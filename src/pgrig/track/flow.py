@@ -45,8 +45,10 @@ def make_spec(
     """The measurement, validated by the run request's own rules (a problem names the flag)
     and with a profile that exists (else every version would fail to prepare, one by one)."""
     from pgrig.provision.settings import profile_files
+    from pgrig.request.load import check_repeat
     from pgrig.workloads import specs
 
+    check_repeat(repeat)  # as `run --repeat`: 1 to 100 (a billion ran away before any check)
     profile_files.find(profile)
 
     if not workload.startswith("pgbench:"):
