@@ -198,3 +198,34 @@ def test_track_repeat_is_bounded_as_runs_is(repeat: int) -> None:
             "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
             protocol="simple", scale=1, repeat=repeat, profile="default", settings={},
         )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("id", 2**70, "beyond a 64-bit integer"),
+        ("transactions", 2**64, "beyond a 64-bit integer"),
+        ("id", 0, "run ids start at 1"),
+    ],
+)
+def test_a_spooled_number_beyond_the_archive_is_refused(
+    pgrig_home: Path, field: str, value: int, said: str
+) -> None:
+    """{"id": 2**70} was an OverflowError traceback from SQLite in `runs import`."""
+    from pgrig.archive import spool
+
+    _url, path, _run_id = _spooled_run(pgrig_home)
+    doc = json.loads(path.read_text())
+    doc["record"][field] = value
+    path.write_text(json.dumps(doc))
+    with pytest.raises(spool.SpoolUnreadable, match=said):
+        spool.read_spool(path)
+
+
+def test_a_fifo_given_to_runs_import_is_refused_not_waited_on(pgrig_home: Path) -> None:
+    from pgrig.archive import spool
+
+    fifo = pgrig_home / "x.spool.json"
+    os.mkfifo(fifo)
+    with pytest.raises(spool.SpoolUnreadable, match="not a regular file"):
+        spool.read_spool(fifo)  # before: blocked until a writer came

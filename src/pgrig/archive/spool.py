@@ -31,6 +31,7 @@ from pgrig import paths
 from pgrig.archive.artifacts import archive_key, legacy_run_dir, run_artifacts_dir
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
+from pgrig.request.values import INT64_MAX
 
 __all__ = [
     "PARTIAL_SERIES",
@@ -177,7 +178,22 @@ def _check_shapes(doc: dict[str, Any]) -> None:
         if not _fits(value, types):
             or_null = "" if name in _SHAPES else " or null"
             raise _wrong(name, value, _WANTED[types[-1]] + or_null)
+    _check_integers(doc)
     _check_contents(doc)
+
+
+def _check_integers(doc: dict[str, Any]) -> None:
+    """Integers as the archive's BIGINT columns hold them (a larger one was an OverflowError
+    in the import); the run id a real one (at least 1)."""
+    fields = [(name, v) for name, v in doc.items() if name in _SHAPES or name in _OPTIONAL]
+    for i, script in enumerate(doc.get("scripts") or []):
+        if isinstance(script, dict):
+            fields += [(f"scripts[{i}].{k}", v) for k, v in script.items()]
+    for name, value in fields:
+        if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise ValueError(f"field {name!r} is {value}, beyond a 64-bit integer")
+    if doc.get("id", 1) < 1:
+        raise ValueError(f"field 'id' is {doc['id']}: run ids start at 1")
 
 
 def _check_contents(doc: dict[str, Any]) -> None:
@@ -238,6 +254,8 @@ def _marker(run_id: int, archive_url: str) -> str:
 def read_spool(path: Path) -> tuple[str, RunRecord]:
     """(the masked URL of its archive, the record) of a spool file."""
     try:
+        if not path.is_file():  # a FIFO would block the command for ever, a device read on
+            raise ValueError("not a regular file")
         doc = json.loads(path.read_text())
         if not isinstance(doc, dict):
             raise ValueError(f"a JSON {_json_kind(doc)}, not a spooled run (an object)")
