@@ -229,3 +229,18 @@ def test_a_fifo_given_to_runs_import_is_refused_not_waited_on(pgrig_home: Path) 
     os.mkfifo(fifo)
     with pytest.raises(spool.SpoolUnreadable, match="not a regular file"):
         spool.read_spool(fifo)  # before: blocked until a writer came
+
+
+def test_a_note_file_is_read_to_a_bound(tmp_path: Path) -> None:
+    """`--note-file /dev/zero` read NUL bytes (valid UTF-8) until memory ran out."""
+    from pgrig.cli import run
+
+    with pytest.raises(PgrigError, match="longer than 1 MiB"):
+        run._note(None, "/dev/zero")
+    big = tmp_path / "note.txt"
+    big.write_text("x" * (run.MAX_NOTE_BYTES + 1))
+    with pytest.raises(PgrigError, match="longer than 1 MiB"):
+        run._note(None, str(big))
+    ok = tmp_path / "ok.txt"
+    ok.write_text("é" * 70_000 + "\n")  # over 128 KiB (an argument's limit), under 1 MiB
+    assert run._note(None, str(ok)) == "é" * 70_000

@@ -274,11 +274,24 @@ def _note(note: str | None, note_file: str | None) -> str | None:
     if note is not None:
         raise PgrigError("give --note or --note-file, not both")
     try:
-        text = sys.stdin.read() if note_file == "-" else Path(note_file).read_text("utf-8")
+        if note_file == "-":
+            raw = sys.stdin.buffer.read(MAX_NOTE_BYTES + 1)
+        else:
+            with open(note_file, "rb") as f:  # <(cmd) is a FIFO: read as a file is
+                raw = f.read(MAX_NOTE_BYTES + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         why = getattr(e, "strerror", None) or e
         raise PgrigError(f"--note-file {note_file}: cannot read it: {why}") from None
+    if len(raw) > MAX_NOTE_BYTES:  # /dev/zero, a log given by mistake: never read whole
+        raise PgrigError(
+            f"--note-file {note_file}: longer than {MAX_NOTE_BYTES // 2**20} MiB: a note is "
+            "what a person reads about the run (a log belongs beside it, not in it)"
+        )
     return text.rstrip("\n")
+
+
+MAX_NOTE_BYTES = 2**20  # a note over 1 MiB is a file given by mistake (/dev/zero, a log)
 
 
 def _run_backups(
@@ -360,7 +373,6 @@ def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, Any]:
 
 
 def _emit(emit: tuple[str, str], request: object) -> None:
-    from pathlib import Path
 
     from pgrig.load.emit import k8s_emit
 
