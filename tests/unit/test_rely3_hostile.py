@@ -244,3 +244,14 @@ def test_a_note_file_is_read_to_a_bound(tmp_path: Path) -> None:
     ok = tmp_path / "ok.txt"
     ok.write_text("é" * 70_000 + "\n")  # over 128 KiB (an argument's limit), under 1 MiB
     assert run._note(None, str(ok)) == "é" * 70_000
+
+
+def test_track_detect_reads_its_file_to_a_bound() -> None:
+    """`pgrig track detect /dev/zero` read until memory ran out."""
+    from typer.testing import CliRunner
+
+    from pgrig.cli import track
+
+    result = CliRunner().invoke(track.app, ["detect", "/dev/zero"])
+    assert isinstance(result.exception, PgrigError), result.exception
+    assert "longer than 4 MiB" in str(result.exception)

@@ -102,13 +102,21 @@ def detect(
     """
     from pgrig.analysis import changepoints
 
-    if file == "-":
-        text, source = sys.stdin.read(), "stdin"
-    else:
-        try:
-            text, source = Path(file).read_text(), file
-        except (OSError, UnicodeDecodeError) as e:
-            raise PgrigError(f"cannot read {file}: {getattr(e, 'strerror', None) or e}") from None
+    source = "stdin" if file == "-" else file
+    try:  # to a bound: /dev/zero (NUL bytes are UTF-8) is read until memory runs out
+        if file == "-":
+            raw = sys.stdin.buffer.read(MAX_DETECT_BYTES + 1)
+        else:
+            with open(file, "rb") as f:
+                raw = f.read(MAX_DETECT_BYTES + 1)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PgrigError(f"cannot read {file}: {getattr(e, 'strerror', None) or e}") from None
+    if len(raw) > MAX_DETECT_BYTES:
+        raise PgrigError(
+            f"{source}: longer than {MAX_DETECT_BYTES // 2**20} MiB: a series is at most "
+            f"{changepoints.MAX_POINTS} `label,value` lines"
+        )
     labels, values = changepoints.parse_csv(text, source)
     found = changepoints.detect(
         values, labels, max_p_value=max_p_value, permutations=permutations,
@@ -118,6 +126,9 @@ def detect(
         print_json(found.to_dict())
         return
     _print_changes(found.to_dict(), len(values))
+
+
+MAX_DETECT_BYTES = 4 * 2**20  # 1,000 `label,value` lines of 4 KiB each
 
 
 def _print_changes(doc: dict[str, Any], points: int) -> None:
