@@ -255,3 +255,26 @@ def test_track_detect_reads_its_file_to_a_bound() -> None:
     result = CliRunner().invoke(track.app, ["detect", "/dev/zero"])
     assert isinstance(result.exception, PgrigError), result.exception
     assert "longer than 4 MiB" in str(result.exception)
+
+
+def test_an_empty_backup_dir_is_refused_not_taken_for_the_default() -> None:
+    """`--backup-dir "$UNSET"` put the backups in the environment's directory, unasked (and
+    `env destroy` removes them with it)."""
+    from pgrig.load.backup import backup_run
+
+    with pytest.raises(PgrigError, match="--backup-dir is empty"):
+        backup_run.check_flags(["backup:basebackup-full"], None, "")
+    backup_run.check_flags(["backup:basebackup-full"], None, None)  # the default: fine
+
+
+def test_a_backup_dir_inside_the_data_directory_is_refused(pgrig_home: Path) -> None:
+    """Backups inside PGDATA: each base backup copies the ones before it."""
+    from pgrig.provision.server import backups
+    from pgrig.provision.state.environment import Environment
+
+    env = Environment(name="bk", port=5999)
+    env.datadir.mkdir(parents=True)
+    with pytest.raises(PgrigError, match="inside the server's data directory"):
+        backups.root(env, str(env.datadir))
+    with pytest.raises(PgrigError, match="inside the server's data directory"):
+        backups.root(env, str(env.datadir / ".." / "data"))

@@ -53,6 +53,11 @@ def check_flags(workloads: list[str], during: str | None, backup_dir: str | None
         raise PgrigError("--during needs a backup workload (--workload backup:...)")
     if backup_dir is not None and not is_backup(workloads):
         raise PgrigError("--backup-dir needs a backup workload (--workload backup:...)")
+    if backup_dir is not None and not backup_dir.strip():  # `--backup-dir "$UNSET"`
+        raise PgrigError(
+            "--backup-dir is empty: give a directory, or leave the flag out for the "
+            "environment's own (the backups would otherwise go there unasked)"
+        )
 
 
 @dataclass

@@ -57,6 +57,11 @@ def root(env: Environment, backup_dir: str | Path | None = None) -> Path:
     base = Path(backup_dir).resolve() / f"pgrig-{env.name}" if backup_dir else env.dir / "backups"
     if backup_dir and not Path(backup_dir).is_dir():
         raise PgrigError(f"--backup-dir {backup_dir} is not a directory")
+    if backup_dir and base.is_relative_to(env.datadir.resolve()):
+        raise PgrigError(
+            f"--backup-dir {backup_dir} is inside the server's data directory {env.datadir}: "
+            "each backup would copy the ones before it; give a directory outside it"
+        )
     where = f"--backup-dir {backup_dir}" if backup_dir else "the backup directory"
     made = not base.exists()
     try:
