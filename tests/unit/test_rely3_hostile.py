@@ -278,3 +278,21 @@ def test_a_backup_dir_inside_the_data_directory_is_refused(pgrig_home: Path) -> 
         backups.root(env, str(env.datadir))
     with pytest.raises(PgrigError, match="inside the server's data directory"):
         backups.root(env, str(env.datadir / ".." / "data"))
+
+
+def test_a_stored_series_of_a_billion_repeats_is_refused_before_its_plan() -> None:
+    """A series stored with --repeat 1000000000 (before the bound): resuming it built one list
+    of 10^9 (version, repeat) pairs and was killed by the kernel's OOM killer."""
+    from pgrig.track import runner
+    from pgrig.track.spec import TrackSpec
+    from pgrig.track.versions import VersionPoint
+
+    spec = TrackSpec(name="s", load={"workload": "pgbench:tpcb"}, repeat=1_000_000_000)
+    series = runner.Series(spec, [VersionPoint("18.6", "18")])
+
+    class Untouched:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"{name} used before the repeat was checked")
+
+    with pytest.raises(PgrigError, match=r"series s: --repeat must be between 1 and 100"):
+        runner.measure(series, Untouched(), Untouched())  # type: ignore[arg-type]

@@ -334,8 +334,17 @@ def measure(
     """Run every (version, repeat) not yet done, round-robin: repeat 0 of each version, then
     repeat 1 of each... A version whose preparation or a run fails is marked failed (with the
     reason) and skipped for the rest of this call; the others go on."""
+    from pgrig.request.load import check_repeat
+
     tell = say or (lambda _t: None)
     name = series.spec.name
+    if repeats is None:  # a series stored before --repeat was bounded: one list of 10^9 runs
+        try:  # filled the memory of the machine
+            check_repeat(series.spec.repeat)
+        except PgrigError as e:
+            raise PgrigError(
+                f"series {name}: {e} (give the series' --workload with --repeat N to change it)"
+            ) from None
     wanted = [
         p for p in series.points
         if (versions is None and p.status in ("planned", "ok", "failed"))
