@@ -94,3 +94,20 @@ def test_run_report_why_and_host_checks(archive: Archive, tmp_path: Path) -> Non
     assert "| governor | powersave | performance | warn |" in text
     page = html.write(doc, tmp_path, "run").read_text()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_why_shows_as_many_misestimates_as_statements() -> None:
+    """A rare transaction type's misestimate (TPC-C's Stock-Level) is not crowded out by
+    three larger ones elsewhere: `runs show` lists as many as it lists statements (5)."""
+    from pgrig.insights import summary
+
+    flags = [
+        {"fingerprint": f"q{i}", "node": f"Seq Scan on t{i}", "relation": f"t{i}",
+         "estimated_rows": 1000.0 * (i + 1), "actual_rows": 1.0, "factor": 1000.0 * (i + 1),
+         "direction": "over", "misestimate_samples": 3, "samples": 3, "text": f"SELECT {i}"}
+        for i in range(4)
+    ]  # fmt: skip
+    doc = {"collected": True, "samples": 12, "statements": [{}] * 4, "misestimates": flags}
+    rows = summary._plans(doc, 5, 90)
+    shown = [text for label, text in rows if label == "misestimate"]
+    assert len(shown) == 4 and "Seq Scan on t0: estimated 1,000 rows" in shown[-1]

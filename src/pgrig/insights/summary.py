@@ -73,7 +73,7 @@ def why_parts(
 def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[tuple[str, str]]]:
     return {
         "statements": _statements(p["statements"], top, text_chars),
-        "plans": _plans(p["plans"], text_chars),
+        "plans": _plans(p["plans"], top, text_chars),
         "log_digest": _log(p["log_digest"]),
         "waits": _waits(p["waits"]),
     }
@@ -268,7 +268,7 @@ def _statements(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[st
     return rows
 
 
-def _plans(doc: dict[str, Any], text_chars: int) -> list[tuple[str, str]]:
+def _plans(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("plans", doc.get("reason", ""))]
     rows = [("plans", f"{doc['samples']:,} sampled plans of {len(doc['statements'])} statements")]
@@ -290,7 +290,7 @@ def _plans(doc: dict[str, Any], text_chars: int) -> list[tuple[str, str]]:
     flags = _one_per_statement(doc.get("misestimates") or [])
     if not flags:
         rows.append(("misestimates", "none (no node off by 10x or more)"))
-    for f in flags[:3]:
+    for f in flags[:top]:  # as many as the statements shown: a rare type's flag is not crowded out
         rows.append(
             (
                 "misestimate",
