@@ -211,6 +211,6 @@ def test_a_series_reuses_its_environment_only_as_it_made_it(lab: Path) -> None:
     assert "made by a user, not by a series: series 'mine' does not take it over" in out.stderr
     # refused before anything was made: no series, no run row
     assert pgrig("runs", "list", "--json").stdout == runs_before
-    assert "'mine' is not in archive" in pgrig("track", "show", "mine", check=False).stderr
+    assert "no series 'mine' in archive" in pgrig("track", "show", "mine", check=False).stderr
     pgrig("env", "destroy", "trk-mine-" + env.split("-")[-1], "--yes")
     pgrig("track", "tr", "--destroy", "--yes")
