@@ -158,9 +158,8 @@ class Recovery:
             except PgrigError as e:
                 self.recovered.append(f"spooled run not imported: {e}")
                 continue
-            except (
-                Exception
-            ) as e:  # tried by every command: an unforeseen failure never breaks them
+            # tried by every command: an unforeseen failure never breaks them
+            except Exception as e:
                 self.recovered.append(
                     f"warning: spooled run {path} not imported: {type(e).__name__}: {e}"
                 )

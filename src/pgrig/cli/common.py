@@ -206,6 +206,16 @@ def _output_error(e: OSError) -> OutputError:
     return OutputError(f"cannot write the output to standard output{where}: {e.strerror or e}")
 
 
+def read_upto(path: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of file `path` ("-": standard input): more than `limit` says
+    the input is too long without reading it whole (/dev/zero, a log given by mistake). A FIFO
+    (`<(cmd)`) is read as a file is. OSError propagates."""
+    if path == "-":
+        return sys.stdin.buffer.read(limit + 1)
+    with open(path, "rb") as f:
+        return f.read(limit + 1)
+
+
 def os_error_message(e: OSError) -> str:
     """An OSError that reached the top (read-only home, disk full...), as one line with the
     way out."""

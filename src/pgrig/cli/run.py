@@ -274,11 +274,7 @@ def _note(note: str | None, note_file: str | None) -> str | None:
     if note is not None:
         raise PgrigError("give --note or --note-file, not both")
     try:
-        if note_file == "-":
-            raw = sys.stdin.buffer.read(MAX_NOTE_BYTES + 1)
-        else:
-            with open(note_file, "rb") as f:  # <(cmd) is a FIFO: read as a file is
-                raw = f.read(MAX_NOTE_BYTES + 1)
+        raw = common.read_upto(note_file, MAX_NOTE_BYTES)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         why = getattr(e, "strerror", None) or e
@@ -373,7 +369,6 @@ def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, Any]:
 
 
 def _emit(emit: tuple[str, str], request: object) -> None:
-
     from pgrig.load.emit import k8s_emit
 
     what, where = emit

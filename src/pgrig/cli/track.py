@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from pgrig.cli.common import ArchiveOpt, err_console, out_console, print_json
+from pgrig.cli.common import ArchiveOpt, err_console, out_console, print_json, read_upto
 from pgrig.errors import PgrigError
 
 # a percentage or a fraction (track/ parses both), unlike runs compare's float --threshold
@@ -104,11 +104,7 @@ def detect(
 
     source = "stdin" if file == "-" else file
     try:  # to a bound: /dev/zero (NUL bytes are UTF-8) is read until memory runs out
-        if file == "-":
-            raw = sys.stdin.buffer.read(MAX_DETECT_BYTES + 1)
-        else:
-            with open(file, "rb") as f:
-                raw = f.read(MAX_DETECT_BYTES + 1)
+        raw = read_upto(file, MAX_DETECT_BYTES)
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise PgrigError(f"cannot read {file}: {getattr(e, 'strerror', None) or e}") from None
