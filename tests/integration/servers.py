@@ -362,6 +362,18 @@ def pg18_lab(prefix: str, env: str, *create_args: str) -> Iterator[Path]:
             yield home
 
 
+def remove_under_a_running_server(data: Path, tries: int = 50) -> None:
+    """Delete a data directory whose server is still running, as a lost disk would: the server
+    can create a file while rm walks the tree (a relation replayed, a temporary file), so the
+    removal is repeated until the directory is gone."""
+    for _ in range(tries):
+        shutil.rmtree(data, ignore_errors=True)
+        if not data.exists():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{data} kept reappearing under its running server")
+
+
 def postmasters_under(home: Path) -> list[psutil.Process]:
     """The postmasters (postgres -D DIR) whose command line names a path inside `home`."""
     found = []

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -265,7 +264,7 @@ def test_repair_clones_a_replica_whose_data_is_gone(lab: dict[str, str]) -> None
     it saw before), then to the end: a fresh slot, primary_conninfo rewritten, streaming."""
     e = lab
     replica_dir = host_fs(2, "envs", "lab.r1")
-    shutil.rmtree(replica_dir / "data")
+    servers.remove_under_a_running_server(replica_dir / "data")
     plan = _check(e)
     assert plan["replicas"]["r1"]["reclone"] and not plan["primary"]["needed"], plan
 

@@ -4,7 +4,6 @@ series in runs, a replica that stops mid-run, stop/start, repair and destroy (re
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -114,7 +113,7 @@ def test_stop_start_repair_destroy_every_member(lab: Path) -> None:
     assert len(servers.postmasters_under(lab)) == 3
 
     r1 = lab / "envs" / "lab" / "replicas" / "r1" / "data"
-    subprocess.run(["rm", "-rf", str(r1)], check=True)
+    servers.remove_under_a_running_server(r1)
     out = pgrig("env", "repair", "lab")
     assert "replica r1 cloned again" in out.stderr
     assert show()["topology"][1]["status"] == "running"

@@ -215,7 +215,7 @@ def test_a_removed_data_directory_is_repaired(lab: str) -> None:
     pgrig("env", "create", "fragile", "--pg", "15")
     data = _home() / "envs" / "fragile" / "data"
     shmid = (data / "postmaster.pid").read_text().splitlines()[6].split()[1]
-    shutil.rmtree(data)  # by hand, with the server running
+    servers.remove_under_a_running_server(data)  # by hand, with the server running
     proc = pgrig("run", "fragile", "-w", "pgbench:select-only", "-T", "1", check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "pgrig env repair fragile" in proc.stderr
