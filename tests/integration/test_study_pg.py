@@ -147,6 +147,12 @@ def test_list_and_show(home: Path, verdicts) -> None:
     text = " ".join(pgrig("study", "show", "verdicts").stdout.split())
     assert "harness (pgrig's own cost, medians per point)" in text
     assert text.count("% of the machine") >= 3
+    # the report (and so the web's study page, which renders its sections) says the same
+    report = (home / "reports" / "verdicts" / "verdicts.md").read_text()
+    assert "## Harness (pgrig's own cost, medians per point)" in report
+    for p in points:
+        line = p["harness"]["line"].removeprefix("harness: ")
+        assert f"- **{p['label']}**: {line}" in report.replace("\\", ""), (p["label"], line)
 
 
 def test_invalid_setting_is_caught_before_anything_runs(home: Path) -> None:

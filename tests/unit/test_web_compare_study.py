@@ -127,6 +127,10 @@ def test_iteration_study_page(archive: Archive, client: TestClient) -> None:
     assert "0: defaults" in chart
     listing = client.get("/studies").text
     assert 'href="/studies/tune"' in listing and ">12<" in listing
+    # what pgrig itself took, per iteration: the section of the report and `study show`
+    harness = html.split("<h2>Harness (pgrig&#39;s own cost, medians per point)</h2>")[1]
+    harness = harness.split("<h2>")[0]
+    assert all(name in harness for name in ("defaults", "unsafe")), harness
 
 
 def test_sweep_study_page(archive: Archive, client: TestClient) -> None:

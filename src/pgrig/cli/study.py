@@ -252,7 +252,7 @@ def show(
         render.show(render.items("evidence (what the runs show)", evidence))
     harness = study_view.harness_items(view)  # what pgrig itself took, per point
     if harness:
-        render.show(render.items("harness (pgrig's own cost, medians per point)", harness))
+        render.show(render.items(study_view.HARNESS_TITLE, harness))
     hosts = study_hosts.table(view.hosts)  # per point and host: CPU, RTT
     if hosts is not None:
         render.print_table(hosts)

@@ -16,6 +16,7 @@ from pgrig.reports.document import Cell, CellValue, Document, Paragraph, Section
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
     cpu_cell,
+    harness_section,
     hosts_section,
     runs_section,
     setup_section,
@@ -115,5 +116,8 @@ def build(data: StudyData) -> Document:
     hosts = hosts_section(view)  # per point and host: CPU, RTT
     if hosts is not None:
         doc.sections.append(hosts)
+    harness = harness_section(view)  # what pgrig itself took, per point
+    if harness is not None:
+        doc.sections.append(harness)
     doc.sections.append(runs_section(data, "iteration"))
     return doc

@@ -1,4 +1,5 @@
-"""Sections both study reports share: the set-up, the statistics note and the runs table."""
+"""Sections both study reports share: the set-up, the statistics note, the hosts, the harness's
+own cost and the runs table."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pgrig.reports.document import (
 from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
 from pgrig.study.spec import StudyRun, format_seconds
-from pgrig.views import study_hosts
+from pgrig.views import study, study_hosts
 from pgrig.views.study import StudyView
 
 
@@ -222,3 +223,10 @@ def hosts_section(view: StudyView) -> Section | None:
     if table.note:
         blocks.append(Paragraph(table.note, "note"))
     return Section("Hosts", blocks)
+
+
+def harness_section(view: StudyView) -> Section | None:
+    """What pgrig itself took from each point's runs (views/study.py), the lines `study show`
+    prints; None when no point has a successful run."""
+    items = study.harness_items(view)
+    return Section(study.HARNESS_TITLE.capitalize(), [KeyValues(items)]) if items else None

@@ -18,6 +18,7 @@ from pgrig.reports.iteration import numeric_columns, view_notes
 from pgrig.reports.study_charts import sweep_figures
 from pgrig.reports.study_common import (
     cpu_cell,
+    harness_section,
     hosts_section,
     runs_section,
     setup_section,
@@ -88,6 +89,9 @@ def build(data: StudyData) -> Document:
     hosts = hosts_section(view)  # per point and host: CPU, RTT
     if hosts is not None:
         doc.sections.append(hosts)
+    harness = harness_section(view)  # what pgrig itself took, per point
+    if harness is not None:
+        doc.sections.append(harness)
     doc.sections.append(runs_section(data, "point"))
     return doc
 

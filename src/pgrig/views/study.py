@@ -375,6 +375,9 @@ def evidence_items(view: StudyView) -> list[tuple[str, str]]:
     return [(p.label, "; ".join(p.evidence)) for p in view.points if p.evidence]
 
 
+HARNESS_TITLE = "harness (pgrig's own cost, medians per point)"
+
+
 def harness_items(view: StudyView) -> list[tuple[str, str]]:
     """(point, the harness cost of its runs) for the points with successful runs: what pgrig
     itself took from them, as `runs show` says it."""
