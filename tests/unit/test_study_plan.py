@@ -53,15 +53,25 @@ def test_sequential_and_interleaved_order() -> None:
         ("iter-00", 1),
         ("iter-01", 0),
     ]
-    inter = planning.build(
-        parse(ITERATIONS.replace("repeats = 2", 'repeats = 2\norder = "interleaved"'))
-    )
-    assert [(r.point.key, r.repeat) for r in inter.runs][:4] == [
-        ("iter-00", 0),
-        ("iter-01", 0),
-        ("iter-02", 0),
-        ("iter-00", 1),
+    text = ITERATIONS.replace("repeats = 2", 'repeats = 12\norder = "interleaved"')
+    inter = planning.build(parse(text))
+    rounds = [
+        [r.point.key for r in inter.runs[i : i + 3]] for i in range(0, len(inter.runs), 3)
     ]
+    assert len(rounds) == 12
+    for k, keys in enumerate(rounds):  # every round runs each point once, repeat k
+        assert sorted(keys) == ["iter-00", "iter-01", "iter-02"]
+        assert {r.repeat for r in inter.runs[3 * k : 3 * k + 3]} == {k}
+    # no fixed order: the first point does not always follow the same other (carry-over)
+    before_first = {keys[keys.index("iter-00") - 1] for keys in rounds if keys[0] != "iter-00"}
+    assert len(before_first) == 2 and len({tuple(keys) for keys in rounds}) > 2
+    # the same plan again (a resumed study), another plan for another study
+    again = planning.build(parse(text))
+    assert [(r.point.key, r.repeat) for r in again.runs] == [
+        (r.point.key, r.repeat) for r in inter.runs
+    ]
+    other = planning.build(parse(text.replace('name = "p"', 'name = "q"')))
+    assert [r.point.key for r in other.runs] != [r.point.key for r in inter.runs]
 
 
 def test_run_request() -> None:

@@ -54,7 +54,11 @@ def setup_section(data: StudyData) -> Section:
         (
             "repeats",
             f"{spec.repeats} per point, {spec.order}"
-            + (" (repeats of all points take turns)" if spec.order == "interleaved" else ""),
+            + (
+                " (every round runs each point once, in a shuffled order)"
+                if spec.order == "interleaved"
+                else ""
+            ),
         )
     )
     host = next((r.host for p in data.points for r in p.ok if r.host), HostDoc())
