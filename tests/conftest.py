@@ -85,3 +85,25 @@ def _remove_disk_limits(home: Path) -> None:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+_TIMELINE = os.environ.get("PGRIG_TEST_TIMELINE")  # a file: when each test ran, on which worker
+
+
+if _TIMELINE:
+    import json
+    import time
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        """One JSON line per test (setup to teardown): where the suite's wall time goes."""
+        start = time.time()
+        yield
+        line = {
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "test": item.nodeid,
+            "start": round(start, 3),
+            "end": round(time.time(), 3),
+        }
+        with open(_TIMELINE, "a") as f:
+            f.write(json.dumps(line) + "\n")
