@@ -145,8 +145,17 @@ def test_a_spool_that_does_not_fit_leaves_no_part_file(
     assert list(run_artifacts_dir(3, archive="sqlite:///x").iterdir()) == []  # no .part
 
 
+@pytest.mark.parametrize(
+    "spool_error",
+    [
+        OSError(errno.ENOSPC, "No space left on device"),
+        # a record neither the archive nor JSON can encode (a value half-made when a signal
+        # came): the run still ends, never "running" for the next command to call lost
+        ValueError("Out of range float values are not JSON compliant"),
+    ],
+)
 def test_a_run_neither_archived_nor_spooled_ends_failed_not_running(
-    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch, spool_error: Exception
 ) -> None:
     with Archive() as archive:
         rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
@@ -156,9 +165,12 @@ def test_a_run_neither_archived_nor_spooled_ends_failed_not_running(
         def full(*_a: object, **_k: object) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
 
+        def unwritable(*_a: object, **_k: object) -> None:
+            raise spool_error
+
         real_finish = archive.finish_run
         monkeypatch.setattr(archive, "finish_run", full)
-        monkeypatch.setattr(spool, "write_spool", full)
+        monkeypatch.setattr(spool, "write_spool", unwritable)
         with pytest.raises(lifecycle.RunNotStored) as raised:
             lifecycle.finish_or_spool(archive, rec)
         assert raised.value.record.tps == 123.0  # for the CLI to print
@@ -167,6 +179,7 @@ def test_a_run_neither_archived_nor_spooled_ends_failed_not_running(
         assert rec.id is not None
         stored = archive.get_run(rec.id)
     assert stored.status == "failed" and "No space left" in (stored.error or "")
+    assert str(spool_error).split()[0] in (stored.error or "")
     with Archive() as again:  # never called "lost" later
         assert again.lost_runs == [] and again.get_run(rec.id).status == "failed"
 

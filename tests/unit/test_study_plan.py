@@ -55,9 +55,7 @@ def test_sequential_and_interleaved_order() -> None:
     ]
     text = ITERATIONS.replace("repeats = 2", 'repeats = 12\norder = "interleaved"')
     inter = planning.build(parse(text))
-    rounds = [
-        [r.point.key for r in inter.runs[i : i + 3]] for i in range(0, len(inter.runs), 3)
-    ]
+    rounds = [[r.point.key for r in inter.runs[i : i + 3]] for i in range(0, len(inter.runs), 3)]
     assert len(rounds) == 12
     for k, keys in enumerate(rounds):  # every round runs each point once, repeat k
         assert sorted(keys) == ["iter-00", "iter-01", "iter-02"]

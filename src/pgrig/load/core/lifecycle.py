@@ -162,10 +162,11 @@ def finish_or_spool(archive: RunStore, rec: RunRecord) -> Path | None:
         reason = f"{type(e).__name__}: {e}"
         try:
             return spool.write_spool(rec, archive.url, reason)
-        except OSError as disk:
+        except Exception as disk:  # a full disk, or a record that cannot be encoded at all
+            detail = str(disk) if isinstance(disk, OSError) else f"{type(disk).__name__}: {disk}"
             message = (
                 f"run {rec.id} could not be recorded: archive {archive.url} could not store it "
-                f"({reason}) and its record could not be written to disk ({disk})"
+                f"({reason}) and its record could not be written to disk ({detail})"
             )
             ended = _end_as_failed(archive, rec, message)
             raise RunNotStored(message + ended, rec) from e
