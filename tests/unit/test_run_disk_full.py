@@ -184,6 +184,31 @@ def test_a_run_neither_archived_nor_spooled_ends_failed_not_running(
         assert again.lost_runs == [] and again.get_run(rec.id).status == "failed"
 
 
+def test_an_interrupted_run_whose_last_write_breaks_still_ends(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner's last word on a run stopped early: whatever breaks in its last write, the
+    run ends with its status and the reason, and the breakage is said."""
+    from rich.console import Console
+
+    from pgrig.load.core import run_steps, runner
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise TypeError("a value half-made when the signal came")
+
+    monkeypatch.setattr(run_steps, "finish", broken)
+    console = Console(record=True, width=200)
+    with Archive() as archive:
+        rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
+        archive.begin_run(rec)
+        rec.status, rec.error = "aborted", "SIGTERM"
+        runner._end_anyway(rec, archive, console)
+        assert rec.id is not None
+        stored = archive.get_run(rec.id)
+    assert stored.status == "aborted" and "TypeError: a value half-made" in (stored.error or "")
+    assert f"run {rec.id}: its record could not be stored: TypeError" in console.export_text()
+
+
 def test_settings_are_undone_on_a_full_disk() -> None:
     with _tiny_tmpfs() as where:
         conf = where / "pgrig.conf"

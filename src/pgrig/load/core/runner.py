@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 from pgrig.load.core import (
     guard,
     left_backends,
@@ -318,17 +318,29 @@ def _run(
         if _still_running(archive, rec):
             rec.status, rec.ended_at = "aborted", rec.ended_at or datetime.now(UTC)
             rec.error = guard.interruption(stop)
-            with contextlib.suppress(Exception):
-                run_steps.finish(rec, archive, console)
+            _end_anyway(rec, archive, console)
         raise RunInterrupted(rec) from None
     except BaseException as e:
         # Whatever broke after the row was written, the run ends as "failed", never "running".
         if rec.status == "running":
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
-            with contextlib.suppress(Exception):
-                run_steps.finish(rec, archive, console)
+            _end_anyway(rec, archive, console)
         raise
+
+
+def _end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
+    """The last write of a run that stopped early: its whole record (or spooled); failing
+    that, its status alone, and why said (a run left "running" is called lost later, for a
+    reason that is not the real one)."""
+    try:
+        run_steps.finish(rec, archive, console)
+    except Exception as e:
+        why = first_line(e, named=True)
+        console.print(f"pgrig: run {rec.id}: its record could not be stored: {why}", markup=False)
+        if rec.id is not None:
+            with contextlib.suppress(Exception):
+                archive.end_run(rec.id, rec.status, f"{rec.error or ''}; not stored: {why}")
 
 
 def _still_running(archive: RunStore, rec: RunRecord) -> bool:
