@@ -232,8 +232,8 @@ class CpuWatch:
                     part = "server other"
                 elif app is not None and app.startswith("pgrig"):
                     part = "backends pgrig"
-                elif app == "pgbench":
-                    part = "backends pgbench"
+                elif app == "pgbench" or (app or "").startswith("pgbench-of-pgrig-"):
+                    part = "backends pgbench"  # raw pgbench's, or the one pgrig ran (its name)
                 else:
                     part = "backends other"
             elif p.pid == self.postmaster:
