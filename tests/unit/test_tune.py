@@ -243,7 +243,7 @@ def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(archive: Arch
     points = [r.study_point for r in runs]
     assert points[0] == "baseline"
     assert points[1:7] == [f"trial-{n:03d}" for n in range(6)]
-    assert points[7:] == [confirm.point_key(c) for c, _ in confirm.plan(2)]
+    assert points[7:] == [confirm.point_key(c) for c, _ in confirm.plan(2, "t")]
     study = archive.get_study("t")
     assert study.kind == "tune" and study.status == "done"
     x = study.extra
@@ -255,11 +255,10 @@ def test_tune_runs_trials_as_study_runs_then_confirms_and_restores(archive: Arch
     assert len(group) == 1
     # confirmation settings: baseline = the environment's own (empty layer), best, pgtune
     applied = [c[2] for c in backend.calls if c[0] == "apply"]
-    assert applied[0] == {} and applied[-3:] == [
-        {},
-        x["best"]["settings"],
-        {"shared_buffers": "1GB"},
-    ]
+    pgtune = {"shared_buffers": "1GB"}
+    configs = {confirm.BASELINE: {}, confirm.BEST: x["best"]["settings"], confirm.PGTUNE: pgtune}
+    last_round = confirm.round_order("t", 1)  # each round in an order of its own
+    assert applied[0] == {} and applied[-3:] == [configs[c] for c in last_round]
     assert backend.calls[-1] == ("restore", "e1")  # the environment's own settings back
     # trials run under the guardrail's watcher (limit: 2 x the baseline's p95); others do not
     assert backend.watchers["baseline"] is None and backend.watchers["confirm-best"] is None

@@ -8,11 +8,11 @@ stored with every run as `study_point`), which is what makes resuming and report
 from __future__ import annotations
 
 import itertools
-import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pgrig.analysis import rounds
 from pgrig.request import RunRequest, load_values
 from pgrig.study.spec import StudyRun, StudySpec, point_run
 
@@ -97,12 +97,10 @@ def build(study: StudySpec) -> Plan:
 
 
 def _round_order(study: StudySpec, points: list[Point], rep: int) -> list[Point]:
-    """The points of one interleaved round in an order of the round's own. In one fixed order
-    a point always follows the same other: the autovacuum, WAL and cache its runs leave fall on
-    the next point's runs every round, and a paired comparison takes that carry-over for an
-    effect (a 3-point study judged a point x1.12 faster than the same configuration). Seeded by
-    the study's name and the round: a resumed study finds the same plan."""
-    return random.Random(f"pgrig-study:{study.name}:{rep}").sample(points, len(points))
+    """The points of one interleaved round, in an order of the round's own (analysis/rounds.py:
+    in one fixed order, a 3-point study judged a point x1.12 faster than the same
+    configuration)."""
+    return rounds.shuffled(points, f"study:{study.name}", rep)
 
 
 def _iteration_points(study: StudySpec) -> list[Point]:

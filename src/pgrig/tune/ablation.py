@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from pgrig.analysis import rounds
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
 from pgrig.archive.records import RunRecord
 from pgrig.tune.space import UNSAFE
@@ -144,9 +145,12 @@ def configs(best: Mapping[str, str], units: Sequence[Unit]) -> dict[str, dict[st
     return out
 
 
-def plan(names: Sequence[str], repeats: int) -> list[tuple[str, int]]:
-    """(config, repeat) in run order: round after round, the best first in each."""
-    return [(c, r) for r in range(repeats) for c in names]
+def plan(names: Sequence[str], repeats: int, study: str) -> list[tuple[str, int]]:
+    """(config, repeat) in run order: round after round, each round in an order of its own
+    (analysis/rounds.py), the same for a resumed study of that name."""
+    return [
+        (c, r) for r in range(repeats) for c in rounds.shuffled(names, f"tune-ablation:{study}", r)
+    ]
 
 
 def groups(runs: Sequence[RunRecord], names: Sequence[str]) -> dict[str, list[RunRecord]]:

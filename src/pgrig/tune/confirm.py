@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pgrig.analysis import rounds
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
 from pgrig.analysis.compare_paired import min_pairs
 from pgrig.archive.records import RunRecord
@@ -65,9 +66,16 @@ def point_key(config: str) -> str:
     return f"confirm-{config}"
 
 
-def plan(repeats: int) -> list[tuple[str, int]]:
+def round_order(study: str, repeat: int) -> list[str]:
+    """The configurations of one round, in an order of the round's own (analysis/rounds.py:
+    in one fixed order, the defaults would always follow pgtune and inherit its runs' dead
+    tuples and WAL); the same for a resumed study of that name."""
+    return rounds.shuffled(CONFIGS, f"tune-confirm:{study}", repeat)
+
+
+def plan(repeats: int, study: str) -> list[tuple[str, int]]:
     """(config, repeat) in run order: every configuration once per round, round after round."""
-    return [(config, r) for r in range(repeats) for config in CONFIGS]
+    return [(config, r) for r in range(repeats) for config in round_order(study, r)]
 
 
 def misrate_of(extra: dict[str, object]) -> float:

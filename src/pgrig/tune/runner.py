@@ -237,7 +237,7 @@ def _run_held(
             "objective": req.objective.name,
             "trials_planned": req.trials,
             # baseline, trials (pruned ones are runs too) and the confirmation at most
-            "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats)),
+            "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats, req.name)),
             "confirm_looks": [
                 {"rounds": look.rounds, "misrate": look.misrate}
                 for look in confirm.looks(req.confirm_repeats)
@@ -475,7 +475,7 @@ class _Tuner:
             return
         done = completed_runs(self.archive.study_runs(self.req.name))
         schedule = {look.rounds: look for look in confirm.looks(self.req.confirm_repeats)}
-        todo = len([p for p in confirm.plan(self.req.confirm_repeats)
+        todo = len([p for p in confirm.plan(self.req.confirm_repeats, self.req.name)
                     if (confirm.point_key(p[0]), p[1]) not in done])  # fmt: skip
         if todo:
             looks_text = ", ".join(
@@ -488,7 +488,7 @@ class _Tuner:
             )
         i = 0
         for repeat in range(self.req.confirm_repeats):
-            for config in confirm.CONFIGS:
+            for config in confirm.round_order(self.req.name, repeat):
                 if (confirm.point_key(config), repeat) in done:
                     continue
                 if self.on_trial:
@@ -556,7 +556,7 @@ class _Tuner:
         done = completed_runs(self.archive.study_runs(self.req.name))
         todo = [
             (c, r)
-            for c, r in ablation.plan(list(configs), repeats)
+            for c, r in ablation.plan(list(configs), repeats, self.req.name)
             if (ablation.point_key(c), r) not in done
         ]
         if todo:
