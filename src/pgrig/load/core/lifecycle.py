@@ -141,8 +141,9 @@ class RunNotStored(PgrigError):
         self.record = record
 
 
-def _end_as_failed(archive: RunStore, rec: RunRecord, message: str) -> str:
-    """Try the smallest write that ends the run in the archive; says what became of it."""
+def end_without_record(archive: RunStore, rec: RunRecord, message: str) -> str:
+    """Try the smallest write that ends the run in the archive (a finished run's own status,
+    "failed" for one still "ok" or "running"); says what became of it."""
     if rec.id is None:
         return ""
     status = "failed" if rec.status in ("ok", "running") else rec.status
@@ -168,7 +169,7 @@ def finish_or_spool(archive: RunStore, rec: RunRecord) -> Path | None:
                 f"run {rec.id} could not be recorded: archive {archive.url} could not store it "
                 f"({reason}) and its record could not be written to disk ({detail})"
             )
-            ended = _end_as_failed(archive, rec, message)
+            ended = end_without_record(archive, rec, message)
             raise RunNotStored(message + ended, rec) from e
     if rec.id is not None:  # the archive holds the whole series now
         spool.PartialSeries(run_artifacts_dir(rec.id, create=False, archive=archive.url)).remove()

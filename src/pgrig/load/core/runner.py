@@ -337,10 +337,10 @@ def _end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
         run_steps.finish(rec, archive, console)
     except Exception as e:
         why = first_line(e, named=True)
-        console.print(f"pgrig: run {rec.id}: its record could not be stored: {why}", markup=False)
-        if rec.id is not None:
-            with contextlib.suppress(Exception):
-                archive.end_run(rec.id, rec.status, f"{rec.error or ''}; not stored: {why}")
+        ended = lifecycle.end_without_record(archive, rec, f"not stored: {why}")
+        console.print(
+            f"pgrig: run {rec.id}: its record could not be stored: {why}{ended}", markup=False
+        )
 
 
 def _still_running(archive: RunStore, rec: RunRecord) -> bool:
