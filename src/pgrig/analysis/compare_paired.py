@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-from scipy import stats as sp
 
+from pgrig.analysis import student_t
 from pgrig.record.run import RunRecord
 
 TEST_NAME = "paired t on log ratios"
@@ -103,12 +103,12 @@ def paired_bounds(base: np.ndarray, cand: np.ndarray, misrate: float) -> PairedB
     n = int(d.size)
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
-    half = float(sp.t.ppf(1 - misrate / 2, n - 1)) * sd / math.sqrt(n)
+    half = student_t.quantile(1 - misrate / 2, n - 1) * sd / math.sqrt(n)
     t_stat: float | None = None
     p: float | None = None
     if sd > 0:
         t_stat = mean / (sd / math.sqrt(n))
-        p = float(2 * sp.t.sf(abs(t_stat), n - 1))
+        p = student_t.two_sided_p(t_stat, n - 1)
     return PairedBounds(
         math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, sd, t_stat, p
     )
@@ -131,7 +131,7 @@ def pairs_needed(
     if n > MAX_PAIRS_NEEDED:
         return None
     while True:  # t quantiles are wider than z: step up to the t-based size
-        q = float(sp.t.ppf(1 - misrate / 2, n - 1) + sp.t.ppf(power, n - 1))
+        q = student_t.quantile(1 - misrate / 2, n - 1) + student_t.quantile(power, n - 1)
         if q * b.sd / math.sqrt(n) <= m or n > MAX_PAIRS_NEEDED:
             return n if n <= MAX_PAIRS_NEEDED else None
         n += 1

@@ -43,6 +43,7 @@ from typing import cast
 
 import numpy as np
 
+from pgrig.analysis import student_t
 from pgrig.errors import PgrigError
 from pgrig.record.documents import StabilityDoc
 
@@ -214,8 +215,6 @@ def change_points(
 
 def _shift_tests(y: np.ndarray, cuts: list[int]) -> list[tuple[float, float, float]]:
     """(mean before, mean after, p) of each cut against its neighbours, autocorrelation-aware."""
-    from scipy import stats
-
     edges = [0, *cuts, y.size]
     resid = np.concatenate([y[a:b] - y[a:b].mean() for a, b in itertools.pairwise(edges)])
     shrink = (1 - (rho := _lag1(resid, edges))) / (1 + rho)
@@ -232,7 +231,7 @@ def _shift_tests(y: np.ndarray, cuts: list[int]) -> list[tuple[float, float, flo
             p = 0.0 if diff else 1.0
         else:
             df = (v1 + v2) ** 2 / (v1**2 / (n1 - 1) + v2**2 / (n2 - 1))
-            p = float(2 * stats.t.sf(abs(diff) / math.sqrt(v1 + v2), df))
+            p = student_t.two_sided_p(diff / math.sqrt(v1 + v2), df)
         out.append((float(left.mean()), float(right.mean()), p))
     return out
 
@@ -335,10 +334,8 @@ def _trend(ta: np.ndarray, ya: np.ndarray, mean: float) -> tuple[float, float, f
     scale = 60 * 100 / abs(mean)
     if se == 0:
         return slope * scale, 0.0, 0.0 if slope else 1.0
-    from scipy import stats
-
     n_eff = n * (1 - rho) / (1 + rho)
     if n_eff < MIN_POINTS_DRIFT:  # too few independent seconds to tell a trend from a wander
         return slope * scale, se * scale, 1.0
-    p = float(2 * stats.t.sf(abs(slope) / se, n_eff - 2))
+    p = student_t.two_sided_p(slope / se, n_eff - 2)
     return slope * scale, se * scale, p
