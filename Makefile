@@ -11,6 +11,9 @@ demo: setup
 
 test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
+	# The tests start `pgrig` thousands of times: give them bytecode to load, as an installed
+	# package has (with PYTHONDONTWRITEBYTECODE set, every start would compile all of pgrig).
+	$(PYTHON) -m compileall -q src
 	$(PYTHON) -m ruff check src tests bench scripts
 	$(PYTHON) -m ruff format --check src tests bench scripts
 	$(PYTHON) -m mypy
