@@ -34,17 +34,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import asyncssh
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig.errors import PgrigError
 from pgrig.hosts.registry import Host
+
+
+class _OnFirstUse:
+    """A module imported when one of its attributes is first used (import_module is
+    thread-safe; pgrig's SSH work runs in threads and event loops)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if TYPE_CHECKING:
+    import asyncssh
+else:
+    # Every environment command can reach a host, but most environments are on this machine:
+    # asyncssh's import (0.4 CPU-s, and three ldconfig/gcc runs looking for libnettle) is paid
+    # by the first connection, not by every `pgrig env ...`.
+    asyncssh = _OnFirstUse("asyncssh")
 
 # Seconds to wait for a host's sshd (PGRIG_SSH_CONNECT_TIMEOUT overrides).
 CONNECT_TIMEOUT = float(os.environ.get("PGRIG_SSH_CONNECT_TIMEOUT") or 10)

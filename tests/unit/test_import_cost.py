@@ -1,0 +1,39 @@
+"""What a command imports is CPU every start pays (the tests start pgrig thousands of times,
+users script it): heavy libraries stay out of the paths that do not use them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _loaded_after(modules: str, wanted: str) -> bool:
+    code = f"import sys, {modules}; print({wanted!r} in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "True"
+
+
+def test_runs_and_comparisons_do_not_import_scipy_stats() -> None:
+    """The run's path (drivers, the runner, the bounds, drift) and the comparison's must not
+    pay scipy.stats' import, about a second of CPU (analysis/student_t uses scipy.special,
+    a tenth of it; analysis/quantile_bounds computes the binomial's quantiles itself)."""
+    modules = (
+        "pgrig.load.core.runner, pgrig.load.engines.engine_choice,"
+        " pgrig.load.engines.pgbench_driver, pgrig.load.engines.sysbench_driver,"
+        " pgrig.cli.run, pgrig.analysis.compare,"
+        " pgrig.analysis.series, pgrig.cli.runs"
+    )
+    assert not _loaded_after(modules, "scipy.stats")
+
+
+def test_environment_commands_import_asyncssh_only_to_reach_a_host() -> None:
+    """Every env command can forward to a host, most environments are here: asyncssh (0.4
+    CPU-s and three ldconfig/gcc runs) is imported by the first connection, not before."""
+    modules = (
+        "pgrig.cli.env, pgrig.cli.db, pgrig.provision.operations.lifecycle,"
+        " pgrig.provision.remote.environments, pgrig.hosts.ssh, pgrig.hosts.remote"
+    )
+    assert not _loaded_after(modules, "asyncssh")
+    code = "from pgrig.hosts import ssh; print(ssh.asyncssh.SSHClientConnection.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "asyncssh.connection"
