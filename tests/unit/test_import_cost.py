@@ -3,8 +3,10 @@ users script it): heavy libraries stay out of the paths that do not use them."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def _loaded_after(modules: str, wanted: str) -> bool:
@@ -37,3 +39,19 @@ def test_environment_commands_import_asyncssh_only_to_reach_a_host() -> None:
     code = "from pgrig.hosts import ssh; print(ssh.asyncssh.SSHClientConnection.__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "asyncssh.connection"
+
+
+def test_a_command_builds_only_its_own_group(tmp_path: Path) -> None:
+    """`pgrig env list` imports and builds the env group, not run, tune, study or serve
+    (cli/app._register), and prints what it always printed."""
+    code = (
+        "import sys\nfrom pgrig.cli import app\ntry:\n    app.main()\nfinally:\n"
+        "    print(sorted(m for m in sys.modules if m.startswith('pgrig.cli.')), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "env", "list", "--json"], capture_output=True, text=True,
+        env={**os.environ, "PGRIG_HOME": str(tmp_path)}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "['pgrig.cli.app', 'pgrig.cli.common', 'pgrig.cli.env']"
+    assert done.stdout.strip() == "[]"
