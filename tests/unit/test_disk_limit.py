@@ -4,6 +4,7 @@ kernel's semantics of each file)."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import shutil
@@ -325,3 +326,23 @@ def test_mount_points_are_unescaped(tmp_path: Path) -> None:
         "38 31 0:35 / /sys/fs/cgroup/my\\040blkio rw - cgroup cgroup rw,blkio\n"
     )
     assert disk_throttle.mounts(fake.kernel())[0].point == Path("/sys/fs/cgroup/my blkio")
+
+
+def test_a_child_forked_while_the_server_moves_in_is_moved_too(
+    tmp_path: Path, env: Environment
+) -> None:
+    """The postmaster forks (a backend, an autovacuum worker) between pgrig's listing of its
+    tree and its own move: that child starts outside the cgroup; apply lists again."""
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: [101], 101: []})
+    write = fake.write
+
+    def forking_write(path: Path, text: str) -> None:
+        write(path, text)
+        if path.name == "cgroup.procs" and text == "101":  # the postmaster forked 102 meanwhile
+            fake.processes({100: [101, 102], 102: []})
+
+    kernel = dataclasses.replace(fake.kernel(), write=forking_write)
+    disk_throttle.apply(env, 100, kernel)
+    cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
+    assert sorted(disk_throttle.members(cg)) == [100, 101, 102]

@@ -233,7 +233,19 @@ def apply(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> None:
     _make(cg, h, kernel)
     _write_limits(cg, h, limit, devs, kernel)
     if pid is not None:
-        for member in process_tree(pid, str(kernel.proc)):
+        _join_tree(cg, pid, kernel)
+
+
+def _join_tree(cg: Path, pid: int, kernel: Kernel) -> None:
+    """The postmaster and every process under it into `cg`, listed again until a pass finds
+    none outside: a child forked between the listing and its parent's move starts outside
+    the cgroup and would do its I/O unthrottled (seen on a loaded machine after a restart)."""
+    for _ in range(10):
+        inside = set(members(cg))
+        outside = [p for p in process_tree(pid, str(kernel.proc)) if p not in inside]
+        if not outside:
+            return
+        for member in outside:
             _join(cg, member, kernel)
 
 
