@@ -170,6 +170,22 @@ def test_runs_on_a_postgresql_archive(lab: str, pg_archive: servers.Server) -> N
     ]
 
 
+def _running_on(port: int, timeout: float = 60) -> None:
+    """Returns once the PostgreSQL archive holds a running run, read every 50 ms (one polled
+    `pgrig runs list` on a loaded machine can outlast the run it waits for)."""
+    import psycopg
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(psycopg.Error):
+            dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
+            with psycopg.connect(dsn) as conn:
+                if conn.execute("SELECT 1 FROM runs WHERE status = 'running'").fetchone():
+                    return
+        time.sleep(0.05)
+    raise AssertionError("no running run on the PostgreSQL archive")
+
+
 def test_a_run_ending_while_the_postgresql_archive_is_down_is_imported(
     lab: str, pg_archive: servers.Server
 ) -> None:
@@ -183,10 +199,7 @@ def test_a_run_ending_while_the_postgresql_archive_is_down_is_imported(
     )
     pg_ctl = str(PG15 / "pg_ctl")
     try:
-        deadline = time.time() + 60
-        while not json.loads(pgrig("runs", "list", "--status", "running", "--json", *on_pg).stdout):
-            assert time.time() < deadline, "no running run on the PostgreSQL archive"
-            time.sleep(0.3)
+        _running_on(pg_archive.port)  # then the archive goes down within the run's 5 s
         servers.as_postgres(pg_ctl, "-D", str(pg_archive.data), "-m", "fast", "-w", "stop")
         out, err = proc.communicate(timeout=120)
     finally:
