@@ -13,10 +13,11 @@ import os
 import sqlite3
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 import servers
 from servers import PG15, pgrig
@@ -82,22 +83,39 @@ def test_kill_9_mid_run_leaves_a_lost_run_with_its_partial_series(lab: str) -> N
     assert json.loads(again.stdout) == []
 
 
-def _running_in(archive: Path, timeout: float = 60) -> dict:
-    """The running run, read from the archive itself every 50 ms: the lock below must be
-    taken within the run's 4 s, and on a loaded machine one `pgrig runs list` (what
+def _first_running(read: Callable[[], tuple | None], where: str, timeout: float = 60) -> int:
+    """The id of the running run, `read` from the archive itself every 50 ms: these tests act
+    within a run of 4-5 s, and on a loaded machine one `pgrig runs list` (what
     servers.wait_for_running polls with) can take longer than that."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        with contextlib.suppress(sqlite3.Error):
-            db = sqlite3.connect(archive, timeout=5)
-            try:
-                row = db.execute("SELECT id FROM runs WHERE status = 'running'").fetchone()
-            finally:
-                db.close()
+        with contextlib.suppress(sqlite3.Error, psycopg.Error):
+            row = read()
             if row is not None:
-                return {"id": row[0]}
+                return int(row[0])
         time.sleep(0.05)
-    raise AssertionError(f"no running run appeared in {archive}")
+    raise AssertionError(f"no running run appeared in {where}")
+
+
+RUNNING = "SELECT id FROM runs WHERE status = 'running'"
+
+
+def _running_in(archive: Path) -> int:
+    def read() -> tuple | None:
+        with contextlib.closing(sqlite3.connect(archive, timeout=5)) as db:
+            return db.execute(RUNNING).fetchone()
+
+    return _first_running(read, str(archive))
+
+
+def _running_on(port: int) -> int:
+    dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
+
+    def read() -> tuple | None:
+        with psycopg.connect(dsn) as conn:
+            return conn.execute(RUNNING).fetchone()
+
+    return _first_running(read, "the PostgreSQL archive")
 
 
 def test_a_run_ending_on_a_locked_archive_is_imported_complete(lab: str) -> None:
@@ -110,12 +128,12 @@ def test_a_run_ending_on_a_locked_archive_is_imported_complete(lab: str) -> None
     )
     archive = Path(os.environ["PGRIG_HOME"]) / "archive.sqlite"
     try:
-        run = _running_in(archive)
+        run_id = _running_in(archive)
         holder = sqlite3.connect(archive, isolation_level=None, timeout=60)
         holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         out, err = proc.communicate(timeout=180)
         reader = sqlite3.connect(archive, timeout=60)
-        status = reader.execute("SELECT status FROM runs WHERE id = ?", (run["id"],)).fetchone()
+        status = reader.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         reader.close()
     finally:
         with contextlib.suppress(Exception):
@@ -126,14 +144,14 @@ def test_a_run_ending_on_a_locked_archive_is_imported_complete(lab: str) -> None
     assert proc.returncode == 0, err
     assert status == ("running",)  # the archive could not take the results...
     home = Path(os.environ["PGRIG_HOME"])
-    spooled = home / "artifacts" / "home" / str(run["id"]) / "record.spool.json"
+    spooled = home / "artifacts" / "home" / str(run_id) / "record.spool.json"
     assert "is unavailable" in err and str(spooled) in " ".join(err.split()), err
     printed = json.loads(out)
     listed = pgrig("runs", "list", "--json")  # ...the next command imports them
-    assert f"run {run['id']} imported from" in " ".join(listed.stderr.split())
-    (summary,) = [r for r in json.loads(listed.stdout) if r["id"] == run["id"]]
+    assert f"run {run_id} imported from" in " ".join(listed.stderr.split())
+    (summary,) = [r for r in json.loads(listed.stdout) if r["id"] == run_id]
     assert summary["status"] == "ok" and not spooled.exists()
-    got = _show(run["id"])
+    got = _show(run_id)
     for key in ("tps", "transactions", "measured_s", "latency_ms", "scripts", "warnings"):
         assert got[key] == printed[key], key
     assert printed["transactions"] > 0 and "pgbench.stdout" in got["artifacts"]
@@ -168,22 +186,6 @@ def test_runs_on_a_postgresql_archive(lab: str, pg_archive: servers.Server) -> N
     assert [r["id"] for r in json.loads(pgrig("runs", "list", "--json", *on_pg).stdout)] == [
         runs[0]["id"]
     ]
-
-
-def _running_on(port: int, timeout: float = 60) -> None:
-    """Returns once the PostgreSQL archive holds a running run, read every 50 ms (one polled
-    `pgrig runs list` on a loaded machine can outlast the run it waits for)."""
-    import psycopg
-
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        with contextlib.suppress(psycopg.Error):
-            dsn = f"host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
-            with psycopg.connect(dsn) as conn:
-                if conn.execute("SELECT 1 FROM runs WHERE status = 'running'").fetchone():
-                    return
-        time.sleep(0.05)
-    raise AssertionError("no running run on the PostgreSQL archive")
 
 
 def test_a_run_ending_while_the_postgresql_archive_is_down_is_imported(
