@@ -7,16 +7,19 @@ passing for complete), and the environment usable at once.
 The points are random inside named phases (run: its first 1.5 s, from start-up into the load,
 and its end after pgbench exited; generate: while pgbench -i loads; create: initdb to the
 server's start; kill -9 and SIGTERM in the middle of the load are test_run_safety.py's). The seed is
-printed and set with PGRIG_KILL_SEED to replay a failure.
+printed and set with PGRIG_KILL_SEED to replay a failure. Windows too narrow for a random point
+(the run's row committed, its id not yet known) get SIGTERM at named points instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -114,6 +117,16 @@ def _wait_until(cond: Callable[[], bool], proc: subprocess.Popen[str], timeout: 
     return False
 
 
+def _the_load(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    """The run's own pgbench (-T), not the `pgbench --version` that comes before it."""
+    found = []
+    for child in servers.pgbench_children(proc):
+        with contextlib.suppress(psutil.Error):
+            if "-T" in child.cmdline():
+                found.append(child)
+    return found
+
+
 # --- pgrig run ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("sig", list(SIGNALS))
 @pytest.mark.parametrize("phase", ["start", "end"])  # during the load: test_run_safety.py
@@ -127,8 +140,8 @@ def test_run_killed_at_a_random_point(lab: str, phase: str, sig: str) -> None:
         if phase == "start":  # start-up, checks, the archive row, settings, insights, load
             time.sleep(rng.uniform(0.0, 1.5))
         else:  # after pgbench exited: reading the log, insights, the archive write, undo
-            assert _wait_until(lambda: bool(servers.pgbench_children(proc)), proc, 30), "no pgbench"
-            _wait_until(lambda: not servers.pgbench_children(proc), proc, 30)
+            assert _wait_until(lambda: bool(_the_load(proc)), proc, 30), "no pgbench"
+            _wait_until(lambda: not _the_load(proc), proc, 30)
             time.sleep(rng.uniform(0.0, 0.4))
         proc.send_signal(SIGNALS[sig])
         _, err = proc.communicate(timeout=60)
@@ -235,3 +248,53 @@ def test_env_create_killed_midway(lab: str, sig: str) -> None:
     assert shown["status"] == "running"
     pgrig("env", "destroy", name, "--yes")
     assert not servers.postmasters_under(env_dir)
+
+
+# --- SIGTERM at named points: windows a random point rarely hits ---------------------------------
+# pgrig with one method patched to send itself SIGTERM just before (or just after) it runs
+_SIGNALLING_PGRIG = """
+import os, signal, sys
+from pgrig.archive.runs import RunTable
+from pgrig.cli.app import main
+from pgrig.load.core.harness_meter import Meter
+
+where, when = os.environ["PGRIG_SIGTERM_AT"].split(":")
+cls, name = {"row": (RunTable, "begin_run"), "meter": (Meter, "start")}[where]
+original = getattr(cls, name)
+
+def signalling(self, *args, **kwargs):
+    if when == "before":
+        os.kill(os.getpid(), signal.SIGTERM)
+    out = original(self, *args, **kwargs)
+    if when == "after":  # the row is committed; its id not yet returned
+        os.kill(os.getpid(), signal.SIGTERM)
+    return out
+
+setattr(cls, name, signalling)
+sys.argv = ["pgrig", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("point", "workload"),
+    [
+        ("row:after", "pgbench:select-only"),  # CI: such a run was found "lost"
+        ("meter:before", "pgbench:select-only"),  # before pgbench: was "failed", exit 1
+        ("row:after", "backup:basebackup-full"),  # a backup run's row, the same window
+    ],
+)
+def test_run_terminated_at_a_named_point_ends_aborted(lab: str, point: str, workload: str) -> None:
+    before = {r["id"] for r in json.loads(pgrig("runs", "list", "--json").stdout)}
+    argv = [sys.executable, "-c", _SIGNALLING_PGRIG, "run", lab, "-w", workload, "-T", "3"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PGRIG_SIGTERM_AT": point},
+    )  # fmt: skip
+    runs = _after_the_kill(lab, -1)
+    new = [r for r in runs if r["id"] not in before]
+    assert [r["status"] for r in new] == ["aborted"], (new, done.stderr)
+    assert new[0]["error"] == "stopped by SIGTERM", new[0]
+    assert done.returncode == 143, (done.returncode, done.stderr)
+    after = json.loads(pgrig("run", lab, "-w", "pgbench:select-only", "-T", "1", "--json").stdout)
+    assert after["status"] == "ok", after

@@ -278,9 +278,9 @@ def test_sigterm_of_the_cli_raises_terminated_once() -> None:
     """The CLI's handler: the first SIGTERM interrupts, a second one during cleanup does not."""
     child = _python("""
         import os, signal, time
-        from pgrig.cli import app
+        from pgrig import interrupts
         from pgrig.errors import Terminated
-        app._terminate_as_interrupt()
+        interrupts.install()
         try:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)

@@ -8,6 +8,7 @@ from typing import Any, TextIO, cast
 import typer
 from rich.markup import escape
 
+from pgrig import interrupts
 from pgrig.cli import common
 from pgrig.errors import HostCommandFailed, Interrupted
 
@@ -104,31 +105,6 @@ def reflow(text: str) -> str:
     return "\n\n".join(out)
 
 
-_SIGNALLED: list[int] = []  # the signal that stopped pgrig (SIGTERM, SIGHUP), if one did
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM and SIGHUP stop pgrig the way Ctrl-C does (a run is archived "aborted" with its
-    partial series, settings and pinning undone); a second signal during that cleanup is
-    ignored so the cleanup finishes. It is said at once (the cleanup may take seconds), and
-    pgrig then exits 128 + the signal's number (143 for SIGTERM), as a shell reports it."""
-    import os
-    import signal
-
-    from pgrig.errors import Terminated
-
-    def handler(signum: int, _frame: object) -> None:
-        if not _SIGNALLED:
-            _SIGNALLED.append(signum)
-            name = signal.Signals(signum).name
-            # os.write: safe whatever the main thread was printing when the signal came
-            os.write(2, f"pgrig: {name} received: stopping, then cleaning up\n".encode())
-            raise Terminated(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-
-
 def _stacks_on_sigusr1() -> None:
     """`kill -USR1 PID` prints every thread's Python stack to stderr and pgrig goes on: what a
     command that seems stuck is waiting for, without stopping it."""
@@ -136,10 +112,6 @@ def _stacks_on_sigusr1() -> None:
     import signal
 
     faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
-
-
-def _interrupted_code() -> int:
-    return 128 + _SIGNALLED[0] if _SIGNALLED else 130
 
 
 def _check_argv(argv: list[str]) -> None:
@@ -177,7 +149,7 @@ def _clean_after_dead_runs() -> None:
 
 def main() -> None:
     _register(sys.argv[1:])
-    _terminate_as_interrupt()
+    interrupts.install()  # SIGTERM and SIGHUP stop pgrig as Ctrl-C does (pgrig/interrupts.py)
     _stacks_on_sigusr1()
     sys.stdout = cast(TextIO, common.GuardedStdout(sys.stdout))  # a failed output says so
     json_errors = "--json" in sys.argv[1:]
@@ -211,16 +183,16 @@ def main() -> None:
     except OSError as e:  # a read-only or full home, a file removed by hand: one line
         common.fail(common.os_error_message(e), 1)
     except Interrupted as e:  # work that put things in order and says what it left
-        what = "terminated" if _SIGNALLED else "interrupted"
+        what = "terminated" if interrupts.signalled() else "interrupted"
         if str(e):
             common.err_console().print(
                 f"[yellow]{what}[/yellow]: {escape(str(e))}", highlight=False, soft_wrap=True
             )
-        common.fail(str(e) or what, _interrupted_code(), quiet=bool(str(e)))
+        common.fail(str(e) or what, interrupts.exit_code(), quiet=bool(str(e)))
     except KeyboardInterrupt:  # a command that did not say it: said here
-        what = "terminated" if _SIGNALLED else "interrupted"
-        common.fail(what, _interrupted_code())
+        what = "terminated" if interrupts.signalled() else "interrupted"
+        common.fail(what, interrupts.exit_code())
     except SystemExit as e:  # commands exit 130 after an interruption: say which signal
-        if e.code == 130 and _SIGNALLED:
-            sys.exit(_interrupted_code())
+        if e.code == 130 and interrupts.signalled():
+            sys.exit(interrupts.exit_code())
         raise

@@ -71,11 +71,13 @@ class _BackupStarter:
         except BaseException as e:  # KeyboardInterrupt is the main thread's
             self.error = e
 
-    def join(self) -> None:
-        if self.thread is None:  # the load ended before its warm-up did: back up now
+    def join(self, start_late: bool = True) -> None:
+        """Wait for the backup; `start_late`: the load ended before its warm-up did, so back
+        up now (not after an interrupted load)."""
+        if self.thread is None and start_late:
             self.start()
-        assert self.thread is not None
-        self.thread.join()
+        if self.thread is not None:
+            self.thread.join()
 
 
 def execute(
@@ -103,9 +105,9 @@ def execute(
         history.baselines.append(base_rec)
     console.print(f"[dim]·[/dim] {load.workload} during {req.workload}", highlight=False)
     run = backup_run.BackupRun(req, env, archive, console)
-    run.begin()
     starter = _BackupStarter(run, load.warmup_s)
     try:
+        run.begin()
         load_rec = runner.execute(
             load.model_copy(update={"tags": {**load.tags, "during": req.workload}}),
             archive=archive,
@@ -113,10 +115,15 @@ def execute(
             live=False,
             stop_if=starter,
         )
-    finally:
-        starter.join()  # the backup always completes (or fails) and is archived
-        if starter.error is None and run.rec is not None and run.rec.status == "running":
-            run.rec.status, run.rec.error = "failed", "the backup did not run"
+    except BaseException as stop:  # the load interrupted or failed: the backup's row ends too
+        try:
+            starter.join(start_late=False)  # a backup under way completes and is archived
+        finally:
+            run.end_early(stop)
+        raise
+    starter.join()  # the backup always completes (or fails) and is archived
+    if starter.error is None and run.rec is not None and run.rec.status == "running":
+        run.rec.status, run.rec.error = "failed", "the backup did not run"
     history.loads.append(load_rec)
     assert run.rec is not None
     run.rec.extra["during"] = _during(load_rec, run, history)

@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig import __version__
-from pgrig.archive.records import RunRecord
-from pgrig.errors import PgrigError
+from pgrig.archive.records import RunRecord, RunStatus
+from pgrig.errors import PgrigError, first_line, is_interruption
 from pgrig.load.core import guard, lifecycle
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import BackupDoc
@@ -150,9 +150,13 @@ def _execute(
     req: BackupRequest, env: Environment, archive: RunStore, console: Console
 ) -> RunRecord:
     run = BackupRun(req, env, archive, console)
-    run.begin()
-    run.perform()
-    return run.finish()
+    try:
+        run.begin()
+        run.perform()
+        return run.finish()
+    except BaseException as stop:  # a signal between the steps: the row still ends
+        run.end_early(stop)
+        raise
 
 
 class BackupRun:
@@ -168,6 +172,7 @@ class BackupRun:
         self.rec: RunRecord | None = None
         self.interrupted = False
         self.datasets: dict[str, dict[str, Any]] = {}  # the data when the backup began
+        self.stored = False  # its last write made (archived or spooled)
 
     def begin(self) -> RunRecord:
         from pgrig.machine.facts import host_facts
@@ -211,8 +216,8 @@ class BackupRun:
             host=host_facts(env.datadir),
             extra={"pgrig_version": __version__, "dataset": info},
         )
-        rec.id = self.archive.begin_run(rec)
         self.rec = rec
+        lifecycle.begin(self.archive, rec)  # a signal meanwhile comes once the id is known
         return rec
 
     def perform(self) -> None:
@@ -230,8 +235,8 @@ class BackupRun:
         try:
             self.figures = _do(self.req, self.env, self.dbname, self.console, self.datasets)
             rec.status = "ok"
-        except KeyboardInterrupt:
-            rec.status, rec.error = "aborted", "interrupted (Ctrl-C)"
+        except KeyboardInterrupt as stop:
+            rec.status, rec.error = "aborted", guard.interruption(stop)
             self.interrupted = True
         except PgrigError as e:
             rec.status, rec.error = "failed", str(e)[:2000]
@@ -254,14 +259,48 @@ class BackupRun:
         # assembled as a dict by the tools' modules (provision/server): declared as BackupDoc
         rec.extra["backup"] = cast(BackupDoc, figures)
         rec.db_size_bytes = figures.get("source_bytes")
+        self._store()
+        if self.interrupted:
+            raise KeyboardInterrupt
+        return rec
+
+    def end_early(self, stop: BaseException) -> None:
+        """The row ended when the backup stopped outside its tool's span (a signal between
+        begin and perform, or the load it ran during interrupted or failed): its own outcome if
+        it has one, else "aborted" for an interruption and "failed" for an error; never left
+        "running" (later "lost", for a reason that is not the real one)."""
+        rec = self.rec
+        if rec is None or rec.id is None or self.stored:
+            return
+        if rec.status == "running":
+            rec.status, rec.error = _early_end(stop)
+        rec.ended_at = rec.ended_at or datetime.now(UTC)
+        rec.extra.setdefault("backup", cast(BackupDoc, dict(self.figures)))
+        try:
+            self._store()
+        except Exception as e:
+            why = lifecycle.end_without_record(self.archive, rec, first_line(e, named=True))
+            self.console.print(f"pgrig: backup run {rec.id}: not stored{why}", markup=False)
+
+    def _store(self) -> None:
+        rec = self.rec
+        assert rec is not None
         spooled = lifecycle.finish_or_spool(self.archive, rec)
+        self.stored = True
         if spooled is not None:
             self.console.print(
                 f"archive unavailable: run {rec.id} saved in {spooled}", highlight=False
             )
-        if self.interrupted:
-            raise KeyboardInterrupt
-        return rec
+
+
+def _early_end(stop: BaseException) -> tuple[RunStatus, str]:
+    """The status and reason of a backup run stopped by `stop` before its own end."""
+    if isinstance(stop, KeyboardInterrupt):
+        return "aborted", guard.interruption(stop)
+    if is_interruption(stop):  # the load it ran during, aborted and archived
+        record = getattr(stop, "record", None)
+        return "aborted", (getattr(record, "error", None) or "the load it ran during stopped")
+    return "failed", f"pgrig: {type(stop).__name__}: {first_line(stop)}"[:2000]
 
 
 def _do(

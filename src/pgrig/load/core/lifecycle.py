@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgrig import interrupts
 from pgrig.archive import lease, spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
@@ -130,6 +131,15 @@ class RunLease:
             with contextlib.suppress(Exception):  # a full disk must not stop the heartbeat
                 self.partial.append(self._series())
         self._archive.heartbeat(self._run_id)
+
+
+def begin(archive: RunStore, rec: RunRecord) -> int:
+    """The run's row, "running", and its id in `rec`, as one step a signal does not cut: a
+    SIGTERM or Ctrl-C that comes meanwhile is raised once the id is known, so the caller can
+    end the run "aborted" instead of leaving it "running" with nobody to end it."""
+    with interrupts.deferred():
+        rec.id = archive.begin_run(rec)
+    return rec.id
 
 
 class RunNotStored(PgrigError):

@@ -102,7 +102,8 @@ def measure(ctx: RunContext, driver: LoadDriver) -> RunRecord:
         rec, env, spec, driver.client_env.get("PGAPPNAME"), driver.engine
     )
     host_samplers.record(rec, other_hosts)
-    stdout = (work / "pgbench.stdout").read_text(errors="replace")
+    # no client process: stopped (a signal, Ctrl-C) before the load began, nothing it wrote
+    stdout = (work / "pgbench.stdout").read_text(errors="replace") if proc is not None else ""
     stderr = "\n".join(proc.stderr_lines) if proc else ""
     files = run_files.RunFiles(rec, art_dir)  # a full disk fails the run, keeps its figures
     rec.artifacts = {}

@@ -299,10 +299,10 @@ def _run(
         rec.extra["prewarm"] = warmed
         if "skipped" in warmed:
             rec.add_warning("no_prewarm", f"the cache was not warmed: {warmed['skipped']}")
-    rec.id = archive.begin_run(rec)
-    lock.describe(rec.id)  # a refused second run names this one
-    ctx = RunContext(rec, spec, env, dbname, conninfo, work, archive, console, live, stop_if)
     try:
+        lifecycle.begin(archive, rec)  # from here the run must end, however pgrig is stopped
+        lock.describe(rec.id)  # a refused second run names this one
+        ctx = RunContext(rec, spec, env, dbname, conninfo, work, archive, console, live, stop_if)
         if spec.load_from:  # pgbench on load hosts, logs merged (load/core/multi_runner.py)
             from pgrig.load.core import multi_runner
 
@@ -315,6 +315,8 @@ def _run(
     except KeyboardInterrupt as stop:
         # Ctrl-C or SIGTERM outside pgbench's own span (insights starting, results being
         # written): the run still ends "aborted", never "running" (later "lost").
+        if rec.id is None:  # stopped before its row was written: nothing to end
+            raise
         if _still_running(archive, rec):
             rec.status, rec.ended_at = "aborted", rec.ended_at or datetime.now(UTC)
             rec.error = guard.interruption(stop)
@@ -322,7 +324,7 @@ def _run(
         raise RunInterrupted(rec) from None
     except BaseException as e:
         # Whatever broke after the row was written, the run ends as "failed", never "running".
-        if rec.status == "running":
+        if rec.id is not None and rec.status == "running":
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
             _end_anyway(rec, archive, console)

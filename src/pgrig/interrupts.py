@@ -1,0 +1,92 @@
+"""How a signal stops pgrig, and the spans it must not cut.
+
+SIGTERM and SIGHUP stop pgrig the way Ctrl-C does: `Terminated` (a KeyboardInterrupt) is raised
+in the main thread, once; a second signal during the cleanup is ignored so the cleanup finishes.
+`deferred()` marks a span whose result must be kept whole, like a run's row inserted and its id
+known: a signal that comes inside it is raised when the span ends. Without that, a SIGTERM
+landing after the archive committed the row but before the caller held its id left the run
+"running" with nobody to end it (later "lost", for a reason that was not the real one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+from pgrig.errors import Terminated
+
+_signalled: list[int] = []  # the signal that stopped pgrig (SIGTERM, SIGHUP), if one did
+_pending: list[int] = []  # a signal that came inside a deferred span, raised at its end
+_depth = 0  # deferred spans open in the main thread
+
+
+def install() -> None:
+    """SIGTERM and SIGHUP raise Terminated (once), SIGINT KeyboardInterrupt; each waits for the
+    end of a deferred span. It is said at once on stderr (the cleanup may take seconds)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_termination)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def signalled() -> int | None:
+    """The signal (SIGTERM, SIGHUP) that stopped pgrig, if one did."""
+    return _signalled[0] if _signalled else None
+
+
+def exit_code() -> int:
+    """What pgrig exits with after an interruption: 128 + the signal's number (143 for
+    SIGTERM), as a shell reports it; 130 for Ctrl-C."""
+    return 128 + _signalled[0] if _signalled else 130
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A span a signal does not cut: one that comes inside is raised as the span ends (also
+    when the span itself failed: the interruption is what the caller must handle then). Only
+    the main thread receives signals; elsewhere this does nothing."""
+    global _depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _depth += 1
+    try:
+        yield
+    except BaseException as failure:
+        _depth -= 1
+        if _depth == 0 and _pending:
+            raise _take_pending() from failure
+        raise
+    _depth -= 1
+    if _depth == 0 and _pending:
+        raise _take_pending()
+
+
+def _take_pending() -> KeyboardInterrupt:
+    signum = _pending.pop(0)
+    _pending.clear()
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def _on_termination(signum: int, _frame: FrameType | None) -> None:
+    if _signalled:
+        return  # a second signal: the cleanup of the first goes on
+    _signalled.append(signum)
+    name = signal.Signals(signum).name
+    # os.write: safe whatever the main thread was printing when the signal came
+    os.write(2, f"pgrig: {name} received: stopping, then cleaning up\n".encode())
+    if _depth:
+        _pending.append(signum)
+        return
+    raise Terminated(signum)
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    if _depth:
+        _pending.append(signum)
+        return
+    signal.default_int_handler(signum, frame)
