@@ -11,6 +11,7 @@ import pytest
 
 from pgrig.errors import PgrigError
 from pgrig.load.core import pinning
+from pgrig.provision.server import affinity
 
 
 def test_cpu_lists_and_formats(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,6 +101,34 @@ def test_pin_tree_and_restore() -> None:
         for p in pinning.process_tree(parent.pid)[::-1]:
             os.kill(p, 9)
         parent.wait()
+
+
+def test_a_child_forked_while_the_tree_is_pinned_is_pinned_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The postmaster forks a backend between the listing and its own pinning: the backend
+    gets the old mask (fork copies it) and must be pinned by a later pass, not left out."""
+    masks = {1: {0, 1}, 2: {0, 1}}
+    children: dict[int, list[int]] = {1: [2]}
+
+    def tree(root: int, proc: str = "/proc") -> list[int]:
+        return [root, *(p for child in children.get(root, []) for p in tree(child))]
+
+    def set_mask(tid: int, mask: set[int]) -> None:
+        if tid == 1 and 3 not in masks:  # a backend forked just before its parent moved
+            masks[3] = set(masks[1])
+            children[1].append(3)
+        masks[tid] = set(mask)
+
+    monkeypatch.setattr(affinity, "process_tree", tree)
+    monkeypatch.setattr(affinity, "tasks", lambda pid, proc="/proc": [pid])
+    monkeypatch.setattr(affinity.os, "sched_getaffinity", lambda tid: set(masks[tid]))
+    monkeypatch.setattr(affinity.os, "sched_setaffinity", set_mask)
+    previous = pinning.pin_tree(1, [1])
+    assert masks == {1: {1}, 2: {1}, 3: {1}}
+    assert previous == {1: {0, 1}, 2: {0, 1}, 3: {0, 1}}
+    affinity.set_tree(1, {0, 1})  # a killed run's pinning put back: every thread
+    assert masks == {1: {0, 1}, 2: {0, 1}, 3: {0, 1}}
 
 
 def test_raise_nofile_in_a_child_with_a_low_limit() -> None:

@@ -28,9 +28,9 @@ from pgrig.machine import cpus as topology
 from pgrig.machine.checks import nofile_for_clients as nofile_for_clients
 from pgrig.machine.cpus import format_cpus as format_cpus
 from pgrig.provision import pooler
+from pgrig.provision.server.affinity import move_tree
 from pgrig.provision.server.affinity import process_tree as process_tree
 from pgrig.provision.server.affinity import restore as restore
-from pgrig.provision.server.affinity import tasks
 from pgrig.request.values import CPU_COUNT_SUFFIX, check_cpus, cpu_count, parse_cpu_list
 
 
@@ -120,21 +120,17 @@ def client_prefix(cpus: list[int] | None) -> list[str]:
 
 
 def pin_tree(root: int, cpus: list[int]) -> dict[int, set[int]]:
-    """Pin every thread of `root` and its descendants; returns the previous mask per thread."""
+    """Pin every thread of `root` and its descendants (those forked meanwhile too); returns the
+    previous mask per thread."""
     previous: dict[int, set[int]] = {}
-    for pid in process_tree(root):
-        for tid in tasks(pid) or [pid]:
-            try:
-                previous[tid] = set(os.sched_getaffinity(tid))
-                os.sched_setaffinity(tid, cpus)
-            except ProcessLookupError:
-                continue  # exited meanwhile
-            except PermissionError as e:
-                restore(previous)
-                raise PgrigError(
-                    f"cannot pin process {pid} to CPU {format_cpus(cpus)}: {e.strerror} "
-                    "(pinning the server needs root or the server's own OS user)"
-                ) from None
+    try:
+        move_tree(root, set(cpus), previous)
+    except PermissionError as e:
+        restore(previous)
+        raise PgrigError(
+            f"cannot pin process {root}'s tree to CPU {format_cpus(cpus)}: {e.strerror} "
+            "(pinning the server needs root or the server's own OS user)"
+        ) from None
     return previous
 
 

@@ -54,4 +54,37 @@ def restore(previous: dict[int, set[int]]) -> None:
 
 def set_tree(root: int, mask: set[int]) -> None:
     """Every thread of `root` and its descendants on `mask` (best effort: gone ones skipped)."""
-    restore(dict.fromkeys(tree_masks(root), mask))
+    move_tree(root, mask, {}, strict=False)
+
+
+def move_tree(
+    root: int, mask: set[int], previous: dict[int, set[int]], *, strict: bool = True
+) -> None:
+    """Every thread of `root` and its descendants on `mask`, the tree listed again until a pass
+    changes nothing: a child forked between a listing and its parent's move inherits the
+    parent's old mask and would stay outside (disk_throttle._join_tree is the same for the
+    disk's cgroup). `previous` gets the mask each thread had before its first change (filled
+    as it goes, for the caller to put back when a later thread refuses). `strict`: a thread
+    that cannot be moved (PermissionError) raises; else it is skipped. Gone ones are skipped."""
+    for _ in range(MAX_PASSES):
+        moved = False
+        for pid in process_tree(root):
+            for tid in tasks(pid) or [pid]:
+                try:
+                    before = set(os.sched_getaffinity(tid))
+                    if before == mask:
+                        continue
+                    os.sched_setaffinity(tid, mask)
+                except ProcessLookupError:
+                    continue  # exited meanwhile
+                except OSError:
+                    if strict:
+                        raise
+                    continue
+                previous.setdefault(tid, before)
+                moved = True
+        if not moved:
+            return
+
+
+MAX_PASSES = 10  # a server forks backends on every connection: the passes are bounded
