@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 
@@ -90,3 +91,23 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
         _pending.append(signum)
         return
     signal.default_int_handler(signum, frame)
+
+
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """thread.join(timeout), also for a thread whose start() a signal cut: start() waits for
+    the new thread to say it runs, and a signal raised in that wait leaves a thread that runs
+    but that join() refuses ("cannot join thread before it is started") for a moment; one
+    that never started is let go after a second. Without this a SIGTERM at a sampler's start
+    turned a clean abort into a traceback and a run archived "failed"."""
+    deadline = time.monotonic() + NEVER_STARTED_S
+    while True:
+        try:
+            thread.join(timeout)
+            return
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                return  # it never started: nothing to wait for
+            time.sleep(0.01)
+
+
+NEVER_STARTED_S = 1.0

@@ -120,3 +120,22 @@ def test_a_run_row_begun_as_a_signal_comes_keeps_its_id() -> None:
             print("terminated, run", rec.id, rec.status)
     """)
     assert out.strip() == "terminated, run 42 running", err
+
+
+def test_join_waits_for_a_thread_whose_start_was_cut_and_lets_a_never_started_one_go() -> None:
+    """A signal in Thread.start()'s wait leaves a thread that runs but that join() refuses for
+    a moment; the cleanup must wait for it, not fail ("cannot join thread before it is
+    started": a SIGTERM at a sampler's start made a run "failed" with a traceback)."""
+    import threading
+    import time
+
+    from pgrig import interrupts
+
+    ran: list[str] = []
+    late = threading.Thread(target=lambda: (time.sleep(0.2), ran.append("done")))
+    threading.Timer(0.1, late.start).start()  # join() is asked before start() said it runs
+    interrupts.join(late, timeout=5)
+    assert ran == ["done"]
+    never = threading.Thread(target=lambda: None)
+    interrupts.join(never, timeout=5)  # returns (after NEVER_STARTED_S), never raises
+    assert not never.is_alive()

@@ -12,7 +12,6 @@ A run whose owner is alive stays "running", however old its heartbeat (a frozen 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import threading
@@ -22,6 +21,8 @@ from datetime import datetime
 from typing import Any
 
 import psutil
+
+from pgrig import interrupts
 
 __all__ = ["GRACE_S", "HEARTBEAT_S", "Heartbeat", "Owner", "expired", "is_gone"]
 
@@ -97,8 +98,7 @@ class Heartbeat:
         """Stop beating. A beat stuck on a locked archive is left to finish on its own (the
         thread is a daemon): the run's end must not wait for it."""
         self._stop.set()
-        with contextlib.suppress(RuntimeError):
-            self._thread.join(timeout)
+        interrupts.join(self._thread, timeout)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

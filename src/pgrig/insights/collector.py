@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from pgrig import interrupts
 from pgrig.errors import first_line
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
 from pgrig.insights.log_feed import LogFeed
@@ -271,7 +272,7 @@ class Collection:
         self.stopped = True
         self.stop_event.set()
         if self.thread is not None:
-            self.thread.join(timeout=STATEMENT_TIMEOUT_MS / 1000 + 5)
+            interrupts.join(self.thread, timeout=STATEMENT_TIMEOUT_MS / 1000 + 5)
         try:
             self._close_statements()
         except Exception as e:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from pgrig import interrupts
 from pgrig.errors import first_line
 
 Value = float | int | None
@@ -132,8 +133,8 @@ class Sampler:
     def stop(self) -> Series:
         """Stop the thread, close the sources, return every series (safe to call twice)."""
         self._stop.set()
-        if self._thread is not None and self._thread.is_alive():
-            self._thread.join(timeout=self.stop_timeout)
+        if self._thread is not None:
+            interrupts.join(self._thread, timeout=self.stop_timeout)
         stuck = self._thread is not None and self._thread.is_alive()
         if stuck:  # a source hangs (a frozen server): leave it alone, copy what is complete
             self.errors["sampler"] = "a source was still sampling when the run stopped"

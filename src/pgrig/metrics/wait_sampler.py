@@ -26,6 +26,7 @@ import threading
 import time
 from typing import Any
 
+from pgrig import interrupts
 from pgrig.errors import first_line
 from pgrig.metrics.pg_metrics import WAIT_PREFIX
 from pgrig.metrics.pg_snapshot import WORKLOAD_BACKENDS_SQL
@@ -128,7 +129,7 @@ class WaitSampler:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=STATEMENT_TIMEOUT_MS / 1000 + 5)
+            interrupts.join(self._thread, timeout=STATEMENT_TIMEOUT_MS / 1000 + 5)
 
     def stats(self) -> WaitSamplerStats:
         return {

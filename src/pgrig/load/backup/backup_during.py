@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
+from pgrig import interrupts
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.load.backup import backup_run
@@ -77,7 +78,7 @@ class _BackupStarter:
         if self.thread is None and start_late:
             self.start()
         if self.thread is not None:
-            self.thread.join()
+            interrupts.join(self.thread)
 
 
 def execute(

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from pgrig import interrupts
 from pgrig.archive.records import RunRecord
 from pgrig.errors import first_line
 from pgrig.insights.log_excerpt import LogExcerpt
@@ -80,7 +81,7 @@ class RunServerLog:
         """No more reading during the load (idempotent)."""
         self.stop_event.set()
         if self.thread is not None:
-            self.thread.join(timeout=60)
+            interrupts.join(self.thread, timeout=60)
             self.thread = None
 
     def _run(self) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgrig import interrupts
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.txlog_parse import complete_lines
 from pgrig.archive.artifacts import GZIP_LEVEL
@@ -84,17 +85,18 @@ class TxlogFollower:
         self.stats = FollowStats()
         self._files: dict[Path, _File] = {}
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="txlog-follower", daemon=True)
+        self._thread: threading.Thread | None = None
 
     def start(self) -> TxlogFollower:
+        self._thread = threading.Thread(target=self._run, name="txlog-follower", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> FollowStats:
         """Read what is left (pgbench has exited) and close everything. Idempotent."""
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        if self._thread is not None:
+            interrupts.join(self._thread)
         return self.stats
 
     # --- the thread ------------------------------------------------------------------------------
