@@ -104,6 +104,21 @@ def test_interrupt_then_resume(tmp_path: Path) -> None:
     assert again.ran == 0 and again.status == "done"
 
 
+def test_a_signal_before_the_first_run_leaves_the_study_interrupted(tmp_path: Path) -> None:
+    """SIGTERM between the study's row and its first run (here: while the backend takes its
+    environments) must not leave it "running" with nobody running it."""
+    archive = archive_at(tmp_path)
+    backend = FakeBackend()
+
+    def stopped(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    backend.begin_study = stopped  # type: ignore[attr-defined]
+    with pytest.raises(KeyboardInterrupt):
+        run_study(parse(STUDY), archive=archive, backend=backend, console=console()[0])
+    assert archive.get_study("s1").status == "interrupted"  # --resume continues it
+
+
 def test_resume_refuses_a_changed_file(tmp_path: Path) -> None:
     archive = archive_at(tmp_path)
     con, _ = console()

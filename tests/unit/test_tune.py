@@ -289,6 +289,21 @@ def test_interrupted_tune_restores_and_resumes(archive: Archive) -> None:
     assert states.count("fail") == 1 and states.count("complete") + states.count("pruned") == 4
 
 
+def test_a_signal_before_the_first_trial_leaves_the_study_interrupted(
+    archive: Archive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM between the study's row and its first trial (the optuna study being set up)
+    must not leave it "running" with nobody running it."""
+
+    def stopped(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(archive, "update_study_extra", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        run_tune(_request(trials=4), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    assert archive.get_study("t").status == "interrupted"
+
+
 def test_resume_after_the_confirmation_keeps_the_best(archive: Archive) -> None:
     first = run_tune(_request(trials=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     again = TuneFake(running={"e1"})

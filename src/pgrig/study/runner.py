@@ -131,15 +131,19 @@ def run_study(
     backend = backend or default_backend()
     plan = validate(study, backend)
     record = _open_study(study, plan, archive, resume)
-    begin = getattr(backend, "begin_study", None)  # it then holds its environments
-    if begin is not None:
-        begin(study.name, study.kind)
     try:
-        return _run_planned(study, plan, record, archive, backend, console, resume, clock)
-    finally:
-        let_go = getattr(backend, "let_go", None)
-        if let_go is not None:
-            let_go()
+        begin = getattr(backend, "begin_study", None)  # it then holds its environments
+        if begin is not None:
+            begin(study.name, study.kind)
+        try:
+            return _run_planned(study, plan, record, archive, backend, console, resume, clock)
+        finally:
+            let_go = getattr(backend, "let_go", None)
+            if let_go is not None:
+                let_go()
+    except KeyboardInterrupt:  # before its first run (a run's own is StudyInterrupted)
+        archive.set_study_status(study.name, "interrupted")
+        raise
 
 
 def _run_planned(

@@ -171,13 +171,14 @@ def run(
         archive, name, _versions_to_measure(archive, name, new_points)
     )
     series = runner.open_series(archive, spec, name, new_points)
-    archive.set_study_status(name, "running")
-    say(f"series {name}: {series.spec.describe()}")
-    for p in series.points:
-        say(f"  {p.version}: {p.status}" + (f" ({p.reason})" if p.reason else ""))
-    measurer = runner.Measurer(series, archive, con)
+    measurer: runner.Measurer | None = None
     status = "failed"
-    try:
+    try:  # from here the series ends with a status, however pgrig is stopped
+        archive.set_study_status(name, "running")
+        say(f"series {name}: {series.spec.describe()}")
+        for p in series.points:
+            say(f"  {p.version}: {p.status}" + (f" ({p.reason})" if p.reason else ""))
+        measurer = runner.Measurer(series, archive, con)
         runner.measure(series, measurer, archive, say=say)
         if bisect:
             _bisect_all(series, measurer, archive, threshold, say)
@@ -188,7 +189,8 @@ def run(
         status = "interrupted"
         raise TrackInterrupted(f"series {name} interrupted") from None
     finally:
-        measurer.stop()
+        if measurer is not None:
+            measurer.stop()
         archive.set_study_status(name, status)
     fresh = runner.load_series(archive, name)
     out: dict[str, Any] = {"view": figures.build(fresh, threshold, archive=archive), "check": None}

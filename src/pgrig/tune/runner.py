@@ -203,10 +203,6 @@ def _run_held(
     clock: Callable[[], float],
     on_trial: Callable[[int, int, str], None] | None,
 ) -> TuneResult:
-    import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
     env = env_spec(req.load.env_name)
     if restore_leftovers(env.name, backend):
         console.print(
@@ -214,6 +210,27 @@ def _run_held(
             highlight=False,
         )
     created = _open_study(req, archive, resume)
+    try:
+        return _tune(req, archive, backend, console, clock, on_trial, env, created)
+    except KeyboardInterrupt:  # before the first trial (later ones end as TuneInterrupted)
+        archive.set_study_status(req.name, "interrupted")
+        raise
+
+
+def _tune(
+    req: TuneRequest,
+    archive: RunStore,
+    backend: Backend,
+    console: Console,
+    clock: Callable[[], float],
+    on_trial: Callable[[int, int, str], None] | None,
+    env: EnvSpec,
+    created: bool,
+) -> TuneResult:
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     journal = journal_path(archive.url, req.name)
     journal.parent.mkdir(parents=True, exist_ok=True)
@@ -226,7 +243,7 @@ def _run_held(
         sampler=optuna.samplers.TPESampler(
             seed=req.seed, n_startup_trials=max(3, min(10, req.trials // 2))
         ),
-        load_if_exists=resume,
+        load_if_exists=not created,  # reopened only with --resume (_open_study)
     )
     archive.update_study_extra(
         req.name,
