@@ -116,21 +116,28 @@ def execute(
             live=False,
             stop_if=starter,
         )
+        starter.join()  # the backup always completes (or fails) and is archived
+        history.loads.append(load_rec)
+        return Result(_finish(run, starter, load_rec, history), load_rec, base_rec)
     except BaseException as stop:  # the load interrupted or failed: the backup's row ends too
         try:
             starter.join(start_late=False)  # a backup under way completes and is archived
         finally:
             run.end_early(stop)
         raise
-    starter.join()  # the backup always completes (or fails) and is archived
-    if starter.error is None and run.rec is not None and run.rec.status == "running":
-        run.rec.status, run.rec.error = "failed", "the backup did not run"
-    history.loads.append(load_rec)
+
+
+def _finish(
+    run: backup_run.BackupRun, starter: _BackupStarter, load_rec: RunRecord, history: History
+) -> RunRecord:
+    """The backup's record, with what the load it ran during measured."""
     assert run.rec is not None
+    if starter.error is None and run.rec.status == "running":
+        run.rec.status, run.rec.error = "failed", "the backup did not run"
     run.rec.extra["during"] = _during(load_rec, run, history)
     if load_rec.status != "ok" and run.rec.status == "ok":
         run.rec.add_warning("load_not_ok", f"the load run {load_rec.id} ended {load_rec.status}")
-    return Result(run.finish(), load_rec, base_rec)
+    return run.finish()
 
 
 def _during(load: RunRecord, run: backup_run.BackupRun, history: History) -> DuringDoc:
