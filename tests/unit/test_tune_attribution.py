@@ -258,6 +258,28 @@ def test_show_falls_back_to_search_importance_labelled() -> None:
     assert "# not measured (no ablation run of it, no search importance)\nwork_mem = '8MB'" in text
 
 
+def test_a_large_group_is_named_by_its_size_in_each_reason() -> None:
+    from types import SimpleNamespace
+
+    from pgrig.views.tune_attribution import Attribution, reasons
+
+    knobs = [f"knob_{i}" for i in range(20)]
+    rest = SimpleNamespace(
+        unit=SimpleNamespace(key="the rest", knobs=knobs),
+        comparison=SimpleNamespace(ratio=1.1, verdict="inconclusive"),
+        effect_text="x1.100 [0.9, 1.3]",
+        share=0.24,
+        share_text="24% [-39, 86]",
+    )
+    pair = SimpleNamespace(**{**vars(rest), "unit": SimpleNamespace(key="wal", knobs=knobs[:2])})
+    a = Attribution([], 0.05, None, None, shares=[rest, pair])
+    got = {r.setting: r.why for r in reasons({"best": {"settings": {"knob_5": "1"}}}, a)}
+    assert got["knob_5"].startswith("ablation (as part of the rest: 20 settings put back")
+    a = Attribution([], 0.05, None, None, shares=[pair])
+    got = {r.setting: r.why for r in reasons({"best": {"settings": {"knob_1": "1"}}}, a)}
+    assert got["knob_1"].startswith("ablation (as part of wal: knob_0, knob_1)")
+
+
 # --- warm start -----------------------------------------------------------------------------------
 def test_warm_start_is_pgtunes_point_in_the_space() -> None:
     s = space.class_space("mixed", 18, 24 * GIB, 2)

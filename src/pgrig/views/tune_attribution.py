@@ -201,7 +201,7 @@ def reasons(extra: dict[str, Any], a: Attribution) -> list[Reason]:
         s = by_knob.get(name)
         if s is not None and s.comparison is not None and s.comparison.ratio is not None:
             single = len(s.unit.knobs) == 1
-            where = "" if single else f" (as part of {s.unit.key}: {', '.join(s.unit.knobs)})"
+            where = "" if single else f" (as part of {_group_name(s.unit.key, s.unit.knobs)})"
             verdict = s.comparison.verdict or "no verdict"
             why = (
                 f"ablation{where}: the best is {s.effect_text} against itself with "
@@ -218,6 +218,18 @@ def reasons(extra: dict[str, Any], a: Attribution) -> list[Reason]:
         )
         out.append(Reason(name, value, why, False))
     return out
+
+
+def _group_name(key: str, knobs: Sequence[str]) -> str:
+    """A group as each of its settings' reason names it: its members when they are few, else
+    their number (20 names repeated on each of 20 lines hid the reasons; the ablation's own
+    table lists them once)."""
+    if len(knobs) <= GROUP_NAMED_UP_TO:
+        return f"{key}: {', '.join(knobs)}"
+    return f"{key}: {len(knobs)} settings put back together"
+
+
+GROUP_NAMED_UP_TO = 3
 
 
 def _mean(values: Sequence[float | None]) -> float:
