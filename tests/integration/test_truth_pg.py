@@ -156,7 +156,12 @@ def test_a_backup_dir_the_server_cannot_write_is_refused_up_front(lab: Path) -> 
     missing = lab / "no-such-dir"
     out = pgrig("run", "lab", "-w", "backup:basebackup-full", "--backup-dir", str(missing),
                 check=False)  # fmt: skip
-    assert out.returncode != 0 and "is not a directory" in out.stderr
+    assert out.returncode != 0 and f"--backup-dir {missing} does not exist" in out.stderr
+    a_file = lab / "a-file"
+    a_file.write_text("")
+    out = pgrig("run", "lab", "-w", "backup:basebackup-full", "--backup-dir", str(a_file),
+                check=False)  # fmt: skip
+    assert out.returncode != 0 and f"--backup-dir {a_file} is not a directory" in out.stderr
     assert _run_count() == runs  # nothing archived: no failed run either
 
 

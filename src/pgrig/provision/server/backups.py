@@ -56,7 +56,8 @@ def root(env: Environment, backup_dir: str | Path | None = None) -> Path:
     server user, which writes the backups)."""
     base = Path(backup_dir).resolve() / f"pgrig-{env.name}" if backup_dir else env.dir / "backups"
     if backup_dir and not Path(backup_dir).is_dir():
-        raise PgrigError(f"--backup-dir {backup_dir} is not a directory")
+        what = "is not a directory" if Path(backup_dir).exists() else "does not exist"
+        raise PgrigError(f"--backup-dir {backup_dir} {what}: give an existing directory")
     if backup_dir and base.is_relative_to(env.datadir.resolve()):
         raise PgrigError(
             f"--backup-dir {backup_dir} is inside the server's data directory {env.datadir}: "
