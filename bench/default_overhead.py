@@ -76,7 +76,9 @@ class Bench:
         info = json.loads(pgrig("env", "show", args.env, "--json"))
         self.paths = info["paths"]
         self.libpq = client_env(args.env)
-        self.home = os.environ.get("PGRIG_HOME") or os.path.expanduser("~/.pgrig")
+        from pgrig import paths
+
+        self.artifacts = str(paths.artifacts_dir())  # pgrig's own rule (root: /var/lib/pgrig)
 
     def watched(self, arm: Callable[[], Arm]) -> Callable[[], Arm]:
         """`arm` run under a CpuWatch (--watch): where the CPU went, beside its figures."""
@@ -131,7 +133,7 @@ class Bench:
         name = (doc.get("artifacts") or {}).get("pgbench.stdout")
         if not name:
             sys.exit(f"run {doc['id']}: no pgbench.stdout artifact to read pgbench's own tps")
-        with open(os.path.join(self.home, "artifacts", name)) as f:
+        with open(os.path.join(self.artifacts, name)) as f:
             tps, txns = own_tps(f.read())  # the whole pgbench run's, as the CPU watch sees it
         harness = doc.get("harness") or {}
         line = str(harness.get("line") or "harness: not recorded")
