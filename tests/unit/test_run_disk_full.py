@@ -191,7 +191,7 @@ def test_an_interrupted_run_whose_last_write_breaks_still_ends(
     run ends with its status and the reason, and the breakage is said."""
     from rich.console import Console
 
-    from pgrig.load.core import run_steps, runner
+    from pgrig.load.core import run_steps
 
     def broken(*_a: object, **_k: object) -> None:
         raise TypeError("a value half-made when the signal came")
@@ -202,7 +202,7 @@ def test_an_interrupted_run_whose_last_write_breaks_still_ends(
         rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
         archive.begin_run(rec)
         rec.status, rec.error = "aborted", "SIGTERM"
-        runner._end_anyway(rec, archive, console)
+        run_steps.end_anyway(rec, archive, console)
         assert rec.id is not None
         stored = archive.get_run(rec.id)
     assert stored.status == "aborted" and "TypeError: a value half-made" in (stored.error or "")

@@ -27,7 +27,7 @@ from rich.markup import escape
 from pgrig import __version__
 from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError, first_line, is_interruption
-from pgrig.load.core import guard, lifecycle
+from pgrig.load.core import guard, lifecycle, run_steps
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import BackupDoc
 from pgrig.record.protocol import RunStore
@@ -276,21 +276,13 @@ class BackupRun:
             rec.status, rec.error = _early_end(stop)
         rec.ended_at = rec.ended_at or datetime.now(UTC)
         rec.extra.setdefault("backup", cast(BackupDoc, dict(self.figures)))
-        try:
-            self._store()
-        except Exception as e:
-            why = lifecycle.end_without_record(self.archive, rec, first_line(e, named=True))
-            self.console.print(f"pgrig: backup run {rec.id}: not stored{why}", markup=False)
+        run_steps.end_anyway(rec, self.archive, self.console)
+        self.stored = True
 
     def _store(self) -> None:
-        rec = self.rec
-        assert rec is not None
-        spooled = lifecycle.finish_or_spool(self.archive, rec)
+        assert self.rec is not None
+        run_steps.finish(self.rec, self.archive, self.console)  # archived, or spooled and said
         self.stored = True
-        if spooled is not None:
-            self.console.print(
-                f"archive unavailable: run {rec.id} saved in {spooled}", highlight=False
-            )
 
 
 def _early_end(stop: BaseException) -> tuple[RunStatus, str]:

@@ -29,7 +29,14 @@ from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.record.protocol import RunStore
 
-__all__ = ["RunLease", "RunNotStored", "finish_or_spool", "remove_orphan_work_dirs", "work_dir"]
+__all__ = [
+    "RunLease",
+    "RunNotStored",
+    "begin",
+    "finish_or_spool",
+    "remove_orphan_work_dirs",
+    "work_dir",
+]
 
 WORK_PREFIX = "pgrig-run-"
 OWNER_FILE = "OWNER"

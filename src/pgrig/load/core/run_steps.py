@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig.archive.records import RunRecord
-from pgrig.errors import Interrupted
+from pgrig.errors import Interrupted, first_line
 from pgrig.load.core import guard, lifecycle, pooler_log, run_files
 from pgrig.provision.state.environment import Environment
 from pgrig.record.protocol import RunStore
@@ -157,6 +157,20 @@ def conclude(
     if interrupted:
         raise RunInterrupted(rec)
     return rec
+
+
+def end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
+    """The last write of a run that stopped early: its whole record (or spooled); failing
+    that, its status alone, and why said (a run left "running" is called lost later, for a
+    reason that is not the real one). The runners' and the backup runs' alike."""
+    try:
+        finish(rec, archive, console)
+    except Exception as e:
+        why = first_line(e, named=True)
+        ended = lifecycle.end_without_record(archive, rec, f"not stored: {why}")
+        console.print(
+            f"pgrig: run {rec.id}: its record could not be stored: {why}{ended}", markup=False
+        )
 
 
 def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
-from pgrig.errors import PgrigError, first_line
+from pgrig.errors import PgrigError
 from pgrig.load.core import (
     guard,
     left_backends,
@@ -320,29 +320,15 @@ def _run(
         if _still_running(archive, rec):
             rec.status, rec.ended_at = "aborted", rec.ended_at or datetime.now(UTC)
             rec.error = guard.interruption(stop)
-            _end_anyway(rec, archive, console)
+            run_steps.end_anyway(rec, archive, console)
         raise RunInterrupted(rec) from None
     except BaseException as e:
         # Whatever broke after the row was written, the run ends as "failed", never "running".
         if rec.id is not None and rec.status == "running":
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
-            _end_anyway(rec, archive, console)
+            run_steps.end_anyway(rec, archive, console)
         raise
-
-
-def _end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
-    """The last write of a run that stopped early: its whole record (or spooled); failing
-    that, its status alone, and why said (a run left "running" is called lost later, for a
-    reason that is not the real one)."""
-    try:
-        run_steps.finish(rec, archive, console)
-    except Exception as e:
-        why = first_line(e, named=True)
-        ended = lifecycle.end_without_record(archive, rec, f"not stored: {why}")
-        console.print(
-            f"pgrig: run {rec.id}: its record could not be stored: {why}{ended}", markup=False
-        )
 
 
 def _still_running(archive: RunStore, rec: RunRecord) -> bool:
