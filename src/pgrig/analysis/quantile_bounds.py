@@ -59,6 +59,20 @@ def describe(samples: int, population: int | None = None) -> str:
     return f"{samples:,} samples"
 
 
+def describe_every(samples: int, counted: int | None) -> str:
+    """describe() for a histogram that holds every transaction of the window (sysbench's),
+    whose count can differ from the engine's counter: sysbench resets its counters, then its
+    histogram, then its timers at the checkpoint, one after the other (sysbench.c,
+    report_cumulative). Transactions that end in between are in one and not the other: a few,
+    more when the reporting thread is descheduled between the resets."""
+    if counted is None or counted == samples:
+        return f"{samples:,} samples"
+    return (
+        f"{samples:,} samples, every transaction of the window "
+        f"(sysbench counted {counted:,}: it resets its counter and its histogram a moment apart)"
+    )
+
+
 def hdr_bounds(counts: np.ndarray, misrate: float = MISRATE) -> dict[str, list[float | None]]:
     """[lower, upper] (ms) of each percentile of QUANTILES from an analysis/hdr.py histogram
     of microseconds (bucket values: within 0.049% of the latencies they hold)."""

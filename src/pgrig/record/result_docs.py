@@ -79,6 +79,7 @@ class LatencyBasisDoc(TypedDict, total=False):
     source: str
     samples: int
     population: int | None
+    sampled: bool  # absent: samples < population means sampled (sysbench says False)
     resolution: str
     bounds: dict[str, list[float | None]]  # "p95" -> [lower, upper] at `confidence`
     confidence: float

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig import format as fmt
+from pgrig.analysis import quantile_bounds
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import LatencyBasisDoc
 
@@ -29,9 +30,12 @@ class LatencyBasis:
     confidence: float | None = None  # of the bounds, 0.95
     bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     sample_max_ms: float | None = None  # sampled logs: the sample's max, a lower bound
+    declared_sampled: bool | None = None  # the engine's own word, where it gave one
 
     @property
     def sampled(self) -> bool:
+        if self.declared_sampled is not None:
+            return self.declared_sampled
         return (
             self.samples is not None
             and self.population is not None
@@ -57,6 +61,7 @@ def of(rec: RunRecord) -> LatencyBasis | None:
         confidence=_num(doc.get("confidence")),
         bounds=bounds,
         sample_max_ms=_num(doc.get("sample_max_ms")),
+        declared_sampled=_declared_sampled(doc),
     )
 
 
@@ -122,10 +127,21 @@ def group_text(runs: Sequence[RunRecord]) -> str:
     return text
 
 
+def _declared_sampled(doc: LatencyBasisDoc) -> bool | None:
+    """sysbench's histogram holds every transaction of the window, whatever its count says
+    (runs archived before the "sampled" key: the source tells)."""
+    sampled = doc.get("sampled")
+    if isinstance(sampled, bool):
+        return sampled
+    return False if str(doc.get("source", "")).startswith("sysbench") else None
+
+
 def _rests_on(doc: LatencyBasisDoc) -> str:
     n, total = _int(doc.get("samples")), _int(doc.get("population"))
     if not n:
         return "no samples"
+    if total and total != n and _declared_sampled(doc) is False:
+        return quantile_bounds.describe_every(n, total)
     if total and total != n:
         return f"{n:,} of {total:,} transactions (sampled)"
     return f"{n:,} samples"

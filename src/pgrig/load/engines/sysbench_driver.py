@@ -294,6 +294,8 @@ def latency_basis(
         "source": "sysbench --histogram",
         "samples": n,
         "population": final.transactions,
+        "sampled": False,
+        "rests_on": quantile_bounds.describe_every(n, final.transactions),
         "resolution": (
             "1,024 log buckets from 0.001 ms to 100 s; each percentile is a bucket centre, "
             f"within {sysbench_output.BUCKET_HALF_WIDTH:.2%} of the true order statistic"
