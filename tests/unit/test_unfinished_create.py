@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pgrig.archive import lease
 from pgrig.provision import cluster
 from pgrig.provision.state import unfinished
@@ -60,3 +62,29 @@ def test_a_torn_mark_is_left_alone(pgrig_home: Path) -> None:
     env = _env("torn")
     (env.dir / unfinished.MARK).write_text('{"lease_host": ')  # being written this instant
     assert unfinished.abandoned() == []
+
+
+def test_the_directory_is_born_marked_and_a_killed_staging_is_removed(pgrig_home: Path) -> None:
+    """A kill between making the directory and writing the mark left an unmarked directory
+    that every later create refused as damaged: the directory now appears with its mark."""
+    envs = pgrig_home / "envs"
+    envs.mkdir()
+    unfinished.make_dir(envs / "born")
+    assert json.loads((envs / "born" / unfinished.MARK).read_text())["lease_pid"] > 0
+    assert [p.name for p in envs.iterdir()] == ["born"]  # no staging left behind
+    with pytest.raises(FileExistsError):  # another create got there first
+        unfinished.make_dir(envs / "born")
+    assert [p.name for p in envs.iterdir()] == ["born"]
+    # staging directories of killed creates: one with its mark, one killed before the mark
+    dead = _dead_owner()
+    with_mark = envs / f".x.creating.{dead.pid}"
+    with_mark.mkdir()
+    (with_mark / unfinished.MARK).write_text(json.dumps(dead.as_columns()))
+    torn = envs / f".y.creating.{dead.pid}"
+    torn.mkdir()
+    mine = envs / f".z.creating.{lease.Owner.me().pid}"  # a create going on: left alone
+    mine.mkdir()
+    assert unfinished.abandoned() == []  # staging is not an environment to destroy
+    said: list[str] = []
+    cluster.remove_abandoned_creates(said.append)
+    assert sorted(p.name for p in envs.iterdir()) == [mine.name, "born"] and said == []

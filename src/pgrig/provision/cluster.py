@@ -230,11 +230,10 @@ def create_environment(
 
     paths.envs_dir().mkdir(parents=True, exist_ok=True)
     try:
-        env.dir.mkdir()
+        unfinished.make_dir(env.dir)  # marked: a killed create is removed by the next command
     except FileExistsError:
         raise PgrigError(f"environment {name!r} already exists") from None
     try:
-        unfinished.mark(env.dir)  # a killed create is removed by the next command
         if password_verifier is not None:
             remote_access.save_verifier(env, password_verifier)
         if standby_of is not None:
@@ -394,6 +393,7 @@ def remove_abandoned_creates(say: Progress | None = None) -> list[str]:
     """Destroy every environment whose `env create` was killed before it finished
     (provision/state/unfinished.py: its mark names a process that is gone); their names."""
     removed = []
+    unfinished.remove_stale_staging()
     for name in unfinished.abandoned():
         try:
             destroy_environment(name)
