@@ -10,6 +10,7 @@ landing after the archive committed the row but before the caller held its id le
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -23,6 +24,7 @@ from pgrig.errors import Terminated
 _signalled: list[int] = []  # the signal that stopped pgrig (SIGTERM, SIGHUP), if one did
 _pending: list[int] = []  # a signal that came inside a deferred span, raised at its end
 _depth = 0  # deferred spans open in the main thread
+_standing_down: list[bool] = []  # the exit hook is registered
 
 
 def install() -> None:
@@ -32,6 +34,18 @@ def install() -> None:
         signal.signal(sig, _on_termination)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_interrupt)
+    if not _standing_down:
+        _standing_down.append(True)
+        atexit.register(_stand_down)
+
+
+def _stand_down() -> None:
+    """At exit, once the work is done: a signal now is ignored. Python's finalization puts
+    the default action back for the signals it handled, so a SIGTERM landing in the last
+    milliseconds killed pgrig (-15) after it had finished and said so."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread, a closed runtime
+            signal.signal(sig, signal.SIG_IGN)
 
 
 def signalled() -> int | None:

@@ -139,3 +139,25 @@ def test_join_waits_for_a_thread_whose_start_was_cut_and_lets_a_never_started_on
     never = threading.Thread(target=lambda: None)
     interrupts.join(never, timeout=5)  # returns (after NEVER_STARTED_S), never raises
     assert not never.is_alive()
+
+
+def test_a_signal_while_python_exits_does_not_kill_the_finished_program() -> None:
+    """Python's finalization puts the default action back for the signals it handled: a
+    SIGTERM in pgrig's last milliseconds, after an `env create` had finished and said so,
+    killed it (-15, where the test of kill points expects 143 or 0)."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent("""
+            import os, signal, time
+            from pgrig import interrupts
+            interrupts.install()
+            kill, sleep, write, pid = os.kill, time.sleep, os.write, os.getpid()
+            class ClearedLast:  # a module global: deleted once the interpreter is closing
+                def __del__(self):
+                    kill(pid, signal.SIGTERM)
+                    sleep(0.2)
+                    write(1, b"finished")
+            last = ClearedLast()
+        """)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": SRC},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "finished"), done.stderr
