@@ -139,6 +139,7 @@ def _clean_after_dead_runs() -> None:
     from pgrig.provision.state import unfinished
 
     lifecycle.remove_orphan_work_dirs()
+    unfinished.remove_stale_staging()
     if unfinished.abandoned():  # cluster (a long import) only when there is one to remove
         from pgrig.provision import cluster
 

@@ -393,7 +393,6 @@ def remove_abandoned_creates(say: Progress | None = None) -> list[str]:
     """Destroy every environment whose `env create` was killed before it finished
     (provision/state/unfinished.py: its mark names a process that is gone); their names."""
     removed = []
-    unfinished.remove_stale_staging()
     for name in unfinished.abandoned():
         try:
             destroy_environment(name)
