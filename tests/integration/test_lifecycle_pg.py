@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -280,6 +282,48 @@ def test_kill_9_of_a_study_leaves_it_resumable(lab: str, tmp_path: Path) -> None
     pgrig("study", "run", str(study), "--resume", "--no-report", timeout=300)
     again = json.loads(pgrig("runs", "list", "--study", "killed", "--json").stdout)
     assert sorted(r["status"] for r in again) == ["lost", "ok", "ok"]
+
+
+# pgrig killed with kill -9 as soon as its first run is archived: between two runs of a study
+_KILLED_AFTER_FIRST_RUN = """
+import os, signal, sys
+from pgrig.archive.runs import RunTable
+from pgrig.cli.app import main
+
+original = RunTable.finish_run
+
+def finish_then_die(self, rec, **kwargs):
+    original(self, rec, **kwargs)
+    if rec.status == "ok":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+RunTable.finish_run = finish_then_die
+sys.argv = ["pgrig", *sys.argv[1:]]
+main()
+"""
+
+
+def test_kill_9_of_a_study_between_runs_leaves_it_resumable(lab: str, tmp_path: Path) -> None:
+    """No run is running to tell that its study died: the study's own lease does."""
+    study = tmp_path / "between.toml"
+    study.write_text(STUDY.replace('"on-pg"', '"between"'))
+    killed = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_FIRST_RUN, "study", "run", str(study), "--no-report"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    listed = pgrig("runs", "list", "--study", "between", "--json")  # the next command
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["ok"]
+    assert "study between marked interrupted: its pgrig process is gone" in listed.stderr
+    from pgrig.archive.store import Archive
+
+    with Archive() as archive:
+        assert archive.get_study("between").status == "interrupted"
+    pgrig("study", "run", str(study), "--resume", "--no-report", timeout=300)
+    with Archive() as archive:
+        assert archive.get_study("between").status == "done"
+    again = json.loads(pgrig("runs", "list", "--study", "between", "--json").stdout)
+    assert sorted(r["status"] for r in again) == ["ok", "ok"]
 
 
 def test_a_shared_archive_is_upgraded_only_when_asked(pg_archive: servers.Server) -> None:

@@ -3,6 +3,7 @@ tests/integration/test_archive_postgres.py, on both SQLite and a real PostgreSQL
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -180,6 +181,28 @@ def dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+def set_study_lease(url: str, name: str, pid: int, host: str | None = None) -> None:
+    """Rewrite a running study's lease (extra["lease"]) as another process would have left it."""
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.begin() as conn:
+            extra = json.loads(
+                conn.execute(
+                    text("SELECT extra FROM studies WHERE name = :n"), {"n": name}
+                ).scalar()
+                or "{}"
+            )
+            extra["lease"] = {**extra["lease"], "lease_pid": pid}
+            if host is not None:
+                extra["lease"]["lease_host"] = host
+            conn.execute(
+                text("UPDATE studies SET extra = :e WHERE name = :n"),
+                {"e": json.dumps(extra), "n": name},
+            )
+    finally:
+        engine.dispose()
 
 
 def set_lease(
@@ -453,6 +476,41 @@ class ArchiveSuite:
         set_lease(archive_url, rec.id, pid=dead_pid())
         assert archive.mark_lost_runs() == [rec.id]
         assert archive.get_study("s").status == "interrupted"
+
+    def test_a_study_whose_process_died_between_runs_is_interrupted(
+        self, archive: Archive, archive_url: str
+    ) -> None:
+        """No running run tells of a study killed between two runs (kill -9): its own lease
+        does; a live one, another host's, an older pgrig's (no lease) and one with a running
+        run (whose own lease decides) are left running."""
+        for name in ("dead", "alive", "elsewhere", "old", "busy"):
+            archive.create_study(StudyRecord(name=name, kind="sweep", spec="x", extra={"k": 1}))
+        assert archive.get_study("alive").extra == {"k": 1}  # the lease is the archive's own
+        set_study_lease(archive_url, "dead", dead_pid())
+        set_study_lease(archive_url, "elsewhere", dead_pid(), host="another-host")
+        set_study_lease(archive_url, "busy", dead_pid())
+        archive.set_study_status("old", "running")
+        engine = create_engine(normalize_url(archive_url))
+        with engine.begin() as conn:  # a study begun by an older pgrig: no lease
+            conn.execute(text("UPDATE studies SET extra = NULL WHERE name = 'old'"))
+        engine.dispose()
+        run = full_record(study="busy")
+        archive.begin_run(run)  # this process: alive
+        with Archive(archive_url) as again:
+            said = "study dead marked interrupted: its pgrig process is gone (resumable)"
+            assert said in again.recovered
+            status = {s.name: s.status for s in again.list_studies()}
+            assert status == {
+                "dead": "interrupted",
+                "alive": "running",
+                "elsewhere": "running",
+                "old": "running",
+                "busy": "running",
+            }
+            assert again.mark_abandoned_studies() == []  # once
+            again.set_study_status("dead", "running")  # resumed: this process's lease
+            assert again.mark_abandoned_studies() == []
+            assert again.get_study("dead").extra == {"k": 1}
 
     def test_another_hosts_run_is_lost_only_when_its_heartbeat_expired(
         self, archive: Archive, archive_url: str

@@ -1,23 +1,25 @@
 """What dead runs left, recovered when an archive is opened: records spooled while the archive
 was away are imported (archive/spool.py), then running runs whose owner died are marked "lost"
-with the partial series they spooled, and their studies "interrupted" (resumable).
+with the partial series they spooled, and their studies "interrupted" (resumable), as is a
+running study whose own process died between two runs (its lease: archive/studies.py).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete, insert, select, update
 
-from pgrig.archive import live_runs
+from pgrig.archive import lease, live_runs
 from pgrig.archive.engine import Database
 from pgrig.archive.models import runs as runs_t
 from pgrig.archive.models import series as series_t
 from pgrig.archive.models import studies as studies_t
 from pgrig.archive.records import RunRecord
-from pgrig.archive.rows import encode, record_time
+from pgrig.archive.rows import STUDY_LEASE, encode, record_time
 from pgrig.archive.runs import RunTable
 from pgrig.errors import NotFound, PgrigError
 
@@ -94,6 +96,45 @@ class Recovery:
             ).remove()
         return marked
 
+    def mark_abandoned_studies(self, wait_s: float = 1.0) -> list[str]:
+        """Mark "interrupted" (resumable) every running study whose process is gone and that
+        has no running run (a running run's own lease decides for it); their names. One
+        SELECT when no study is running; a study begun by an older pgrig has no lease and is
+        left as it is."""
+        with self._db.read() as conn:
+            running = conn.execute(
+                select(studies_t.c.id, studies_t.c.name, studies_t.c.extra).where(
+                    studies_t.c.status == "running"
+                )
+            ).all()
+            busy = set()
+            if running:
+                busy = {
+                    sid
+                    for (sid,) in conn.execute(
+                        select(runs_t.c.study_id).where(
+                            runs_t.c.status == "running", runs_t.c.study_id.is_not(None)
+                        )
+                    )
+                }
+        marked = []
+        for sid, name, extra in running:
+            if sid in busy or not _owner_gone(extra):
+                continue
+            try:
+                with self._db.try_write(wait_s) as conn:
+                    done = conn.execute(
+                        update(studies_t)
+                        .where(studies_t.c.id == sid, studies_t.c.status == "running")
+                        .where(studies_t.c.extra == extra)  # not resumed meanwhile
+                        .values(status="interrupted")
+                    )
+            except PgrigError:
+                continue
+            if done.rowcount == 1:
+                marked.append(name)
+        return marked
+
     def import_spooled(self, path: Path) -> SpoolImport:
         """Import one spooled record (spool.py) in one transaction and remove the file.
 
@@ -168,3 +209,16 @@ class Recovery:
         for run_id in self.mark_lost_runs():
             self.lost_runs.append(run_id)
             self.recovered.append(f"run {run_id} marked lost: its pgrig process is gone")
+        for name in self.mark_abandoned_studies():
+            self.recovered.append(
+                f"study {name} marked interrupted: its pgrig process is gone (resumable)"
+            )
+
+
+def _owner_gone(extra: str | None) -> bool:
+    """Whether a study's extra names a lease whose process is gone on this host."""
+    try:
+        owner = lease.Owner.from_columns(json.loads(extra or "{}")[STUDY_LEASE])
+    except (ValueError, KeyError, TypeError):
+        return False  # no lease (an older pgrig's study) or not readable: not ours to judge
+    return lease.is_gone(owner) is True

@@ -169,8 +169,16 @@ def study_from_row(row: RowMapping) -> StudyRecord:
         spec=row["spec"],
         status=row["status"],
         created_at=record_time(row["created_at"]),
-        extra=json.loads(row["extra"]) if row["extra"] else {},
+        extra=_without_lease(json.loads(row["extra"]) if row["extra"] else {}),
     )
+
+
+STUDY_LEASE = "lease"  # a running study's extra: its process (archive/studies.py), not shown
+
+
+def _without_lease(extra: dict[str, Any]) -> dict[str, Any]:
+    extra.pop(STUDY_LEASE, None)
+    return extra
 
 
 def filter_clauses(flt: RunFilter | None) -> list[Any]:

@@ -163,6 +163,9 @@ class Archive:
     def mark_lost_runs(self, wait_s: float = 1.0) -> list[int]:
         return self._recovery.mark_lost_runs(wait_s)
 
+    def mark_abandoned_studies(self, wait_s: float = 1.0) -> list[str]:
+        return self._recovery.mark_abandoned_studies(wait_s)
+
     def import_spooled(self, path: Path) -> SpoolImport:
         return self._recovery.import_spooled(path)
 

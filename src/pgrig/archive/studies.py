@@ -1,6 +1,10 @@
 """The studies table: a study created (or found again to resume), read, listed, given a
 status, its extra document merged, and removed while it holds no run. Its runs are read through
 archive/runs.py.
+
+A running study names the pgrig process running it in extra["lease"] (archive/lease.py's
+Owner): a study killed between two runs (kill -9, the OOM killer) has no running run whose
+death tells, so recovery.py ends it "interrupted" by its lease. Other statuses drop the lease.
 """
 
 from __future__ import annotations
@@ -13,11 +17,19 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from pgrig.archive import lease
 from pgrig.archive.engine import Database
 from pgrig.archive.models import runs as runs_t
 from pgrig.archive.models import studies as studies_t
 from pgrig.archive.records import StudyRecord
-from pgrig.archive.rows import STUDY_STATUSES, db_time, inserted_id, record_time, study_from_row
+from pgrig.archive.rows import (
+    STUDY_LEASE,
+    STUDY_STATUSES,
+    db_time,
+    inserted_id,
+    record_time,
+    study_from_row,
+)
 from pgrig.archive.runs import RunTable
 from pgrig.errors import NotFound, PgrigError
 
@@ -44,6 +56,9 @@ class StudyTable:
                     "choose another name"
                 )
             created = rec.created_at or datetime.now(UTC)
+            extra = dict(rec.extra)
+            if rec.status == "running":
+                extra[STUDY_LEASE] = lease.Owner.me().as_columns()
             try:
                 sid = inserted_id(
                     conn.execute(
@@ -53,7 +68,7 @@ class StudyTable:
                             spec=rec.spec,
                             status=rec.status,
                             created_at=db_time(created, self._db.sqlite),
-                            extra=json.dumps(rec.extra, default=str) if rec.extra else None,
+                            extra=json.dumps(extra, default=str) if extra else None,
                         )
                     )
                 )
@@ -89,11 +104,18 @@ class StudyTable:
                 f"unknown study status {status!r}: expected one of {', '.join(STUDY_STATUSES)}"
             )
         with self._db.write() as conn:
-            done = conn.execute(
-                update(studies_t).where(studies_t.c.name == name).values(status=status)
-            )
-            if done.rowcount != 1:
+            row = conn.execute(select(studies_t.c.extra).where(studies_t.c.name == name)).first()
+            if row is None:
                 raise NotFound(f"study {name!r} is not in archive {self._db.url}")
+            extra = json.loads(row[0]) if row[0] else {}
+            extra.pop(STUDY_LEASE, None)
+            if status == "running":  # this process runs it (a resume: the new one)
+                extra[STUDY_LEASE] = lease.Owner.me().as_columns()
+            conn.execute(
+                update(studies_t)
+                .where(studies_t.c.name == name)
+                .values(status=status, extra=json.dumps(extra, default=str) if extra else None)
+            )
 
     def delete_empty_study(self, name: str) -> bool:
         """Remove a study that holds no run (one whose first run could not start), so a
