@@ -14,10 +14,12 @@ import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 from pgrig.errors import Terminated
 
@@ -25,6 +27,8 @@ _signalled: list[int] = []  # the signal that stopped pgrig (SIGTERM, SIGHUP), i
 _pending: list[int] = []  # a signal that came inside a deferred span, raised at its end
 _depth = 0  # deferred spans open in the main thread
 _standing_down: list[bool] = []  # the exit hook is registered
+_swallowed: list[int] = []  # a signal whose exception Python dropped, sent again
+_previous_unraisable_hook: list[Callable[[Any], object]] = []
 
 
 def install() -> None:
@@ -37,6 +41,30 @@ def install() -> None:
     if not _standing_down:
         _standing_down.append(True)
         atexit.register(_stand_down)
+        _previous_unraisable_hook.append(sys.unraisablehook)
+        sys.unraisablehook = _on_unraisable
+
+
+def _on_unraisable(unraisable: Any) -> None:
+    """A handler's exception raised where Python cannot let it propagate (a fork hook that
+    subprocess runs, a __del__) is printed and dropped: the interruption would be lost (CI saw
+    a Ctrl-C land in logging's fork hook, and the tuning study went on to exit 0). The signal is
+    sent again a moment later, from a thread: sent from here, its handler would run here and be
+    dropped again; later, it raises where the main thread is back in ordinary code (dropped
+    again, it comes back again)."""
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        signum = signal.Signals[exc.signal_name] if isinstance(exc, Terminated) else signal.SIGINT
+        _swallowed.append(signum)
+        with contextlib.suppress(RuntimeError):  # no new thread: the interpreter is exiting
+            threading.Thread(target=_send_again, args=(signum,), daemon=True).start()
+        return
+    _previous_unraisable_hook[0](unraisable)
+
+
+def _send_again(signum: int) -> None:
+    time.sleep(RESEND_AFTER_S)
+    os.kill(os.getpid(), signum)
 
 
 def _stand_down() -> None:
@@ -88,12 +116,15 @@ def _take_pending() -> KeyboardInterrupt:
 
 
 def _on_termination(signum: int, _frame: FrameType | None) -> None:
-    if _signalled:
+    if _swallowed:
+        _swallowed.clear()  # the first one's exception was dropped (_on_unraisable): again
+    elif _signalled:
         return  # a second signal: the cleanup of the first goes on
-    _signalled.append(signum)
-    name = signal.Signals(signum).name
-    # os.write: safe whatever the main thread was printing when the signal came
-    os.write(2, f"pgrig: {name} received: stopping, then cleaning up\n".encode())
+    else:
+        _signalled.append(signum)
+        name = signal.Signals(signum).name
+        # os.write: safe whatever the main thread was printing when the signal came
+        os.write(2, f"pgrig: {name} received: stopping, then cleaning up\n".encode())
     if _depth:
         _pending.append(signum)
         return
@@ -101,6 +132,7 @@ def _on_termination(signum: int, _frame: FrameType | None) -> None:
 
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    _swallowed.clear()
     if _depth:
         _pending.append(signum)
         return
@@ -125,3 +157,4 @@ def join(thread: threading.Thread, timeout: float | None = None) -> None:
 
 
 NEVER_STARTED_S = 1.0
+RESEND_AFTER_S = 0.005  # a dropped signal's second sending: after the hook has returned

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -161,3 +163,31 @@ def test_a_signal_while_python_exits_does_not_kill_the_finished_program() -> Non
         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": SRC},
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "finished"), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("sig", "caught"), [("SIGINT", "KeyboardInterrupt"), ("SIGTERM", "Terminated")]
+)
+def test_a_signal_whose_exception_python_drops_is_raised_again(sig: str, caught: str) -> None:
+    """A signal landing in code whose exceptions Python only prints (a fork hook subprocess
+    runs, a __del__) was lost: CI saw a Ctrl-C land in logging's fork hook, and the tuning
+    study it should have stopped went on to exit 0."""
+    out, err = _child(f"""
+        import os, signal, time
+        from pgrig import interrupts
+        from pgrig.errors import Terminated
+        interrupts.install()
+        class SignalledWhileDeleted:
+            def __del__(self):
+                os.kill(os.getpid(), signal.{sig})
+                time.sleep(0.1)  # the handler runs here, where its exception is dropped
+        try:
+            SignalledWhileDeleted()
+            for _ in range(100):
+                time.sleep(0.01)
+            print("went on")
+        except KeyboardInterrupt as e:
+            print(type(e).__name__, interrupts.exit_code())
+    """)
+    assert out.split() == [caught, "130" if sig == "SIGINT" else "143"], err
+    assert "Exception ignored" not in err
