@@ -45,10 +45,11 @@ def test_the_sampler_sums_its_snapshots_per_second(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(wait_sampler, "_connect", lambda *_: conn)
     sampler = wait_sampler.WaitSampler("", "pgrig", hz=50)
     assert sampler.sample() == {}  # the Sampler's priming call starts the thread
-    deadline = time.time() + 10
-    while conn.answers and time.time() < deadline:
+    deadline = time.time() + 30
+    # every captured snapshot summed (waited for: a fixed pause after the last answer was
+    # taken could end before a loaded machine's sampler thread had added it)
+    while sampler.snapshots < len(snapshots) and time.time() < deadline:
         time.sleep(0.05)
-    time.sleep(0.1)
     row = sampler.sample()
     sampler.close()
     expected: dict[str, int] = {}
