@@ -207,16 +207,18 @@ def test_one_tune_or_restore_at_a_time(tmp_path) -> None:
     import time
 
     order: list[str] = []
+    holding = threading.Event()
 
     def first() -> None:
         with state.locked(tmp_path / "s.json"):
             order.append("first in")
+            holding.set()
             time.sleep(0.2)
             order.append("first out")
 
     t = threading.Thread(target=first)
     t.start()
-    time.sleep(0.05)
+    assert holding.wait(30)  # the first holds the lock (a started thread may not, yet)
     with state.locked(tmp_path / "s.json"):
         order.append("second in")
     t.join()

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -69,14 +70,25 @@ def test_heartbeat_stamps_and_spools_off_the_calling_thread(pgrig_home: Path) ->
         run_lease._heartbeat.interval = 0.05
         before = _heartbeat_at(archive, rec.id)
         run_lease.start()
-        time.sleep(0.5)
+
+        def spooled() -> bool:  # waited for, not slept: a loaded machine delays the thread
+            return spool.read_partial_series(rec.id, archive=archive.url) == rows
+
+        _wait_until(spooled)
         rows["pgbench"] = {"t": [0.0, 1.0], "tps": [5.0, 6.0]}
-        time.sleep(0.5)
+        _wait_until(spooled)
         run_lease.stop()
         assert _heartbeat_at(archive, rec.id) > before
         assert (
             spool.read_partial_series(rec.id, archive=archive.url) == rows
         )  # each row written once
+
+
+def _wait_until(done: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.02)
 
 
 def _heartbeat_at(archive: Archive, run_id: int) -> datetime:
@@ -95,7 +107,9 @@ def test_a_heartbeat_error_never_reaches_the_run() -> None:
         raise RuntimeError("database is locked")
 
     hb = lease.Heartbeat(beat, interval=0.02).start()
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
     hb.stop()
     assert len(calls) >= 2 and hb.last_error == "RuntimeError: database is locked"
 

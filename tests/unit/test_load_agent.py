@@ -123,7 +123,9 @@ def test_silence_ends_the_agent_and_its_pgbench(fake_pgbench: str) -> None:
             break
     assert pid is not None
     assert proc.wait(15) == 3  # the silence code
-    time.sleep(0.2)
+    deadline = time.monotonic() + 15  # the agent killed it as it exited: gone, reaped by init
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     proc.stdin.close()
@@ -187,3 +189,11 @@ def test_files_in_a_sub_directory_a_program_on_the_path_and_stdout_lines(tmp_pat
         assert "no executable no-such-bench on this host's PATH" in missing.state.errors[0]
     finally:
         missing.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
