@@ -68,11 +68,8 @@ def abandoned() -> list[str]:
         for mark_file in paths.envs_dir().glob(f"*/{MARK}"):
             if mark_file.parent.name.startswith("."):
                 continue  # a staging directory: remove_stale_staging
-            try:
-                owner = lease.Owner.from_columns(json.loads(mark_file.read_text()))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # being written this instant, or not ours to judge
-            if lease.is_gone(owner) is True:
+            owner = _owner(mark_file)  # None: being written this instant, or not ours to judge
+            if owner is not None and lease.is_gone(owner) is True:
                 out.append(mark_file.parent.name)
     return sorted(out)
 
@@ -88,8 +85,15 @@ def remove_stale_staging() -> None:
 
 
 def _alive(pid: int, mark_file: Path) -> bool:
-    try:
-        owner = lease.Owner.from_columns(json.loads(mark_file.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):  # killed before its mark was whole
+    owner = _owner(mark_file)
+    if owner is None:  # killed before its mark was whole
         return psutil.pid_exists(pid)
     return lease.is_gone(owner) is not True
+
+
+def _owner(mark_file: Path) -> lease.Owner | None:
+    """The process a mark names; None if the mark cannot be read whole."""
+    try:
+        return lease.Owner.from_columns(json.loads(mark_file.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
