@@ -140,11 +140,9 @@ def _rests_on(doc: LatencyBasisDoc) -> str:
     n, total = _int(doc.get("samples")), _int(doc.get("population"))
     if not n:
         return "no samples"
-    if total and total != n and _declared_sampled(doc) is False:
-        return quantile_bounds.describe_every(n, total)
-    if total and total != n:
-        return f"{n:,} of {total:,} transactions (sampled)"
-    return f"{n:,} samples"
+    if _declared_sampled(doc) is False:
+        return quantile_bounds.describe_every(n, total or None)
+    return quantile_bounds.describe(n, total or None)
 
 
 def _ms_or(v: float | None) -> str:
