@@ -25,7 +25,9 @@ if [ "${#pkgs[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "Running pip as the 'root'" || true
+# The versions the suite last passed with (constraints.txt, scripts/constraints.py): a fresh
+# machine gets what was tested, not what PyPI serves that day.
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
 
 # The newest PostgreSQL major, fetched once into pgrig's cache (a no-op when present).
 pgrig pg install "${PGRIG_PG_MAJOR:-18}" >&2

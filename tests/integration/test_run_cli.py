@@ -196,6 +196,8 @@ def test_runs_list_works_during_a_run_and_postmaster_crash_fails_the_run(lab: st
     rec = json.loads(out)
     assert rec["status"] == "failed"
     assert rec["error"]
+    # with --json too, why the run failed is the last thing said on stderr
+    assert err.rstrip().endswith(f"run {rec['id']} failed: {rec['error']}".rstrip()), err
     exported = json.loads(pgrig("runs", "export", str(rec["id"]), "--format", "json").stdout)
     assert len(exported["series"]["pgbench"]["t"]) >= 1  # the partial series is kept
     assert not _pgbench_running(rec["command"])

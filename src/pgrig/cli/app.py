@@ -8,7 +8,7 @@ from typing import Any, TextIO, cast
 import typer
 from rich.markup import escape
 
-from pgrig import interrupts
+from pgrig import foreign_warnings, interrupts
 from pgrig.cli import common
 from pgrig.errors import HostCommandFailed, Interrupted
 
@@ -149,6 +149,7 @@ def _clean_after_dead_runs() -> None:
 
 
 def main() -> None:
+    foreign_warnings.keep_from_terminal()  # a library's warning is not the user's business
     _register(sys.argv[1:])
     interrupts.install()  # SIGTERM and SIGHUP stop pgrig as Ctrl-C does (pgrig/interrupts.py)
     _stacks_on_sigusr1()

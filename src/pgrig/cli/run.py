@@ -264,7 +264,25 @@ def register(app: typer.Typer) -> None:
             return
         records = _execute_repeats(request, repeat, archive, as_json)
         if any(r.status != "ok" for r in records):
+            _say_why_not_ok(records)
             sys.exit(1)
+
+
+def _say_why_not_ok(records: list[RunRecord]) -> None:
+    """The last lines on stderr: why each run that is not ok ended so (with --json too, where
+    stdout holds the record and stderr had nothing else to say it)."""
+    from rich.markup import escape
+
+    for rec in records:
+        if rec.status == "ok":
+            continue
+        colour = common.STATUS_STYLE.get(rec.status, "white")
+        why = escape(rec.error or "no reason recorded")
+        common.err_console().print(
+            f"run {rec.id} [{colour}]{rec.status}[/{colour}]: {why}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _note(note: str | None, note_file: str | None) -> str | None:
