@@ -77,16 +77,16 @@ def test_tpcc_options_with_tpcc(app: typer.Typer, pgrig_home: Path) -> None:
         (["--db", "template0"], "--db must not be template0: it is a template database"),
         (["--db", "postgres"], "--db must not be postgres: it is the maintenance database"),
         (["--scenario", "tpcc", "--warehouses", "1", "--scale", "3"], "--scale applies only"),
-        (["--partition"], "--partition applies only to --scenario tpcc (got 'pgbench')"),
+        (["--partition"], "--partition applies only to --scenario tpcc or chbench (got 'pgbench')"),
         (
             ["--jobs", "4"],
-            "--jobs applies only to --scenario tpcc or tickets or sysbench (got 'pgbench')",
+            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench (got 'pgbench')",
         ),
         (["--rows", "10"], "--rows applies only to --scenario tickets (got 'pgbench')"),
         (["--scenario", "pgbench", "--sql", "x.sql"], "--sql applies only to --scenario custom"),
         (
             ["--scenario", "tpcd"],
-            "--scenario must be one of pgbench, tpcc, tickets, custom, sysbench",
+            "--scenario must be one of pgbench, tpcc, chbench, tickets, custom, sysbench",
         ),
     ],
 )

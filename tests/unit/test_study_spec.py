@@ -76,7 +76,7 @@ def test_name_override_and_default_name() -> None:
         (
             'scenario = "pgbench"',
             'scenario = "tpcd"',
-            "dataset.scenario: must be one of pgbench, tpcc, tickets, custom, sysbench "
+            "dataset.scenario: must be one of pgbench, tpcc, chbench, tickets, custom, sysbench "
             "(got 'tpcd')",
         ),
         ("scale = 1", "", "dataset.scale: is required for scenario pgbench"),
@@ -183,7 +183,7 @@ def test_name_override_and_default_name() -> None:
         (
             "scale = 1",
             "warehouses = 2",
-            "dataset.warehouses: applies only to scenario tpcc (got 'pgbench')",
+            "dataset.warehouses: applies only to scenario tpcc or chbench (got 'pgbench')",
         ),
         (
             'scenario = "pgbench"\nscale = 1',

@@ -23,7 +23,8 @@ app = typer.Typer(no_args_is_help=True)
 def generate(
     env: Annotated[str, typer.Argument(help="Environment name.")],
     scenario: Annotated[
-        str | None, typer.Option("--scenario", help="pgbench | tpcc | tickets | sysbench")
+        str | None,
+        typer.Option("--scenario", help="pgbench | tpcc | chbench | tickets | sysbench"),
     ] = None,
     scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
     partitions: Annotated[
@@ -162,7 +163,8 @@ def check(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Check a dataset's consistency: TPC-C conditions 1-10 and 12 (11 before any delivery),
-    or the `check` command of the sysbench script that prepared the data."""
+    or the `check` command of the sysbench script that prepared the data. CH-benCHmark's data
+    is TPC-C's with three tables beside it: TPC-C's conditions check it."""
     from pgrig.provision import cluster
 
     if scenario not in (None, "tpcc", "sysbench"):
@@ -180,7 +182,7 @@ def check(
 
     dataset = datasets.usable(environment, dbname)
     found = dataset.get("scenario") if dataset else None
-    if scenario is None and found not in (None, "tpcc", "sysbench"):
+    if scenario is None and found not in (None, "tpcc", "chbench", "sysbench"):
         raise PgrigError(
             f"no consistency check for the {found} dataset of {env}/{dbname} (checks: tpcc, "
             "and sysbench scripts that declare a check command)"

@@ -21,21 +21,22 @@ __all__ = ["DatasetRequest"]
 _OPTION_SCENARIOS: dict[str, tuple[str, ...]] = {
     "scale": ("pgbench",),
     "partitions": ("pgbench",),
-    "warehouses": ("tpcc",),
-    "partition": ("tpcc",),
+    "warehouses": ("tpcc", "chbench"),
+    "partition": ("tpcc", "chbench"),
     "rows": ("tickets",),
-    "jobs": ("tpcc", "tickets", "sysbench"),
+    "jobs": ("tpcc", "chbench", "tickets", "sysbench"),
     "sql": ("custom",),
     "tables": ("sysbench",),
     "table_size": ("sysbench",),
     "script": ("sysbench",),
     "defines": ("sysbench",),
 }
-_REQUIRED = {"tpcc": "warehouses", "custom": "sql"}
+_REQUIRED = {"tpcc": "warehouses", "chbench": "warehouses", "custom": "sql"}
 TICKETS_ROWS = 5_000_000  # seed 003's table
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "pgbench": {"scale": 1},
     "tpcc": {"jobs": 2},
+    "chbench": {"jobs": 2},
     "tickets": {"rows": TICKETS_ROWS, "jobs": 2},
     "sysbench": {"tables": 1, "table_size": 10_000},  # sysbench's own defaults
 }
@@ -129,7 +130,7 @@ class DatasetRequest(BaseModel):
 
     def size_label(self) -> str:
         """How much data, for people: "scale 10", "2 warehouses", "5,000,000 rows", a file."""
-        if self.scenario == "tpcc":
+        if self.scenario in ("tpcc", "chbench"):
             return f"{self.warehouses} warehouses"
         if self.scenario == "tickets":
             return f"{self.rows:,} rows"

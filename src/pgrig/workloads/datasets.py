@@ -127,6 +127,18 @@ def _generate(
             progress=progress,
         )
         info = {"scenario": "tpcc", **info}
+    elif request.scenario == "chbench":
+        from pgrig.workloads import chbench, database
+
+        database.ensure_database(env, dbname)
+        info = chbench.generate(
+            env.conninfo(dbname),
+            warehouses=request.warehouses or 1,
+            jobs=request.jobs or 2,
+            partition=request.partition,
+            progress=progress,
+        )
+        info = {"scenario": "chbench", **info}
     elif request.scenario == "tickets":
         from pgrig.workloads import tickets
 
@@ -161,7 +173,7 @@ def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
         return False
     if request.scenario == "pgbench":
         return info.get("scale") == request.scale and info.get("partitions") == request.partitions
-    if request.scenario == "tpcc":
+    if request.scenario in ("tpcc", "chbench"):
         return info.get("warehouses") == request.warehouses
     if request.scenario == "tickets":
         return info.get("rows") == request.rows

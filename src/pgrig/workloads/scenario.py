@@ -83,7 +83,7 @@ class Tpcc:
     ) -> RunScripts:
         from pgrig.workloads import tpcc
 
-        if dataset.get("scenario") != "tpcc":
+        if dataset.get("scenario") not in ("tpcc", "chbench"):  # CH-benCHmark: TPC-C and more
             raise PgrigError(
                 f"database {dbname!r} of {env.name} holds no TPC-C data: "
                 f"run `pgrig db generate {env.name} --scenario tpcc --warehouses W` first"

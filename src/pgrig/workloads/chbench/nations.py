@@ -1,0 +1,35 @@
+"""CH-benCHmark's regions and its 62 nations (one per character a TPC-C c_state can start with).
+
+The paper defines 62 nations without naming them all; pgrig names them after real countries,
+TPC-H's 25 first (in their TPC-H regions), so the queries' constants (GERMANY, CAMBODIA, EUROPE)
+select what they select in the other kits. Key = the code of the character that maps to it.
+"""
+
+from __future__ import annotations
+
+REGIONS = ("AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST")
+
+# (name, region index), in the order of the characters 0-9, A-Z, a-z.
+_NATIONS = (
+    ("ALGERIA", 0), ("ARGENTINA", 1), ("BRAZIL", 1), ("CANADA", 1), ("EGYPT", 4),
+    ("ETHIOPIA", 0), ("FRANCE", 3), ("GERMANY", 3), ("INDIA", 2), ("INDONESIA", 2),
+    ("IRAN", 4), ("IRAQ", 4), ("JAPAN", 2), ("JORDAN", 4), ("KENYA", 0),
+    ("MOROCCO", 0), ("MOZAMBIQUE", 0), ("PERU", 1), ("CHINA", 2), ("ROMANIA", 3),
+    ("SAUDI ARABIA", 4), ("VIETNAM", 2), ("RUSSIA", 3), ("UNITED KINGDOM", 3),
+    ("UNITED STATES", 1), ("AUSTRALIA", 2), ("AUSTRIA", 3), ("BELGIUM", 3), ("CAMBODIA", 2),
+    ("CHILE", 1), ("COLOMBIA", 1), ("CROATIA", 3), ("CUBA", 1), ("DENMARK", 3),
+    ("ECUADOR", 1), ("FINLAND", 3), ("GHANA", 0), ("GREECE", 3), ("HUNGARY", 3),
+    ("ICELAND", 3), ("IRELAND", 3), ("ISRAEL", 4), ("ITALY", 3), ("KUWAIT", 4),
+    ("LEBANON", 4), ("MALAYSIA", 2), ("MEXICO", 1), ("NEPAL", 2), ("NETHERLANDS", 3),
+    ("NIGERIA", 0), ("NORWAY", 3), ("OMAN", 4), ("PAKISTAN", 2), ("PHILIPPINES", 2),
+    ("POLAND", 3), ("PORTUGAL", 3), ("QATAR", 4), ("SENEGAL", 0), ("SPAIN", 3),
+    ("SWEDEN", 3), ("THAILAND", 2), ("URUGUAY", 1),
+)  # fmt: skip
+
+CHARACTERS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def nations() -> list[tuple[int, str, int]]:
+    """(n_nationkey, n_name, n_regionkey) of the 62 nations."""
+    assert len(_NATIONS) == len(CHARACTERS)
+    return [(ord(c), name, region) for c, (name, region) in zip(CHARACTERS, _NATIONS, strict=True)]
