@@ -51,7 +51,7 @@ ROOM_RANK = {
         "": 5,
     },
     "provision": {
-        "state": 1,  # the Environment model, its lock, safe writes
+        "state": 1,  # the Environment model, its lock, the unfinished-create mark
         "system": 2,  # the OS user, child processes
         "settings": 3,  # what a server is configured with
         "server": 4,  # the PostgreSQL server: builds, postmaster, replicas, backups

@@ -22,7 +22,7 @@ from pgrig.load.core import lifecycle
 from pgrig.load.core.run_files import RunFiles
 from pgrig.load.engines import crosscheck, results
 from pgrig.load.engines.pgbench_output import parse_summary
-from pgrig.provision.state import safe_write
+from pgrig import safe_write
 
 PGBENCH = Path(__file__).parents[1] / "fixtures" / "pgbench"
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from pgrig import safe_write
 from pgrig.errors import PgrigError
 from pgrig.provision.server import affinity, postmaster
 from pgrig.provision.settings import config
-from pgrig.provision.state import env_lock, safe_write
+from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _write(env: Environment, doc: dict[str, Any]) -> None:
     if not doc:
         path.unlink(missing_ok=True)
         return
-    # on disk before the change it announces (fsync inside); a full disk: provision/safe_write
+    # on disk before the change it announces (fsync inside); a full disk: pgrig/safe_write.py
     safe_write.replace_text(path, json.dumps(doc, indent=2, sort_keys=True))
 
 

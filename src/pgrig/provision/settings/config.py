@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pgrig.errors import InvalidSetting
 from pgrig.provision.settings import insights_layer, topology_layer
-from pgrig.provision.state import safe_write
+from pgrig import safe_write
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
 
