@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig import safe_write
 from pgrig.archive import spool
 from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
@@ -22,7 +23,6 @@ from pgrig.load.core import lifecycle
 from pgrig.load.core.run_files import RunFiles
 from pgrig.load.engines import crosscheck, results
 from pgrig.load.engines.pgbench_output import parse_summary
-from pgrig import safe_write
 
 PGBENCH = Path(__file__).parents[1] / "fixtures" / "pgbench"
 

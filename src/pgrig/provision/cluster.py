@@ -28,6 +28,7 @@ from pgrig.provision.server import (
     postmaster,
     remote_access,
     replicas,
+    server_settings,
     standby,
 )
 from pgrig.provision.server.ports import free_port, port_problem
@@ -69,8 +70,7 @@ def ensure_running(env: Environment) -> bool:
         return False
     if postmaster.is_running(env):
         return False
-    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
-    config.write_conf(env, run={})
+    server_settings.clear_run_layer(env)  # left by an interrupted run
     return postmaster.start(env)
 
 
@@ -420,8 +420,7 @@ def start_environment(name: str) -> tuple[Environment, bool, list[str]]:
         started_replicas = replicas.start_all(env)
         _start_pooler(env)
         return env, False, started_replicas
-    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)  # left by an interrupted run
-    config.write_conf(env, run={})
+    server_settings.clear_run_layer(env)  # left by an interrupted run
     started = postmaster.start(env)
     started_replicas = replicas.start_all(env)
     _start_pooler(env)
@@ -452,8 +451,7 @@ def restart_environment(name: str) -> Environment:
     env = managed(name, "restart")
     replicas.stop_all(env)
     postmaster.stop(env)
-    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
-    config.write_conf(env, run={})
+    server_settings.clear_run_layer(env)
     postmaster.start(env)
     replicas.start_all(env)
     return env

@@ -8,8 +8,9 @@ from collections.abc import Iterable, Mapping
 
 from pgrig.errors import InvalidSetting, PgrigError
 from pgrig.provision.cluster import managed
-from pgrig.provision.server import disk_throttle, postmaster, replicas
+from pgrig.provision.server import disk_throttle, postmaster, replicas, server_settings
 from pgrig.provision.settings import catalog, config, validator
+from pgrig.provision.state.environment import Environment
 from pgrig.request.disk_limit import DiskLimit
 
 
@@ -24,8 +25,7 @@ def set_settings(
     env = managed(name, "configure")
     upd = validator.normalize(assignments)
     validator.check_reserved(upd)
-    old = dict(env.settings)
-    new = dict(old)
+    new = dict(env.settings)
     for raw in reset:
         key = raw.strip().lower()
         if key not in new:
@@ -35,27 +35,18 @@ def set_settings(
     cat = catalog.load_catalog(env.bindir or "", env.version or "")
     major = env.major or 0
     validator.check_names(upd, major, cat)
-    before = config.layers(env).effective()
-    env.settings = new
-    ls = config.layers(env)
-    validator.check_values(env.bindir or "", upd, major, cat, ls.origins())
-    changed = config.changed_names(before, ls.effective())
-    if not changed:
-        env.settings = old
-        return "none", []
-    config.write_conf(env)
-    env.save()
+
+    def mutate(env: Environment) -> None:
+        env.settings = new
+        validator.check_values(env.bindir or "", upd, major, cat, config.layers(env).origins())
+
     try:
-        action = postmaster.restart_or_reload(env, changed)
-    except PgrigError as e:
-        env.settings = old
-        config.write_conf(env)
-        env.save()
-        if not postmaster.is_running(env):
-            postmaster.start(env)
-        else:
-            postmaster.reload(env)
-        raise PgrigError(f"{e}; nothing changed, previous settings restored") from None
+        applied = server_settings.change_layers(env, mutate)
+    except server_settings.NotApplied as e:
+        raise PgrigError(f"{e.reason}; nothing changed, previous settings restored") from None
+    action, changed = applied.action, applied.changed
+    if not changed:
+        return "none", []
     replicas.follow_settings(env, changed)
     return action, changed
 

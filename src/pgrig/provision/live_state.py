@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import affinity, postmaster
+from pgrig.provision.server import affinity, server_settings
 from pgrig.provision.settings import config, insights_layer
 from pgrig.provision.state.environment import Environment
 
@@ -83,14 +83,10 @@ def ensure_settings(env: Environment, run: Mapping[str, str]) -> list[str]:
     problems, names = settings_drift(env, run)
     if not problems:
         return []
-    config.write_conf(env, run)
-    if names:
-        postmaster.restart_or_reload(env, names)
-    else:
-        postmaster.reload(env)
+    server_settings.reapply(env, names, run)
     still, waiting = settings_drift(env, run)
     if still and waiting:  # the reload revealed settings that need a restart
-        postmaster.restart_or_reload(env, waiting)
+        server_settings.take(env, waiting)
         still, _ = settings_drift(env, run)
     if still:
         raise PgrigError(

@@ -35,7 +35,7 @@ import psutil
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
 from pgrig.provision import cluster, run_journal
-from pgrig.provision.server import binaries, daemon
+from pgrig.provision.server import binaries, daemon, server_settings
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
 from pgrig.provision.system import osuser
@@ -160,7 +160,7 @@ def repair(
         rebuilt = True
         stopped = stop_orphans(env.datadir)
         shutil.rmtree(env.datadir, ignore_errors=True)
-        (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
+        server_settings.drop_run_layer(env)
         (env.dir / "datasets.json").unlink(missing_ok=True)
         cluster.rebuild(env, say)
         done.append(
@@ -231,7 +231,6 @@ def _reclone_standby(
     clone (its old server, useless now, stays stopped); an interrupted swap (kill -9) is
     finished by the next repair."""
     from pgrig.provision.server import postmaster, replicas, standby
-    from pgrig.provision.settings import config as settings_config
 
     src = source or standby.Source(**(env.standby_of or {}))
     if password:
@@ -276,8 +275,7 @@ def _reclone_standby(
     os.rename(staging, env.datadir)
     shutil.rmtree(aside, ignore_errors=True)
     env.standby_of = src.as_dict()
-    (env.dir / settings_config.RUN_LAYER_FILE).unlink(missing_ok=True)
-    settings_config.write_conf(env, run={})
+    server_settings.clear_run_layer(env)
     env.save()
     postmaster.start(env)
     was = ""

@@ -21,7 +21,7 @@ import psutil
 
 from pgrig import safe_write
 from pgrig.errors import PgrigError
-from pgrig.provision.server import affinity, postmaster
+from pgrig.provision.server import affinity, server_settings
 from pgrig.provision.settings import config
 from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
@@ -156,9 +156,7 @@ def _unpin(entry: dict[str, Any]) -> list[str]:
 
 
 def _restore_conf(env: Environment, names: list[str]) -> str:
-    (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
-    config.write_conf(env, run={})
-    action = postmaster.restart_or_reload(env, names)
+    action = server_settings.clear_run_layer(env, names)
     shown = ", ".join(names) or "pgrig.conf"
     return f"settings of an interrupted run undone ({shown}; {action})"
 

@@ -11,7 +11,7 @@ from typing import Any
 from pgrig.errors import PgrigError
 from pgrig.provision import env_settings
 from pgrig.provision.operations.create import REMOTE_DISK_LIMIT
-from pgrig.provision.server import disk_throttle, postmaster, replicas
+from pgrig.provision.server import disk_throttle, postmaster, replicas, server_settings
 from pgrig.provision.settings import auto_conf, catalog, config
 from pgrig.provision.settings.config import Layers
 from pgrig.provision.state.environment import Environment
@@ -117,12 +117,12 @@ def set_enabled(name: str, enabled: bool) -> tuple[str, list[str]]:
         )
     if env.insights == enabled:
         return "none", []
-    before = config.layers(env).effective()
-    env.insights = enabled
-    after = config.write_conf(env).effective()
-    env.save()
-    changed = config.changed_names(before, after)
-    return postmaster.restart_or_reload(env, changed), changed
+
+    def switch(env: Environment) -> None:
+        env.insights = enabled
+
+    applied = server_settings.change_layers(env, switch, keep_unchanged=True)
+    return applied.action, applied.changed
 
 
 def document(name: str, before: Layers, changed: list[str], action: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import backups, postmaster
+from pgrig.provision.server import backups, server_settings
 from pgrig.provision.server.basebackup import (
     BackupFailed,
     lsn_bytes,
@@ -139,14 +139,14 @@ def ensure_stanza(env: Environment, backup_dir: str | None, say: Any) -> Path:
 
 
 def _set_archiving(env: Environment, archiving: dict[str, Any] | None, say: Any) -> None:
-    before = config.layers(env).effective()
-    env.archiving = archiving
-    changed = config.changed_names(before, config.layers(env).effective())
-    config.write_conf(env)
-    env.save()
-    if changed:
-        say(f"WAL archiving {'on' if archiving else 'off'} (archive_mode: restart of the primary)")
-        postmaster.restart_or_reload(env, changed)
+    def switch(env: Environment) -> None:
+        before = config.layers(env).effective()
+        env.archiving = archiving
+        if config.changed_names(before, config.layers(env).effective()):
+            on = "on" if archiving else "off"
+            say(f"WAL archiving {on} (archive_mode: restart of the primary)")
+
+    server_settings.change_layers(env, switch, keep_unchanged=True)
 
 
 def take(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pgrig.errors import PgrigError
-from pgrig.provision.server import postmaster
+from pgrig.provision.server import postmaster, server_settings
 from pgrig.provision.server.ports import free_port
 from pgrig.provision.server.standby import base_backup, plain_conninfo
 from pgrig.provision.settings import config, topology_layer
@@ -158,8 +158,7 @@ def start_all(env: Environment) -> list[str]:
     started = []
     for m in members(env):
         if m.datadir.is_dir() and not postmaster.is_running(m):
-            (m.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
-            config.write_conf(m, run={})
+            server_settings.clear_run_layer(m)
             postmaster.start(m)
             started.append(m.name)
     return started
@@ -231,8 +230,7 @@ def follow_settings(env: Environment, changed: list[str]) -> None:
     at least as high as the primary's), each the cheapest way its contexts allow."""
     for m in members(env):
         if m.datadir.is_dir():
-            config.write_conf(m, run={})
-            postmaster.restart_or_reload(m, changed)
+            server_settings.reapply(m, changed, run={})
 
 
 # --- sync mode ---------------------------------------------------------------------------------
@@ -243,24 +241,15 @@ def set_sync(env: Environment, mode: str) -> str:
     check_sync(mode)
     if mode != "off" and not all_names(env):
         raise PgrigError(f"environment {env.name!r} has no replicas: --sync {mode} needs some")
-    before = config.layers(env).effective()
     old = env.sync
-    env.sync = mode
-    after = config.layers(env).effective()
-    changed = config.changed_names(before, after)
-    if not changed:
-        return "none"
-    config.write_conf(env)
-    env.save()
+
+    def switch(env: Environment) -> None:
+        env.sync = mode
+
     try:
-        return postmaster.restart_or_reload(env, changed)
-    except PgrigError as e:
-        env.sync = old
-        config.write_conf(env)
-        env.save()
-        if postmaster.is_running(env):
-            postmaster.reload(env)
-        raise PgrigError(f"{e}; sync mode stays {old}") from None
+        return server_settings.change_layers(env, switch).action
+    except server_settings.NotApplied as e:
+        raise PgrigError(f"{e.reason}; sync mode stays {old}") from None
 
 
 # --- state -------------------------------------------------------------------------------------

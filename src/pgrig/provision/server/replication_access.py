@@ -129,11 +129,9 @@ def forget(env: Environment, name: str) -> bool:
     if not env.standbys and not env.replicas:
         env.sync = "off"
     env.save()
-    from pgrig.provision.settings import config
+    from pgrig.provision.server import server_settings
 
-    config.write_conf(env)  # synchronous_standby_names without it
-    if postmaster.is_running(env):
-        postmaster.reload(env)
+    server_settings.reapply(env, [])  # synchronous_standby_names without it
     return bool(known)
 
 

@@ -121,8 +121,9 @@ class RunLayer:
     def __call__(self) -> str:
         if self.restored:
             return "none"
-        action = clear_run_layer(self.env, self.changed)
-        self.restored = True
+        _drop_run_layer(self.env, write_conf=True)
+        self.restored = True  # the files are back: a failed reload or restart is not retried
+        action = take(self.env, self.changed)
         self._cleared()
         return action
 

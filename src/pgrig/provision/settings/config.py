@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pgrig import safe_write
 from pgrig.errors import InvalidSetting
 from pgrig.provision.settings import insights_layer, topology_layer
-from pgrig import safe_write
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
 
