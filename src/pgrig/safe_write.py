@@ -33,13 +33,14 @@ Prepare = Callable[[Path], None]
 
 @contextlib.contextmanager
 def replacing(
-    path: Path, *, mode: int | None = None, prepare: Prepare | None = None
+    path: Path, *, mode: int | None = None, prepare: Prepare | None = None, suffix: str = ".tmp"
 ) -> Iterator[Path]:
     """Yield an empty temporary file beside `path` to write; when the block ends it becomes
     `path` (fsync, rename, fsync of the directory). On an exception (the caller's or the
     disk's) the temporary file is removed and `path` is left as it was. `prepare(tmp)` runs
-    on the written file before the rename (ownership)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_native_id()}.tmp")
+    on the written file before the rename (ownership); `suffix` ends the temporary name (an
+    artifact in the making is a .part)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_native_id()}{suffix}")
     try:
         tmp.unlink(missing_ok=True)  # a dead process's of the same pid
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)

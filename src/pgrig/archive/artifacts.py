@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import re
 import shutil
 from pathlib import Path
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 
@@ -99,13 +98,14 @@ def compress_file(
     """gzip `src` to `dst_gz` (default: src + ".gz"), streaming, written atomically."""
     src = Path(src)
     dst = Path(dst_gz) if dst_gz is not None else src.with_name(src.name + ".gz")
-    tmp = dst.with_name(dst.name + ".part")
     try:
-        with open(src, "rb") as fin, gzip.open(tmp, "wb", compresslevel=level) as fout:
+        with (
+            safe_write.replacing(dst, suffix=".part") as tmp,
+            open(src, "rb") as fin,
+            gzip.open(tmp, "wb", compresslevel=level) as fout,
+        ):
             shutil.copyfileobj(fin, fout, _CHUNK)
-        os.replace(tmp, dst)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise PgrigError(f"cannot compress {src} to {dst}: {e.strerror or e}") from e
     return dst
 

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.archive.artifacts import archive_key, legacy_run_dir, run_artifacts_dir
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
@@ -231,17 +231,9 @@ def write_spool(rec: RunRecord, archive_url: str, reason: str) -> Path:
         "reason": reason,
         "record": _encode_record(rec),
     }
-    tmp = path.with_name(path.name + ".part")
-    try:
-        with open(tmp, "w") as f:
-            json.dump(doc, f, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:  # a full disk: no half-written spool left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
+    # a full disk: no half-written spool left behind
+    with safe_write.replacing(path, suffix=".part") as tmp, open(tmp, "w") as f:
+        json.dump(doc, f, default=str)
     paths.spooled_dir().mkdir(parents=True, exist_ok=True)
     (paths.spooled_dir() / _marker(rec.id, archive_url)).touch()
     return path
@@ -282,7 +274,7 @@ def quarantine(path: Path) -> Path:
     """Set a damaged spool file aside (renamed *.damaged): no command tries it again (its
     marker, now stale, goes at the next `pending_spools`), and nothing of it is lost."""
     aside = path.with_name(path.name + ".damaged")
-    os.replace(path, aside)
+    os.replace(path, aside)  # a rename, not a write: nothing new to make atomic
     return aside
 
 

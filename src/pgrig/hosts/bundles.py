@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pgrig
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import PgrigError
 
 # glibc's own libraries: every host has them, and they must match its kernel and loader.
@@ -66,18 +66,10 @@ def _deterministic(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def _write_tar(dest: Path, members: list[tuple[Path, str]]) -> Path:
-    """A tar of (source, name in the archive), written under a temporary name then renamed."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
-    os.close(fd)
-    try:
-        with tarfile.open(tmp, "w") as tar:
-            for src, name in members:
-                tar.add(src, arcname=name, filter=_deterministic)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """A tar of (source, name in the archive), written atomically."""
+    with safe_write.replacing(dest, mode=0o644) as tmp, tarfile.open(tmp, "w") as tar:
+        for src, name in members:
+            tar.add(src, arcname=name, filter=_deterministic)
     return dest
 
 

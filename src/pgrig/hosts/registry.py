@@ -19,14 +19,12 @@ are reserved: they mean this machine, which needs no entry.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -138,11 +136,7 @@ def add(host: Host, *, replace: bool = False) -> None:
     if f.exists() and not replace:
         raise PgrigError(f"host {host.name!r} exists already (`pgrig host remove` it first)")
     f.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=f.parent, prefix=f".{host.name}.")
-    with os.fdopen(fd, "w") as out:
-        json.dump(host.to_json(), out, indent=2)
-        out.write("\n")
-    os.replace(tmp, f)
+    safe_write.write_text(f, json.dumps(host.to_json(), indent=2) + "\n", mode=0o600)
 
 
 def remove(name: str) -> Host:

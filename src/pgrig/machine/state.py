@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import PgrigError
 from pgrig.machine.sysfs import HostFs, read_text
 
@@ -66,15 +66,8 @@ def save(state: SavedState, path: Path | None = None) -> None:
     """Write atomically: the file is either the old one or the new one, never half of one."""
     path = path or state_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, (json.dumps(asdict(state), indent=2, sort_keys=True) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    text = json.dumps(asdict(state), indent=2, sort_keys=True) + "\n"
+    safe_write.write_text(path, text, mode=0o600)
 
 
 def remove(path: Path | None = None) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
 from pgrig.provision import cluster, run_journal
 from pgrig.provision.server import binaries, daemon, server_settings
@@ -271,8 +271,8 @@ def _reclone_standby(
     # the swap: the old directory set aside, the new clone in its place
     aside = env.dir / SET_ASIDE
     if env.datadir.exists():
-        os.rename(env.datadir, aside)
-    os.rename(staging, env.datadir)
+        os.rename(env.datadir, aside)  # set aside, not written: a rename of what is there
+    safe_write.publish_dir(staging, env.datadir)
     shutil.rmtree(aside, ignore_errors=True)
     env.standby_of = src.as_dict()
     server_settings.clear_run_layer(env)

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pgrig import paths
+from pgrig import paths, safe_write
 
 
 def original_file(env_name: str) -> Path:
@@ -98,6 +98,4 @@ def put_back(env_name: str) -> str | None:
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    safe_write.write_text(path, json.dumps(doc, indent=1, sort_keys=True))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from pgrig import safe_write
 from pgrig.errors import Interrupted, PgrigError, is_interruption
 from pgrig.provision.state.environment import Environment
 from pgrig.request import DatasetRequest
@@ -282,6 +283,4 @@ def record(env: Environment, dbname: str, info: dict[str, Any]) -> None:
 
 def _write(env: Environment, data: dict[str, Any]) -> None:
     env.dir.mkdir(parents=True, exist_ok=True)
-    tmp = _file(env).with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, _file(env))
+    safe_write.write_text(_file(env), json.dumps(data, indent=2, sort_keys=True))

@@ -19,6 +19,7 @@ import re
 import secrets
 from pathlib import Path
 
+from pgrig import safe_write
 from pgrig.errors import PgrigError, first_line
 from pgrig.provision.pooler import layout
 from pgrig.provision.pooler.config import PoolerConfig
@@ -56,16 +57,13 @@ def _new_password() -> str:
 
 def write_private(path: Path, text: str, *, owner_server: bool) -> None:
     """Write a 0600 file atomically; it is never readable by others, not even for a moment."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, text.encode())
+
+    def chown(tmp: Path) -> None:
         if owner_server and osuser.is_root():
             u = osuser.server_user()
-            os.fchown(fd, u.uid, u.gid)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+            os.chown(tmp, u.uid, u.gid)
+
+    safe_write.write_text(path, text, mode=0o600, prepare=chown)
 
 
 def set_role(env: Environment, cfg: PoolerConfig, verifier: str) -> str:

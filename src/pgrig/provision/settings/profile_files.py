@@ -6,12 +6,11 @@ server is provision/profiles.py.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
 from pgrig.provision.settings.profile_model import read_profile_model
 from pgrig.request.vocabulary import valid_name
@@ -131,12 +130,7 @@ def save_profile(
     lines.append("notes = [" + ", ".join(json.dumps(n) for n in notes) + "]")
     lines += ["", "[settings]"] + [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    try:
+    with safe_write.replacing(path) as tmp:  # a profile that does not load is never saved
+        tmp.write_text("\n".join(lines) + "\n")
         load(tmp, "user")
-    except PgrigError:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
     return path

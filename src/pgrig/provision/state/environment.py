@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError, first_line
 from pgrig.request.vocabulary import NAME_MAX, valid_name
 
@@ -181,9 +181,9 @@ class Environment:
         if self.member_dir:
             raise PgrigError(f"{self.name} is a member of another environment: not saved alone")
         self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.dir / "env.json.tmp"
-        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
-        os.replace(tmp, self.dir / "env.json")
+        safe_write.write_text(
+            self.dir / "env.json", json.dumps(asdict(self), indent=2, sort_keys=True)
+        )
 
     @classmethod
     def load(cls, name: str) -> Environment:

@@ -19,7 +19,6 @@ This module only keeps the mark: it imports nothing of provision/ (cluster.py im
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-from pgrig import paths
+from pgrig import paths, safe_write
 from pgrig.archive import lease
 
 MARK = "CREATING"
@@ -43,11 +42,12 @@ def make_dir(env_dir: Path) -> None:
     try:
         mark(staging)
         # atomic; refused onto another create's directory (never empty: it holds its mark)
-        os.rename(staging, env_dir)
-    except OSError as e:
+        safe_write.publish_dir(staging, env_dir)
+    except FileExistsError:
         shutil.rmtree(staging, ignore_errors=True)
-        if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
-            raise FileExistsError(str(env_dir)) from None
+        raise FileExistsError(str(env_dir)) from None
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
