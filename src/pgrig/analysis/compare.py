@@ -62,7 +62,7 @@ import numpy as np
 from pgrig.analysis import compare_paired, stats
 from pgrig.errors import PgrigError
 from pgrig.record.protocol import RunReader
-from pgrig.record.run import RunRecord
+from pgrig.record.run import SETTINGS_LAYERS, RunRecord
 
 Verdict = Literal["faster", "slower", "equivalent", "inconclusive"]
 Method = Literal["repeats", "pairs", "blocks"]
@@ -387,15 +387,21 @@ _PLACE_SETTINGS = frozenset(
 )  # fmt: skip
 
 
+# a run's configuration: the topology and the layers a person sets (not pgrig's own base and
+# insights layers), in the one order (record/run.py)
+_CONFIGURED_LAYERS = SETTINGS_LAYERS[SETTINGS_LAYERS.index("topology") :]
+_USER_LAYERS = SETTINGS_LAYERS[SETTINGS_LAYERS.index("profile") :]
+
+
 def configured_settings(rec: RunRecord) -> dict[str, str]:
     """The settings a run was configured with: its layers (topology < profile < environment
     < run, with the profile's and a per-run profile's names: the topology's sync mode is a
     configuration too), or for a server pgrig does not manage the non-default settings it
     reported."""
     layers = rec.settings_layers or {}
-    if any(layers.get(k) for k in ("profile", "environment", "run")):
+    if any(layers.get(k) for k in _USER_LAYERS):
         out: dict[str, str] = {}
-        for key in ("topology", "profile", "environment", "run"):
+        for key in _CONFIGURED_LAYERS:
             for name, value in (layers.get(key) or {}).items():
                 name = {"__name__": "profile", "__profile__": "per-run profile"}.get(name, name)
                 out[name] = str(value)

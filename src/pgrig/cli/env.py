@@ -406,9 +406,9 @@ def show(
             con.print(f"  {k:<11}{v}", highlight=False)
         for line in _disk_limit_lines(d["disk_limit"]):
             con.print(f"  {line}", highlight=False, markup=False)
-        table = Table(
-            title="settings (defaults < insights < topology < profile < environment < run)"
-        )
+        from pgrig.record.run import settings_layer_order
+
+        table = Table(title=f"settings ({settings_layer_order('defaults')})")
         for col in ("name", "value", "layer", "PostgreSQL default"):
             table.add_column(col)
         for n, e in sorted(d["effective"].items()):

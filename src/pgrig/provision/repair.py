@@ -40,9 +40,7 @@ from pgrig.provision.settings import config
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
 from pgrig.provision.system import osuser
 
-_LINE = re.compile(
-    r"^\s*([A-Za-z_][\w.$]*)\s*=.*#\s*(base|insights|topology|profile|environment|run)\b"
-)
+_LINE = re.compile(r"^\s*([A-Za-z_][\w.$]*)\s*=.*#\s*(" + "|".join(config.LAYERS) + r")\b")
 _PROFILE = re.compile(r"^# --- profile '([^']*)'")
 
 

@@ -24,6 +24,19 @@ from typing import Any, Literal, cast
 from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra, RunWarning
 
 RunStatus = Literal["running", "ok", "failed", "aborted", "lost"]
+
+# The settings layers, lowest first: each overrides the ones before it. The one definition of
+# their order: pgrig.conf is merged by it (provision/settings/config.py), a run records its
+# layers under these keys (RunRecord.settings_layers; "base" is pgrig's fixed listen address,
+# port and socket, not recorded), and every surface shows them in it.
+SETTINGS_LAYERS = ("base", "insights", "topology", "profile", "environment", "run")
+
+
+def settings_layer_order(lowest: str = "PostgreSQL defaults") -> str:
+    """The order in words: "PostgreSQL defaults < insights < topology < ... < run"."""
+    return " < ".join([lowest, *SETTINGS_LAYERS[1:]])
+
+
 LATENCY_FIELDS = ("avg", "stddev", "p50", "p90", "p95", "p99", "p999", "max")
 
 

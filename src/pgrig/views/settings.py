@@ -13,10 +13,11 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig import units
 from pgrig.archive.records import RunRecord
+from pgrig.record.run import SETTINGS_LAYERS
 
-# Low to high, as pgrig.conf merges them (provision/settings/config.py LAYERS), with the
-# layer a study borrows in between: a run's settings override the topology's.
-LAYER_ORDER = ("base", "insights", "topology", "profile", "environment", "study", "run")
+# Low to high, as pgrig.conf merges them (record/run.py). A study has no layer of its own: its
+# points borrow the environment layer (provision/study_layer.py).
+LAYER_ORDER = SETTINGS_LAYERS
 
 
 @dataclass
