@@ -6,6 +6,7 @@ server is provision/profiles.py.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -130,7 +131,10 @@ def save_profile(
     lines.append("notes = [" + ", ".join(json.dumps(n) for n in notes) + "]")
     lines += ["", "[settings]"] + [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with safe_write.replacing(path) as tmp:  # a profile that does not load is never saved
-        tmp.write_text("\n".join(lines) + "\n")
-        load(tmp, "user")
+    text = "\n".join(lines) + "\n"
+    with tempfile.TemporaryDirectory(prefix="pgrig-profile-") as scratch:
+        check = Path(scratch) / f"{name}.toml"  # a profile that does not load is never saved
+        check.write_text(text)
+        load(check, "user")
+    safe_write.write_text(path, text)
     return path
