@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,8 +30,6 @@ from pgrig import units
 MISSING = "-"
 
 _BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
-_MEMORY_UNIT = re.compile(r"^(\d*)(B|kB|MB|GB|TB)$")
-_MEMORY_FACTOR = {"B": 1, "kB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40}
 
 # C0 and C1 control characters but newline and tab: a note, tag, name or error holding an
 # escape sequence must not drive the terminal (colours, titles, cursor moves, hyperlinks, the
@@ -145,6 +143,24 @@ def size(v: float | None) -> str:
     return f"{v:.0f} B"
 
 
+# How a figure in each unit (record/figures.py) is written in a cell whose heading names the
+# unit: one entry per unit, so a figure's text follows from its unit alone.
+_IN_UNIT: dict[str, Callable[[Any, int], str]] = {
+    "": number,  # a count or a rate: TPS, transactions
+    "%": number,
+    "s": number,
+    "x": number,  # a ratio
+    "ms": lambda v, _digits: ms(v),
+    "B": lambda v, _digits: size(v),
+    "B/s": lambda v, _digits: size(v),
+}
+
+
+def in_unit(v: Any, unit: str, digits: int = 1) -> str:
+    """A figure's value in its unit for a table cell: "1,234", "12.5" (ms), "1.5 GiB"."""
+    return _IN_UNIT[unit](v, digits)
+
+
 def setting(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:
     """A pg_settings snapshot entry's value (or its boot_val with key="boot_val") for people:
     memory in binary units ("128 MiB", "5.9 GiB"), the rest as SHOW prints it ("5min")."""
@@ -159,14 +175,14 @@ def setting(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting
 
 def setting_bytes(value: Any, unit: str | None) -> int | None:
     """A memory setting's value in bytes (None: not a memory setting, or not a number)."""
-    m = _MEMORY_UNIT.match(unit or "")
-    if not m:
+    per_unit = units.memory_bytes(unit or "")
+    if per_unit is None:
         return None
     try:
         number_ = int(str(value))
     except ValueError:
         return None
-    return number_ * int(m.group(1) or 1) * _MEMORY_FACTOR[m.group(2)]
+    return number_ * per_unit
 
 
 def exact_size(n: int) -> str:
@@ -200,6 +216,16 @@ def timestamp(dt: datetime | None, seconds: bool = False) -> str:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
+
+
+# The style of a comparison's verdict in every table (CLI, web, reports): inconclusive and no
+# verdict are muted.
+VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
+
+
+def verdict_style(verdict: str | None) -> str:
+    """The cell style of a verdict (inconclusive and no verdict: muted)."""
+    return VERDICT_STYLES.get(verdict or "", "muted")
 
 
 _VERSION = re.compile(r"\d+(?:\.\d+)*(?:devel|beta\d*|rc\d*)?")

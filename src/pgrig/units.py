@@ -18,15 +18,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+# PostgreSQL's memory units (case-sensitive, as guc.c has them) in bytes: the one table.
+MEMORY_UNITS: dict[str, int] = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 # Largest first, as PostgreSQL tries them: memory in bytes, time in milliseconds.
-_MEMORY: tuple[tuple[str, float], ...] = (
-    ("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024), ("B", 1),
-)  # fmt: skip
+_MEMORY: tuple[tuple[str, float], ...] = tuple(sorted(MEMORY_UNITS.items(), key=lambda u: -u[1]))
 _TIME: tuple[tuple[str, float], ...] = (
     ("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1), ("us", 0.001),
 )  # fmt: skip
 _TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000}
-_MEMORY_UNIT = re.compile(r"^(\d*)(B|kB|MB|GB|TB)$")  # "8kB" is a page of 8 kB
+# "8kB" (a unit: a page of 8 kB), "MB", "6171024kB" (a value as written): ASCII digits only
+_MEMORY_AMOUNT = re.compile(rf"^([0-9]*)({'|'.join(MEMORY_UNITS)})$")
 _OCTAL = frozenset({"unix_socket_permissions", "log_file_mode", "data_directory_mode"})
 
 
@@ -40,13 +41,19 @@ def show_setting(value: Any, unit: str | None = None, name: str = "") -> str:
     number = _number(text)
     if number is None or not number > 0:
         return text
-    memory = _MEMORY_UNIT.match(unit)
-    if memory:
-        per_unit = int(memory.group(1) or 1) * int(dict(_MEMORY)[memory.group(2)])
+    per_unit = memory_bytes(unit)
+    if per_unit is not None:
         return _scaled(number * per_unit, _MEMORY)
     if unit in _TIME_UNITS:
         return _scaled(number * _TIME_UNITS[unit], _TIME)
     return f"{text}{unit}"  # a unit PostgreSQL does not have (yet): shown as given
+
+
+def memory_bytes(text: str) -> int | None:
+    """A memory unit or amount in bytes: "8kB" -> 8192, "MB" -> 1048576, "374MB" -> 392167424;
+    None when `text` is not one (PostgreSQL's units, case-sensitive)."""
+    m = _MEMORY_AMOUNT.match(text)
+    return int(m.group(1) or 1) * MEMORY_UNITS[m.group(2)] if m else None
 
 
 def setting_text(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:

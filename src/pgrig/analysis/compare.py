@@ -61,6 +61,7 @@ import numpy as np
 
 from pgrig.analysis import compare_paired, stats
 from pgrig.errors import PgrigError
+from pgrig.record.figures import JUDGED, Figure
 from pgrig.record.protocol import RunReader
 from pgrig.record.run import SETTINGS_LAYERS, RunRecord
 
@@ -79,31 +80,10 @@ SHAMOS_NORMAL = 0.9539  # Shamos spread of normal data / its standard deviation 
 MAX_REPEATS = 1_000_000  # beyond this the estimate means "the effect sits on the threshold"
 
 
-@dataclass(frozen=True)
-class Metric:
-    key: str
-    label: str
-    higher_is_better: bool
-    value: Callable[[RunRecord], float | None]
-    column: str | None = None  # per-second column of the "pgbench" series, for single runs
-
-
-def _latency(q: str) -> Metric:
-    return Metric(f"latency.{q}", f"latency {q} ms", False, lambda r: getattr(r.latency, q), q)
-
-
-METRICS: dict[str, Metric] = {
-    m.key: m
-    for m in (
-        Metric("tps", "TPS", True, lambda r: r.tps, "tps"),
-        Metric("nopm", "NOPM", True, lambda r: r.nopm),
-        Metric("tpm", "TPM", True, lambda r: r.tpm),
-        Metric("latency.avg", "latency avg ms", False, lambda r: r.latency.avg),
-        _latency("p50"),
-        _latency("p95"),
-        _latency("p99"),
-    )
-}
+# The engine judges the figures the registry marks judged (record/figures.py: polarity, label,
+# reader and per-second column are defined there once).
+Metric = Figure
+METRICS: dict[str, Metric] = JUDGED
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The study figures, now in the view layer (pgrig.views.study_data); kept for the report
 builders' and tests' imports."""
 
+from pgrig.format import VERDICT_STYLES, verdict_style
 from pgrig.views.study_data import (
-    VERDICT_STYLES,
     Interval,
     PointSummary,
     RunStability,
@@ -17,7 +17,6 @@ from pgrig.views.study_data import (
     run_stability,
     short_version,
     summarize_point,
-    verdict_style,
 )
 
 __all__ = [

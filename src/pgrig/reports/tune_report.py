@@ -9,11 +9,10 @@ archived runs, so the report, the CLI and the web give the same answer.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from pgrig import format
+from pgrig import format, units
 from pgrig.analysis.compare import METRICS
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
@@ -169,15 +168,12 @@ def _verdict_evidence(groups: dict[str, list[RunRecord]], base: str, cand: str) 
     return Cell(out, "warn" if warn else None)
 
 
-_MEMORY_VALUE = re.compile(r"^(\d+)(B|kB|MB|GB|TB)$")
-
-
 def _human(value: Any) -> str:
     """A setting value as written in a configuration ("6171024kB", "374MB") for people, as
     format.setting shows a server's: memory in binary units ("5.9 GiB"), the rest unchanged."""
-    m = _MEMORY_VALUE.match(str(value))
-    n = format.setting_bytes(m.group(1), m.group(2)) if m else None
-    return format.exact_size(n) if n else str(value)
+    text = str(value)
+    n = units.memory_bytes(text) if text[:1].isdigit() else None
+    return format.exact_size(n) if n else text
 
 
 # Below this mean share of idle CPU the load was bound by the machine's CPUs, not by I/O or WAL.

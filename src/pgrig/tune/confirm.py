@@ -26,6 +26,7 @@ from pgrig.analysis import rounds
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
 from pgrig.analysis.compare_paired import min_pairs
 from pgrig.archive.records import RunRecord
+from pgrig.record.json_values import number
 
 BASELINE, BEST, PGTUNE = "baseline", "best", "pgtune-oltp"
 CONFIGS = (BASELINE, BEST, PGTUNE)
@@ -80,8 +81,8 @@ def plan(repeats: int, study: str) -> list[tuple[str, int]]:
 
 def misrate_of(extra: dict[str, object]) -> float:
     """The misrate a study's verdicts are judged at (older studies: the default)."""
-    value = extra.get("confirm_misrate")
-    return float(value) if isinstance(value, int | float) else DEFAULT_MISRATE
+    value = number(extra.get("confirm_misrate"))
+    return DEFAULT_MISRATE if value is None else value
 
 
 def groups(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:

@@ -1,7 +1,8 @@
 """What a tuning study optimises: TPS, p95 latency or NOPM of a trial's run.
 
-Each objective names a metric of the comparison engine (analysis/compare.METRICS), so a trial's
-value, the confirmation verdicts and every report read the same figure the same way.
+Each objective names a judged figure of the registry (record/figures.py: its reader and
+polarity), so a trial's value, the confirmation verdicts and every report read the same figure
+the same way.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from pgrig.analysis.compare import METRICS, Metric
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.record.figures import JUDGED, Figure
 
 ObjectiveName = Literal["tps", "p95", "nopm"]
 METRIC_OF: dict[str, str] = {"tps": "tps", "p95": "latency.p95", "nopm": "nopm"}
@@ -22,7 +23,7 @@ OBJECTIVES = tuple(METRIC_OF)
 @dataclass(frozen=True)
 class Objective:
     name: str
-    metric: Metric
+    metric: Figure
 
     @property
     def direction(self) -> Literal["maximize", "minimize"]:
@@ -50,4 +51,4 @@ def objective(name: str, workload: str) -> Objective:
         raise PgrigError(f"--objective {name!r}: use one of {', '.join(OBJECTIVES)}")
     if name == "nopm" and workload != "tpcc":
         raise PgrigError("--objective nopm needs --workload tpcc (NOPM is a TPC-C figure)")
-    return Objective(name, METRICS[METRIC_OF[name]])
+    return Objective(name, JUDGED[METRIC_OF[name]])

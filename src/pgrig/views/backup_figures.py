@@ -1,32 +1,32 @@
 """The figures of a backup or restore run (RunRecord.extra["backup"]) and of a run on an
 environment with replicas (extra["topology"]), as every surface shows them: computed once
 here, part of views/run_summary.py (`runs show`, the run page, `report run`); `summary()` is
-the one cell of run lists, `compare_rows()` the side-by-side rows of `runs compare`.
+the one cell of run lists; `runs compare` shows these figures from record/figures.py.
 
 Rows are (label, text) pairs, values formatted by pgrig/format.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import BackupDoc, ReplicaDoc, ReplicaLag
+from pgrig.record.figures import backup_figures
 from pgrig.views import settings
 
 
 def figures(rec: RunRecord) -> BackupDoc | None:
-    doc = rec.extra.get("backup")
-    return doc if isinstance(doc, dict) and doc else None
+    return cast("BackupDoc | None", backup_figures(rec))
 
 
 def size_text(v: Any) -> str:
     return fmt.size(v)
 
 
-def _num(v: Any, digits: int = 2, suffix: str = "") -> str:
+def _fig(v: Any, digits: int = 2, suffix: str = "") -> str:
+    """A figure as text with its unit after it ("0.82 s"); "-" when missing."""
     return fmt.MISSING if fmt.is_missing(v) else f"{fmt.number(v, digits)}{suffix}"
 
 
@@ -45,22 +45,25 @@ def rows(rec: RunRecord) -> list[tuple[str, str]]:
         return [
             ("restored", f"{b.get('backup', '-')} ({b.get('tool', '-')})"),
             ("chain", " + ".join(b.get("chain") or []) or "-"),
-            ("restore time", _num(b.get("restore_total_s"), 2, " s")),
-            ("  files", f"{_num(b.get('restore_s'), 2, ' s')} ({b.get('restore_method', '-')})"),
-            ("  start and recovery", _num(b.get("start_s"), 2, " s")),
+            ("restore time", _fig(b.get("restore_total_s"), 2, " s")),
+            (
+                "  files",
+                f"{_fig(b.get('restore_s'), 2, ' s')} ({b.get('restore_method', '-')})",
+            ),
+            ("  start and recovery", _fig(b.get("start_s"), 2, " s")),
             ("verified", verified),
             ("row counts", counts or v.get("counts_note") or "-"),
-            ("pg_amcheck", f"{v.get('amcheck', '-')} ({_num(v.get('amcheck_s'), 2, ' s')})"),
+            ("pg_amcheck", f"{v.get('amcheck', '-')} ({_fig(v.get('amcheck_s'), 2, ' s')})"),
         ]
     out = [
         ("tool", f"{b.get('tool', '-')} {b.get('type', '-')}"),
         ("backup", str(b.get("name") or "-")),
-        ("duration", _num(b.get("duration_s"), 2, " s")),
+        ("duration", _fig(b.get("duration_s"), 2, " s")),
         ("throughput", f"{size_text(b.get('throughput_bytes_per_s'))}/s"),
         ("backup size", size_text(b.get("backup_bytes"))),
         ("databases", size_text(b.get("source_bytes"))),
-        ("compression ratio", _num(b.get("compression_ratio"), 3)),
-        ("size ratio", _num(b.get("size_ratio"), 3)),
+        ("compression ratio", _fig(b.get("compression_ratio"), 3)),
+        ("size ratio", _fig(b.get("size_ratio"), 3)),
         ("start LSN", str(b.get("start_lsn") or "-")),
         ("stop LSN", str(b.get("stop_lsn") or "-")),
         ("WAL generated", wal_text(b)),
@@ -84,8 +87,8 @@ def rows(rec: RunRecord) -> list[tuple[str, str]]:
             (
                 "during load",
                 f"run {load.get('id')} {load.get('workload')} -c {load.get('clients')}: "
-                f"tps {_num(load.get('tps'), 1)}, p95 {_num(load.get('p95_ms'), 2, ' ms')}, "
-                f"backup covered {_num(100 * (d.get('covered_fraction') or 0), 0, '%')} of it",
+                f"tps {_fig(load.get('tps'), 1)}, p95 {_fig(load.get('p95_ms'), 2, ' ms')}, "
+                f"backup covered {_fig(100 * (d.get('covered_fraction') or 0), 0, '%')} of it",
             )
         )
         for metric, c in (d.get("comparison") or {}).items():
@@ -100,22 +103,9 @@ def summary(rec: RunRecord) -> str:
         return ""
     if b.get("type") == "restore":
         ok = (b.get("verify") or {}).get("ok")
-        return f"restore {_num(b.get('restore_total_s'), 1, ' s')} {'ok' if ok else '-'}"
-    took = _num(b.get("duration_s"), 1, " s")
+        return f"restore {_fig(b.get('restore_total_s'), 1, ' s')} {'ok' if ok else '-'}"
+    took = _fig(b.get("duration_s"), 1, " s")
     return f"{b.get('type')} {size_text(b.get('backup_bytes'))} in {took}"
-
-
-def _figure(b: Mapping[str, Any], key: str) -> Any:
-    """One of a backup's figures named by a key given at run time (the compare lists)."""
-    return b.get(key)
-
-
-def _backup(key: str) -> Callable[[RunRecord], Any]:
-    def get(rec: RunRecord) -> Any:
-        b = figures(rec)
-        return None if b is None else _figure(b, key)
-
-    return get
 
 
 def wal_text(b: BackupDoc) -> str:
@@ -125,16 +115,6 @@ def wal_text(b: BackupDoc) -> str:
         return size_text(None)
     what = b.get("wal_generated_what") or "LSN advance: includes segment-switch padding"
     return f"{size_text(b.get('wal_generated_bytes'))} ({what})"
-
-
-def max_lag_bytes(rec: RunRecord) -> int | None:
-    """The largest replay lag of any replica over the run (None: no replicas, or not known: a
-    replica that was not streaming in some samples had a lag nobody measured then)."""
-    lag = (rec.extra.get("topology") or {}).get("lag") or {}
-    if any(v.get("samples_not_streaming") for v in lag.values()):
-        return None
-    found = [b for v in lag.values() if (b := v.get("max_lag_bytes")) is not None]
-    return max(found) if found else None
 
 
 def lag_text(lag: ReplicaLag) -> str:
@@ -164,24 +144,6 @@ def sync_text(rec: RunRecord, topology_sync: str) -> str:
         f"{effective} (synchronous_commit from layer {layer}; "
         f"the topology's mode is {topology_sync})"
     )
-
-
-# (key, label, value of a run, text, lower is better) for views/compare.py's MetricSpec
-COMPARE_FIGURES: tuple[tuple[str, str, Callable[[RunRecord], Any], Callable[[Any], str],
-                             bool | None], ...] = (
-    ("backup.duration_s", "Backup duration, s", _backup("duration_s"),
-     lambda v: fmt.number(v, 2), True),
-    ("backup.backup_bytes", "Backup size", _backup("backup_bytes"), fmt.size, None),
-    ("backup.throughput_bytes_per_s", "Backup throughput, /s",
-     _backup("throughput_bytes_per_s"), fmt.size, False),
-    ("backup.compression_ratio", "Compression ratio", _backup("compression_ratio"),
-     lambda v: fmt.number(v, 3), None),
-    ("backup.wal_generated_bytes", "WAL during the backup", _backup("wal_generated_bytes"),
-     fmt.size, None),
-    ("backup.restore_total_s", "Restore time, s", _backup("restore_total_s"),
-     lambda v: fmt.number(v, 2), True),
-    ("replication.max_lag_bytes", "Max replica replay lag", max_lag_bytes, fmt.size, True),
-)  # fmt: skip
 
 
 def _where(replica: ReplicaDoc) -> str:
@@ -219,25 +181,3 @@ def topology_rows(rec: RunRecord) -> list[tuple[str, str]]:
     for name, lag in (t.get("lag") or {}).items():
         out.append((f"replica {name}", lag_text(lag)))
     return out
-
-
-COMPARE_KEYS = (
-    ("duration s", "duration_s"),
-    ("backup bytes", "backup_bytes"),
-    ("throughput B/s", "throughput_bytes_per_s"),
-    ("compression ratio", "compression_ratio"),
-    ("WAL generated bytes", "wal_generated_bytes"),
-    ("restore s", "restore_total_s"),
-)
-
-
-def compare_rows(a: RunRecord, b: RunRecord) -> list[tuple[str, str, str]]:
-    """Backup figures of two runs side by side (both must be backup runs)."""
-    fa, fb = figures(a), figures(b)
-    if fa is None or fb is None:
-        return []
-    return [
-        (label, _num(_figure(fa, key), 3), _num(_figure(fb, key), 3))
-        for label, key in COMPARE_KEYS
-        if _figure(fa, key) is not None or _figure(fb, key) is not None
-    ]

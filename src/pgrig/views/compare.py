@@ -3,7 +3,8 @@ compare page and `pgrig report compare` render this (the first column is the bas
 
 Ratios, bounds and verdicts come from the comparison engine (analysis/compare.py); the other
 figures are plain ratios of the groups' values (group_value: the median of ok runs). To add a
-figure, add a MetricSpec; to add a line of context, add a ContextSpec: every surface shows it.
+figure, add it to record/figures.py; to add a line of context, add a ContextSpec: every
+surface shows it.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pgrig.analysis.compare import (
 )
 from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import tables, what_changed
+from pgrig.record.figures import FIGURES, Figure
 from pgrig.table import Cell, Table
-from pgrig.views import backup_figures, compare_hosts, disk_limit, harness_cost, latency
+from pgrig.views import compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
 from pgrig.views.compare_hosts import HostFigures
 from pgrig.views.settings import SettingDiff, settings_diff
@@ -33,41 +35,30 @@ from pgrig.views.settings import SettingDiff, settings_diff
 
 @dataclass(frozen=True)
 class MetricSpec:
-    key: str  # the JSON key; the engine's metric name where the engine judges it
-    label: str
-    get: Callable[[RunRecord], Any]
-    show: Callable[[Any], str]
-    lower_is_better: bool | None  # None: neither (CPU shares)
+    """A row of the comparison: a figure of the registry (record/figures.py) and its text."""
+
+    figure: Figure
+
+    @property
+    def key(self) -> str:
+        return self.figure.key
+
+    @property
+    def label(self) -> str:
+        return self.figure.heading
+
+    @property
+    def lower_is_better(self) -> bool | None:
+        return self.figure.lower_is_better
+
+    def get(self, rec: RunRecord) -> Any:
+        return self.figure.value(rec)
+
+    def show(self, v: Any) -> str:
+        return fmt.in_unit(v, self.figure.unit, self.figure.digits)
 
 
-def _lat(q: str) -> MetricSpec:
-    return MetricSpec(f"latency.{q}", f"Latency {q}, ms", lambda r: getattr(r.latency, q), fmt.ms,
-                      True)  # fmt: skip
-
-
-def _pct(v: Any) -> str:
-    return fmt.number(v, 1)
-
-
-METRIC_SPECS: tuple[MetricSpec, ...] = (
-    MetricSpec("tps", "TPS", lambda r: r.tps, fmt.number, False),
-    MetricSpec("nopm", "NOPM", lambda r: r.nopm, fmt.number, False),
-    MetricSpec("tpm", "TPM", lambda r: r.tpm, fmt.number, False),
-    *(_lat(q) for q in ("avg", "stddev", "p50", "p90", "p95", "p99", "p999", "max")),
-    MetricSpec("transactions", "Transactions", lambda r: r.transactions, fmt.number, False),
-    MetricSpec("failed", "Failed", lambda r: r.failed, fmt.number, True),
-    MetricSpec("retried", "Retried", lambda r: r.retried, fmt.number, True),
-    MetricSpec("skipped", "Skipped", lambda r: r.skipped, fmt.number, True),
-    MetricSpec("rollbacks", "Rollbacks", lambda r: r.rollbacks, fmt.number, True),
-    MetricSpec("cpu_user", "CPU user %", lambda r: r.cpu_user, _pct, None),
-    MetricSpec("cpu_system", "CPU system %", lambda r: r.cpu_system, _pct, None),
-    MetricSpec("cpu_iowait", "CPU iowait %", lambda r: r.cpu_iowait, _pct, True),
-    MetricSpec("cpu_idle", "CPU idle %", lambda r: r.cpu_idle, _pct, None),
-    MetricSpec(
-        "hit_ratio", "Cache hit ratio %", lambda r: r.hit_ratio, lambda v: fmt.number(v, 2), False
-    ),
-    *(MetricSpec(*f) for f in backup_figures.COMPARE_FIGURES),  # backups, replica lag
-)
+METRIC_SPECS: tuple[MetricSpec, ...] = tuple(MetricSpec(f) for f in FIGURES)
 
 
 @dataclass(frozen=True)
@@ -256,8 +247,6 @@ class ComparisonView:
         return paired_note(c for comps in self.comparisons for c in comps.values())
 
 
-VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
-
 # Said once under any comparison judged paired (the engine's method "pairs"), on every surface.
 PAIRED_NOTE = (
     "paired: the runs are interleaved repeats of one study (matching repeat numbers, run in "
@@ -345,7 +334,7 @@ def _delta(m: MetricSpec, base_value: Any, value: Any, c: Comparison | None) -> 
     d.verdict = f"{c.caveat}: {c.verdict_text()}" if c.caveat else c.verdict_text()
     d.verdict_key = c.verdict
     d.basis, d.detail = c.basis() or None, c.describe()
-    d.style = VERDICT_STYLES.get(c.verdict or "", "muted")
+    d.style = fmt.verdict_style(c.verdict)
     return d
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.metrics.harness_cost import machine_pct
+from pgrig.record.json_values import number, whole
 
 NOT_RECORDED = "not recorded"
 DIFF_POINTS = 1.0  # points of the machine (module docstring)
@@ -140,13 +141,13 @@ def of(rec: RunRecord) -> HarnessCost:
     if not isinstance(doc, dict):
         return HarnessCost(False)
     notes: list[str] = []
-    own = _float(doc.get("pgrig_cpu_s"))
-    backends = _float(doc.get("backends_cpu_s"))
+    own = number(doc.get("pgrig_cpu_s"))
+    backends = number(doc.get("backends_cpu_s"))
     if backends is None:
         notes.append(f"backends not measured: {doc.get('backends_reason') or 'unknown'}")
     hosts = doc.get("load_hosts") or {}
     per_host = {
-        str(name): _float(h.get("cpu_s")) for name, h in hosts.items() if isinstance(h, dict)
+        str(name): number(h.get("cpu_s")) for name, h in hosts.items() if isinstance(h, dict)
     }
     agents = list(per_host.values())
     agents_s = (
@@ -154,7 +155,7 @@ def of(rec: RunRecord) -> HarnessCost:
     )
     if hosts and any(a is None for a in agents):
         notes.append("a load host's agent did not say its CPU")
-    span, cpus = _float(doc.get("span_s")), doc.get("cpus")
+    span, cpus = number(doc.get("span_s")), doc.get("cpus")
     here = None if own is None else own + (backends or 0.0)
     total = None if here is None else here + (agents_s or 0.0)
     if doc.get("log_reason"):
@@ -170,8 +171,8 @@ def of(rec: RunRecord) -> HarnessCost:
         load_hosts=per_host,
         span_s=span,
         cpus=cpus if isinstance(cpus, int) else None,
-        plans=_int(doc.get("plans")),
-        log_bytes=_int(doc.get("log_bytes")),
+        plans=whole(doc.get("plans")),
+        log_bytes=whole(doc.get("log_bytes")),
         notes=notes,
     )
 
@@ -267,11 +268,3 @@ class HarnessComparison:
 def compare(groups: Sequence[Sequence[RunRecord]]) -> HarnessComparison:
     costs = [of_group(g) for g in groups]
     return HarnessComparison(costs, [difference(costs[0], c) for c in costs[1:]])
-
-
-def _float(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

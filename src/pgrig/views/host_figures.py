@@ -12,10 +12,10 @@ views/compare_hosts.py): the host's own sampler (series "os@HOST"), and this mac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import NetworkPath
+from pgrig.record.json_values import number
 from pgrig.views.compare_hosts import THIS_MACHINE, cpu_figures, has_hosts, local_roles
 from pgrig.views.run_hosts import roles, window_mean
 
@@ -110,8 +110,8 @@ def _path(rec: RunRecord, path: NetworkPath) -> PathRun:
         to=str(path.get("to") or "-"),
         to_host=target_host(rec),
         kind=path.get("kind") or ("loopback" if path.get("loopback") else None),
-        p50_ms=_num(path.get("rtt_p50_ms")),
-        p99_ms=_num(path.get("rtt_p99_ms")),
+        p50_ms=number(path.get("rtt_p50_ms")),
+        p99_ms=number(path.get("rtt_p99_ms")),
         samples=int(path.get("samples") or 0),
         error=str(path["error"]) if path.get("error") else None,
     )
@@ -127,7 +127,3 @@ def target_host(rec: RunRecord) -> str | None:
         if wanted in rs:
             return host
     return THIS_MACHINE if wanted in local_roles(rec) else None
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) else None

@@ -16,6 +16,7 @@ from pgrig import format as fmt
 from pgrig.analysis import quantile_bounds
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import LatencyBasisDoc
+from pgrig.record.json_values import number, whole
 
 SHOWN = ("p95", "p99")  # the percentiles whose bounds the summaries spell out
 NOT_RECORDED = "not recorded (an older run)"
@@ -52,15 +53,15 @@ def of(rec: RunRecord) -> LatencyBasis | None:
     bounds: dict[str, tuple[float | None, float | None]] = {}
     for key, pair in (doc.get("bounds") or {}).items():
         if isinstance(pair, list | tuple) and len(pair) == 2:
-            bounds[str(key)] = (_num(pair[0]), _num(pair[1]))
+            bounds[str(key)] = (number(pair[0]), number(pair[1]))
     return LatencyBasis(
         rests_on=str(doc.get("rests_on") or _rests_on(doc)),
         source=_text(doc.get("source")),
-        samples=_int(doc.get("samples")),
-        population=_int(doc.get("population")),
-        confidence=_num(doc.get("confidence")),
+        samples=whole(doc.get("samples")),
+        population=whole(doc.get("population")),
+        confidence=number(doc.get("confidence")),
         bounds=bounds,
-        sample_max_ms=_num(doc.get("sample_max_ms")),
+        sample_max_ms=number(doc.get("sample_max_ms")),
         declared_sampled=_declared_sampled(doc),
     )
 
@@ -137,7 +138,7 @@ def _declared_sampled(doc: LatencyBasisDoc) -> bool | None:
 
 
 def _rests_on(doc: LatencyBasisDoc) -> str:
-    n, total = _int(doc.get("samples")), _int(doc.get("population"))
+    n, total = whole(doc.get("samples")), whole(doc.get("population"))
     if not n:
         return "no samples"
     if _declared_sampled(doc) is False:
@@ -147,14 +148,6 @@ def _rests_on(doc: LatencyBasisDoc) -> str:
 
 def _ms_or(v: float | None) -> str:
     return "unbounded" if v is None else fmt.ms(v)
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
 def _text(v: Any) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import NetworkPath
+from pgrig.record.json_values import number, whole
 from pgrig.table import Cell, CellValue, Table
 
 COLUMNS = [
@@ -168,8 +169,8 @@ def of(rec: RunRecord) -> RunHosts:
     paths = [p for p in (rec.extra.get("network") or {}).get("paths") or [] if isinstance(p, dict)]
     return RunHosts(
         load_from=[_share(s) for s in split],
-        start_skew_ms=_num(load.get("start_skew_ms")),
-        first_tx_skew_ms=_num(load.get("first_tx_skew_ms")),
+        start_skew_ms=number(load.get("start_skew_ms")),
+        first_tx_skew_ms=number(load.get("first_tx_skew_ms")),
         network=describe(rec.extra.get("network")),
         paths=[dict(p) for p in paths],
         rows=_rows(rec, {s.get("host"): s for s in split}, {p.get("from"): p for p in paths}),
@@ -177,8 +178,8 @@ def of(rec: RunRecord) -> RunHosts:
 
 
 def _share(s: Mapping[str, Any]) -> LoadShare:
-    rate = _num(s.get("rate"))
-    return LoadShare(str(s.get("host")), _int(s.get("clients")), _int(s.get("threads")), rate)
+    rate = number(s.get("rate"))
+    return LoadShare(str(s.get("host")), whole(s.get("clients")), whole(s.get("threads")), rate)
 
 
 def _rows(rec: RunRecord, split: dict[Any, Any], paths: dict[Any, NetworkPath]) -> list[HostRow]:
@@ -205,16 +206,16 @@ def _rows(rec: RunRecord, split: dict[Any, Any], paths: dict[Any, NetworkPath]) 
                 roles=list(rs),
                 cpu_busy_pct=busy,
                 process_cpu_pct=process,
-                clients=_int(share.get("clients")),
-                threads=_int(share.get("threads")),
-                transactions=_int((info.get("generator") or {}).get("transactions")),
+                clients=whole(share.get("clients")),
+                threads=whole(share.get("threads")),
+                transactions=whole((info.get("generator") or {}).get("transactions")),
                 path=_path(path),
-                rtt_p50_ms=_num(path.get("rtt_p50_ms")),
-                rtt_p99_ms=_num(path.get("rtt_p99_ms")),
+                rtt_p50_ms=number(path.get("rtt_p50_ms")),
+                rtt_p99_ms=number(path.get("rtt_p99_ms")),
                 rtt_error=str(path["error"]) if path.get("error") else None,
-                clock_offset_ms=_num(clock.get("offset_ms")),
-                clock_error_ms=_num(clock.get("error_ms")),
-                launch_delay_ms=_num(info.get("launch_delay_ms")),
+                clock_offset_ms=number(clock.get("offset_ms")),
+                clock_error_ms=number(clock.get("error_ms")),
+                launch_delay_ms=number(info.get("launch_delay_ms")),
             )
         )
     return out
@@ -259,11 +260,3 @@ def _path(path: NetworkPath) -> str | None:
     if not path:
         return None
     return str(path.get("kind") or ("loopback" if path.get("loopback") else "network"))
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None

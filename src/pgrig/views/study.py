@@ -20,6 +20,7 @@ from typing import Any
 
 from pgrig import format as fmt
 from pgrig.analysis.compare import BLOCK_S, Comparison
+from pgrig.format import verdict_style
 from pgrig.study.plan import Point, display_value
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import evidence as evidence_of
@@ -31,7 +32,6 @@ from pgrig.views.study_data import (
     StudyData,
     compare_points,
     fmt_interval,
-    verdict_style,
 )
 
 

@@ -20,6 +20,7 @@ from pgrig.analysis.compare import Comparison, compare_runs
 from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.record.documents import ChangePointDoc
+from pgrig.record.json_values import number
 from pgrig.study import plan as planning
 from pgrig.study import spec as study_spec
 from pgrig.study.plan import Plan, Point
@@ -175,11 +176,11 @@ def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunSt
     out.seconds = int(stored.get("seconds") or stored.get("n") or 0)
     if out.seconds < 3:
         return out
-    out.cv = _num(stored.get("cv"))
+    out.cv = number(stored.get("cv"))
     if out.seconds < series_mod.MIN_POINTS_DRIFT:
         return out  # a trend over a few seconds says nothing: keep only the CV
-    out.trend_pct_per_min = _num(stored.get("trend_pct_per_min"))
-    out.first_last_pct = _num(stored.get("first_last_change_pct"))
+    out.trend_pct_per_min = number(stored.get("trend_pct_per_min"))
+    out.first_last_pct = number(stored.get("first_last_change_pct"))
     out.drift = bool(stored.get("drift_flagged"))
     out.reasons = [str(r) for r in stored.get("reasons") or [] if out.drift]
     out.change_points = [ChangePointDoc(**c) for c in stored.get("change_points") or []]
@@ -267,14 +268,6 @@ def host_series_kinds(rec: RunRecord) -> list[str]:
     return [f"os@{h}" for h in hosts] + ["os"] if hosts else []
 
 
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 # --- formatting shared by the report builders -------------------------------------------------
 def short_version(version: str | None) -> str | None:
     """'PostgreSQL 15.18 (Debian ...) on x86_64 ...' -> '15.18'; other strings unchanged."""
@@ -294,11 +287,3 @@ def fmt_interval(iv: Interval | None, digits: int = 1) -> list[str]:
     if iv.insufficient:
         lines[1] += " (range)"
     return lines
-
-
-VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
-
-
-def verdict_style(verdict: str | None) -> str:
-    """The cell style of a verdict (inconclusive and no verdict: muted)."""
-    return VERDICT_STYLES.get(verdict or "", "muted")

@@ -17,8 +17,6 @@ from pgrig import format as fmt
 from pgrig.table import Cell, CellValue, Table
 from pgrig.track.figures import SeriesView
 
-VERDICT_STYLES = {"faster": "good", "slower": "bad", "equivalent": "neutral"}
-
 
 @dataclass
 class TrackPage:
@@ -79,7 +77,7 @@ def step_cell(step: dict[str, Any] | None) -> CellValue:
     lines = [f"{step['text']} {step['verdict_text']}"]
     if step.get("insufficient"):
         lines.append(step["basis"])
-    return Cell(lines, VERDICT_STYLES.get(step.get("verdict") or "", "muted"))
+    return Cell(lines, fmt.verdict_style(step.get("verdict")))
 
 
 def versions_table(v: SeriesView) -> Table:

@@ -16,27 +16,22 @@ keep_dir the lines also go, gzip-compressed as they are read, to <keep_dir>/txlo
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gzip
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig import interrupts
 from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.txlog_parse import complete_lines
 from pgrig.archive.artifacts import GZIP_LEVEL
+from pgrig.file_holes import PUNCH_STEP, punch_hole
 from pgrig.record.documents import TxlogDoc
 
 READ_CHUNK = 8 << 20  # bytes per read: big chunks keep the per-chunk cost (polars) negligible
-PUNCH_STEP = 1 << 20  # free the pages behind the reader once it is this far past the last hole
 POLL_S = 1.0  # pause between looks: each look has a fixed cost (bench/overhead.py), and the
 # live p95 shows closed seconds, once a second
-
-_FALLOC_FL_KEEP_SIZE = 0x01
-_FALLOC_FL_PUNCH_HOLE = 0x02
 
 
 @dataclass
@@ -191,19 +186,3 @@ def _thread_number(prefix_name: str, file_name: str) -> int:
     """<prefix>.<pid> -> 0, <prefix>.<pid>.<n> -> n (pgbench's naming of its threads' logs)."""
     parts = file_name[len(prefix_name) + 1 :].split(".")
     return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
-
-
-_libc: Any = None
-
-
-def punch_hole(fd: int, offset: int, length: int) -> bool:
-    """Free the pages of [offset, offset + length) keeping the file size; False if that failed
-    (a file system without PUNCH_HOLE: the file then simply keeps its pages)."""
-    global _libc
-    if length <= 0:
-        return True
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    mode = _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE
-    return bool(_libc.fallocate(fd, mode, offset, length) == 0)

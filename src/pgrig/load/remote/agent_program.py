@@ -1,9 +1,9 @@
 """The command that starts the load agent (load/remote/remote_agent.py) on a host with only python3.
 
-The agent's source and the OS sampler's (metrics/os_metrics.py, standard library only) travel
-inside the command, compressed: nothing is installed on the host, and the agent is always this
-pgrig's own version. The command is an argv; whoever runs it over SSH quotes it (shlex.join),
-so nothing in it is ever read by a shell as code.
+The agent's source, the OS sampler's (metrics/os_metrics.py) and punch_hole's (file_holes.py),
+all standard library only, travel inside the command, compressed: nothing is installed on the
+host, and the agent is always this pgrig's own version. The command is an argv; whoever runs it
+over SSH quotes it (shlex.join), so nothing in it is ever read by a shell as code.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import functools
 import inspect
 import zlib
 
+from pgrig import file_holes
 from pgrig.load.remote import remote_agent
 from pgrig.metrics import os_metrics
 
@@ -24,6 +25,7 @@ def _load(name, src):
     exec(compile(src, name + ".py", "exec"), m.__dict__)
     return m
 _load("os_metrics", {metrics!r})
+_load("file_holes", {holes!r})
 sys.exit(_load("pgrig_agent", {agent!r}).main(sys.argv))
 """
 
@@ -45,7 +47,9 @@ def silence_s() -> float:
 def program() -> str:
     """The agent's whole program (loader, sampler, agent) as Python source."""
     return _LOADER.format(
-        metrics=inspect.getsource(os_metrics), agent=inspect.getsource(remote_agent)
+        metrics=inspect.getsource(os_metrics),
+        holes=inspect.getsource(file_holes),
+        agent=inspect.getsource(remote_agent),
     )
 
 

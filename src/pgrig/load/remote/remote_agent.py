@@ -46,12 +46,9 @@ import zlib
 from typing import Any
 
 POLL_S = 1.0
-PUNCH_STEP = 1 << 20
 READ_CHUNK = 8 << 20
 STOP_GRACE_S = 5.0
 PR_SET_PDEATHSIG = 1
-
-_libc: Any = None
 
 
 def own_cpu_s() -> float:
@@ -263,9 +260,9 @@ class Agent:
                     self.send({"k": "log", "src": name, "z": packed})
                 if len(data) < READ_CHUNK:
                     break
-            if f[1] - f[2] >= PUNCH_STEP:
+            if f[1] - f[2] >= _holes().PUNCH_STEP:
                 end = f[1] - f[1] % 4096
-                if _punch_hole(f[0], f[2], end - f[2]):
+                if _holes().punch_hole(f[0], f[2], end - f[2]):
                     f[2] = end
 
     # --- OS sampling ------------------------------------------------------------------------------
@@ -370,14 +367,10 @@ def _killpg(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def _punch_hole(fd: int, offset: int, length: int) -> bool:
-    global _libc
-    if length <= 0:
-        return True
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    return bool(_libc.fallocate(fd, 0x03, offset, length) == 0)  # PUNCH_HOLE | KEEP_SIZE
+def _holes() -> Any:
+    """pgrig/file_holes.py (PUNCH_STEP, punch_hole), which the agent's loader put beside it
+    (agent_program.py): the follower here and the agent free a log's pages the same way."""
+    return sys.modules["file_holes"]
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,131 @@
+"""The figures of a run, defined once: key, how to read it from a run, label, unit, polarity
+(higher or lower is better, or neither) and whether the comparison engine judges it.
+
+Every list of figures derives from FIGURES: the comparison engine's metrics
+(analysis/compare.METRICS: the judged ones), the comparison view's rows (views/compare.py),
+the tune objective (tune/objective.py), the version series (track/figures.py) and the runs
+list's headline figure. To add a figure, add one line here: every surface then shows it.
+
+Here (record/, below analysis) because a figure is read from the run record and every reader
+of figures stands above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pgrig.record.run import RunRecord
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str  # the JSON key; the engine's metric name where the engine judges it
+    label: str  # in a sentence: "latency p95 ms" (verdicts, objectives, series)
+    heading: str  # a table's row heading: "Latency p95, ms"
+    unit: str  # "" (a count), "ms", "%", "s", "B", "B/s", "x" (a ratio)
+    better: Better | None  # None: neither (CPU shares, sizes)
+    value: Callable[[RunRecord], Any]
+    judged: bool = False  # the comparison engine gives it a verdict (analysis/compare.py)
+    column: str | None = None  # per-second column of the "pgbench" series, for single runs
+    digits: int = 1  # decimals below 1,000 in a table (format.in_unit)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.better == "higher"
+
+    @property
+    def lower_is_better(self) -> bool | None:
+        """True, False, or None where neither is better."""
+        return None if self.better is None else self.better == "lower"
+
+
+def backup_figures(rec: RunRecord) -> Mapping[str, Any] | None:
+    """A backup or restore run's figures (extra["backup"]), None for load runs."""
+    doc = rec.extra.get("backup")
+    return doc if isinstance(doc, dict) and doc else None
+
+
+def _backup(key: str) -> Callable[[RunRecord], Any]:
+    def get(rec: RunRecord) -> Any:
+        b = backup_figures(rec)
+        return None if b is None else b.get(key)
+
+    return get
+
+
+def max_lag_bytes(rec: RunRecord) -> int | None:
+    """The largest replay lag of any replica over the run (None: no replicas, or not known: a
+    replica that was not streaming in some samples had a lag nobody measured then)."""
+    lag = (rec.extra.get("topology") or {}).get("lag") or {}
+    if any(v.get("samples_not_streaming") for v in lag.values()):
+        return None
+    found = [b for v in lag.values() if (b := v.get("max_lag_bytes")) is not None]
+    return max(found) if found else None
+
+
+def _latency(q: str, judged: bool) -> Figure:
+    return Figure(
+        f"latency.{q}", f"latency {q} ms", f"Latency {q}, ms", "ms", "lower",
+        lambda r: getattr(r.latency, q), judged, q if q.startswith("p") and judged else None,
+    )  # fmt: skip
+
+
+def _attr(name: str) -> Callable[[RunRecord], Any]:
+    return lambda r: getattr(r, name)
+
+
+# fmt: off
+FIGURES: tuple[Figure, ...] = (
+    Figure("tps", "TPS", "TPS", "", "higher", _attr("tps"), True, "tps"),
+    Figure("nopm", "NOPM", "NOPM", "", "higher", _attr("nopm"), True),
+    Figure("tpm", "TPM", "TPM", "", "higher", _attr("tpm"), True),
+    _latency("avg", True),
+    _latency("stddev", False),
+    _latency("p50", True),
+    _latency("p90", False),
+    _latency("p95", True),
+    _latency("p99", True),
+    _latency("p999", False),
+    _latency("max", False),
+    Figure("transactions", "transactions", "Transactions", "", "higher", _attr("transactions")),
+    Figure("failed", "failed", "Failed", "", "lower", _attr("failed")),
+    Figure("retried", "retried", "Retried", "", "lower", _attr("retried")),
+    Figure("skipped", "skipped", "Skipped", "", "lower", _attr("skipped")),
+    Figure("rollbacks", "rollbacks", "Rollbacks", "", "lower", _attr("rollbacks")),
+    Figure("cpu_user", "CPU user %", "CPU user %", "%", None, _attr("cpu_user")),
+    Figure("cpu_system", "CPU system %", "CPU system %", "%", None, _attr("cpu_system")),
+    Figure("cpu_iowait", "CPU iowait %", "CPU iowait %", "%", "lower", _attr("cpu_iowait")),
+    Figure("cpu_idle", "CPU idle %", "CPU idle %", "%", None, _attr("cpu_idle")),
+    Figure("hit_ratio", "cache hit ratio %", "Cache hit ratio %", "%", "higher",
+           _attr("hit_ratio"), digits=2),
+    # backups, replica lag
+    Figure("backup.duration_s", "backup duration s", "Backup duration, s", "s", "lower",
+           _backup("duration_s"), digits=2),
+    Figure("backup.backup_bytes", "backup size", "Backup size", "B", None,
+           _backup("backup_bytes")),
+    Figure("backup.throughput_bytes_per_s", "backup throughput", "Backup throughput, /s", "B/s",
+           "higher", _backup("throughput_bytes_per_s")),
+    Figure("backup.compression_ratio", "compression ratio", "Compression ratio", "x", None,
+           _backup("compression_ratio"), digits=3),
+    Figure("backup.wal_generated_bytes", "WAL during the backup", "WAL during the backup", "B",
+           None, _backup("wal_generated_bytes")),
+    Figure("backup.restore_total_s", "restore time s", "Restore time, s", "s", "lower",
+           _backup("restore_total_s"), digits=2),
+    Figure("replication.max_lag_bytes", "max replica replay lag", "Max replica replay lag", "B",
+           "lower", max_lag_bytes),
+)
+# fmt: on
+
+BY_KEY: dict[str, Figure] = {f.key: f for f in FIGURES}
+JUDGED: dict[str, Figure] = {f.key: f for f in FIGURES if f.judged}
+
+
+def headline(rec: RunRecord) -> Figure:
+    """The one figure a run list shows of a run: NOPM for TPC-C runs, TPS for the rest."""
+    if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
+        return BY_KEY["nopm"]
+    return BY_KEY["tps"]

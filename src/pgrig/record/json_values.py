@@ -1,0 +1,25 @@
+"""Numbers read back from a run's JSON documents: one rule for every reader.
+
+A document's number is an int or a float; anything else (a missing key, null, text, a
+boolean: JSON's true is not 1) reads as None, and so does a NaN or infinity (json_safe writes
+none; a document read from elsewhere may hold them).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def number(v: Any) -> float | None:
+    """`v` as a float when it is a finite JSON number, else None."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def whole(v: Any) -> int | None:
+    """`v` as an int (a float truncated, as int() does) when it is a finite JSON number."""
+    f = number(v)
+    return None if f is None else int(v)
