@@ -20,6 +20,7 @@ from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
+from pgrig.record.figures import headline
 from pgrig.request.values import check_int64
 from pgrig.views.compare import cpus_of
 
@@ -183,10 +184,9 @@ def load_page(archive: RunReader, q: RunsQuery) -> RunsPage:
 
 
 def result_of(rec: RunRecord) -> tuple[float | None, str]:
-    """The headline figure: NOPM for TPC-C runs, TPS for everything else."""
-    if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
-        return rec.nopm, "NOPM"
-    return rec.tps, "TPS"
+    """The headline figure (record/figures.headline: NOPM for TPC-C runs, TPS for the rest)."""
+    figure = headline(rec)
+    return figure.value(rec), figure.label
 
 
 # --- CSV -----------------------------------------------------------------------------------------
