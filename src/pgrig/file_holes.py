@@ -4,7 +4,7 @@ A per-transaction log is read while pgbench still writes it; the pages behind th
 given back (fallocate PUNCH_HOLE | KEEP_SIZE) so a long run's log does not fill tmpfs. Used by
 the follower here (load/engines/txlog_follower.py) and by the load agent on other hosts
 (load/remote/remote_agent.py), which receives this module's source with its own
-(load/remote/agent_program.py): standard library only, importing nothing from pgrig.
+(load/remote/agent_program.py): standard library only, nothing else of pgrig imported.
 """
 
 from __future__ import annotations

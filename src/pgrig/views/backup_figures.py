@@ -14,6 +14,7 @@ from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import BackupDoc, ReplicaDoc, ReplicaLag
 from pgrig.record.figures import backup_figures
+from pgrig.record.figures import max_lag_bytes as max_lag_bytes  # the lag a replica row says
 from pgrig.views import settings
 
 
