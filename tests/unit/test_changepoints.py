@@ -120,3 +120,41 @@ def test_track_detect_cli(tmp_path) -> None:
     assert 0 < c["p_value"] <= 0.01
     res = CliRunner().invoke(app, ["track", "detect", str(tmp_path / "missing.csv")])
     assert res.exit_code != 0
+
+
+def test_a_level_near_zero_gives_no_infinite_ratio() -> None:
+    """8 values of 1e-320 then 8 of 5: after/before overflows to inf, which `--json` printed
+    as `Infinity` (invalid JSON); now None, as from a level of 0."""
+    from pgrig.analysis import changepoints
+
+    found = changepoints.detect([1e-320] * 8 + [5.0] * 8)
+    [change] = found.changes
+    assert change.ratio is None and change.change_pct is None
+    json.dumps(found.to_dict(), allow_nan=False)  # strict JSON: raises on inf or NaN
+
+
+def test_a_negative_seed_is_refused_not_a_traceback() -> None:
+    from pgrig.analysis import changepoints
+
+    with pytest.raises(PgrigError, match="seed must be 0 or more, not -1"):
+        changepoints.detect([1.0] * 8 + [2.0] * 8, seed=-1)
+
+
+def test_track_detect_reads_its_file_to_a_bound() -> None:
+    """`pgrig track detect /dev/zero` read until memory ran out."""
+    from typer.testing import CliRunner
+
+    from pgrig.cli import track
+
+    result = CliRunner().invoke(track.app, ["detect", "/dev/zero"])
+    assert isinstance(result.exception, PgrigError), result.exception
+    assert "longer than 4 MiB" in str(result.exception)
+
+
+def test_track_detect_takes_only_a_named_first_line_as_a_header() -> None:
+    from pgrig.analysis.changepoints import parse_csv
+
+    assert parse_csv("version,tps\n17.1,10\n17.2,11\n") == (["17.1", "17.2"], [10.0, 11.0])
+    for bad in ("12.5x", "", "-", ".5.5", "+-1"):
+        with pytest.raises(PgrigError, match=r"input:1: .* is not a number"):
+            parse_csv(f"17.0,{bad}\n17.1,10\n17.2,11\n")

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,3 +272,32 @@ def test_an_archive_in_a_read_only_directory_is_one_clear_line(
     )  # as on a read-only mount
     with pytest.raises(PgrigError, match=r"read-only directory: .*--archive PATH"):
         common.reading_archive(None)
+
+
+def _env_json(home: Path, name: str, doc: Any) -> None:
+    import json
+
+    (home / "envs" / name).mkdir(parents=True)
+    (home / "envs" / name / "env.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
+
+def test_env_list_shows_damaged_and_incomplete_environments(pgrig_home: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from pgrig.cli.env import app
+
+    _env_json(pgrig_home, "typed", {"name": "typed", "port": "5432"})
+    _env_json(pgrig_home, "broken", "{not json")
+    (pgrig_home / "envs" / "halfway").mkdir()  # kill -9 during env create
+    listed = CliRunner().invoke(app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    status = {r["name"]: r["status"] for r in json.loads(listed.stdout)}
+    assert (
+        status["typed"] == "damaged: env.json: port: input should be a valid integer (got '5432')"
+    )
+    assert status["broken"].startswith("damaged: env.json: ")
+    assert status["halfway"].startswith("damaged: incomplete")
+    shown = CliRunner().invoke(app, ["show", "typed"])
+    assert shown.exit_code != 0 and "port: input should be a valid integer" in str(shown.exception)

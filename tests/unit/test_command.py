@@ -155,3 +155,16 @@ def test_a_remote_environments_connections_bound_a_silent_server() -> None:
     assert params["tcp_user_timeout"] == "5000" and params["keepalives"] == "1"
     here = Environment(name="here", kind="managed", host="127.0.0.1", port=5432)
     assert "tcp_user_timeout" not in conninfo_to_dict(here.conninfo("bench"))
+
+
+@pytest.mark.parametrize("db", ["a b", 'x"y', "a;b=c", "it's", "postgresql://evil"])
+def test_a_database_name_stays_one_value_in_every_connection_string(db: str) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from pgrig.provision.state.environment import Environment, dbname_arg
+
+    env = Environment(name="e", kind="managed", host="127.0.0.1", port=5432, user="postgres")
+    assert conninfo_to_dict(env.conninfo(db))["dbname"] == db
+    assert env.libpq_env(db)["PGDATABASE"] == db
+    arg = dbname_arg(db)  # pgbench/psql read a positional name holding '=' as a conninfo
+    assert arg == db or conninfo_to_dict(arg) == {"dbname": db}

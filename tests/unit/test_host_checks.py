@@ -208,3 +208,17 @@ def test_this_machine_answers_every_check(name: str) -> None:
     assert found[name]["status"] in ("ok", "warn", "unavailable")
     if found[name]["status"] != "unavailable":
         assert found[name]["value"] is not None
+
+
+def test_the_sibling_check_names_a_cpu_given_to_both_sides(tmp_path: Path) -> None:
+    from host_fakes import make_machine
+
+    from pgrig.machine.checks import Context, run_checks
+
+    fs = make_machine(tmp_path / "m", None)
+    ctx = Context(
+        fs=fs, disks=[("home", tmp_path)], sample_s=0, pinned={"server": [0, 1], "client": [1]}
+    )
+    c = {found["name"]: found for found in run_checks(ctx)}
+    assert c["smt_siblings"]["status"] == "warn"
+    assert c["smt_siblings"]["value"] == "server 0-1, client 1: CPU 1 on both sides"

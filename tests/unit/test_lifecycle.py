@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -216,3 +217,41 @@ def test_archive_upgrade_says_what_it_did(pgrig_home: Path) -> None:
     assert code == 0 and f"schema created at {SCHEMA_HEAD}" in out
     code, out = _cli("archive", "upgrade")
     assert code == 0 and f"already at {SCHEMA_HEAD}" in out
+
+
+def test_a_tuning_studys_best_run_is_not_deleted_without_force(archive: Any, url: str) -> None:
+    from study_fakes import make_record
+    from typer.testing import CliRunner
+
+    from pgrig.archive.records import StudyRecord
+    from pgrig.cli.runs import app as runs_app
+
+    rec = make_record(tps=1000.0)
+    archive.finish_run(rec)
+    archive.create_study(StudyRecord(name="tune-lab", kind="tune", spec="{}"))
+    archive.update_study_extra("tune-lab", {"best": {"trial": 3, "run_id": rec.id}})
+    refused = CliRunner().invoke(runs_app, ["delete", str(rec.id), "--yes", "--archive", url])
+    assert refused.exit_code != 0
+    assert "the best trial's run of tuning study 'tune-lab'" in str(refused.exception or "")
+    archive.get_run(rec.id)  # still there
+    done = CliRunner().invoke(
+        runs_app, ["delete", str(rec.id), "--yes", "--force", "--archive", url]
+    )
+    assert done.exit_code == 0, done.output
+
+
+def test_a_finished_run_cannot_be_marked_lost(pgrig_home: Path) -> None:
+    from pgrig.archive.records import RunRecord
+    from pgrig.archive.store import Archive
+
+    with Archive(f"sqlite:///{pgrig_home / 'archive.sqlite'}") as archive:
+        rec = RunRecord(env_name="e", workload="w", clients=1, threads=1)
+        rec.started_at = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+        archive.begin_run(rec)
+        rec.status, rec.ended_at = "ok", datetime(2026, 3, 1, 12, 1, tzinfo=UTC)
+        archive.finish_run(rec)
+        with pytest.raises(PgrigError, match=r"cannot mark run \d+ lost: it finished \(ok\)"):
+            archive.mark_run(rec.id, "lost", "by hand")
+        assert archive.get_run(rec.id).status == "ok"
+        archive.mark_run(rec.id, "failed", "by hand")  # a judgment on a result stays allowed
+        assert archive.get_run(rec.id).status == "failed"

@@ -384,3 +384,35 @@ def test_cli_show_table_and_list() -> None:
 def test_cli_bad_size_is_an_error() -> None:
     res = CliRunner().invoke(_cli(), ["show", "pgtune-oltp", "--ram", "16"])
     assert isinstance(res.exception, PgrigError)
+
+
+@pytest.mark.parametrize("name", ["default", "pgtune-oltp"])
+def test_saving_a_profile_under_a_shipped_name_is_refused(pgrig_home: Path, name: str) -> None:
+    from pgrig.provision.settings import profiles
+
+    for force in (False, True):
+        with pytest.raises(PgrigError, match=f"profile {name} is shipped with pgrig"):
+            profiles.save_profile(name, {"work_mem": "64MB"}, "tuned", [], force=force)
+    assert not (pgrig_home / "profiles" / f"{name}.toml").exists()
+    assert profiles.resolve_profile("default", 15)[0] == {}
+
+
+def test_a_damaged_user_profile_is_reported_and_the_others_work(pgrig_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pgrig.cli.profile import app
+    from pgrig.provision.settings import profiles
+
+    (pgrig_home / "profiles").mkdir()
+    (pgrig_home / "profiles" / "broken.toml").write_text("kind = fixed\n")
+    (pgrig_home / "profiles" / "mine.toml").write_text('[settings]\nwork_mem = "8MB"\n')
+    assert profiles.resolve_profile("mine", 15)[0] == {"work_mem": "8MB"}
+    assert profiles.resolve_profile("pgtune-oltp", 15, ram_bytes=2**33, cpus=2)[0]
+    listed = CliRunner().invoke(app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    import json
+
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert "broken.toml: cannot read" in rows["broken"]["damaged"] and "mine" in rows
+    with pytest.raises(PgrigError, match=r"broken\.toml: cannot read"):
+        profiles.resolve_profile("broken", 15)

@@ -24,3 +24,13 @@ def test_run_refuses_too_many_repeats_before_anything(pgrig_home: object) -> Non
 def test_a_request_repeat_index_is_bounded() -> None:
     with pytest.raises(ValueError):
         RunRequest(env_name="e", workload="pgbench:tpcb", duration_s=1, repeat=MAX_REPEATS)
+
+
+def test_repeat_zero_is_told_the_lower_bound() -> None:
+    from pgrig.request.load import check_repeat
+
+    with pytest.raises(PgrigError, match=r"--repeat must be at least 1 \(got 0\)") as e:
+        check_repeat(0)
+    assert "resolve nothing more" not in str(e.value)
+    with pytest.raises(PgrigError, match=r"between 1 and 100"):
+        check_repeat(101)

@@ -8,6 +8,7 @@ import re
 import statistics
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -324,3 +325,15 @@ def test_sweep_of_one_dimension_says_there_is_no_comparison(tmp_path: Path) -> N
     assert not any(c.startswith("vs ") for c in table.columns)
     note = next(b.text for b in doc.sections[1].blocks if isinstance(b, Paragraph))
     assert note.startswith("No comparison column: only clients is swept")
+
+
+def test_the_markdown_study_report_renders_the_host(archive: Any, tmp_path: Path) -> None:
+    import sample_data
+
+    from pgrig.reports import publish
+
+    sample_data.iteration_study(archive)
+    (md,) = publish.study_report(archive, "tune-pg15", ["md"], tmp_path)
+    line = next(ln for ln in md.read_text().splitlines() if "host" in ln.lower() and "CPUs" in ln)
+    assert "{" not in line and "'" not in line and "checks" not in line, line
+    assert "RAM " in line and " GiB" in line

@@ -299,3 +299,15 @@ def test_the_vocabulary_does_not_load_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert set(request_package.__all__) == set(request_package._EXPORTS)
+
+
+@pytest.mark.parametrize(("server", "client", "shared"), [("0", "0", "0"), ("0-1", "1", "1")])
+def test_overlapping_cpu_sides_are_refused(server: str, client: str, shared: str) -> None:
+    from pgrig.request import RunRequest, from_flags
+
+    with pytest.raises(PgrigError) as e:
+        from_flags(
+            RunRequest, env_name="e", workload="pgbench:tpcb", duration_s="5",
+            server_cpus=server, client_cpus=client,
+        )  # fmt: skip
+    assert str(e.value).startswith(f"--client-cpus shares CPU {shared} with --server-cpus")

@@ -21,6 +21,7 @@ from pgrig.load.core import guard
 from pgrig.provision import live_state, run_journal
 from pgrig.provision.server import affinity
 from pgrig.provision.state import env_lock
+from pgrig.provision.state.env_lock import EnvBusy, EnvLock
 from pgrig.provision.state.environment import Environment
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -296,3 +297,40 @@ def test_check_intact_names_the_repair(pgrig_home: Path) -> None:
     env = _env(pgrig_home)
     with pytest.raises(PgrigError, match=r"pgrig env repair lab"):
         env.check_intact()
+
+
+def test_a_lock_held_by_this_process_nests_and_others_are_refused(tmp_path: Path) -> None:
+    outer = EnvLock(tmp_path, "lab").acquire("study run s1")
+    try:
+        inner = EnvLock(tmp_path, "lab").acquire()  # a run of the study
+        inner.describe(7)
+        info = env_lock.holder(tmp_path)
+        assert info is not None and info["run_id"] == 7 and info["within"] == "study run s1"
+        assert "run 7 of `pgrig study run s1`" in env_lock.busy_message("lab", info, "run")
+        inner.release()
+        assert env_lock.holder(tmp_path) is not None  # the study still holds it
+        env_lock.refuse_if_busy(tmp_path, "lab", "db generate")  # its own dataset step
+    finally:
+        outer.release()
+    assert env_lock.holder(tmp_path) is None
+
+
+def test_a_lock_of_another_process_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys,time,pathlib;from pgrig.provision.state.env_lock import EnvLock;"
+        f"EnvLock(pathlib.Path({str(tmp_path)!r}),'lab').acquire('tune t1');"
+        "print('held',flush=True);time.sleep(30)"
+    )
+    other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == "held"
+        with pytest.raises(EnvBusy, match="`pgrig tune t1` is in progress"):
+            EnvLock(tmp_path, "lab").acquire()
+        with pytest.raises(EnvBusy):
+            env_lock.refuse_if_busy(tmp_path, "lab", "db generate")
+    finally:
+        other.kill()
+        other.wait()

@@ -511,3 +511,17 @@ def test_a_sysbench_scripts_dataset_and_workload(tmp_path: Path) -> None:
     f.write_text(text.replace("defines = { scale = 2, tables = 1, fast = true }", "defines = 3"))
     with pytest.raises(study_spec.StudySpecError, match=r"dataset\.defines: expected a table"):
         study_spec.load(f)
+
+
+def test_overlapping_cpu_sides_in_a_study_file_name_the_key(tmp_path: Path) -> None:
+    from pgrig.study.spec import StudySpecError, load
+
+    f = tmp_path / "s.toml"
+    f.write_text(
+        '[study]\nname = "s"\n[environment]\nversion = "15"\n'
+        '[dataset]\nscenario = "pgbench"\nscale = 1\n'
+        '[run]\nworkload = "pgbench:tpcb"\nduration = 5\nserver_cpus = "0-1"\nclient_cpus = "1"\n'
+        "[sweep]\nclients = [1, 2]\n"
+    )
+    with pytest.raises(StudySpecError, match=r"run\.client_cpus: shares CPU 1 with server_cpus"):
+        load(f)

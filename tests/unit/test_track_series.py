@@ -3,8 +3,10 @@ synthetic step, the series view and the CI check, all without a server."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from pgrig.errors import NotFound, PgrigError
 from pgrig.track import bisect as bisecting
 from pgrig.track import figures, flow, runner, versions
 from pgrig.track.spec import TrackSpec
+from pgrig.track.versions import VersionPoint
 from tests.unit.study_fakes import archive_at, make_record
 
 OFFERS = {
@@ -342,3 +345,138 @@ def test_an_unknown_builtin_is_refused_when_the_spec_is_made() -> None:
             "s1", workload="pgbench:nosuch", clients=1, threads=1, duration=10, warmup=0,
             protocol="simple", scale=1, repeat=1, profile="default", settings={},
         )  # fmt: skip
+
+
+def test_track_show_of_a_missing_series_says_series(pgrig_home: Path) -> None:
+    """`pgrig track show nosuch` said "study 'nosuch' is not in archive": a word the user
+    never used for it."""
+    from pgrig.archive.store import Archive
+    from pgrig.errors import NotFound
+    from pgrig.track import runner
+
+    url = f"sqlite:///{pgrig_home / 'archive.sqlite'}"
+    with Archive(url) as archive, pytest.raises(NotFound, match=r"^no series 'nosuch' in ") as e:
+        runner.load_series(archive, "nosuch")
+    assert "study 'nosuch'" not in str(e.value)
+
+
+def test_track_settings_are_checked_before_the_series_even_without_binaries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no build of PostgreSQL 18 installed yet (a new user's first series),
+    `track s --versions 18 --set a=1` made the series, then failed its version and ended
+    "done": the check waited for binaries that came only after the series existed. The
+    binaries of a planned version now come first (once per major), then the check refuses."""
+    from pgrig.errors import NotFound
+    from pgrig.provision import cluster
+    from pgrig.track import flow
+    from pgrig.track.versions import VersionPoint
+
+    installed: list[str] = []
+
+    def check(pg: str, *, profile: str, settings: dict[str, str], insights: bool) -> str:
+        if not any(v == pg or v.split(".")[0] == pg for v in installed):
+            raise NotFound(f"PostgreSQL {pg} is not installed")
+        if "a" in settings:
+            raise PgrigError("unknown setting 'a' in PostgreSQL 18")
+        return pg
+
+    monkeypatch.setattr(cluster, "check_settings", check)
+    spec = flow.make_spec(
+        "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
+        protocol="simple", scale=1, repeat=1, profile="default", settings={"a": "1"},
+    )  # fmt: skip
+    points = [
+        VersionPoint("18.6", "18"),
+        VersionPoint("18.5", "18"),
+        VersionPoint("17.2", "17.0..17.6", status="candidate"),  # maybe never measured
+    ]
+    with pytest.raises(PgrigError, match=r"PostgreSQL 18\.6: unknown setting 'a'"):
+        flow.check_settings(spec, points, install=lambda p: installed.append(p.version))
+    assert installed == ["18.6"]
+
+    installed.clear()
+    spec.settings = {}
+    flow.check_settings(spec, points, install=lambda p: installed.append(p.version))
+    assert installed == ["18.6"]  # one build checks its major's versions; no candidate's
+
+
+@pytest.mark.parametrize("repeat", [0, 101, 1_000_000_000])
+def test_track_repeat_is_bounded_as_runs_is(repeat: int) -> None:
+    """`track s --repeat 1000000000` was taken, printed "1000000000 repeats" and went on
+    until killed; `run --repeat` stops at 100."""
+    from pgrig.track import flow
+
+    with pytest.raises(PgrigError, match=rf"--repeat must be .*\(got {repeat}\)"):
+        flow.make_spec(
+            "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
+            protocol="simple", scale=1, repeat=repeat, profile="default", settings={},
+        )  # fmt: skip
+
+
+def test_a_stored_series_of_a_billion_repeats_is_refused_before_its_plan() -> None:
+    """A series stored with --repeat 1000000000 (before the bound): resuming it built one list
+    of 10^9 (version, repeat) pairs and was killed by the kernel's OOM killer."""
+    from pgrig.track import runner
+    from pgrig.track.spec import TrackSpec
+    from pgrig.track.versions import VersionPoint
+
+    spec = TrackSpec(name="s", load={"workload": "pgbench:tpcb"}, repeat=1_000_000_000)
+    series = runner.Series(spec, [VersionPoint("18.6", "18")])
+
+    class Untouched:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"{name} used before the repeat was checked")
+
+    with pytest.raises(PgrigError, match=r"series s: --repeat must be between 1 and 100"):
+        runner.measure(series, Untouched(), Untouched())  # type: ignore[arg-type]
+
+
+class NoSeries:
+    """An archive without the series (nothing of it may be made)."""
+
+    url = "sqlite:///fake"
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    def study_runs(self, name: str) -> list[Any]:
+        raise NotFound(name)
+
+    def get_study(self, name: str) -> Any:
+        raise NotFound(name)
+
+    def create_study(self, rec: Any) -> None:
+        self.made.append(rec.name)
+
+
+def _env(home: Path, name: str, mark: str | None = None) -> None:
+    d = home / "envs" / name
+    d.mkdir(parents=True)
+    (d / "env.json").write_text(json.dumps({"name": name, "version": "18.6"}))
+    if mark is not None:
+        (d / runner.SERIES_MARK).write_text(mark + "\n")
+
+
+def test_a_users_trk_environment_is_refused_before_the_series_exists(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _env(pgrig_home, "trk-mine-18.6")
+    archive = NoSeries()
+    monkeypatch.setattr(flow, "plan", lambda text, bisect: ([VersionPoint("18.6", "18.6")], {}))
+    monkeypatch.setattr(flow, "check_settings", lambda spec, points, install=None: None)
+    spec = flow.make_spec(
+        "mine", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
+        protocol="simple", scale=1, repeat=1, profile="default", settings={},
+    )  # fmt: skip
+    with pytest.raises(PgrigError, match="made by a user, not by a series: series 'mine'"):
+        flow.run(archive, "mine", spec, "18.6")  # type: ignore[arg-type]
+    assert archive.made == []  # no series, so no run row either
+
+
+def test_the_series_own_and_another_series_environments(pgrig_home: Path) -> None:
+    _env(pgrig_home, "trk-s-18.6", mark="s")
+    _env(pgrig_home, "trk-s-17.2", mark="other")
+    runner.refuse_foreign_environments(NoSeries(), "s", ["18.6", "16.1"])  # its own; none
+    with pytest.raises(PgrigError, match="made by series 'other'"):
+        runner.refuse_foreign_environments(NoSeries(), "s", ["18.6", "17.2"])

@@ -7,6 +7,7 @@ import html
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -62,3 +63,41 @@ def test_every_surface_shows_the_same_versions(tmp_path: Path) -> None:
         for i in (centre, bounds):
             assert cells[i][0] in block, (cells[i], block)
     assert page.verdict_note.split(":")[0] in text
+
+
+def test_track_names_the_binaries_source_as_track_show_does(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Installed before by pgrig: stderr said "binaries (system)", `track show` said pgrig."""
+    import io
+    from types import SimpleNamespace
+    from typing import cast
+
+    from rich.console import Console
+
+    from pgrig.provision.server import binaries, maven, sources
+    from pgrig.track.runner import Measurer, Series
+    from pgrig.track.spec import TrackSpec
+    from pgrig.track.versions import VersionPoint
+
+    class Stop(Exception):
+        pass
+
+    bindir = tmp_path / "18.6" / "bin"
+    found = binaries.Installation("18.6", 18, str(bindir), "pgrig", None)
+    monkeypatch.setattr(binaries, "installed", lambda: [found])
+    monkeypatch.setattr(sources, "install", lambda version, order: (bindir, "system"))
+
+    def stop(_bindir: Path) -> dict[str, str]:
+        raise Stop
+
+    monkeypatch.setattr(maven, "client_tools", stop)
+    out = io.StringIO()
+    point = VersionPoint(version="18.6", requested="18")
+    spec = cast(TrackSpec, SimpleNamespace(name="t"))  # prepare reads only its name here
+    measurer = Measurer(Series(spec=spec, points=[point]), archive=None, console=Console(file=out))  # type: ignore[arg-type]
+    with pytest.raises(Stop):
+        measurer.prepare(point)
+    said = out.getvalue()
+    assert "system" not in said and "binaries pgrig" in said
+    assert point.source == "pgrig"

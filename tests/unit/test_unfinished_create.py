@@ -88,3 +88,19 @@ def test_the_directory_is_born_marked_and_a_killed_staging_is_removed(pgrig_home
     main = "from pgrig.cli.app import main; main()"
     subprocess.run([sys.executable, "-c", main, "env", "list"], check=True, capture_output=True)
     assert sorted(p.name for p in envs.iterdir()) == [mine.name, "born"]  # the next command
+
+
+def test_an_interrupted_env_create_is_named_the_same_way_everywhere(pgrig_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pgrig.cli.env import app
+
+    (pgrig_home / "envs" / "halfway").mkdir(parents=True)
+    for argv in (["show", "halfway"], ["create", "halfway", "--pg", "15"]):
+        res = CliRunner().invoke(app, argv)
+        assert res.exit_code != 0
+        said = str(res.exception)
+        assert "'halfway' is incomplete" in said and "does not exist" not in said, said
+    res = CliRunner().invoke(app, ["destroy", "halfway", "--yes"])
+    assert res.exit_code == 0, res.output
+    assert not (pgrig_home / "envs" / "halfway").exists()

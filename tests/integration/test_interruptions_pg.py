@@ -1,5 +1,5 @@
-"""Issue 25, against a real PostgreSQL 15 and real pgbench (scale 1, runs of 1-2 s): what an
-interrupted, killed or hostile use of runs, studies, tunes and data generation leaves behind.
+"""What an interrupted, killed or refused use of runs, studies, tunes and data generation
+leaves behind, against a real PostgreSQL 15 and real pgbench (scale 1, runs of 1-2 s; issue 25).
 
 - a Ctrl-C/SIGTERM anywhere in a run (not only while pgbench runs: insights starting, the
   samplers starting, results being written) ends it "aborted" with its per-run settings undone

@@ -1,6 +1,7 @@
-"""Issue 25: must-fix 12 and the CLI's rough edges. Argument bytes that are not UTF-8, --json
-errors, SIGTERM's exit code, a pgbench killed by a signal, mistyped archive paths, the FATAL
-line of a server that would not start, and the web's answer to a non-numeric id."""
+"""What pgrig says when something fails: argument bytes that are not UTF-8, --json errors,
+SIGTERM's exit code, a reader that closed the pipe, a pgbench killed by a signal, mistyped
+archive paths, the FATAL line of a server that would not start, and the web's answer to a
+non-numeric id."""
 
 from __future__ import annotations
 
@@ -143,3 +144,22 @@ def test_the_web_answers_a_non_numeric_id_with_its_html_error_page(pgrig_home: P
         page = client.get(path)
         assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
         assert "abc" in page.text and "valid integer" in page.text
+
+
+PGRIG = [sys.executable, "-c", "from pgrig.cli.app import main; main()"]
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(pgrig_home: Path) -> None:
+    """`pgrig runs list | head -1`: no traceback, no "error: ... Broken pipe" line; the exit
+    status is a SIGPIPE'd tool's (141), as `cat` or `git` give."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before pgrig writes a byte
+    try:
+        proc = subprocess.run(
+            [*PGRIG, "runs", "list", "--json"],
+            stdout=write, stderr=subprocess.PIPE, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""

@@ -1,4 +1,4 @@
-"""Issue 30 (classes 6-10), against a real PostgreSQL 15, pgbench scale 1, runs of 1-2 s:
+"""Data a run stands on, against a real PostgreSQL 15, pgbench scale 1, runs of 1-2 s (issue 30):
 
 - a restore verifies against the data its backup holds, after the data was regenerated;
 - an external environment added with `--dsn .../somedb` generates and runs in somedb.

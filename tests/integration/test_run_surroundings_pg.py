@@ -1,7 +1,8 @@
-"""Issue 25, must-fix 2 and 3 against a real PostgreSQL 15 and pgbench, with real full disks
-(small tmpfs mounts): a work directory without room fails the run instead of recording 0 TPS,
-and artifacts filling up mid-run fail it with ENOSPC, its figures printed, its settings undone,
-nothing half-written left behind."""
+"""A run's surroundings not as it expects, against a real PostgreSQL 15 and pgbench: real full
+disks (small tmpfs mounts): a work directory without room fails the run instead of recording 0
+TPS, and artifacts filling up mid-run fail it with ENOSPC, its figures printed, its settings
+undone, nothing half-written left behind; two archives' run 1 keep their own files; an ALTER
+SYSTEM overriding a settings layer is named, never silent (issue 25, must-fix 2 and 3)."""
 
 from __future__ import annotations
 
