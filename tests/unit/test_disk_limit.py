@@ -27,7 +27,7 @@ def test_parse_any_subset_and_sizes() -> None:
     )
     assert parse("wbps=4096").wbps == 4096  # type: ignore[union-attr]
     assert parse("wbps=8kB").wbps == 8192  # type: ignore[union-attr]
-    assert parse("rbps=2mb").rbps == 2 * 1024**2  # type: ignore[union-attr]
+    assert parse("rbps=2 MB").rbps == 2 * 1024**2  # type: ignore[union-attr]
     assert parse("none") is None
     assert parse(" NONE ") is None
 
@@ -57,6 +57,14 @@ def test_text_round_trips() -> None:
         ("wiops=1,wiops=2", "wiops is given twice"),
         ("", "--disk-limit is empty"),
         ("wiops=99999999999", "wiops must be at most"),
+        # as PostgreSQL reads a setting: units case-sensitive, ASCII digits (int() takes "٣٠٠")
+        ("wbps=50mb", "invalid unit 'mb' (got '50mb'); valid units are B, kB, MB, GB and TB"),
+        ("wbps=1Kb", "invalid unit 'Kb'"),
+        ("rbps=1MiB", "invalid unit 'MiB'"),
+        ("wiops=\u0663\u0660\u0660", "wiops must be a whole number of write operations"),
+        ("wiops=+\u0663", "wiops must be a whole number"),
+        ("wbps=\u0665\u0660MB", "wbps must be a size in bytes per second"),
+        ("riops=\uff13", "riops must be a whole number"),
     ],
 )
 def test_bad_specs_are_refused_in_one_line(spec: str, says: str) -> None:

@@ -72,3 +72,29 @@ def test_a_profile_from_a_tuning_study(pgrig_home: Path) -> None:
         saved_profile.from_study(store, "s")
     with pytest.raises(PgrigError, match="no trial completed"):
         saved_profile.from_study(store, "empty")
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        # a day per run at most: 100000h is a typo, not a plan
+        ({"duration": "100000h"}, "one run of a tuning study lasts from 1s to 24h (got 100000h)"),
+        ({"duration": "23h", "warmup": "2h"}, "lasts from 1s to 24h (got 25h)"),
+        # 0m would run the baseline and then stop with "no trial completed"
+        ({"budget": "0m"}, "--budget 0m: must be from 6s (the baseline and one trial, each"),
+        ({"budget": "5s"}, "--budget 5s: must be from 6s"),
+        ({"budget": "1000h"}, "to 720h (got 1000h)"),
+    ],
+)
+def test_durations_and_budgets_out_of_range_are_refused_with_the_range(
+    changed: dict[str, Any], message: str, pgrig_home: Path
+) -> None:
+    with pytest.raises(PgrigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tune_request.build(**_asked(**changed))
+
+
+def test_a_budget_in_range_reaches_the_environment(pgrig_home: Path) -> None:
+    with pytest.raises(PgrigError, match="nowhere"):
+        tune_request.build(**_asked(budget="6s"))
+    with pytest.raises(PgrigError, match="nowhere"):
+        tune_request.build(**_asked(budget="720h", duration="24h"))

@@ -20,12 +20,23 @@ if TYPE_CHECKING:
     from pgrig.request import RunRequest
 
 
-def parse_pairs(items: list[str] | None, flag: str) -> dict[str, str]:
+def parse_pairs(items: list[str] | None, flag: str, *, setting: bool = False) -> dict[str, str]:
+    """NAME=VALUE flags given one per name: a repeated name is refused, naming both, as
+    PostgreSQL refuses a redundant option, never the last silently winning. Setting names
+    (`setting`) are case-insensitive, as in PostgreSQL: work_mem and WORK_MEM repeat."""
     out: dict[str, str] = {}
+    given: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise PgrigError(f"{flag} expects key=value (got {item!r})")
+        name = key.strip().lower() if setting else key.strip()
+        if name in given:
+            raise PgrigError(
+                f"{flag} {given[name]!r} and {flag} {item!r} name the same "
+                f"{'setting' if setting else 'key'}: give each once"
+            )
+        given[name] = item
         out[key.strip()] = value.strip()
     return out
 
@@ -246,7 +257,7 @@ def register(app: typer.Typer) -> None:
             RunRequest,
             workload=specs.workload_label(workload),
             **load_flags,
-            settings=parse_pairs(set_, "--set"),
+            settings=parse_pairs(set_, "--set", setting=True),
             profile=profile,
             tpcc_mix=mix,
             all_warehouses=all_warehouses,

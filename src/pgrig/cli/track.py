@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from pgrig.cli.common import ArchiveOpt, err_console, out_console, print_json, read_upto
 from pgrig.errors import PgrigError
+from pgrig.request.values import ascii_number
 
 # a percentage or a fraction (track/ parses both), unlike runs compare's float --threshold
 ThresholdOpt = Annotated[
@@ -158,8 +159,11 @@ def _print_changes(doc: dict[str, Any], points: int) -> None:
 def parse_threshold(text: str) -> float:
     """'2.5%' -> 0.025; '0.025' -> 0.025."""
     t = text.strip()
+    number = t.removesuffix("%")
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        if not ascii_number(number):  # float() reads "٢.٥" and "nan" too
+            raise ValueError(number)
+        value = float(number) / 100 if t.endswith("%") else float(number)
     except ValueError:
         raise PgrigError(
             f"--threshold {text!r}: give a fraction (0.025) or a percentage (2.5%)"
@@ -257,7 +261,7 @@ def measure(
         spec = flow.make_spec(
             name, workload=workload, clients=clients, threads=threads, duration=duration,
             warmup=warmup, protocol=protocol, scale=scale, repeat=repeat, profile=profile,
-            settings=parse_pairs(set_, "--set"), insights=not no_insights,
+            settings=parse_pairs(set_, "--set", setting=True), insights=not no_insights,
         )  # fmt: skip
     console = err_console()
     try:

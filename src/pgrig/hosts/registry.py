@@ -26,6 +26,7 @@ from typing import Any
 
 from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
+from pgrig.request.values import ascii_digits
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
@@ -93,12 +94,12 @@ def parse_ssh_target(text: str) -> tuple[str, str, int]:
     if rest.startswith("["):
         address, _, tail = rest[1:].partition("]")
         if tail:
-            if not tail.startswith(":") or not tail[1:].isdigit():
+            if not tail.startswith(":") or not ascii_digits(tail[1:]):
                 raise PgrigError(f"--ssh {text!r}: expected [ADDRESS]:PORT")
             port = int(tail[1:])
     elif rest.count(":") == 1:
         address, _, port_text = rest.partition(":")
-        if not port_text.isdigit():
+        if not ascii_digits(port_text):
             raise PgrigError(f"--ssh {text!r}: the port must be a number")
         port = int(port_text)
     else:

@@ -14,7 +14,7 @@ from pgrig.analysis.compare import DEFAULT_MISRATE, DEFAULT_THRESHOLD, check_par
 from pgrig.archive.protocol import RunReader
 from pgrig.errors import PgrigError
 from pgrig.reports.document import Document
-from pgrig.request.values import check_int64
+from pgrig.request.values import ascii_digits, check_int64
 
 FORMATS = ("md", "html")
 
@@ -141,6 +141,8 @@ def parse_group(text: str) -> list[int]:
     for part in text.split(","):
         part = part.strip()
         try:
+            if not ascii_digits(part.replace("-", "", 1)):
+                raise ValueError(part)  # int() reads "٣" as 3 and "-5" as a negative id
             if "-" in part:
                 a, b = (int(x) for x in part.split("-", 1))
                 if b < a:

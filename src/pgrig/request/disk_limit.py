@@ -2,8 +2,9 @@
 
 `--disk-limit riops=N,wiops=N,rbps=SIZE,wbps=SIZE` (any subset, at least one): read and write
 operations per second, read and write bytes per second. SIZE is a whole number of bytes or a
-number with a unit B, kB, MB, GB or TB, 1024-based as in PostgreSQL's settings (50MB is
-52,428,800 bytes per second). `none` says "no limit". Parsed here, before anything is made;
+number with a unit B, kB, MB, GB or TB, 1024-based and spelled as in PostgreSQL's settings
+(50MB is 52,428,800 bytes per second; 50mb is refused, as PostgreSQL refuses it). Numbers are
+ASCII digits. `none` says "no limit". Parsed here, before anything is made;
 provision/server/disk_throttle.py puts a limit in force.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.request.problems import unknown_key
+from pgrig.request.values import ascii_digits
 
 KEYS = ("riops", "wiops", "rbps", "wbps")
 IOPS_KEYS = ("riops", "wiops")
@@ -22,9 +24,10 @@ NONE = "none"
 # The kernel keeps an IOPS limit in 32 bits (v1 blkio) and a byte rate in 64.
 _IOPS_MAX = 2**32 - 2
 _BPS_MAX = 2**63 - 1
-_UNITS = {"": 1, "b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "tb": 1024**4}
+# PostgreSQL's memory units, case-sensitive as its settings take them (guc.c memory_units)
+_UNITS = {"": 1, "B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _UNIT_NAMES = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024))
-_SIZE = re.compile(r"(\d+)\s*([a-z]*)", re.I)
+_SIZE = re.compile(r"([0-9]+)\s*([A-Za-z]*)")
 # what each key means, for people
 MEANING = {
     "riops": "read operations per second",
@@ -96,7 +99,8 @@ def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:
 
 def _iops(flag: str, key: str, raw: str) -> int:
     text = raw.strip()
-    if not re.fullmatch(r"[+-]?\d+", text):
+    sign = text[:1] if text[:1] in "+-" else ""
+    if not ascii_digits(text[len(sign) :]):
         raise DiskLimitError(
             f"{flag}: {key} must be a whole number of {MEANING[key]} (got {text!r})"
         )
@@ -111,14 +115,20 @@ def _iops(flag: str, key: str, raw: str) -> int:
 def _bytes(flag: str, key: str, raw: str) -> int:
     text = raw.strip()
     m = _SIZE.fullmatch(text)
-    if not m or m.group(2).lower() not in _UNITS:
+    if m and m.group(2) not in _UNITS:
+        raise DiskLimitError(
+            f"{flag}: {key} must be a size in bytes per second: invalid unit {m.group(2)!r} "
+            f"(got {text!r}); valid units are B, kB, MB, GB and TB, case-sensitive as in "
+            f"PostgreSQL's settings (for example {key}=50MB)"
+        )
+    if not m:
         if text.startswith("-") or text == "0":
             raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
         raise DiskLimitError(
             f"{flag}: {key} must be a size in bytes per second: a whole number with B, kB, MB, "
             f"GB or TB, 1024-based (got {text!r}; for example {key}=50MB)"
         )
-    n = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    n = int(m.group(1)) * _UNITS[m.group(2)]
     if n <= 0:
         raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
     if n > _BPS_MAX:

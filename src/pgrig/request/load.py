@@ -26,6 +26,7 @@ from pydantic import (
 from pgrig.request.fields import INT_MAX, STRICT, flag_field
 from pgrig.request.problems import Refusal
 from pgrig.request.values import (
+    ascii_digits,
     check_cpus,
     cpu_count,
     number_text,
@@ -171,7 +172,7 @@ def tpcc_mix_weights(value: Any) -> dict[str, int]:
         parts = [p.strip() for p in value.split(",")]
         if len(parts) != len(TPCC_TYPES):
             raise Refusal(f"needs 5 weights ({','.join(TPCC_TYPES)}), got {value!r}")
-        if not all(p.isdigit() for p in parts):
+        if not all(ascii_digits(p) for p in parts):
             raise Refusal(f"weights must be integers >= 0 (got {value!r})")
         value = dict(zip(TPCC_TYPES, map(int, parts), strict=True))
     if not isinstance(value, dict):

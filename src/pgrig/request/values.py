@@ -2,6 +2,10 @@
 
 Each parser raises ValueError with a message that reads after a flag or a key path
 ("expected a duration like 15, '15s' or '2min' (got 'soon')").
+
+Numbers are ASCII digits only, as PostgreSQL reads them: Python's int(), float(),
+str.isdigit() and a regex's \\d also take other scripts' digits (int("٣٠٠") is 300), so every
+parser of a number a user typed checks `ascii_digits` or matches [0-9], never \\d.
 """
 
 from __future__ import annotations
@@ -11,12 +15,24 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
+_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
 _UNIT_S |= {"mins": 60.0, "h": 3600.0}
 INT64_MAX = 2**63 - 1  # ids, limits and offsets: the archive's BIGINT
 MAX_CPU = 8191  # Linux's largest CPU number (NR_CPUS 8192): bounds a range like 0-99999999
 CPU_COUNT_SUFFIX = "cores"  # --server-cpus 2cores: a count of cores, not CPU 2
+
+
+def ascii_digits(text: str) -> bool:
+    """Whether `text` is one or more of 0-9 (str.isdigit also says yes to "٣" and "²")."""
+    return text.isascii() and text.isdigit()
+
+
+def ascii_number(text: str) -> bool:
+    """Whether float() may read `text` as a number a person typed: ASCII only, and no
+    "inf"/"nan" (float() takes those, and "٣.٥" as 3.5)."""
+    return bool(_NUMBER_RE.fullmatch(text.strip()))
 
 
 def number_text(x: Any) -> str:
@@ -58,7 +74,7 @@ def parse_cpu_list(text: str) -> list[int]:
     for part in str(text).split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not ascii_digits(lo) or (sep and not ascii_digits(hi)):
             raise ValueError(part)
         first = int(lo)
         last = int(hi) if sep else first
@@ -72,7 +88,7 @@ def cpu_count(text: Any) -> int | None:
     """ "2cores" -> 2; None when the text is not a count of cores (a CPU list, nothing)."""
     value = str(text).strip().lower() if text is not None else ""
     number = value.removesuffix(CPU_COUNT_SUFFIX)
-    return int(number) if number != value and number.isdigit() else None
+    return int(number) if number != value and ascii_digits(number) else None
 
 
 def check_cpus(value: Any) -> str:

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError, field_validator
 from pgrig.errors import PgrigError
 from pgrig.request import DatasetRequest, LoadParams, problem_of, validate_field
 from pgrig.request.problems import in_file, key_of, unknown_key
-from pgrig.request.values import setting_text
+from pgrig.request.values import ascii_digits, setting_text
 from pgrig.request.vocabulary import SCENARIOS, valid_name
 from pgrig.study.tables import Actions, EnvironmentTable, IterationTable, StudyFile, SweepTable
 
@@ -482,7 +482,7 @@ class _Parser:
         for item in value.split(","):
             item = item.strip()
             script, _, weight = item.partition("@")
-            if weight and not weight.isdigit():
+            if weight and not ascii_digits(weight):
                 raise StudySpecError(f"{path}: weight of {script!r} must be an integer ({item!r})")
             if script.endswith(".sql"):
                 script = self._file(script, path)

@@ -21,9 +21,9 @@ from typing import Any
 from pgrig.errors import PgrigError
 from pgrig.provision.server.binaries import major_of, version_key
 
-_MINOR = r"\d{1,2}\.\d{1,3}"
+_MINOR = r"[0-9]{1,2}\.[0-9]{1,3}"  # ASCII digits: \d also matches "١٨"
 _TOKEN = re.compile(
-    rf"(?P<major>\d{{1,2}})|(?P<minor>{_MINOR})|(?P<lo>{_MINOR})\.\.(?P<hi>{_MINOR})"
+    rf"(?P<major>[0-9]{{1,2}})|(?P<minor>{_MINOR})|(?P<lo>{_MINOR})\.\.(?P<hi>{_MINOR})"
 )
 
 
@@ -71,7 +71,7 @@ def parse_list(text: str) -> list[tuple[str, str]]:
             if version_key(lo) > version_key(hi):
                 raise PgrigError(f"--versions: range {token!r} goes backwards")
             kind = "range"
-        if int(re.match(r"\d+", token).group(0)) < 10:  # type: ignore[union-attr]
+        if int(re.match(r"[0-9]+", token).group(0)) < 10:  # type: ignore[union-attr]
             raise PgrigError(f"--versions: {token!r}: PostgreSQL 10 or later")
         out.append((kind, token))
     if not out:

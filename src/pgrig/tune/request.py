@@ -9,6 +9,11 @@ from pgrig.tune import space as sp
 from pgrig.tune.objective import objective
 from pgrig.tune.runner import TuneRequest
 
+# One run of a study (the baseline, a trial, a confirmation repeat) lasts at most a day, and
+# a search's budget at most 30 days: past these a study is a typo ("100000h"), not a plan.
+MAX_RUN_S = 24 * 3600.0
+MAX_BUDGET_S = 30 * 86400.0
+
 
 def build(
     *,
@@ -37,7 +42,6 @@ def build(
     space left out and why is in its notes."""
     from pgrig.provision import cluster
     from pgrig.request import RunRequest, from_flags
-    from pgrig.request.values import parse_duration
     from pgrig.study.spec import DatasetSpec
     from pgrig.workloads import specs
 
@@ -56,12 +60,6 @@ def build(
             f"--confirm-repeats must be at least 2 (got {confirm_repeats}): a verdict needs "
             "repeats on each side"
         )
-    budget_s = None
-    if budget is not None:
-        try:
-            budget_s = parse_duration(budget)
-        except ValueError as e:
-            raise PgrigError(f"--budget: {e}") from None
     load = from_flags(
         RunRequest,
         env_name=env_name,
@@ -72,6 +70,7 @@ def build(
         duration_s=duration,
         warmup_s=warmup,
     )
+    budget_s = _budget(budget, _run_seconds(load.duration_s or 0.0, load.warmup_s, duration))
     obj = objective(objective_name, load.workload)
     env = cluster.get_environment(env_name)
     if not env.managed:
@@ -106,3 +105,37 @@ def build(
         warm_start=sp.warm_start(space, pgtune),
         dataset=dataset,
     )
+
+
+def _run_seconds(duration_s: float, warmup_s: float, duration: str) -> float:
+    """One run's wall time (--duration + --warmup), refused past MAX_RUN_S with the range."""
+    from pgrig.format import duration as shown
+
+    if duration_s + warmup_s > MAX_RUN_S:
+        raise PgrigError(
+            f"--duration {duration} (plus --warmup {shown(warmup_s)}): one run of a tuning "
+            f"study lasts from 1s to {shown(MAX_RUN_S)} (got {shown(duration_s + warmup_s)})"
+        )
+    return duration_s + warmup_s
+
+
+def _budget(budget: str | None, run_s: float) -> float | None:
+    """--budget: at least the baseline and one trial (two runs), at most MAX_BUDGET_S; less
+    would run the baseline and stop with no trial."""
+    from pgrig.format import duration as shown
+    from pgrig.request.values import parse_duration
+
+    if budget is None:
+        return None
+    try:
+        budget_s = parse_duration(budget)
+    except ValueError as e:
+        raise PgrigError(f"--budget: {e}") from None
+    low = 2 * run_s
+    if not low <= budget_s <= MAX_BUDGET_S:
+        raise PgrigError(
+            f"--budget {budget}: must be from {shown(low)} (the baseline and one trial, each "
+            f"--duration + --warmup = {shown(run_s)}) to {shown(MAX_BUDGET_S)} "
+            f"(got {shown(budget_s)})"
+        )
+    return budget_s

@@ -233,7 +233,7 @@ def _in_unit(text: str, unit: str) -> float | None:
     """'6171024kB' in MB -> 6026.4; '15min' in s -> 900; '1.1' without a unit -> 1.1."""
     import re
 
-    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    m = re.fullmatch(r"\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     if not m:
         return None
     number, given = float(m.group(1)), m.group(2)

@@ -28,6 +28,7 @@ __all__ = ["KnobTable", "SpaceFile"]
 
 MIB = 1024**2
 UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
+PG_MEMORY_UNITS = ("B", "kB", "MB", "GB", "TB")  # guc.c's memory units, case-sensitive
 
 
 def _end(value: Any) -> Any:
@@ -48,6 +49,19 @@ def _knob_name(name: Any) -> Any:
     except PgrigError as e:
         raise Refusal(str(e)) from None
     return normal
+
+
+def _knob_names(knobs: Any) -> Any:
+    """[knobs.work_mem] and [knobs.WORK_MEM] are one setting (PostgreSQL's names are
+    case-insensitive): refused naming both, not one table silently replacing the other."""
+    from pgrig.provision.settings import validator
+
+    if isinstance(knobs, dict):
+        try:
+            validator.normalize(dict.fromkeys(knobs, ""))
+        except PgrigError as e:
+            raise Refusal(str(e)) from None
+    return knobs
 
 
 def _unit(value: str) -> str:
@@ -102,8 +116,19 @@ class KnobTable(BaseModel):
 
 
 def _size(text: str, key: str) -> int:
+    """A size as PostgreSQL takes a setting's: its units are B, kB, MB, GB and TB, spelled so
+    ("64mb" and "1GiB" are refused by the server: here too, with the units it takes)."""
+    import re
+
     from pgrig.provision.settings import profiles
 
+    m = re.fullmatch(r"\s*[0-9]+(?:\.[0-9]+)?\s*([A-Za-z]+)\s*", text)
+    if m and m.group(1) not in PG_MEMORY_UNITS:
+        raise Refusal(
+            f"invalid unit {m.group(1)!r} in {text!r}: valid units are "
+            f"{', '.join(PG_MEMORY_UNITS)}, case-sensitive as in PostgreSQL",
+            field=key,
+        )
     try:
         return profiles.parse_size(text)
     except PgrigError as e:
@@ -116,5 +141,7 @@ class SpaceFile(BaseModel):
     model_config = STRICT
 
     knobs: Annotated[
-        dict[Annotated[str, BeforeValidator(_knob_name)], KnobTable], Field(min_length=1)
+        dict[Annotated[str, BeforeValidator(_knob_name)], KnobTable],
+        Field(min_length=1),
+        BeforeValidator(_knob_names),
     ]

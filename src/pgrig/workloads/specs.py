@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.request import ScriptSpec
+from pgrig.request.values import ascii_digits
 from pgrig.request.vocabulary import PGBENCH_BUILTINS, TPCC_WORKLOAD, PgbenchBuiltin
 
 # pgbench:NAME for each builtin, plus the short pgbench:tpcb
@@ -34,10 +35,9 @@ def split_weight(item: str) -> tuple[str, int]:
     if "@" not in item:
         return item, 1
     name, _, weight = item.rpartition("@")
-    try:
-        w = int(weight)
-    except ValueError:
-        raise PgrigError(f"bad weight in workload {item!r}: {weight!r} is not an integer") from None
+    if not ascii_digits(weight.strip().removeprefix("-")):
+        raise PgrigError(f"bad weight in workload {item!r}: {weight!r} is not an integer")
+    w = int(weight)
     if w < 0:
         raise PgrigError(f"bad weight in workload {item!r}: must be >= 0")
     return name, w

@@ -28,6 +28,7 @@ from pgrig.provision.pooler.layout import SOCKET_PATH_MAX
 from pgrig.provision.server import ports, postmaster
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+from pgrig.request.values import ascii_digits
 
 
 def _choose_port(env: Environment, wanted: int) -> int:
@@ -80,7 +81,7 @@ def parse_server(text: str) -> tuple[str, int]:
         ipaddress.ip_address(address)
     except ValueError:
         raise PgrigError(f"--server {text!r}: expected ADDRESS:PORT (an IP address)") from None
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
+    if not ascii_digits(port) or not 1 <= int(port) <= 65535:
         raise PgrigError(f"--server {text!r}: expected ADDRESS:PORT (a port 1..65535)")
     return address, int(port)
 

@@ -88,7 +88,7 @@ def server_version_of(package_version: str) -> str:
 def parse_spec(spec: str | int) -> tuple[int, str | None]:
     """'18' -> (18, None); '18.6' or '18.6.0' -> (18, '18.6'). Clear error otherwise."""
     s = str(spec).strip()
-    m = re.fullmatch(r"(\d{1,2})(?:\.(\d{1,3})(?:\.(\d{1,3}))?)?", s)
+    m = re.fullmatch(r"([0-9]{1,2})(?:\.([0-9]{1,3})(?:\.([0-9]{1,3}))?)?", s)  # ASCII, not \d
     if not m or int(m.group(1)) < 9:
         raise PgrigError(f"invalid PostgreSQL version {s!r}: use a major (18) or exact (18.6.0)")
     major = int(m.group(1))

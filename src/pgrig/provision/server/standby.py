@@ -25,6 +25,7 @@ from pgrig.provision.server import postmaster
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+from pgrig.request.values import ascii_digits
 
 PASSFILE = "replication-pgpass"
 ROLE = "pgrig_replication"  # provision/replication_access.py makes it on the primary
@@ -49,11 +50,12 @@ def parse(standby_of: str, slot: str | None, application_name: str | None) -> So
         ipaddress.ip_address(host)
     except ValueError:
         raise PgrigError(f"--standby-of {standby_of!r}: expected ADDRESS:PORT") from None
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not ascii_digits(port) or not 0 < int(port) < 65536:
         raise PgrigError(f"--standby-of {standby_of!r}: expected ADDRESS:PORT")
-    if not slot or not slot.replace("_", "").isalnum() or slot != slot.lower():
+    # ASCII as PostgreSQL's own check of a slot name (str.isalnum also takes "é" and "٣")
+    if not (slot and slot.isascii() and slot.replace("_", "").isalnum() and slot == slot.lower()):
         raise PgrigError("--standby-of needs --slot NAME (a replication slot of the primary)")
-    if not application_name or not application_name.isalnum():
+    if not (application_name and application_name.isascii() and application_name.isalnum()):
         raise PgrigError("--standby-of needs --application-name (the replica's name, r1 ...)")
     return Source(host, int(port), slot, application_name)
 

@@ -78,8 +78,11 @@ class Layers:
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:
-    """['shared_buffers=1GB', "work_mem = '64MB'"] -> {'shared_buffers': '1GB', ...}."""
+    """['shared_buffers=1GB', "work_mem = '64MB'"] -> {'shared_buffers': '1GB', ...}. A
+    setting given twice (names are case-insensitive) is refused naming both: PostgreSQL
+    refuses a redundant option, and one of the two would silently win."""
     out: dict[str, str] = {}
+    given: dict[str, str] = {}
     for item in items:
         if "=" not in item:
             raise InvalidSetting(f"expected NAME=VALUE, got {item!r}")
@@ -89,6 +92,11 @@ def parse_assignments(items: Iterable[str]) -> dict[str, str]:
             raise InvalidSetting(f"expected NAME=VALUE, got {item!r}")
         if len(value) >= 2 and value[0] == value[-1] == "'":
             value = value[1:-1].replace("''", "'")  # postgresql.conf-style quoting
+        if name.lower() in given:
+            raise InvalidSetting(
+                f"{given[name.lower()]!r} and {item!r} set the same setting: give it once"
+            )
+        given[name.lower()] = item
         out[name.lower()] = value
     return out
 

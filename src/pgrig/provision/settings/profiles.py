@@ -241,7 +241,7 @@ def setting_available(name: str, major: int) -> bool:
 
 def parse_size(text: str) -> int:
     """'16GB', '512MB', '1.5TB', '8192kB' -> bytes (1024-based, like PostgreSQL). Unit required."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT])i?[bB]\s*", text)
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT])i?[bB]\s*", text)  # not \d: "٣"
     if not m:
         raise PgrigError(f"bad size {text!r}: use a number with a unit, e.g. 16GB, 512MB")
     factor = {"k": 1, "m": 2, "g": 3, "t": 4}[m.group(2).lower()]
@@ -314,7 +314,7 @@ def _raise_to_minimum(res: ResolvedProfile, key: str, value: str, rule: str) -> 
 
 def _value_kb(value: str) -> int | None:
     """'128kB', '16MB', '2GB' -> kB; None for anything else (plain numbers have no unit)."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT][bB])\s*", value)
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgGtT][bB])\s*", value)
     return int(m.group(1)) * _UNIT_KB[m.group(2).lower()] if m else None
 
 

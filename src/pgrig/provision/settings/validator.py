@@ -125,12 +125,21 @@ _LINE = re.compile(r"\b(FATAL|ERROR|PANIC|DETAIL|HINT|LOG|WARNING):\s+(.*)$")
 
 
 def normalize(settings: Mapping[str, object]) -> dict[str, str]:
-    """Lower-case names (GUC names are case-insensitive), string values, no bad characters."""
+    """Lower-case names (GUC names are case-insensitive), string values, no bad characters.
+    Two names of one setting (work_mem and WORK_MEM) are refused, naming both: one would
+    silently win."""
     out: dict[str, str] = {}
+    given: dict[str, object] = {}
     for name, value in settings.items():
         key = str(name).strip().lower()
         if not re.fullmatch(r"[a-z_][a-z0-9_$]*(\.[a-z_][a-z0-9_$]*)*", key):
             raise InvalidSetting(f"invalid setting name {name!r}")
+        if key in given:
+            raise InvalidSetting(
+                f"{given[key]!r} and {name!r} are the same setting (names are case-insensitive, "
+                "as in PostgreSQL): give it once"
+            )
+        given[key] = name
         val = str(value)
         if "\n" in val or "\r" in val or "\0" in val:
             raise InvalidSetting(f"invalid value for {key}: line breaks are not allowed")
