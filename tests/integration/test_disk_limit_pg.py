@@ -109,3 +109,52 @@ def test_refusals_make_nothing(throttle: disk_throttle.Hierarchy, pgrig_home: Pa
     remote = pgrig("env", "create", "bad", "--on", "nohost", "--disk-limit", "wiops=5", check=False)
     assert "not supported for environments on other hosts" in remote.stderr
     assert not list((throttle.mount / "pgrig").glob("bad.*"))
+
+
+def _damage(name: str, record: object) -> None:
+    path = Environment(name=name).dir / "env.json"
+    doc = json.loads(path.read_text())
+    doc["disk_limit"] = record
+    path.write_text(json.dumps(doc))
+
+
+def test_a_damaged_record_is_what_show_flags_and_repair_puts_right(
+    throttle: disk_throttle.Hierarchy, pg15: tuple[Path, str]
+) -> None:
+    """Issue 43, class 3: `env show`, `env repair` and `env set` see one damaged record alike;
+    an error exit changed nothing, and what changed exits 0 saying what it did."""
+    h = throttle
+    pgrig("env", "create", "dmg", "--pg", "15", "--disk-limit", "wiops=4000")
+    env = Environment.load("dmg")
+    cg = disk_throttle.cgroup_dir(env, h)
+    _damage("dmg", {"wiops": 0})  # the kernel still holds wiops=4000
+    shown = json.loads(pgrig("env", "show", "dmg", "--json").stdout)["disk_limit"]
+    assert shown["in_force"] is False and shown["damaged"] is True
+    check = pgrig("env", "repair", "dmg", "--check").stderr
+    assert "disk limit record damaged" in check and "rebuilt from what the kernel holds" in check
+    done = pgrig("env", "repair", "dmg")
+    assert "rebuilt from what the kernel holds (wiops=4000)" in done.stdout + done.stderr
+    assert Environment.load("dmg").disk_limit == {"wiops": 4000}
+    shown = json.loads(pgrig("env", "show", "dmg", "--json").stdout)["disk_limit"]
+    assert shown["in_force"] is True
+
+    # a running server moved out of its cgroup by hand: show flags it, repair moves it back
+    (h.mount / "cgroup.procs").write_text(str(postmaster.pid(env)))  # the hierarchy's root
+    assert "NOT in force" in pgrig("env", "show", "dmg").stdout
+    again = pgrig("env", "repair", "dmg")
+    assert "put back in force" in again.stdout + again.stderr and _all_inside(env, h)
+
+    # removing a damaged record is `env set`'s to do: exit 0, said, the cgroup gone
+    _damage("dmg", {"wiops": 0})
+    removed = pgrig("env", "set", "dmg", "--disk-limit", "none")
+    assert "disk limit damaged ({'wiops': 0}) removed" in removed.stderr
+    assert Environment.load("dmg").disk_limit is None and not cg.exists()
+
+    # damaged with nothing in the kernel to rebuild it from: refused, nothing changed
+    _damage("dmg", {"wiops": 0})
+    refused = pgrig("env", "repair", "dmg", check=False)
+    assert refused.returncode != 0 and "a repair cannot know it" in refused.stderr
+    assert "nothing repaired" in refused.stderr
+    assert Environment.load("dmg").disk_limit == {"wiops": 0} and not cg.exists()
+    pgrig("env", "set", "dmg", "--disk-limit", "none")
+    pgrig("env", "destroy", "dmg", "--yes")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pgrig.errors import PgrigError
 from pgrig.provision.server import disk_throttle
 from pgrig.provision.server.disk_throttle import Kernel
 from pgrig.provision.state.environment import Environment
@@ -354,3 +355,58 @@ def test_a_child_forked_while_the_server_moves_in_is_moved_too(
     disk_throttle.apply(env, 100, kernel)
     cg = disk_throttle.cgroup_dir(env, disk_throttle.hierarchy(kernel))
     assert sorted(disk_throttle.members(cg)) == [100, 101, 102]
+
+
+# --- a damaged record (issue 43, class 3) ------------------------------------------------------
+
+
+def test_the_limit_the_kernel_holds_rebuilds_a_damaged_record(
+    tmp_path: Path, env: Environment
+) -> None:
+    fake = FakeKernel(tmp_path)
+    kernel = fake.kernel()
+    assert disk_throttle.held(env, kernel) is None  # no cgroup yet
+    disk_throttle.apply(env, None, kernel)
+    damaged = dataclasses.replace(env, disk_limit={"wiops": 0})
+    assert disk_throttle.limit_of_or_none(damaged) is None
+    assert disk_throttle.held(damaged, kernel) == DiskLimit(wiops=300, rbps=50 * 1024**2)
+
+
+def test_env_set_on_a_damaged_record_says_it_and_raises_nothing_after_the_change(
+    env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`env set --disk-limit none` over {"wiops": 0} exited 2 after removing the limit and its
+    cgroup: all it says is now worked out before the change."""
+    from pgrig.provision import env_settings
+    from pgrig.provision.operations import change
+    from pgrig.provision.server import postmaster
+
+    env.disk_limit = {"wiops": 0}
+    (env.datadir / "PG_VERSION").write_text("18\n")
+    made: list[object] = []
+    monkeypatch.setattr(
+        env_settings, "set_disk_limit", lambda name, limit: (made.append(limit), ({}, True))[1]
+    )
+    monkeypatch.setattr(postmaster, "is_running", lambda _env: False)
+    done = change.set_disk_limit(env, None)
+    assert made == [None] and done.changed and done.removed
+    assert done.before == "damaged ({'wiops': 0})" and done.after == "none"
+
+
+def test_repair_sees_the_damaged_record_env_show_flags(env: Environment) -> None:
+    """One check (env_status.disk_limit_fault) for `env show` and `env repair`: repair said
+    "nothing to repair" for a record show flagged NOT in force."""
+    from pgrig.provision import env_status, repair
+
+    env.disk_limit = {"wiops": 0}
+    (env.datadir / "PG_VERSION").write_text("18\n")
+    env.save()
+    shown = env_status.disk_limit_state(env)
+    assert shown["in_force"] is False and shown["damaged"] is True
+    diagnosis = repair.diagnose(env.name)
+    assert diagnosis.needed
+    assert diagnosis.disk_limit is not None
+    assert diagnosis.disk_limit.startswith("disk limit record damaged: {'wiops': 0}")
+    with pytest.raises(PgrigError, match=r"a repair cannot know it.*nothing repaired"):
+        repair.repair(env.name, lambda _m: None)  # no cgroup holds it here: refused, unchanged
+    assert Environment.load(env.name).disk_limit == {"wiops": 0}

@@ -92,13 +92,30 @@ def topology_warnings(name: str, sync: str, topology: list[dict[str, Any]]) -> l
 
 
 def disk_limit_state(env: Environment) -> dict[str, Any]:
-    """The environment's disk limit and what the kernel holds of it now (in_force)."""
+    """The environment's disk limit and what the kernel holds of it now (in_force). The one
+    check of it: `env show` prints it, `env repair` (disk_limit_fault) repairs what it finds."""
     if not env.disk_limit:
         return {"limit": {}, "text": "none", "in_force": None}
     try:
         return disk_throttle.in_force(env, postmaster.pid(env))
     except PgrigError as e:  # a damaged record: said, not hidden
-        return {"limit": dict(env.disk_limit), "text": "?", "in_force": False, "problems": [str(e)]}
+        return {
+            "limit": dict(env.disk_limit), "text": "?", "in_force": False, "damaged": True,
+            "problems": [str(e)],
+        }  # fmt: skip
+
+
+def disk_limit_fault(env: Environment, state: dict[str, Any] | None = None) -> str | None:
+    """What `env show` flags about the disk limit that a repair puts right (None: nothing):
+    a damaged record, or a limit a running server is not held to. A stopped server's limit
+    is put in force by its next start: not a fault."""
+    doc = disk_limit_state(env) if state is None else state
+    problems = "; ".join(doc.get("problems") or [])
+    if doc.get("damaged"):
+        return f"disk limit record damaged: {env.disk_limit!r} ({problems})"
+    if doc.get("in_force") is False and postmaster.pid(env) is not None:
+        return f"disk limit {doc['text']} NOT in force ({problems})"
+    return None
 
 
 def _status(env: Environment, timeout: float = 2) -> str:

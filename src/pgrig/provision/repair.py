@@ -56,12 +56,13 @@ class Diagnosis:
     leftovers: tuple[str, ...] = ()  # what an interrupted repair left (removed)
     dead_run: tuple[str, ...] = ()  # what a killed run left in force (undone: run_journal)
     stopped: tuple[str, ...] = ()  # replicas that are not running (`env start` starts them)
+    disk_limit: str | None = None  # what `env show` flags about the disk limit, and the remedy
 
     @property
     def needed(self) -> bool:
         return bool(
             self.env_json or self.rebuild or self.reclone or self.replicas or self.leftovers
-            or self.dead_run
+            or self.dead_run or self.disk_limit
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,6 +72,7 @@ class Diagnosis:
                 "rebuild": self.rebuild, "reclone": self.reclone,
                 "replicas": list(self.replicas), "leftovers": list(self.leftovers),
                 "dead_run": list(self.dead_run), "stopped": list(self.stopped),
+                "disk_limit": self.disk_limit,
                 "notes": [*self.dead_run, *notes]}  # fmt: skip
 
 
@@ -94,11 +96,58 @@ def diagnose(name: str) -> Diagnosis:
         for rep in env.replicas
         if rebuild or not (replicas.member(env, rep).datadir / "PG_VERSION").is_file()
     ]
+    remedy = _disk_limit_remedy(env) if env_json is None and not gone else None
     return Diagnosis(
         name, env_json, rebuild, bool(gone and env.standby_of), tuple(again),
         tuple(p.name for p in _leftovers(env)), tuple(run_journal.pending(env)),
         tuple(_stopped_replicas(env, again)),
+        remedy[0] if remedy is not None else None,
     )  # fmt: skip
+
+
+def _disk_limit_remedy(env: Environment) -> tuple[str, bool] | None:
+    """What `env show` flags about the disk limit (env_status.disk_limit_fault, the one
+    check), what a repair does about it and whether it can; None: nothing to repair."""
+    from pgrig.provision import env_status
+    from pgrig.provision.server import disk_throttle
+
+    if not env.managed or env.standby_of:
+        return None
+    fault = env_status.disk_limit_fault(env)
+    if fault is None:
+        return None
+    if env.disk_limit and disk_throttle.limit_of_or_none(env) is None:
+        held = disk_throttle.held(env)
+        if held is None:
+            return (
+                f"{fault}: the kernel holds no limit to rebuild it from, so a repair cannot "
+                f"know it: `pgrig env set {env.name} --disk-limit LIMITS` sets it again, "
+                "`--disk-limit none` removes it",
+                False,
+            )
+        return f"{fault}: rebuilt from what the kernel holds ({held.text()})", True
+    return f"{fault}: put back in force", True
+
+
+def _repair_disk_limit(env: Environment, remedy: str) -> str:
+    """The disk limit put right as `_disk_limit_remedy` said: a damaged record rebuilt from
+    the kernel's files, a limit not in force applied again (checked after)."""
+    from pgrig.provision import env_status
+    from pgrig.provision.server import disk_throttle, postmaster
+
+    if env.disk_limit and disk_throttle.limit_of_or_none(env) is None:
+        held = disk_throttle.held(env)
+        if held is None:  # refused before anything else is repaired: nothing changed
+            raise PgrigError(f"{env.name}: {remedy}; nothing repaired")
+        env.disk_limit = held.as_dict()
+        env.save()
+    pid = postmaster.pid(env)
+    if pid is not None:
+        disk_throttle.apply(env, pid)
+    still = env_status.disk_limit_fault(env)
+    if still is not None:
+        raise PgrigError(f"{env.name}: {remedy}, and then still: {still}")
+    return remedy
 
 
 def _stopped_replicas(env: Environment, recloned: list[str]) -> list[str]:
@@ -147,6 +196,11 @@ def repair(
         )
     rebuilt = False
     gone = env.managed and not (env.datadir / "PG_VERSION").is_file()
+    # what `env show` flags of the disk limit; one a repair cannot put right is refused here,
+    # before anything else is changed
+    limit_remedy, can = (_disk_limit_remedy(env) if not done and not gone else None) or ("", True)
+    if not can:
+        raise PgrigError(f"{name}: {limit_remedy}; nothing repaired")
     if env.standby_of and env.managed:
         for left in _leftovers(env):
             _discard(left)
@@ -168,6 +222,8 @@ def repair(
     done += _repair_replicas(env, say, rebuilt)
     if not rebuilt:  # a killed run's settings and CPU pinning (a rebuilt cluster has neither)
         done += run_journal.recover(env)
+    if limit_remedy:
+        done.append(_repair_disk_limit(env, limit_remedy))
     return done
 
 

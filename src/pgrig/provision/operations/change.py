@@ -197,12 +197,25 @@ def parse_disk_limit(name: str, spec: str) -> DiskLimit | None:
 
 
 def set_disk_limit(env: Environment, limit: DiskLimit | None) -> DiskLimitChange:
-    """The limit on the (locked) environment: in force at once on a running server."""
+    """The limit on the (locked) environment: in force at once on a running server.
+
+    All that is said of the change is worked out before it is made: a damaged record (which
+    this command replaces or removes) is described as it is, so no error can come after the
+    kernel's files and env.json changed (an error exit then would say "nothing changed")."""
     env.check_intact()
-    before, changed = env_settings.set_disk_limit(env.name, limit)
+    old = describe_record(env.disk_limit)
+    where = disk_throttle.where(env) if limit else ""
+    _before, changed = env_settings.set_disk_limit(env.name, limit)
     running = postmaster.is_running(env)
-    old = disk_limits.describe(DiskLimit.from_dict(before) if before else None)
-    where = disk_throttle.where(Environment.load(env.name)) if changed and limit else ""
     return DiskLimitChange(
-        env.name, old, disk_limits.describe(limit), changed, running, limit is None, where
-    )
+        env.name, old, disk_limits.describe(limit), changed, running, limit is None,
+        where if changed else "",
+    )  # fmt: skip
+
+
+def describe_record(record: dict[str, Any] | None) -> str:
+    """env.json's disk limit for people, "damaged (...)" where it is not a limit."""
+    try:
+        return disk_limits.describe(DiskLimit.from_dict(record) if record else None)
+    except PgrigError:
+        return f"damaged ({record!r})"

@@ -208,6 +208,8 @@ def needs_text(doc: dict[str, Any], *, done: bool = False) -> str:
         parts.append(f"{again}: " + ", ".join(doc["replicas"]))
     if doc.get("leftovers"):
         parts.append(f"{removed}: " + ", ".join(doc["leftovers"]))
+    if doc.get("disk_limit"):  # the fault `env show` flags, and the remedy
+        parts.append(str(doc["disk_limit"]))
     for extra in doc.get("notes") or []:  # what --check found that a repair leaves alone
         parts.append(str(extra))
     return "; ".join(parts) or "nothing to repair"

@@ -253,6 +253,14 @@ def limit_of(env: Environment) -> DiskLimit | None:
     return DiskLimit.from_dict(env.disk_limit) if env.disk_limit else None
 
 
+def limit_of_or_none(env: Environment) -> DiskLimit | None:
+    """The environment's limit; None also where its record is damaged (not a limit)."""
+    try:
+        return limit_of(env)
+    except DiskLimitError:
+        return None
+
+
 def _make(cg: Path, h: Hierarchy, kernel: Kernel) -> None:
     if h.version == 2:  # a controller reaches a cgroup only through its parents' subtree_control
         for parent in (h.mount, cg.parent):
@@ -400,6 +408,27 @@ def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict
     doc["problems"] = problems
     doc["in_force"] = not problems
     return doc
+
+
+def held(env: Environment, kernel: Kernel = KERNEL) -> DiskLimit | None:
+    """The one limit every disk of the environment holds in its cgroup now (None: no cgroup,
+    no limit, or disks holding different ones): what a damaged record is rebuilt from."""
+    try:
+        h = hierarchy(kernel)
+        placed = devices(env, kernel)
+    except DiskLimitError:
+        return None
+    cg = cgroup_dir(env, h)
+    if not cg.is_dir() or not placed:
+        return None
+    held = read_limits(cg, h)
+    found = {tuple(sorted(held.get(d.number, {}).items())) for d, _ in placed}
+    if len(found) != 1 or not (one := dict(found.pop())):
+        return None
+    try:
+        return DiskLimit.from_dict(one)
+    except DiskLimitError:
+        return None
 
 
 def _alive(pid: int, kernel: Kernel) -> bool:
