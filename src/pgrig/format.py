@@ -12,7 +12,9 @@
 - durations: "45s", "2.5s", "1m 30s", "2h";
 - timestamps: UTC, always with the zone shown ("2026-11-25 18:24 UTC");
 - text from users and programs (notes, tags, labels, errors): control characters shown
-  escaped (`visible`), in the terminal and on pages alike.
+  escaped (`visible`), in the terminal and on pages alike;
+- a command pgrig suggests (`pgrig db generate lab --script '/tmp/my dir/x.lua'`): every
+  argument shell-quoted (`pgrig_command`), so that pasted it runs that one command.
 
 This is a shared module (below every package): it imports only units.py.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -255,3 +258,11 @@ def text(v: Any) -> str:
     if isinstance(v, int | float) and not isinstance(v, bool):
         return number(v)
     return str(v)
+
+
+def pgrig_command(*args: object, rest: str = "") -> str:
+    """A `pgrig ...` command line to suggest, every argument shell-quoted (shlex): pasted into
+    a shell it runs that one command, whatever a path, name or value holds (a space, `;`,
+    `$(...)`, a quote). `rest` is what a person fills in (`...`, `--rows N`), left as written."""
+    line = shlex.join(["pgrig", *(str(a) for a in args)])
+    return f"{line} {rest}" if rest else line

@@ -18,6 +18,7 @@ from pgrig.cli.common import (
     print_json,
     recovered_env,
 )
+from pgrig.format import pgrig_command
 
 if TYPE_CHECKING:
     from pgrig.provision.state.environment import Environment
@@ -681,7 +682,10 @@ def pooler_show(
         return
     con = out_console()
     if d["pooler"] is None:
-        con.print(f"{ctx.obj}: no pooler (add one with `pgrig env pooler {ctx.obj} add`)")
+        con.print(
+            f"{ctx.obj}: no pooler (add one with "
+            f"`{pgrig_command('env', 'pooler', ctx.obj, 'add')}`)"
+        )
         return
     c = d["config"]
     con.print(

@@ -31,6 +31,7 @@ from pgrig.cli.common import (
     print_wide,
     reading_archive,
 )
+from pgrig.format import pgrig_command
 from pgrig.request.values import check_int64
 from pgrig.views import backup_figures
 
@@ -313,7 +314,8 @@ def compare_cmd(
     if repeats:
         a_ids, b_ids = (",".join(map(str, g)) for g in repeats)
         err_console().print(
-            f"these runs are repeats of study points: `pgrig runs compare {a_ids} {b_ids}` "
+            f"these runs are repeats of study points: "
+            f"`{pgrig_command('runs', 'compare', a_ids, b_ids)}` "
             "compares all of them",
             highlight=False,
             markup=False,

@@ -14,6 +14,7 @@ import typer
 
 from pgrig.cli import common
 from pgrig.cli.common import ArchiveOpt
+from pgrig.format import pgrig_command
 
 study_app = typer.Typer(no_args_is_help=True)
 report_app = typer.Typer(no_args_is_help=True)
@@ -76,8 +77,12 @@ def run(
         r = stop.result
         console.print(
             f"[yellow]study {study.name} interrupted[/yellow]: {r.completed} of {r.planned} runs "
-            f"done; continue with `pgrig study run {file} --resume"
-            + (f" --name {study.name}" if name else "")
+            f"done; continue with `"
+            + escape(
+                pgrig_command(
+                    "study", "run", file, "--resume", *(["--name", study.name] if name else [])
+                )
+            )
             + "`",
             highlight=False,
             soft_wrap=True,
@@ -93,7 +98,9 @@ def run(
     )
     if result.status != "done":
         console.print(
-            f"  `pgrig study run {file} --resume` runs the missing ones again", highlight=False
+            f"  `{escape(pgrig_command('study', 'run', file, '--resume'))}` runs the missing ones "
+            "again",
+            highlight=False,
         )
     if not no_report:
         paths = publish.study_report(store, study.name, formats, out)

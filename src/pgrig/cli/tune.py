@@ -4,7 +4,6 @@ then prove it and say why (ablation); `pgrig tune show NAME` prints the recommen
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,6 +14,7 @@ from rich.markup import escape
 from pgrig.cli import common
 from pgrig.cli.common import ArchiveOpt
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -381,8 +381,8 @@ def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
 
     if unsafe_off(best):
         lines.append("# UNSAFE: durability is off in this configuration: throw-away data only")
-    assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in best.items())
-    lines += ["", "# apply with pgrig:", f"pgrig env set {shlex.quote(env)} {assignments}", ""]
+    assignments = [f"{k}={v}" for k, v in best.items()]
+    lines += ["", "# apply with pgrig:", pgrig_command("env", "set", env, *assignments), ""]
     lines.append("# postgresql.conf")
     for r in a.reasons:
         lines.append(f"# {r.why}")

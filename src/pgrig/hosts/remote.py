@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.hosts import ssh
 from pgrig.hosts.registry import Host
 
@@ -40,8 +41,8 @@ def command(argv: Sequence[str]) -> list[str]:
 def _not_provisioned(host: Host, rc: int, stderr: str) -> None:
     if rc == 127 or (REMOTE_PGRIG in stderr and "No such file" in stderr):
         raise PgrigError(
-            f"host {host.name}: pgrig is not installed there (run `pgrig host provision "
-            f"{host.name}`)"
+            f"host {host.name}: pgrig is not installed there (run "
+            f"`{pgrig_command('host', 'provision', host.name)}`)"
         )
 
 

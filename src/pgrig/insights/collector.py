@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from pgrig import interrupts
 from pgrig.errors import first_line
+from pgrig.format import pgrig_command
 from pgrig.insights import log_digest, plans, sampling, server_log, statements, waits
 from pgrig.insights.log_feed import LogFeed
 from pgrig.provision import run_journal
@@ -184,13 +185,13 @@ class Collection:
         if not self.env.insights:
             return (
                 f"{lib} is not loaded and insights are off for {self.env.name} "
-                f"(pgrig env set {self.env.name} --insights)"
+                f"({pgrig_command('env', 'set', self.env.name, '--insights')})"
             )
         if lib not in insights_layer.available_libraries(self.env.bindir or ""):
             return f"this PostgreSQL build has no {lib} module"
         return (
             f"{lib} is not loaded yet: restart the environment to load it "
-            f"(pgrig env restart {self.env.name})"
+            f"({pgrig_command('env', 'restart', self.env.name)})"
         )
 
     # --- the thread ---------------------------------------------------------------------------

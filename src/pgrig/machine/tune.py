@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.machine import state as saved_state
 from pgrig.machine.knobs import BY_NAME, KNOBS, PROFILES, Knob, Value
 from pgrig.machine.sysfs import REAL, HostFs
@@ -99,8 +100,8 @@ def plan(
 def _require_root(what: str) -> None:
     if not osuser.is_root():
         raise PgrigError(
-            f"`pgrig host {what}` changes kernel settings and needs root: run it as root "
-            "(sudo); nothing was changed"
+            f"`{pgrig_command('host', what)}` changes kernel settings and needs root: run it as "
+            "root (sudo); nothing was changed"
         )
 
 

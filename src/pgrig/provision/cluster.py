@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision import pooler
 from pgrig.provision.server import (
     backups,
@@ -176,7 +177,9 @@ def create_environment(
     check_new_name(name)
     replicas.check_request(replica_count, sync)
     if (paths.envs_dir() / name / "env.json").exists():
-        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+        raise PgrigError(
+            f"environment {name!r} already exists (see `{pgrig_command('env', 'show', name)}`)"
+        )
     if (paths.envs_dir() / name).exists():
         raise PgrigError(incomplete_message(name))
     bindir, version = binaries.find_bindir(pg)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import disk_throttle, postmaster, replicas
 from pgrig.provision.settings import catalog, config
 from pgrig.provision.state.environment import (
@@ -86,7 +87,7 @@ def topology_warnings(name: str, sync: str, topology: list[dict[str, Any]]) -> l
     if sync != "off" and not streaming:
         return [
             f"sync {sync} and no replica is streaming: commits on the primary wait until one is "
-            f"(`pgrig env start {name}`, or `--sync off`)"
+            f"(`{pgrig_command('env', 'start', name)}`, or `--sync off`)"
         ]
     return []
 
@@ -122,7 +123,7 @@ def _status(env: Environment, timeout: float = 2) -> str:
     try:
         env.check_intact()
     except DamagedEnvironment:
-        return f"damaged: data directory missing (pgrig env repair {env.name})"
+        return f"damaged: data directory missing ({pgrig_command('env', 'repair', env.name)})"
     return postmaster.status(env, timeout=timeout)
 
 

@@ -6,6 +6,7 @@ import contextlib
 
 from pgrig import paths
 from pgrig.errors import PgrigError, first_line
+from pgrig.format import pgrig_command
 from pgrig.provision.cluster import now_text
 from pgrig.provision.server import binaries
 from pgrig.provision.state.environment import (
@@ -21,7 +22,9 @@ def add_external(name: str, dsn: str) -> Environment:
     """Register a server pgrig does not manage; it must be reachable now. No password stored."""
     check_new_name(name)
     if (paths.envs_dir() / name / "env.json").exists():
-        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+        raise PgrigError(
+            f"environment {name!r} already exists (see `{pgrig_command('env', 'show', name)}`)"
+        )
     if (paths.envs_dir() / name).exists():
         raise PgrigError(incomplete_message(name))
     import psycopg

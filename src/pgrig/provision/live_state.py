@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import affinity, server_settings
 from pgrig.provision.settings import config, insights_layer
 from pgrig.provision.state.environment import Environment
@@ -91,7 +92,8 @@ def ensure_settings(env: Environment, run: Mapping[str, str]) -> list[str]:
     if still:
         raise PgrigError(
             f"the live server of {env.name!r} differs from its recorded settings "
-            f"({'; '.join(still)}) and could not be restored: run `pgrig env restart {env.name}`"
+            f"({'; '.join(still)}) and could not be restored: run "
+            f"`{pgrig_command('env', 'restart', env.name)}`"
         )
     return [f"server settings restored before the run ({'; '.join(problems)})"]
 
@@ -107,6 +109,6 @@ def ensure_unpinned(env: Environment, roots: list[int]) -> list[str]:
     if affinity_drift(roots, usable, exact=False):
         raise PgrigError(
             f"the server of {env.name!r} is pinned to fewer CPUs than this run would record "
-            f"and could not be unpinned: run `pgrig env restart {env.name}`"
+            f"and could not be unpinned: run `{pgrig_command('env', 'restart', env.name)}`"
         )
     return [f"CPU pinning of {len(off)} server threads removed before the run"]

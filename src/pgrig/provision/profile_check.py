@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import binaries
 from pgrig.provision.settings import catalog, validator
 
@@ -16,7 +17,8 @@ def check_values(settings: dict[str, str], major: int) -> str:
     try:
         bindir, version = binaries.find_bindir(major)
     except PgrigError:
-        return f"values not checked: PostgreSQL {major} is not installed (pgrig pg install {major})"
+        cmd = pgrig_command("pg", "install", major)
+        return f"values not checked: PostgreSQL {major} is not installed ({cmd})"
     cat = catalog.load_catalog(bindir, version)
     norm = validator.normalize(settings)
     try:

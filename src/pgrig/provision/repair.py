@@ -34,6 +34,7 @@ import psutil
 
 from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision import cluster, run_journal
 from pgrig.provision.server import binaries, daemon, server_settings
 from pgrig.provision.settings import config
@@ -66,7 +67,7 @@ class Diagnosis:
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
-        notes = [f"replica {n} is stopped: `pgrig env start {self.name}` starts it"
+        notes = [f"replica {n} is stopped: `{pgrig_command('env', 'start', self.name)}` starts it"
                  for n in self.stopped]  # fmt: skip
         return {"name": self.name, "needed": self.needed, "env_json": self.env_json,
                 "rebuild": self.rebuild, "reclone": self.reclone,
@@ -121,8 +122,9 @@ def _disk_limit_remedy(env: Environment) -> tuple[str, bool] | None:
         if held is None:
             return (
                 f"{fault}: the kernel holds no limit to rebuild it from, so a repair cannot "
-                f"know it: `pgrig env set {env.name} --disk-limit LIMITS` sets it again, "
-                "`--disk-limit none` removes it",
+                f"know it: `{pgrig_command('env', 'set', env.name, rest='--disk-limit LIMITS')}` "
+                f"sets it again, `{pgrig_command('env', 'set', env.name, '--disk-limit', 'none')}` "
+                "removes it",
                 False,
             )
         return f"{fault}: rebuilt from what the kernel holds ({held.text()})", True
@@ -217,7 +219,8 @@ def repair(
         cluster.rebuild(env, say)
         done.append(
             ("a server still running from the removed directory was stopped; " if stopped else "")
-            + f"data directory re-created empty: `pgrig db generate {name} ...` to load data"
+            + f"data directory re-created empty: "
+            f"`{pgrig_command('db', 'generate', name, rest='...')}` to load data"
         )
     done += _repair_replicas(env, say, rebuilt)
     if not rebuilt:  # a killed run's settings and CPU pinning (a rebuilt cluster has neither)
@@ -234,7 +237,7 @@ def stopped_notes(name: str) -> list[str]:
     except PgrigError:
         return []
     return [
-        f"replica {n} is stopped (not repaired: `pgrig env start {name}` starts it)"
+        f"replica {n} is stopped (not repaired: `{pgrig_command('env', 'start', name)}` starts it)"
         for n in _stopped_replicas(env, [])
     ]
 
@@ -350,7 +353,7 @@ def from_datadir(name: str) -> Environment:
     except (OSError, ValueError):
         raise PgrigError(
             f"environment {name!r} cannot be repaired: neither env.json nor {conf} can be read; "
-            f"remove it with `pgrig env destroy {name} --yes`"
+            f"remove it with `{pgrig_command('env', 'destroy', name, '--yes')}`"
         ) from None
     values = config.parse_conf(text)
     by_layer: dict[str, dict[str, str]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pgrig import format
 from pgrig.analysis.compare import Comparison
+from pgrig.format import pgrig_command
 from pgrig.reports.document import Cell, CellValue, Document, Paragraph, Section, Table
 from pgrig.reports.study_charts import iteration_figures
 from pgrig.reports.study_common import (
@@ -64,7 +65,7 @@ def build(data: StudyData) -> Document:
     doc = Document(
         title=f"Study {spec.name}: {len(points)} iterations",
         subtitle=spec.description,
-        generated_by=f"pgrig study report {spec.name}",
+        generated_by=pgrig_command("study", "report", spec.name),
     )
     doc.sections.append(setup_section(data))
 

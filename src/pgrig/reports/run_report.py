@@ -17,6 +17,7 @@ from typing import Any
 from pgrig import format as fmt_rules
 from pgrig.analysis.compare import Comparison
 from pgrig.archive.records import RunRecord
+from pgrig.format import pgrig_command
 from pgrig.reports import run_charts
 from pgrig.reports.document import (
     Cell,
@@ -89,7 +90,7 @@ def run_document(rec: RunRecord) -> Document:
     doc = Document(
         title=f"Run {rec.id}: {display_value(rec.workload)} on {rec.env_name}",
         subtitle=rec.note,
-        generated_by=f"pgrig report run {rec.id}",
+        generated_by=pgrig_command("report", "run", rec.id),
     )
     stab = run_stability(rec)
     items = summary_items(rec)

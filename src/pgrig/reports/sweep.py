@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pgrig import format
+from pgrig.format import pgrig_command
 from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
 from pgrig.reports.iteration import numeric_columns, view_notes
 from pgrig.reports.study_charts import sweep_figures
@@ -49,7 +50,7 @@ def build(data: StudyData) -> Document:
     doc = Document(
         title=f"Study {spec.name}: sweep over {', '.join(d.name for d in sweep.dimensions)}",
         subtitle=spec.description,
-        generated_by=f"pgrig study report {spec.name}",
+        generated_by=pgrig_command("study", "report", spec.name),
     )
     doc.sections.append(setup_section(data))
 

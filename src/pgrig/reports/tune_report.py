@@ -15,6 +15,7 @@ from typing import Any
 from pgrig import format, units
 from pgrig.analysis.compare import METRICS
 from pgrig.archive.records import RunRecord, StudyRecord
+from pgrig.format import pgrig_command
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
 from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import fmt, verdict_style
@@ -101,8 +102,8 @@ def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) 
     intro = Paragraph(
         f"Trial {best['trial'] + 1} (run {best.get('run_id')}): {fmt(best.get('value'), 2)} "
         f"{label}. Its own figure is the best of many noisy runs, so biased upwards: the "
-        "confirmation below measures it again. pgrig profile save NAME --from-study "
-        f"{name} keeps it as a profile."
+        "confirmation below measures it again. "
+        f"{pgrig_command('profile', 'save', 'NAME', '--from-study', name)} keeps it as a profile."
     )
     table = Table.build(["knob", "best", "environment's own", "pgtune-oltp"], rows)
     return Section("Best configuration", [intro, table])

@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import pgrig_command
 from pgrig.record.protocol import RunReader, RunStore
 from pgrig.track.spec import KIND, TrackSpec, env_name
 from pgrig.track.versions import VersionPoint
@@ -53,7 +54,7 @@ def load_series(archive: RunReader, name: str, with_runs: bool = True) -> Series
     except NotFound:  # said as a series: the user never named a study
         raise NotFound(
             f"no series {name!r} in archive {archive.url} (its series: `pgrig study list`; "
-            f"start one: pgrig track {name} --versions LIST --workload W)"
+            f"start one: {pgrig_command('track', name, rest='--versions LIST --workload W')})"
         ) from None
     if rec.kind != KIND:
         raise PgrigError(f"{name!r} is a study of kind {rec.kind}, not a version series")
@@ -135,7 +136,8 @@ def refuse_if_foreign(archive: RunReader, series: str, env_name: str) -> None:
         by = f"series {made_by!r}" if made_by else "a user, not by a series"
         raise PgrigError(
             f"environment {env_name} exists, made by {by}: series {series!r} does not take it "
-            f"over (remove it with `pgrig env destroy {env_name}`, or name the series "
+            f"over (remove it with "
+            f"`{pgrig_command('env', 'destroy', env_name)}`, or name the series "
             "differently)"
         )
 
@@ -212,7 +214,7 @@ class Measurer:
         if env is not None and env.version != point.version:
             raise PgrigError(
                 f"environment {point.env} exists with PostgreSQL {env.version}, not "
-                f"{point.version} (destroy it: pgrig env destroy {point.env})"
+                f"{point.version} (destroy it: {pgrig_command('env', 'destroy', point.env)})"
             )
         self.switch_to(point)
         self._data(point)
@@ -258,7 +260,7 @@ class Measurer:
                 f"environment {env.name} has profile {env.profile}"
                 f"{'' if env.insights else ', no insights layer'}, series {spec.name!r} "
                 f"measures profile {spec.profile}{'' if insights else ', no insights layer'}: "
-                f"`pgrig env destroy {env.name}` and the series makes it again"
+                f"`{pgrig_command('env', 'destroy', env.name)}` and the series makes it again"
             )
         want = validator.normalize(spec.settings)
         if dict(env.settings) == want:

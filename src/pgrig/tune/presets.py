@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.tune import ablation
 
 # shipped with the package: pgrig/workloads/reporting/
@@ -174,8 +175,8 @@ def _shipped(item: str) -> str:
 def check_disk_limit(preset: Preset, env_name: str, disk_limit: Any) -> None:
     """A preset on a limited disk refuses an environment without a limit (nothing made)."""
     if preset.needs_disk_limit and not disk_limit:
+        cmd = pgrig_command("env", "set", env_name, "--disk-limit", preset.suggested_disk_limit)
         raise PgrigError(
             f"--preset {preset.name}: environment {env_name} has no disk limit; set one first, "
-            f"e.g. `pgrig env set {env_name} --disk-limit {preset.suggested_disk_limit}` "
-            "(cgroup block I/O throttling), then run the preset again"
+            f"e.g. `{cmd}` (cgroup block I/O throttling), then run the preset again"
         )

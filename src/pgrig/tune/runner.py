@@ -33,6 +33,7 @@ from pgrig import paths
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
+from pgrig.format import pgrig_command
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
@@ -313,7 +314,7 @@ def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> N
     except (PgrigError, OSError) as e:
         console.print(
             f"[red]could not restore {escape(env.name)}[/red]: {escape(str(e))}; "
-            f"`pgrig tune {env.name} --restore` tries again",
+            f"`{pgrig_command('tune', env.name, '--restore')}` tries again",
             highlight=False,
             soft_wrap=True,
         )
@@ -398,7 +399,7 @@ class _Tuner:
             if rec.status != "ok":
                 raise PgrigError(
                     f"the baseline run {rec.id} {rec.status}: {rec.error or ''}; fix it with "
-                    f"`pgrig run {self.env.name} ...` before tuning"
+                    f"`{pgrig_command('run', self.env.name, rest='...')}` before tuning"
                 )
             ok = [rec]
         self.baseline_run = ok[-1].id

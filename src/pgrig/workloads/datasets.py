@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from pgrig import safe_write
 from pgrig.errors import Interrupted, PgrigError, is_interruption
+from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
 from pgrig.request import DatasetRequest
 
@@ -77,13 +78,15 @@ def interrupted_text(env: str, dbname: str, scenario: str, created: bool, droppe
     if created and dropped:
         return f"{what}; database {dbname}, made by this generate, was dropped again"
     if created:
+        ident = '"' + dbname.replace('"', '""') + '"'  # as SQL names it
+        drop = pgrig_command("env", "psql", env, "--", "-c", f"DROP DATABASE {ident}")
         return (
             f"{what}; database {dbname}, made by this generate, could not be dropped: "
-            f"generate again, or drop it (pgrig env psql {env} -- -c 'DROP DATABASE ...')"
+            f"generate again, or drop it ({drop})"
         )
     return (
         f"{what}; its {scenario} tables are partly loaded and recorded incomplete (runs refuse "
-        f"them): generate again (pgrig db generate {env} --db {dbname} ...)"
+        f"them): generate again ({pgrig_command('db', 'generate', env, '--db', dbname)} ...)"
     )
 
 
@@ -263,7 +266,8 @@ def usable(env: Environment, dbname: str) -> dict[str, Any] | None:
         raise PgrigError(
             f"database {dbname!r} of {env.name} holds an incomplete {info.get('scenario')} "
             f"dataset (its `pgrig db generate` failed or was killed, at "
-            f"{info.get('generated_at')}): run `pgrig db generate {env.name} --db {dbname} ...` "
+            f"{info.get('generated_at')}): run "
+            f"`{pgrig_command('db', 'generate', env.name, '--db', dbname, rest='...')}` "
             "again"
         )
     return info

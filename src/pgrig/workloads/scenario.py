@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
 from pgrig.request import RunRequest, ScriptSpec
 
@@ -84,9 +85,11 @@ class Tpcc:
         from pgrig.workloads import tpcc
 
         if dataset.get("scenario") not in ("tpcc", "chbench"):  # CH-benCHmark: TPC-C and more
+            cmd = pgrig_command(
+                "db", "generate", env.name, "--scenario", "tpcc", rest="--warehouses W"
+            )
             raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no TPC-C data: "
-                f"run `pgrig db generate {env.name} --scenario tpcc --warehouses W` first"
+                f"database {dbname!r} of {env.name} holds no TPC-C data: run `{cmd}` first"
             )
         scripts, defines, max_tries = tpcc.pgbench_scripts(
             work,

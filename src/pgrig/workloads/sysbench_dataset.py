@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system.child_process import die_with_parent
 from pgrig.workloads import sysbench, sysbench_lua
@@ -114,8 +115,17 @@ def _not_sysbench_data(label: str, dataset: dict[str, Any], where: tuple[str, st
     return (
         f"database {where[1]!r} of {where[0]} holds {describe_dataset(dataset)}, not sysbench "
         f"data: {label} would read whatever tables are left there. Generate sysbench data "
-        f"first: pgrig db generate {where[0]} --db {where[1]} --scenario sysbench "
-        "[--tables N --table-size N | --script PATH.lua --define NAME=VALUE]"
+        "first: "
+        + pgrig_command(
+            "db",
+            "generate",
+            where[0],
+            "--db",
+            where[1],
+            "--scenario",
+            "sysbench",
+            rest="[--tables N --table-size N | --script PATH.lua --define NAME=VALUE]",
+        )
     )
 
 
@@ -161,7 +171,7 @@ def generate_command(
         }
         sizes |= {option_key(k): v for k, v in changed.items()}
         argv += ["--tables", sizes["tables"], "--table-size", sizes["table_size"]]
-    return " ".join(argv)
+    return pgrig_command(*argv[1:])
 
 
 # --- the script's own commands ---------------------------------------------------------------
@@ -224,8 +234,17 @@ def cleanup_defines(
         f"database {dbname!r} of {env.name} holds {tables} table{'s' if tables != 1 else ''} "
         f"({held}): the prepare of {path.name} would add its tables beside them, and a script "
         "may count or read every table there (the prepare of sysbench-tpcc then never ends). "
-        f"Prepare its data into a database of its own: pgrig db generate {env.name} --db NAME "
-        f"--scenario sysbench --script {path} [--define NAME=VALUE]"
+        "Prepare its data into a database of its own: "
+        + pgrig_command(
+            "db",
+            "generate",
+            env.name,
+            "--scenario",
+            "sysbench",
+            "--script",
+            path,
+            rest="--db NAME [--define NAME=VALUE]",
+        )
     )
 
 
@@ -293,8 +312,18 @@ def check(env: Environment, dbname: str, dataset: dict[str, Any] | None) -> Chec
         raise PgrigError(
             f"database {dbname!r} of {env.name} holds no sysbench dataset"
             + (f" ({describe_dataset(dataset)})" if dataset else "")
-            + f": nothing to check with a sysbench script (pgrig db generate {env.name} "
-            f"--db {dbname} --scenario sysbench --script PATH.lua)"
+            + ": nothing to check with a sysbench script ("
+            + pgrig_command(
+                "db",
+                "generate",
+                env.name,
+                "--db",
+                dbname,
+                "--scenario",
+                "sysbench",
+                rest="--script PATH.lua",
+            )
+            + ")"
         )
     binary = sysbench.binary()
     if not dataset.get("script"):

@@ -27,6 +27,7 @@ from rich.markup import escape
 from pgrig import __version__
 from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError, first_line, is_interruption
+from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, run_steps
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import BackupDoc
@@ -104,8 +105,9 @@ def precheck(env: Environment, what: str, backup_dir: str | None = None) -> None
         pgbackrest.check(env, what.split("-", 1)[1])
     elif what == "restore" and backups.latest(env) is None:
         raise PgrigError(
-            f"{env.name} has no backup to restore: run `pgrig run {env.name} --workload "
-            "backup:basebackup-full` (or backup:pgbackrest-full) first"
+            f"{env.name} has no backup to restore: run "
+            f"`{pgrig_command('run', env.name, '--workload', 'backup:basebackup-full')}` "
+            "(or backup:pgbackrest-full) first"
         )
 
 

@@ -15,6 +15,7 @@ import subprocess
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, dbname_arg
 from pgrig.request import RunRequest
 
@@ -43,8 +44,9 @@ def check_tables(env: Environment, spec: RunRequest, dbname: str) -> None:
     if missing:
         raise PgrigError(
             f"database {dbname!r} of {env.name} has no {', '.join(missing)}: generate the "
-            f"{scenario} data first (pgrig db generate {env.name} --db {dbname} "
-            f"--scenario {scenario} ...)"
+            f"{scenario} data first ("
+            + pgrig_command("db", "generate", env.name, "--db", dbname, "--scenario", scenario)
+            + " ...)"
         )
 
 

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import Interrupted, first_line
+from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, pooler_log, run_files
 from pgrig.provision.state.environment import Environment
 from pgrig.record.protocol import RunStore
@@ -180,7 +181,7 @@ def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:
         console.print(
             f"[yellow]warning:[/yellow] archive {escape(archive.url)} is unavailable: run "
             f"{rec.id} is saved in {escape(str(spooled))}; the next pgrig command imports it "
-            f"(or `pgrig runs import {escape(str(spooled))}`)",
+            f"(or `{escape(pgrig_command('runs', 'import', spooled))}`)",
             highlight=False,
             soft_wrap=True,
         )

@@ -22,6 +22,7 @@ from rich.console import Console
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.load.core import (
     guard,
     left_backends,
@@ -163,7 +164,7 @@ def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname=%s", (dbname,)).fetchone():
             raise PgrigError(
                 f"database {dbname!r} does not exist in {env.name}: "
-                f"run `pgrig db generate {env.name} ...` first"
+                f"run `{pgrig_command('db', 'generate', env.name, rest='...')}` first"
             )
         full, major, _num = pg_snapshot.server_version(conn)
     return {"version": full, "major": major}

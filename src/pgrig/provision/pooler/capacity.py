@@ -7,6 +7,7 @@ change, never discovered as a wall of connection errors mid-run.
 from __future__ import annotations
 
 from pgrig.errors import PgrigError, first_line
+from pgrig.format import pgrig_command
 from pgrig.provision.pooler.config import (
     PoolerConfig,
     config_of,
@@ -54,6 +55,12 @@ def _suggest_max_connections(needed: int, reserved: int) -> int:
     return -(-(needed + reserved + 10) // 100) * 100  # round up to a hundred
 
 
+def _raise_max_connections(env: Environment, needed: int, reserved: int) -> str:
+    """The `pgrig env set` that makes room for `needed` connections."""
+    value = _suggest_max_connections(needed, reserved)
+    return pgrig_command("env", "set", env.name, f"max_connections={value}")
+
+
 def check_pool_fits(env: Environment, cfg: PoolerConfig, limits: tuple[int, int]) -> None:
     mc, reserved = limits
     usable = mc - reserved
@@ -62,9 +69,8 @@ def check_pool_fits(env: Environment, cfg: PoolerConfig, limits: tuple[int, int]
         raise PgrigError(
             f"a pool of {cfg.pool_size}{procs} = {cfg.server_connections} server connections "
             f"exceeds max_connections={mc} on env {env.name} ({reserved} reserved): raise it "
-            f"with `pgrig env set {env.name} max_connections="
-            f"{_suggest_max_connections(cfg.server_connections, reserved)}` or use a smaller "
-            "--pool-size"
+            f"with `{_raise_max_connections(env, cfg.server_connections, reserved)}` or use a "
+            "smaller --pool-size"
         )
 
 
@@ -90,9 +96,8 @@ def check_run(
         if clients > mc - reserved:
             raise PgrigError(
                 f"{clients} clients exceed max_connections={mc} on env {env.name} "
-                f"({reserved} reserved for superusers): raise it with `pgrig env set "
-                f"{env.name} max_connections={_suggest_max_connections(clients, reserved)}`"
-                " or use --via pooler"
+                f"({reserved} reserved for superusers): raise it with "
+                f"`{_raise_max_connections(env, clients, reserved)}` or use --via pooler"
             )
         return via
     cfg = config_of(env)
@@ -109,8 +114,9 @@ def check_run(
     if clients > room:
         raise PgrigError(
             f"{clients} clients exceed max_client_conn={cfg.max_client_conn} of the pgbouncer "
-            f"on env {env.name} ({STATS_CONNECTIONS} kept for statistics): `pgrig env pooler "
-            f"{env.name} remove`, then add it with --max-client-conn {clients + 100}"
+            f"on env {env.name} ({STATS_CONNECTIONS} kept for statistics): "
+            f"`{pgrig_command('env', 'pooler', env.name, 'remove')}`, then add it with "
+            f"--max-client-conn {clients + 100}"
         )
     if protocol == "prepared" and cfg.mode != "session":
         raise PgrigError(

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.pooler import layout
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
@@ -126,7 +127,8 @@ def config_of(env: Environment) -> PoolerConfig | None:
 def no_pooler_error(env: Environment) -> PgrigError:
     return PgrigError(
         f"environment {env.name!r} has no pooler: add one with "
-        f"`pgrig env pooler {env.name} add pgbouncer` (or run with --via direct)"
+        f"`{pgrig_command('env', 'pooler', env.name, 'add', 'pgbouncer')}` "
+        "(or run with --via direct)"
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.pooler import auth, daemon, layout, remote
 from pgrig.provision.pooler.capacity import check_pool_fits, server_limits
 from pgrig.provision.pooler.config import (
@@ -54,7 +55,8 @@ def _require_running(env: Environment, cfg: PoolerConfig | None = None) -> None:
         )
     if not postmaster.is_running(env):
         raise PgrigError(
-            f"the server of {env.name!r} is not running: `pgrig env start {env.name}` first"
+            f"the server of {env.name!r} is not running: "
+            f"`{pgrig_command('env', 'start', env.name)}` first"
         )
 
 
@@ -138,8 +140,9 @@ def add(
         return remote.add(env, cfg, on)
     if on:
         raise PgrigError(
-            f"a pooler on host {on} needs an environment on a host (`pgrig env create "
-            f"{env.name} --on HOST --pooler-on {on}`): {env.name!r} runs on this machine"
+            f"a pooler on host {on} needs an environment on a host "
+            f"(`{pgrig_command('env', 'create', env.name, '--pooler-on', on, rest='--on HOST')}`): "
+            f"{env.name!r} runs on this machine"
         )
     if verifiers is not None:
         cfg = replace(cfg, auth_from="control")
@@ -148,7 +151,7 @@ def add(
     if env.pooler:
         raise PgrigError(
             f"environment {name!r} already has a {env.pooler.get('kind')} pooler "
-            f"(see `pgrig env pooler {name} show`; remove it first to change it)"
+            f"(see `{pgrig_command('env', 'pooler', name, 'show')}`; remove it first to change it)"
         )
     exe = daemon.binary()
     cfg = replace(cfg, port=_choose_port(env, cfg.port))

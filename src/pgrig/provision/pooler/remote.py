@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.pooler import auth, layout
 from pgrig.provision.pooler.capacity import check_pool_fits, server_limits
 from pgrig.provision.pooler.config import PoolerConfig, config_of, no_pooler_error
@@ -50,7 +51,8 @@ def _host(name: str) -> Any:
     host = registry.get(name)
     if provisioning.provisioned(host.name) is None:
         raise PgrigError(
-            f"host {host.name} is not provisioned: run `pgrig host provision {host.name}` "
+            f"host {host.name} is not provisioned: run "
+            f"`{pgrig_command('host', 'provision', host.name)}` "
             "(it installs pgbouncer and pgrig there)"
         )
     return host
@@ -73,7 +75,8 @@ def add(env: Environment, cfg: PoolerConfig, on: str | None = None) -> Environme
     if env.pooler:
         raise PgrigError(
             f"environment {env.name!r} already has a {env.pooler.get('kind')} pooler "
-            f"(see `pgrig env pooler {env.name} show`; remove it first to change it)"
+            f"(see "
+            f"`{pgrig_command('env', 'pooler', env.name, 'show')}`; remove it first to change it)"
         )
     if cfg.processes > 1:
         raise PgrigError(

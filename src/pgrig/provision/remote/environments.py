@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import HostCommandFailed, PgrigError
+from pgrig.format import pgrig_command
 from pgrig.hosts import registry, remote, ssh
 from pgrig.hosts.registry import Host
 from pgrig.provision.state.environment import Environment
@@ -115,14 +116,15 @@ def _check_provisioned(host: Host, pg: str) -> None:
     done = provisioning.provisioned(host.name)
     if done is None:
         raise PgrigError(
-            f"host {host.name} is not provisioned: run `pgrig host provision {host.name} --pg {pg}`"
+            f"host {host.name} is not provisioned: run "
+            f"`{pgrig_command('host', 'provision', host.name, '--pg', pg)}`"
         )
     major = pg.split(".")[0]
     if not any(v.split(".")[0] == major for v in done.get("pg", [])):
         have = ", ".join(done.get("pg", [])) or "none"
         raise PgrigError(
             f"PostgreSQL {pg} is not installed on host {host.name} (it has {have}): run "
-            f"`pgrig host provision {host.name} --pg {pg}`"
+            f"`{pgrig_command('host', 'provision', host.name, '--pg', pg)}`"
         )
 
 
@@ -155,7 +157,9 @@ def create(
     check_new_name(name)
     host = registry.get(on)
     if (paths.envs_dir() / name).exists():
-        raise PgrigError(f"environment {name!r} already exists (see `pgrig env show {name}`)")
+        raise PgrigError(
+            f"environment {name!r} already exists (see `{pgrig_command('env', 'show', name)}`)"
+        )
     try:
         ipaddress.ip_address(host.address)
     except ValueError:
@@ -270,7 +274,8 @@ def _pooler_options(pooler: str | None, pooler_on: str | None) -> Any:
     cfg = pooling.options(kind=pooler)
     if pooler_on is not None and provisioning.provisioned(registry.get(pooler_on).name) is None:
         raise PgrigError(
-            f"host {pooler_on} is not provisioned: run `pgrig host provision {pooler_on}` (it "
+            f"host {pooler_on} is not provisioned: run "
+            f"`{pgrig_command('host', 'provision', pooler_on)}` (it "
             "installs pgbouncer and pgrig there)"
         )
     return cfg

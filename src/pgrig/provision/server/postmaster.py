@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server.daemon import POSTGRES, Daemon
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
@@ -162,7 +163,7 @@ def _limit_disk(env: Environment) -> None:
     except PgrigError as e:
         raise PgrigError(
             f"server of {env.name!r} started but its disk limit is not in force: {e} "
-            f"(`pgrig env set {env.name} --disk-limit none` removes the limit)"
+            f"(`{pgrig_command('env', 'set', env.name, '--disk-limit', 'none')}` removes the limit)"
         ) from None
 
 

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import postmaster, replicas
 from pgrig.provision.state.environment import Environment
 
@@ -63,7 +64,7 @@ def _check(env: Environment, name: str, address: str, renewing: bool = False) ->
             "environment created with --on HOST (or --listen)"
         )
     if not postmaster.is_running(env):
-        raise PgrigError(f"{env.name} is not running (`pgrig env start {env.name}`)")
+        raise PgrigError(f"{env.name} is not running (`{pgrig_command('env', 'start', env.name)}`)")
 
 
 def allow(env: Environment, name: str, address: str, verifier: str) -> dict[str, Any]:

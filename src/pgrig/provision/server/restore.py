@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision.server import backups, pgbackrest, postmaster, replicas
 from pgrig.provision.server.ports import free_port
 from pgrig.provision.settings import config
@@ -42,8 +43,9 @@ def scratch_server(env: Environment, figures: dict[str, Any]) -> Iterator[Enviro
     last = backups.latest(env)
     if last is None:
         raise PgrigError(
-            f"{env.name} has no backup to restore: run `pgrig run {env.name} --workload "
-            "backup:basebackup-full` (or backup:pgbackrest-full) first"
+            f"{env.name} has no backup to restore: run "
+            f"`{pgrig_command('run', env.name, '--workload', 'backup:basebackup-full')}` "
+            "(or backup:pgbackrest-full) first"
         )
     m = _scratch(env)
     figures.update(backup=last.name, tool=last.tool, scratch=str(m.datadir), port=m.port)

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from pgrig import paths, safe_write
 from pgrig.errors import NotFound, PgrigError, first_line
+from pgrig.format import pgrig_command
 from pgrig.request.vocabulary import NAME_MAX, valid_name
 
 DEFAULT_DATABASE = "pgrig"
@@ -206,8 +207,8 @@ class Environment:
             reason = first_line(e)
             damaged = DamagedEnvironment(
                 f"environment {name!r} is damaged: {f} is not valid ({reason}); "
-                f"`pgrig env repair {name}` rebuilds it from the data directory, "
-                f"`pgrig env destroy {name} --yes` removes it"
+                f"`{pgrig_command('env', 'repair', name)}` rebuilds it from the data directory, "
+                f"`{pgrig_command('env', 'destroy', name, '--yes')}` removes it"
             )
             damaged.reason = f"env.json: {reason}"
             raise damaged from None
@@ -224,9 +225,10 @@ class Environment:
         if self.managed and not (self.datadir / "PG_VERSION").is_file():
             raise DamagedEnvironment(
                 f"environment {self.name!r} is damaged: its data directory {self.datadir} is "
-                f"missing or incomplete; `pgrig env repair {self.name}` re-creates it empty "
-                f"(then `pgrig db generate {self.name} ...`), "
-                f"`pgrig env destroy {self.name} --yes` removes the environment"
+                f"missing or incomplete; "
+                f"`{pgrig_command('env', 'repair', self.name)}` re-creates it empty "
+                f"(then `{pgrig_command('db', 'generate', self.name, rest='...')}`), "
+                f"`{pgrig_command('env', 'destroy', self.name, '--yes')}` removes the environment"
             )
 
     @classmethod
@@ -295,8 +297,9 @@ def dbname_arg(dbname: str) -> str:
 def incomplete_message(name: str) -> str:
     return (
         f"environment {name!r} is incomplete: its directory exists without env.json (an "
-        f"`env create` still running, or killed before it finished); `pgrig env destroy {name} "
-        "--yes` removes what it left, then create it again"
+        f"`env create` still running, or killed before it finished); "
+        f"`{pgrig_command('env', 'destroy', name, '--yes')}` removes what it left, then create "
+        "it again"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pgrig.errors import PgrigError
+from pgrig.format import pgrig_command
 from pgrig.request import ScriptSpec
 from pgrig.workloads.tickets.generate import DEFAULT_ROWS, generate
 
@@ -40,7 +41,8 @@ def defines(info: dict | None, env_name: str, dbname: str) -> dict[str, str]:
     """pgbench -D values the scripts need (the id range of the read script)."""
     if not info or info.get("scenario") != "tickets" or not info.get("rows"):
         raise PgrigError(
-            f"database {dbname!r} of {env_name} holds no tickets data: run "
-            f"`pgrig db generate {env_name} --scenario tickets --rows N` first"
+            f"database {dbname!r} of {env_name} holds no tickets data: run `"
+            + pgrig_command("db", "generate", env_name, "--scenario", "tickets", rest="--rows N")
+            + "` first"
         )
     return {"rows": str(int(info["rows"]))}
