@@ -108,6 +108,10 @@ def test_refusals_make_nothing(throttle: disk_throttle.Hierarchy, pgrig_home: Pa
     assert not (pgrig_home / "envs" / "bad").exists()
     remote = pgrig("env", "create", "bad", "--on", "nohost", "--disk-limit", "wiops=5", check=False)
     assert "not supported for environments on other hosts" in remote.stderr
+    # below the floor (issue 43: wbps=1 left a create at CREATE DATABASE for minutes)
+    slow = pgrig("env", "create", "bad", "--pg", "15", "--disk-limit", "wbps=1", check=False)
+    assert slow.returncode != 0 and "wbps=1 is below the floor of wbps=1MB" in slow.stderr
+    assert not (pgrig_home / "envs" / "bad").exists()
     assert not list((throttle.mount / "pgrig").glob("bad.*"))
 
 

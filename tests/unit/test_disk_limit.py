@@ -410,3 +410,43 @@ def test_repair_sees_the_damaged_record_env_show_flags(env: Environment) -> None
     with pytest.raises(PgrigError, match=r"a repair cannot know it.*nothing repaired"):
         repair.repair(env.name, lambda _m: None)  # no cgroup holds it here: refused, unchanged
     assert Environment.load(env.name).disk_limit == {"wiops": 0}
+
+
+# --- the floor (issue 43, class 5) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("wbps=1", "--disk-limit: wbps=1 is below the floor of wbps=1MB"),
+        ("wbps=512kB", "wbps=512kB is below the floor of wbps=1MB"),
+        ("wiops=2", "wiops=2 is below the floor of wiops=30"),
+        ("riops=1,wiops=300", "riops=1 is below the floor of riops=30"),
+        ("rbps=1000", "rbps=1000 is below the floor of rbps=1MB"),
+    ],
+)
+def test_a_limit_below_the_floor_is_refused_naming_the_floor(spec: str, says: str) -> None:
+    """`env create --disk-limit wbps=1` waited at CREATE DATABASE for minutes, saying nothing."""
+    from pgrig.request.disk_limit import check_floor
+
+    with pytest.raises(DiskLimitError) as e:
+        check_floor(parse(spec))
+    assert says in str(e.value)
+    assert "floors: riops=30, wiops=30, rbps=1MB, wbps=1MB" in str(e.value)
+
+
+def test_the_floor_itself_and_no_limit_pass() -> None:
+    from pgrig.request.disk_limit import check_floor
+
+    check_floor(parse("riops=30,wiops=30,rbps=1MB,wbps=1MB"))
+    check_floor(None)
+
+
+def test_env_create_and_set_check_the_floor_before_anything(pgrig_home: Path) -> None:
+    from pgrig.provision.operations import change, create
+
+    with pytest.raises(DiskLimitError, match="wbps=1 is below the floor"):
+        create.check(create.CreateOptions("e", disk_limit="wbps=1"))
+    with pytest.raises(DiskLimitError, match="wiops=1 is below the floor"):
+        change.parse_disk_limit("e", "wiops=1")
+    assert not (pgrig_home / "envs").exists() or not any((pgrig_home / "envs").iterdir())

@@ -44,9 +44,13 @@ from pgrig.provision.state.environment import (
     incomplete_message,
 )
 from pgrig.provision.system import osuser
+from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 
 Progress = Callable[[str], None]
+# A create's CREATE DATABASE under a disk limit: at the floor (request/disk_limit.py) it
+# waited ~20 s more than unlimited; past this it is refused, not waited for silently.
+LIMITED_CREATE_DATABASE_S = 180
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes including ".s.PGSQL.NNNNN" and NUL
 
 
@@ -324,6 +328,12 @@ def _build(env: Environment, auto_port: bool, say: Progress) -> None:
             env.port = free_port(exclude=[env.port or 0])
             config.write_conf(env, run={})
             env.save()
+    if env.disk_limit:  # the one long write under the limit: said, and bounded
+        say(
+            f"creating database {DEFAULT_DATABASE} under the disk limit "
+            f"{disk_limits.describe(disk_throttle.limit_of(env))} (about 20 MB written; "
+            f"at most {LIMITED_CREATE_DATABASE_S} s)"
+        )
     _create_database(env, DEFAULT_DATABASE)
     remote_access.set_password(env)
     env.save()
@@ -336,13 +346,24 @@ def rebuild(env: Environment, say: Progress) -> None:
 
 
 def _create_database(env: Environment, dbname: str) -> None:
+    """CREATE DATABASE; under a disk limit bounded by LIMITED_CREATE_DATABASE_S (a limit
+    below the floor request/disk_limit.py refuses once left it waiting for minutes)."""
     import psycopg
     from psycopg import sql
 
     with psycopg.connect(env.conninfo("postgres"), autocommit=True) as conn:
         # a synchronous primary re-created by env repair: its standbys are not back yet
         conn.execute("SET synchronous_commit = local")
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        if env.disk_limit:
+            conn.execute(f"SET statement_timeout = '{LIMITED_CREATE_DATABASE_S}s'")
+        try:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+        except psycopg.errors.QueryCanceled:
+            raise PgrigError(
+                f"CREATE DATABASE {dbname} did not finish in {LIMITED_CREATE_DATABASE_S} s "
+                f"under the disk limit {disk_limits.describe(disk_throttle.limit_of(env))}: "
+                "the disk is slower than the floor assumes; raise the limit"
+            ) from None
 
 
 def _remove(env: Environment, say: Progress | None = None) -> None:

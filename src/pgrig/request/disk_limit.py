@@ -28,6 +28,12 @@ _BPS_MAX = 2**63 - 1
 _UNITS = {"": 1, "B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
 _UNIT_NAMES = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024))
 _SIZE = re.compile(r"([0-9]+)\s*([A-Za-z]*)")
+# The least limit a server can live under: below it `env create` (CREATE DATABASE writes about
+# 20 MB under the limit) or `env stop` (the shutdown checkpoint writes each of the new
+# database's ~900 dirty pages on its own) waits past pgrig's 60 s bounds. Measured with real
+# creates under the blkio throttle (docs/disk-limits.md): wbps=256kB added 79 s to a create,
+# wiops=10 made a stop take 72 s, wiops=2 one fail; the floor keeps each wait under ~30 s.
+FLOOR = {"riops": 30, "wiops": 30, "rbps": 1024**2, "wbps": 1024**2}
 # what each key means, for people
 MEANING = {
     "riops": "read operations per second",
@@ -95,6 +101,24 @@ def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:
             raise DiskLimitError(f"{flag}: {key} is given twice")
         values[key] = _iops(flag, key, raw) if key in IOPS_KEYS else _bytes(flag, key, raw)
     return DiskLimit(**values)
+
+
+def check_floor(limit: DiskLimit | None, flag: str = "--disk-limit") -> None:
+    """A limit a server must be created, started and stopped under: none below FLOOR, which
+    is named in the refusal (a limit of wbps=1 left `env create` at CREATE DATABASE for
+    minutes, with no word and no end)."""
+    if limit is None:
+        return
+    low = [k for k, v in limit.as_dict().items() if v < FLOOR[k]]
+    if low:
+        k = low[0]
+        raise DiskLimitError(
+            f"{flag}: {k}={_value_text(k, getattr(limit, k))} is below the floor of "
+            f"{k}={_value_text(k, FLOOR[k])}: under less, creating, starting or stopping the "
+            "server waits minutes (CREATE DATABASE writes about 20 MB, a shutdown checkpoint "
+            "about 900 pages); floors: "
+            + ", ".join(f"{key}={_value_text(key, v)}" for key, v in FLOOR.items())
+        )
 
 
 def _iops(flag: str, key: str, raw: str) -> int:

@@ -193,6 +193,7 @@ def parse_disk_limit(name: str, spec: str) -> DiskLimit | None:
     limit = disk_limits.parse(spec)
     if remote_env.record(name) is not None:
         raise PgrigError(REMOTE_DISK_LIMIT)
+    disk_limits.check_floor(limit)
     return limit
 
 

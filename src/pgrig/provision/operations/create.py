@@ -70,6 +70,7 @@ def check(opts: CreateOptions) -> CreatePlan:
     limit = disk_limits.parse(opts.disk_limit) if opts.disk_limit is not None else None
     if limit is not None and opts.on is not None:
         raise PgrigError(REMOTE_DISK_LIMIT)
+    disk_limits.check_floor(limit)
     if opts.replica_on and opts.on is None:
         raise PgrigError("--replica-on needs --on HOST (the primary's host)")
     if opts.pooler_on is not None and opts.on is None:
