@@ -206,6 +206,34 @@ def test_block_means_leave_out_warmup_and_partial_last_second() -> None:
     assert means == pytest.approx([sum(s["tps"][5 + i : 15 + i]) / 10 for i in (0, 10, 20)])
 
 
+def test_too_short_names_the_shortest_run_with_its_own_measured_time() -> None:
+    # issue 43: `runs compare 24 34` said "(run 24: 2 s)" where run 24 measured 3.1 s and run
+    # 34 was the 2 s one: the first side's run was named, beside its per-second span
+    a = make_record(tps=1000, seconds=4, warmup=0, seed=1)
+    b = make_record(tps=1500, seconds=2, warmup=0, seed=2)
+    a.id, b.id = 24, 34
+    a.measured_s = 3.1
+    a.series["pgbench"] = {k: v[1:] for k, v in a.series["pgbench"].items()}  # starts at t=1
+    for base, cand in (([a], [b]), ([b], [a])):
+        assert compare_runs(base, cand).reason == "single runs under 30 s (run 34: 2 s)"
+    b.measured_s = 5.0  # now run 24 is the shorter one, with its figure as its record says
+    assert compare_runs([b], [a]).reason == (
+        "single runs under 30 s (run 24: 3.1 s measured, 2 s of per-second TPS)"
+    )
+    a.series["pgbench"]["t"] = [v - 1 for v in a.series["pgbench"]["t"]]  # 0, 1, 2: no gap
+    assert compare_runs([b], [a]).reason == "single runs under 30 s (run 24: 3.1 s)"
+
+
+def test_too_short_says_when_the_per_second_values_cover_less_than_measured() -> None:
+    a = make_record(tps=1000, seconds=40, warmup=0, seed=1)
+    b = make_record(tps=1500, seconds=40, warmup=0, seed=2)
+    a.id, b.id = 1, 2
+    a.series["pgbench"] = {k: v[:12] for k, v in a.series["pgbench"].items()}  # log cut short
+    assert compare_runs([a], [b]).reason == (
+        "single runs under 30 s (run 1: 40 s measured, 12 s of per-second TPS)"
+    )
+
+
 def test_long_runs_get_at_most_ten_blocks() -> None:
     t = np.arange(300, dtype=float)
     assert len(engine.block_means(t, np.ones(300))) == 10  # blocks of 30 s

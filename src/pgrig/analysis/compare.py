@@ -280,17 +280,14 @@ def compare_runs(
             reason=f"no per-second {m.label} for single runs",
             advice="repeat the runs (2+ per side)",
         )
-    samples = []
-    for side in (baseline, candidate):
-        blocks, reason = _side_blocks(side, m)
-        if reason:
-            advice = (
-                f"an indicative verdict on single runs needs {MIN_BLOCKS * BLOCK_S:g} s of "
-                f"per-second {m.label} ({MIN_BLOCKS} blocks of {BLOCK_S:g} s); repeat the runs "
-                "(2+ per side) for a firm one"
-            )
-            return replace(out, reason=reason, advice=advice)
-        samples.append(blocks)
+    samples, reason = _sides_blocks((baseline, candidate), m)
+    if reason:
+        advice = (
+            f"an indicative verdict on single runs needs {MIN_BLOCKS * BLOCK_S:g} s of "
+            f"per-second {m.label} ({MIN_BLOCKS} blocks of {BLOCK_S:g} s); repeat the runs "
+            "(2+ per side) for a firm one"
+        )
+        return replace(out, reason=reason, advice=advice)
     return _decide(out, samples[0], samples[1], "blocks")
 
 
@@ -443,24 +440,50 @@ def _not_ok(runs: Sequence[RunRecord]) -> str:
     return listed + (f" (and {len(runs) - 3} more)" if len(runs) > 3 else "")
 
 
-def _side_blocks(side: Sequence[RunRecord], m: Metric) -> tuple[np.ndarray, str | None]:
-    """The block means of a side's runs, or why there are too few (a reason for no verdict)."""
+def _sides_blocks(
+    sides: Sequence[Sequence[RunRecord]], m: Metric
+) -> tuple[list[np.ndarray], str | None]:
+    """The block means of each side's runs, or why there are too few (a reason for no verdict).
+
+    Every run of both sides is looked at before any is named: the run a message names is the
+    shortest of all the runs too short for a verdict (not the first side's), and the figure
+    beside its id is that same run's measured time, the one its own record shows."""
     assert m.column is not None
-    blocks: list[float] = []
-    spans: list[tuple[float, int | None]] = []
-    for r in side:
-        t, y = measured_seconds(r, m.column)
-        spans.append((float(t.max() - t.min() + 1) if t.size else 0.0, r.id))
-        means = block_means(t, y)
-        if any(v <= 0 for v in means):
-            return np.empty(0), f"a {BLOCK_S:g} s block without {m.label} in run {r.id}"
-        blocks.extend(means)
-    if len(blocks) < MIN_BLOCKS:
-        span, run_id = min(spans)
-        return np.empty(
-            0
-        ), f"single runs under {MIN_BLOCKS * BLOCK_S:g} s (run {run_id}: {span:g} s)"
-    return np.asarray(blocks, dtype=float), None
+    samples: list[np.ndarray] = []
+    short: list[tuple[float, int, RunRecord, float]] = []  # (measured, order, run, span)
+    for side in sides:
+        blocks: list[float] = []
+        spans: list[tuple[RunRecord, float]] = []
+        for r in side:
+            t, y = measured_seconds(r, m.column)
+            means = block_means(t, y)
+            if any(v <= 0 for v in means):
+                return [], f"a {BLOCK_S:g} s block without {m.label} in run {r.id}"
+            blocks.extend(means)
+            spans.append((r, float(t.max() - t.min() + 1) if t.size else 0.0))
+        if len(blocks) < MIN_BLOCKS:
+            short.extend((_measured(r, span), len(short), r, span) for r, span in spans)
+        samples.append(np.asarray(blocks, dtype=float))
+    if not short:
+        return samples, None
+    measured, _, run, span = min(short, key=lambda s: (s[0], s[1]))
+    figure = f"{_seconds(measured)} s"
+    if span + 1 < measured:  # a gap in its per-second values: say what the blocks had
+        figure += f" measured, {_seconds(span)} s of per-second {m.label}"
+    return [], f"single runs under {MIN_BLOCKS * BLOCK_S:g} s (run {run.id}: {figure})"
+
+
+def _measured(rec: RunRecord, span: float) -> float:
+    """A run's measured time as its record says it (the per-second span when it says none)."""
+    for v in (rec.measured_s, rec.duration_s):
+        if v is not None and math.isfinite(v):
+            return float(v)
+    return span
+
+
+def _seconds(v: float) -> str:
+    """3.1, 2, 20: a tenth of a second at most, as the run's own summary shows it."""
+    return f"{round(v, 1):g}"
 
 
 def measured_seconds(rec: RunRecord, column: str) -> tuple[np.ndarray, np.ndarray]:
