@@ -206,6 +206,8 @@ def _outcome(
         return "failed", driver.failure(stdout, stderr, rc)
     if disagreement:
         return "failed", disagreement[:2000]
+    if (nothing := run_steps.measured_nothing(rec)) is not None:
+        return "failed", nothing
     return "ok", rec.error
 
 

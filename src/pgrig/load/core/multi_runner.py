@@ -313,7 +313,7 @@ def _set_status(
     other_hosts: host_samplers.HostSamplers,
 ) -> None:
     """aborted (interrupted, or stopped early), failed (a host's pgbench, or the db host cut
-    off, named first) or ok."""
+    off, named first; or nothing measured) or ok."""
     if interrupted:
         rec.status, rec.error = "aborted", interrupted
     elif stopped:
@@ -323,6 +323,8 @@ def _set_status(
         why = rec.extra.get("load_error") or load.failure() or f"pgbench exited with code {rc}"
         rec.error = str(why)[:2000]
         other_hosts.blame(rec)  # the db host cut off: named before the load hosts' errors
+    elif (nothing := run_steps.measured_nothing(rec)) is not None:
+        rec.status, rec.error = "failed", nothing
     else:
         rec.status = "ok"
 

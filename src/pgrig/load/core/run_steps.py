@@ -137,6 +137,21 @@ def pooler_results(
     pooler_log.keep(rec, env, offsets, art_dir)
 
 
+def measured_nothing(rec: RunRecord) -> str | None:
+    """Why a run whose load ended well is still not ok: it measured nothing (no measured time,
+    or not one transaction in it, e.g. clients that took the whole run to connect); None when
+    it measured something. Both runners ask it before they call a run ok."""
+    measured = rec.measured_s if rec.measured_s is not None and rec.measured_s > 0 else 0.0
+    if measured > 0 and (rec.transactions or rec.failed):
+        return None
+    why = f"measured nothing: {measured:g} s measured, {rec.transactions or 0} transactions"
+    window = rec.extra.get("window")
+    late = window.get("late_start_s") if isinstance(window, dict) else None
+    if late:
+        why += f" (the clients took {late} s longer than the warm-up to connect)"
+    return why
+
+
 def files_outcome(rec: RunRecord, files: run_files.RunFiles) -> None:
     """A run whose files a full disk cut short fails if it was ok, else says so in a warning."""
     if (disk := files.failure()) is not None:
