@@ -334,3 +334,55 @@ def test_a_lock_of_another_process_is_refused(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+# --- changes forced under a run (issue 43, class 1) ---------------------------------------------
+
+
+def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
+    pgrig_home: Path,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.core import run_steps
+
+    env = _env(pgrig_home)
+    env.save()
+    assert env_lock.note_forced(env.dir, "env set --force", "x") is None  # nobody holds it
+    assert not (env.dir / env_lock.FORCED_FILE).exists()
+    child = _hold_lock(env, 42)
+    try:
+        said: list[str] = []
+        with guard.exclusive(
+            env.name, "env set", True, note=said.append, change="disk limit set to riops=500"
+        ):
+            pass
+        assert said == [
+            "run 42 on lab is in progress: this change is recorded in it as an event, and its "
+            "figures as not comparable as they are"
+        ]
+        env_lock.refuse_if_busy(env.dir, env.name, "env destroy", force=True)
+    finally:
+        child.kill()
+        child.wait()
+    now = datetime.now(UTC)
+    rec = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
+    rec.started_at, rec.ended_at = now - timedelta(seconds=30), now + timedelta(seconds=1)
+    run_steps.forced_changes(rec)
+    events = rec.extra["changed_under_run"]
+    assert [(e["command"], e["change"]) for e in events] == [
+        ("env set --force", "disk limit set to riops=500"),
+        ("env destroy --force", "env destroy"),
+    ]
+    assert all(29 <= e["after_s"] <= 31 for e in events)
+    [warning] = [w for w in rec.warnings() if w["code"] == "changed_under_run"]
+    assert "`pgrig env set --force`: disk limit set to riops=500" in warning["message"]
+    # a run that ended before the change, or began after it, has no such event
+    before = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
+    before.started_at, before.ended_at = now - timedelta(seconds=60), now - timedelta(seconds=40)
+    run_steps.forced_changes(before)
+    assert "changed_under_run" not in before.extra and not before.warnings()
+    # the next hold of the environment starts with no notes of an earlier one
+    env_lock.EnvLock(env.dir, env.name).acquire().release()
+    assert not (env.dir / env_lock.FORCED_FILE).exists()

@@ -268,6 +268,13 @@ def compare_runs(
                 return replace(out, reason=f"run {r.id} has no {m.label}")
     b_vals, c_vals = (np.asarray(v, dtype=float) for v in values)
     out = replace(out, ratio=stats.center(c_vals) / stats.center(b_vals))
+    changed = [r for r in (*baseline, *candidate) if changed_under_run(r)]
+    if changed:
+        return replace(
+            out,
+            reason=_changed(changed),
+            advice="repeat the run without changing its environment under it (env set --force...)",
+        )
     if len(baseline) >= 2 and len(candidate) >= 2:
         pairs = compare_paired.interleaved_pairs(baseline, candidate, misrate)
         if pairs is not None:
@@ -433,6 +440,20 @@ def _split(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) -> str:
     return " / ".join(
         f"{v} ({'run' if len(ids) == 1 else 'runs'} {', '.join(ids)})" for v, ids in by.items()
     )
+
+
+def changed_under_run(rec: RunRecord) -> list[str]:
+    """What was forced on a run's environment while it ran (load/core/run_steps.py
+    forced_changes), in words: such a run measured two configurations, not the one it records."""
+    events = rec.extra.get("changed_under_run") or []
+    return [f"{e.get('change')} at {e.get('after_s', 0):g} s" for e in events]
+
+
+def _changed(runs: Sequence[RunRecord]) -> str:
+    listed = ", ".join(f"run {r.id} ({'; '.join(changed_under_run(r))})" for r in runs[:3])
+    more = f" (and {len(runs) - 3} more)" if len(runs) > 3 else ""
+    verb = "was" if len(runs) == 1 else "were"
+    return f"{listed}{more} {verb} changed while running: not comparable as is"
 
 
 def _not_ok(runs: Sequence[RunRecord]) -> str:

@@ -97,6 +97,8 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
         out[name] = getattr(rec, name)
     out["scripts"] = [{**script_figures(s), "latency_ms": s.latency.as_dict()} for s in rec.scripts]
     out["warnings"] = rec.warnings()  # [{"code": "busy_host", "message": ...}]
+    if rec.extra.get("changed_under_run"):  # changes forced on its environment while it ran
+        out["changed_under_run"] = rec.extra["changed_under_run"]
     # the server's disk limit and what the kernel held of it (None: not recorded)
     out["disk_limit"] = rec.disk_limit
     return cast(dict[str, Any], json_safe(out))

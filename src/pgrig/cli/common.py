@@ -297,11 +297,13 @@ def recovered_env(name: str) -> Environment:
 
 
 @contextlib.contextmanager
-def exclusive_env(name: str, what: str, force: bool = False) -> Iterator[Environment]:
+def exclusive_env(
+    name: str, what: str, force: bool = False, change: str = ""
+) -> Iterator[Environment]:
     """load/core/guard.py `exclusive`, its notes on stderr."""
     from pgrig.load.core import guard
 
-    with guard.exclusive(name, what, force, note=_note) as env:
+    with guard.exclusive(name, what, force, note=_note, change=change) as env:
         yield env
 
 

@@ -105,7 +105,7 @@ def generate(
         argv = remote_env.db_argv_files(argv, remote, beside)
         raise SystemExit(remote_env.forward_rc(remote, argv))
     # Loading data under a run would change what it measures (and may drop its tables).
-    with common.exclusive_env(env, "db generate", force) as environment:
+    with common.exclusive_env(env, "db generate", force, "data generated") as environment:
         environment.check_intact()
         dbname = request.database or environment.default_database
         if environment.managed:

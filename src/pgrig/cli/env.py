@@ -231,7 +231,9 @@ def replication(
     from pgrig.provision.server import replication_access
 
     replication_access.check_action(action, address)
-    with exclusive_env(name, f"env replication {action}", force) as env:
+    with exclusive_env(
+        name, f"env replication {action}", force, f"replica {replica}: {action}"
+    ) as env:
         verifier = sys.stdin.readline().strip() if action in ("allow", "renew") else ""
         doc = replication_access.apply(env, action, replica, address, verifier)
     if as_json:
@@ -267,7 +269,7 @@ def stop(name: str = typer.Argument(..., help="Environment name."), force: bool 
 
     if (remote := _on_host(name)) is not None:
         raise SystemExit(lifecycle.forward_stop(remote, force, say=_say))
-    with exclusive_env(name, "env stop", force):
+    with exclusive_env(name, "env stop", force, "server stopped"):
         _, stopped = cluster.stop_environment(name)
     err_console().print(f"{name}: {'stopped' if stopped else 'was not running'}")
 
@@ -280,7 +282,7 @@ def restart(name: str = typer.Argument(..., help="Environment name."), force: bo
 
     if (remote := _on_host(name)) is not None:
         raise SystemExit(lifecycle.forward_restart(remote, force, say=_say))
-    with exclusive_env(name, "env restart", force) as env:
+    with exclusive_env(name, "env restart", force, "server restarted") as env:
         env.check_intact()
         env = cluster.restart_environment(name)
     err_console().print(f"{name}: restarted on port {env.port}", highlight=False)
@@ -315,7 +317,7 @@ def set_(
         return
     if (remote := _on_host(name)) is not None:
         raise SystemExit(changing.forward(remote, asked, as_json=as_json, force=force, say=_say))
-    with exclusive_env(name, "env set", force) as env:
+    with exclusive_env(name, "env set", force, asked.in_words()) as env:
         applied = changing.apply(env, asked)
     action, changed = applied.action, applied.changed
     how = {
@@ -343,7 +345,7 @@ def _set_disk_limit(name: str, spec: str, force: bool, as_json: bool) -> None:
     from pgrig.provision.operations import change as changing
 
     limit = changing.parse_disk_limit(name, spec)
-    with exclusive_env(name, "env set", force) as env:
+    with exclusive_env(name, "env set", force, f"disk limit set to {spec}") as env:
         done = changing.set_disk_limit(env, limit)
     if as_json:
         print_json(done.as_dict())

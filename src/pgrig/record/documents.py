@@ -75,6 +75,7 @@ __all__ = [
     "DuringDoc",
     "DuringLoad",
     "FiguresFromDoc",
+    "ForcedChange",
     "GeneratorDoc",
     "HarnessCostDoc",
     "HarnessLoadHost",
@@ -122,10 +123,21 @@ class RunWarning(TypedDict):
     message: str
 
 
+class ForcedChange(TypedDict):
+    """A change forced on the run's environment while it ran (`env set ... --force`, a
+    restart...): an event of the run (load/core/run_steps.py forced_changes), said in its
+    `changed_under_run` warning too."""
+
+    after_s: float  # seconds after the run started
+    command: str  # "env set --force"
+    change: str  # in words: "disk limit set to riops=500,wbps=10MB", "server restarted"
+
+
 class RunExtra(TypedDict, total=False):
     """RunRecord.extra: what a run records beside its columns, by the module that writes it."""
 
     warnings: list[RunWarning]  # RunRecord.add_warning
+    changed_under_run: list[ForcedChange]  # load/core/run_steps.py forced_changes
     pgrig_version: str  # the pgrig that ran it
     # what `db generate` recorded for the database (workloads/datasets.py): its keys are
     # each scenario's own (scale, warehouses, rows, tables...), read back from env's JSON file

@@ -23,9 +23,23 @@ def of(rec: RunRecord) -> str:
     if not doc.get("limit"):
         return "none"
     if doc.get("in_force"):
-        return f"{text} (in force)"
+        return f"{text} (in force{_changed_since(rec)})"
     problems = "; ".join(doc.get("problems") or []) or "not verified"
     return f"{text} (NOT in force: {problems})"
+
+
+def _changed_since(rec: RunRecord) -> str:
+    """'; at the start: disk limit set to ... at 5.2 s (env set --force)' when a forced
+    change of the disk limit came while the run ran (its `changed_under_run` events)."""
+    events = [
+        e
+        for e in rec.extra.get("changed_under_run") or []
+        if isinstance(e, dict) and str(e.get("change", "")).startswith("disk limit")
+    ]
+    if not events:
+        return ""
+    said = ", ".join(f"{e.get('change')} at {e.get('after_s', 0):g} s" for e in events)
+    return f" at the start only; then {said} (`pgrig {events[0].get('command')}`)"
 
 
 def items(rec: RunRecord) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from pgrig.errors import Terminated
 from pgrig.provision import live_state, pooler, run_journal
 from pgrig.provision.server import postmaster
 from pgrig.provision.settings import config
+from pgrig.provision.state import env_lock
 from pgrig.provision.state.env_lock import EnvLock
 from pgrig.provision.state.environment import Environment
 
@@ -42,14 +43,25 @@ def holding(env: Environment, console: Console) -> Iterator[EnvLock]:
 
 @contextmanager
 def exclusive(
-    name: str, what: str, force: bool = False, note: Callable[[str], None] = lambda _: None
+    name: str,
+    what: str,
+    force: bool = False,
+    note: Callable[[str], None] = lambda _: None,
+    change: str = "",
 ) -> Iterator[Environment]:
     """For commands that change an environment under a run (env set/restart/stop/destroy,
     db generate): refused while a run holds it, naming the run, unless `force`; held for the
     command's duration so no run starts meanwhile. What a killed run or a dead study left is
-    undone first, each undo told to `note`."""
+    undone first, each undo told to `note`. Forced under a run, the `change` (in words: "disk
+    limit riops=500") is noted first for that run, which records it as an event of its own."""
     env = _recovered(name, note)
-    if force or not env.dir.is_dir():
+    if not env.dir.is_dir():
+        yield env
+        return
+    if force:
+        held = env_lock.note_forced(env.dir, f"{what} --force", change or what)
+        if held is not None:
+            note(forced_note(env.name, held))
         yield env
         return
     lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
@@ -59,6 +71,15 @@ def exclusive(
         yield _recovered(name, note)
     finally:
         lock.release()
+
+
+def forced_note(env_name: str, held: dict[str, object]) -> str:
+    """What a forced command tells its user about the run it changes under."""
+    run = f"run {held['run_id']}" if held.get("run_id") is not None else "the run in progress"
+    return (
+        f"{run} on {env_name} is in progress: this change is recorded in it as an event, "
+        "and its figures as not comparable as they are"
+    )
 
 
 def _recovered(name: str, note: Callable[[str], None]) -> Environment:

@@ -10,17 +10,21 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
+from pgrig import paths
 from pgrig.archive.records import RunRecord
 from pgrig.errors import Interrupted, first_line
 from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, pooler_log, run_files
+from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import ForcedChange
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
@@ -189,8 +193,47 @@ def end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
         )
 
 
+CHANGED_UNDER_RUN = "changed_under_run"  # the warning code of forced_changes
+
+
+def forced_changes(rec: RunRecord, env_dir: Path | None = None) -> None:
+    """What commands forced on the environment while the run ran (provision/state/env_lock.py
+    note_forced), as events of the run: extra["changed_under_run"] and a warning every surface
+    shows, and which keeps comparisons involving the run from a verdict (analysis/compare.py).
+    Its settings and disk limit as recorded are the ones at its start."""
+    if rec.started_at is None or not rec.env_name:
+        return
+    start = rec.started_at.timestamp()
+    end = (rec.ended_at or datetime.now(UTC)).timestamp()
+    found = env_lock.forced_between(env_dir or paths.envs_dir() / rec.env_name, start, end)
+    if not found:
+        return
+    events: list[ForcedChange] = [
+        ForcedChange(
+            after_s=round(float(f["at"]) - start, 1),
+            command=str(f.get("command") or "?"),
+            change=str(f.get("change") or "?"),
+        )
+        for f in found
+    ]
+    rec.extra["changed_under_run"] = events
+    said = "; ".join(
+        f"{e['after_s']:g} s after it started, `pgrig {e['command']}`: {e['change']}"
+        for e in events
+    )
+    rec.add_warning(
+        CHANGED_UNDER_RUN,
+        f"the environment was changed while this run ran ({said}): its figures mix the "
+        "configurations before and after, and its recorded settings and disk limit are those "
+        "at its start; not comparable as it is: repeat it without changes under it",
+    )
+
+
 def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:
-    """The run's last write; if the archive cannot take it, the record is spooled (and said)."""
+    """The run's last write; if the archive cannot take it, the record is spooled (and said).
+    Changes forced on the environment meanwhile are recorded first (forced_changes)."""
+    with contextlib.suppress(Exception):  # reading the notes must not lose the run
+        forced_changes(rec)
     spooled = lifecycle.finish_or_spool(archive, rec)
     if spooled is not None:
         console.print(

@@ -37,6 +37,16 @@ class Change:
             not self.assignments and not self.reset and self.insights is None and self.sync is None
         )
 
+    def in_words(self) -> str:
+        """'settings work_mem=64MB; reset jit', 'insights layer off', 'replication sync on'."""
+        if self.insights is not None:
+            return f"insights layer {'on' if self.insights else 'off'}"
+        if self.sync is not None:
+            return f"replication sync {self.sync}"
+        parts = [f"settings {' '.join(self.assignments)}"] if self.assignments else []
+        parts += [f"reset {' '.join(self.reset)}"] if self.reset else []
+        return "; ".join(parts)
+
 
 def check(change: Change, disk_limit: str | None = None) -> None:
     """The change is one thing: settings, --sync, --insights or --disk-limit alone."""

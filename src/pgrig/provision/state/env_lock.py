@@ -4,6 +4,11 @@ The holder writes what it is (pid, run id once the archive gave one) into the fi
 refused command can name the run in progress. The kernel drops the lock when the holder's
 process ends, however it ends (kill -9 included): nothing to clean up, nothing stale. The file
 itself stays (deleting a lock file races with the next locker).
+
+A command let through a run's hold with --force (env set, restart, stop, db generate...) notes
+what it changes in <env>/forced.jsonl (note_forced) before it changes it; the run reads the
+notes of its own span at its end (forced_between) and records them as events of the run: its
+figures then mix two configurations, and its record says so instead of its start's alone.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import contextlib
 import fcntl
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from pgrig.errors import PgrigError
 
 LOCK_FILE = "run.lock"
+FORCED_FILE = "forced.jsonl"  # changes forced under a run, one JSON object a line
 
 
 class EnvBusy(PgrigError):
@@ -55,6 +62,8 @@ class EnvLock:
         self.fd, self.what = fd, what
         _HELD[str(self.path)] = self
         self.describe()
+        with contextlib.suppress(OSError):  # notes of earlier holds: no run of this one's
+            (self.path.parent / FORCED_FILE).unlink(missing_ok=True)
         return self
 
     def describe(self, run_id: int | None = None) -> None:
@@ -113,11 +122,45 @@ def held_here(env_dir: Path) -> bool:
 def refuse_if_busy(env_dir: Path, env_name: str, what: str, force: bool = False) -> None:
     """For `env set/restart/destroy`, `db generate`: refuse while a run is in progress (of
     another process: a study's own dataset and settings changes go on under its hold)."""
-    if force or held_here(env_dir):
+    if held_here(env_dir):
+        return
+    if force:
+        note_forced(env_dir, f"{what} --force", what)
         return
     info = holder(env_dir)
     if info is not None:
         raise EnvBusy(busy_message(env_name, info, what) + " (or add --force)")
+
+
+def note_forced(env_dir: Path, command: str, change: str) -> dict[str, Any] | None:
+    """Before a --force command changes an environment: when another process holds it (a run
+    in progress), note the change for that run (its end reads it: forced_between) and return
+    the holder; None (nothing noted) when nobody else holds it."""
+    if held_here(env_dir):
+        return None
+    info = holder(env_dir)
+    if info is None:
+        return None
+    line = {"at": time.time(), "command": command, "change": change, "holder": info}
+    with open(env_dir / FORCED_FILE, "a", encoding="utf-8") as f:  # O_APPEND: whole lines
+        f.write(json.dumps(line) + "\n")
+    return info
+
+
+def forced_between(env_dir: Path, start: float, end: float) -> list[dict[str, Any]]:
+    """The changes forced under a run between `start` and `end` (epoch seconds), oldest first."""
+    try:
+        text = (env_dir / FORCED_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for raw in text.splitlines():
+        with contextlib.suppress(ValueError):
+            doc = json.loads(raw)
+            at = doc.get("at") if isinstance(doc, dict) else None
+            if isinstance(at, int | float) and start <= at <= end:
+                out.append(doc)
+    return sorted(out, key=lambda d: d["at"])
 
 
 def busy_message(env_name: str, info: dict[str, Any] | None, what: str) -> str:

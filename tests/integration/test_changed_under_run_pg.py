@@ -1,0 +1,53 @@
+"""Issue 43, class 1: what `env set ... --force` changes under a running run is an event of that
+run, on every surface (runs show text and --json), and comparisons involving the run give no
+verdict. A real server and a real run of a few seconds; nothing timed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import servers
+from servers import pgrig
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_setting_forced_under_a_run_is_an_event_of_the_run(
+    pg15: tuple[Path, str], pgrig_home: Path
+) -> None:
+    lab = servers.pgbench_env("forced")
+    plain = servers.ok_run(lab, "-w", "pgbench:select-only", "-c", "1", "-T", "2")
+    argv = ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "1", "-T", "4", "--json"]
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    running = servers.wait_for_running()
+    forced = pgrig("env", "set", lab, "work_mem=8MB", "--force")
+    assert f"run {running['id']} on {lab} is in progress" in forced.stderr
+    assert servers.exit_code_within(run, 120) == 0
+    out, _err = run.communicate()
+    doc = json.loads(out)
+    assert doc["id"] == running["id"] and doc["status"] == "ok"  # it ran: it is an event of it
+
+    [event] = doc["changed_under_run"]
+    assert event["command"] == "env set --force" and event["change"] == "settings work_mem=8MB"
+    assert event["after_s"] >= 0
+    [warning] = [w for w in doc["warnings"] if w["code"] == "changed_under_run"]
+    assert "`pgrig env set --force`: settings work_mem=8MB" in warning["message"]
+    assert "not comparable as it is" in warning["message"]
+    shown = pgrig("runs", "show", str(doc["id"])).stdout
+    assert "the environment was changed while this run ran" in " ".join(shown.split())
+
+    compared = json.loads(pgrig("runs", "compare", str(plain.id), str(doc["id"]), "--json").stdout)
+    tps = compared["comparisons"]["tps"]
+    assert tps["verdict"] is None
+    assert tps["reason"].startswith(f"run {doc['id']} (settings work_mem=8MB at ")
+    assert tps["reason"].endswith("was changed while running: not comparable as is")
+
+    # an unforced change is still refused under a run, and a change with no run under it is
+    # no event of any later run
+    pgrig("env", "set", lab, "work_mem=4MB", "--force")
+    later = servers.ok_run(lab, "-w", "pgbench:select-only", "-c", "1", "-T", "1")
+    assert not later.extra.get("changed_under_run")
+    assert all(w["code"] != "changed_under_run" for w in later.warnings())
