@@ -147,6 +147,23 @@ class Comparison:
                 extra.append(self.repeats_text())
         return self.verdict + (f" ({'; '.join(extra)})" if extra else "")
 
+    def at_its_level(self) -> Comparison:
+        """This comparison with no firm verdict from bounds wider than its level: too few
+        values for the misrate asked give the widest bounds, which hold less often (66.7%
+        for 95%); a faster, slower or equivalent read from them becomes inconclusive, saying
+        why. For the verdicts of studies and tuning studies, judged at the study's level."""
+        if not self.insufficient or self.verdict in (None, "inconclusive"):
+            return self
+        held = _pct(1 - self.achieved_misrate) if self.achieved_misrate is not None else "?"
+        return replace(
+            self,
+            verdict="inconclusive",
+            note=(
+                f"{self.verdict} only on {held} bounds, below the {_pct(1 - self.misrate)} "
+                "asked: too few values, add repeats"
+            ),
+        )
+
     def repeats_text(self) -> str:
         """How many repeats would decide, bounded in words: past MAX_RESOLVABLE_REPEATS the
         estimate (resting on the observed effect and spread) is not a plan anyone can follow,
@@ -489,8 +506,10 @@ def _sides_blocks(
         return samples, None
     measured, _, run, span = min(short, key=lambda s: (s[0], s[1]))
     figure = f"{_seconds(measured)} s"
-    if span + 1 < measured:  # a gap in its per-second values: say what the blocks had
+    if span > 0 and span + 1 < measured:  # a gap in its per-second values: what blocks had
         figure += f" measured, {_seconds(span)} s of per-second {m.label}"
+    elif span == 0 and measured >= MIN_BLOCKS * BLOCK_S:  # long enough, yet no series here
+        figure += f" measured, no per-second {m.label}"
     return [], f"single runs under {MIN_BLOCKS * BLOCK_S:g} s (run {run.id}: {figure})"
 
 

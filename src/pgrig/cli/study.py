@@ -253,6 +253,8 @@ def show(
     from pgrig.cli import render
 
     render.note(view.title, "bold")
+    if view.unfinished is not None:  # first: every figure below rests on what it ran
+        render.note(f"study {view.name} {view.unfinished}", "yellow")
     render.print_table(study_view.points_table(view, with_evidence=False))
     evidence = study_view.evidence_items(view)
     if evidence:

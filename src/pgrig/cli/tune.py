@@ -271,14 +271,20 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
     best = x.get("best")
     if not best:
         return
+    a = tune_attribution.build(
+        x, store.study_runs(study_name), METRIC_OF[x.get("objective", "tps")], status=rec.status
+    )
+    if a.unfinished is not None:  # said first: everything below rests on what it ran
+        console.print(
+            f"[yellow]tuning study {escape(study_name)} {escape(a.unfinished)}[/yellow]",
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(
         f"best: trial {best['trial'] + 1} (run {best.get('run_id')}): "
         + escape(", ".join(f"{k}={v}" for k, v in best["settings"].items())),
         highlight=False,
         soft_wrap=True,
-    )
-    a = tune_attribution.build(
-        x, store.study_runs(study_name), METRIC_OF[x.get("objective", "tps")]
     )
     for v in a.verdicts:
         text = v.comparison.describe() if v.comparison is not None else f"no verdict: {v.reason}"
@@ -318,9 +324,13 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
     rec = store.get_study(study_name)
     x = rec.extra
     if as_json:
+        from pgrig.views import tune_attribution
+
         keys = ("objective", "trials", "best", "importances", "baseline_run", "space", "notes")
+        state = tune_attribution.unfinished(rec.status, x, store.study_runs(study_name))
         common.print_json(
             {"name": rec.name, "kind": rec.kind, "status": rec.status,
+             "unfinished": state, "confirmed": x.get("confirm_stopped_at") is not None,
              "created_at": rec.created_at, **{k: x.get(k) for k in keys}}
         )  # fmt: skip
         return
@@ -356,7 +366,7 @@ def show_recommendation(store: RunStore, name: str) -> None:
     runs = store.study_runs(name)
     from pgrig.tune.objective import METRIC_OF
 
-    a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")])
+    a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")], status=rec.status)
     env = runs[0].env_name if runs else "ENV"
     common.out_console().print(render(name, env, best, a), highlight=False, soft_wrap=True)
 
@@ -364,6 +374,8 @@ def show_recommendation(store: RunStore, name: str) -> None:
 def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
     """The text `tune show` prints (plain: copy-pasteable)."""
     lines = [f"# tuning study {name}: recommendation for {env}"]
+    if a.unfinished is not None:  # first: every line below rests on what it ran
+        lines.append(f"# {a.unfinished.upper()[:1]}{a.unfinished[1:]}")
     for v in a.verdicts:
         c = v.comparison
         lines.append(
@@ -382,7 +394,15 @@ def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
     if unsafe_off(best):
         lines.append("# UNSAFE: durability is off in this configuration: throw-away data only")
     assignments = [f"{k}={v}" for k, v in best.items()]
-    lines += ["", "# apply with pgrig:", pgrig_command("env", "set", env, *assignments), ""]
+    if a.confirmed:
+        lines += ["", "# apply with pgrig:", pgrig_command("env", "set", env, *assignments)]
+    else:  # a winner of noisy single runs, never measured again: nothing to paste
+        lines += [
+            "",
+            "# no `pgrig env set` line: the best trial was not confirmed (its confirmation "
+            "did not end); run the same `pgrig tune` command with --resume to confirm it",
+        ]
+    lines.append("")
     lines.append("# postgresql.conf")
     for r in a.reasons:
         lines.append(f"# {r.why}")

@@ -64,7 +64,17 @@ def setup_section(data: StudyData) -> Section:
     host = next((r.host for p in data.points for r in p.ok if r.host), HostDoc())
     if host:
         items.append(("host", host_summary(host)))
-    return Section("Set-up", [KeyValues(items)])
+    blocks: list[KeyValues | Paragraph] = [KeyValues(items)]
+    if rec.status != "done":  # first: every figure of the report rests on what it ran
+        blocks.insert(
+            0,
+            Paragraph(
+                f"This study is {rec.status}: {done} of {planned} runs done; its figures, "
+                "verdicts and best point rest on those runs alone.",
+                "warn",
+            ),
+        )
+    return Section("Set-up", blocks)
 
 
 def host_summary(host: HostDoc) -> str:

@@ -43,7 +43,7 @@ def build(
         f"{record.status}; objective {obj.label} ({obj.direction}); "
         f"{_done(x)} of {x.get('trials_planned', '?')} trials",
     )
-    found = attribution.build(x, runs, obj.metric.key, confirmation)
+    found = attribution.build(x, runs, obj.metric.key, confirmation, record.status)
     doc.sections.append(_answer(x, found, obj.label))
     doc.sections.append(_setup(record, runs))
     doc.sections.append(_best(record.name, x, baseline, obj.label))
@@ -258,6 +258,17 @@ def _answer(x: dict[str, Any], a: attribution.Attribution, label: str) -> Sectio
     """Seed 000's question in its own terms: what was reached, each setting to what and why,
     and what durable settings alone keep."""
     blocks: list[Any] = []
+    if a.unfinished is not None:  # first: everything below rests on what it ran
+        blocks.append(Paragraph(f"This tuning study was {a.unfinished}.", "warn"))
+    if not a.confirmed:
+        blocks.append(
+            Paragraph(
+                "The best trial was not confirmed: its figure is the best of noisy single "
+                "runs; do not apply it before the confirmation ends (the same `pgrig tune` "
+                "command with --resume).",
+                "warn",
+            )
+        )
     base = next((v for v in a.verdicts if v.question == confirm.QUESTIONS[0][0]), None)
     c = base.comparison if base is not None else None
     if c is None or c.ratio is None:

@@ -128,6 +128,9 @@ class StudyView:
     runner_up: PointView | None = None
     notes: list[str] = field(default_factory=list)  # what the verdict cells need said once
     hosts: study_hosts.StudyHosts = field(default_factory=lambda: study_hosts.StudyHosts([]))
+    # "interrupted: 5 of 12 runs done; ...": a study that did not end, said first on every
+    # surface (None: it ended)
+    unfinished: str | None = None
 
     @property
     def title(self) -> str:
@@ -192,6 +195,12 @@ def build(data: StudyData) -> StudyView:
         data=data,
         hosts=study_hosts.build(data.points),  # each point's hosts: CPU, RTT
     )
+    if rec.status != "done":
+        done = sum(len(p.ok) for p in data.points)
+        view.unfinished = (
+            f"{rec.status}: {done} of {len(data.plan.runs)} runs done; its figures, verdicts "
+            "and best point rest on those runs alone"
+        )
     _pick_best(view)
     view.notes = comparison_notes([v.comparison for p in points for v in p.verdicts])
     if view.best_against is not None:
@@ -421,6 +430,7 @@ def to_json(view: StudyView) -> dict[str, Any]:
         "name": view.name,
         "kind": view.kind,
         "status": view.status,
+        "unfinished": view.unfinished,
         "created_at": view.created_at,
         "repeats": view.repeats,
         "threshold": view.threshold,

@@ -60,6 +60,10 @@ class Attribution:
     evidence: list[EvidenceRow] = field(default_factory=list)
     reasons: list[Reason] = field(default_factory=list)
     importances: dict[str, float] = field(default_factory=dict)
+    # "interrupted in its confirmation after 1 of 4 rounds": a study that did not end, said
+    # first on every surface (None: it ended); see unfinished()
+    unfinished: str | None = None
+    confirmed: bool = True  # the confirmation ended (its verdicts are the study's answer)
 
     @property
     def shares_sum(self) -> float | None:
@@ -83,9 +87,10 @@ def build(
     runs: Sequence[RunRecord],
     metric: str,
     whole: Sequence[RunRecord] = (),
+    status: str = "done",
 ) -> Attribution:
     """`runs`: the study's runs; `whole`: the confirmation and ablation runs with their series
-    and insights (the evidence), when loaded."""
+    and insights (the evidence), when loaded; `status`: the study's (interrupted, ...)."""
     threshold = float(extra.get("threshold") or 0.02)
     misrate = confirm.misrate_of(extra)
     found = confirm.verdicts(runs, metric, threshold, misrate)
@@ -100,6 +105,8 @@ def build(
         None,
     )
     out = Attribution(found, misrate, extra.get("confirm_stopped_at"), gain)
+    out.confirmed = extra.get("confirm_stopped_at") is not None
+    out.unfinished = unfinished(status, extra, runs)
     out.importances = dict(extra.get("importances") or {})
     plan = extra.get("ablation") or {}
     units = [ablation.Unit(u["key"], tuple(u["knobs"])) for u in plan.get("units") or []]
@@ -122,6 +129,49 @@ def build(
     out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))])
     out.reasons = reasons(extra, out)
     return out
+
+
+def unfinished(status: str, extra: dict[str, Any], runs: Sequence[RunRecord]) -> str | None:
+    """Where a study that did not end stopped, in words ("interrupted in its confirmation
+    after 1 of 4 rounds: ..."); None for a study that ended (done)."""
+    if status == "done":
+        return None
+    ok = {(r.study_point or "", r.repeat) for r in runs if r.status == "ok"}
+    if extra.get("confirm_stopped_at") is None:
+        rounds = {rep for point, rep in ok if point.startswith(confirm.point_key(""))}
+        planned = _planned(extra)
+        searched = isinstance(planned, int) and _trials_done(extra) >= planned
+        if rounds or (extra.get("best") and searched):
+            where = (
+                f"in its confirmation after {len(rounds)} of "
+                f"{extra.get('confirm_repeats', '?')} rounds: the best trial is not confirmed, "
+                "its verdicts rest on those rounds alone"
+            )
+        else:
+            where = (
+                f"in its search after {_trials_done(extra)} of {planned} trials: nothing confirmed"
+            )
+    else:
+        plan = extra.get("ablation") or {}
+        names = list(plan.get("configs") or {})
+        rounds = {rep for point, rep in ok if point == ablation.point_key(ablation.BEST)}
+        if names and len(rounds) < int(plan.get("repeats") or 0):
+            where = (
+                f"in its ablation after {len(rounds)} of {plan.get('repeats')} rounds: the "
+                "shares of the gain rest on those rounds alone"
+            )
+        else:
+            where = "after its confirmation"
+    return f"{status} {where}"
+
+
+def _trials_done(extra: dict[str, Any]) -> int:
+    return sum(1 for t in extra.get("trials") or [] if t.get("state") in ("complete", "pruned"))
+
+
+def _planned(extra: dict[str, Any]) -> int | str:
+    planned = extra.get("trials_planned")
+    return planned if isinstance(planned, int) else "?"
 
 
 def holm_text(a: Attribution) -> str:

@@ -1,0 +1,122 @@
+"""Issue 43, class 2: a tuning study that did not end says so first on every surface (`tune
+show`, the summary, `study show --json`, the report and so the web page), gives no `env set`
+line for a best trial its confirmation did not confirm, and no firm verdict from bounds wider
+than the study's level."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from study_fakes import FakeBackend
+from test_tune_attribution import _request
+
+from pgrig.archive.store import Archive
+from pgrig.reports import markdown, publish
+from pgrig.tune import confirm
+from pgrig.tune.runner import TuneInterrupted, run_tune
+from pgrig.views import tune_attribution
+
+# the fake's runs: the baseline (0), 4 trials (1-4), then the confirmation's rounds of 3 runs
+
+
+class TuneFake(FakeBackend):
+    def execute(self, spec: Any, archive: Any, console: Any, stop_if: Any = None) -> Any:
+        return super().execute(spec, archive, console)
+
+
+def _interrupted(archive: Archive, at: int, repeats: int, ablate: int = 0) -> Any:
+    with pytest.raises(TuneInterrupted):
+        run_tune(
+            _request(repeats=repeats, ablate=ablate),
+            archive=archive,
+            backend=TuneFake(running={"e1"}, interrupt_at=at),  # type: ignore[arg-type]
+        )
+    rec = archive.get_study("t")
+    assert rec.status == "interrupted"
+    runs = archive.study_runs("t")
+    return rec, runs, tune_attribution.build(rec.extra, runs, "tps", status=rec.status)
+
+
+def test_interrupted_in_its_confirmation_heads_every_surface_and_suggests_nothing(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pgrig.cli import tune as tune_cli
+
+    rec, _runs, a = _interrupted(archive, at=8, repeats=4)  # after one round of three
+    said = "interrupted in its confirmation after 1 of 4 rounds: the best trial is not confirmed"
+    assert a.unfinished is not None and a.unfinished.startswith(said)
+    assert not a.confirmed
+    text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
+    lines = text.splitlines()
+    assert lines[1].startswith("# I" + said[1:])  # first, under the title
+    assert "pgrig env set" not in text.replace("no `pgrig env set` line", "")
+    assert "# no `pgrig env set` line: the best trial was not confirmed" in text
+
+    md = " ".join(markdown.render(publish.study_document(archive, "t"), "t").split())
+    answer = md.split("## Answer", 1)[1]
+    assert answer.lstrip().startswith(f"> This tuning study was {said}")  # first, a warning
+    assert "The best trial was not confirmed" in answer
+
+    tune_cli.show_study(archive, "t", as_json=True)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["unfinished"].startswith(said) and doc["confirmed"] is False
+
+
+def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
+    archive: Archive,
+) -> None:
+    from pgrig.cli import tune as tune_cli
+
+    # two confirmation rounds (runs 5-10): 2 vs 2 repeats reach 66.7% bounds, not 95%
+    rec, runs, a = _interrupted(archive, at=13, repeats=2, ablate=3)
+    assert a.unfinished is not None
+    assert a.unfinished.startswith("interrupted in its ablation after ")
+    assert a.confirmed  # the confirmation ended: its line may be pasted
+    [base, _pgtune] = a.verdicts
+    c = base.comparison
+    assert c is not None and c.insufficient and c.lower is not None and c.lower > 1.02
+    assert c.verdict == "inconclusive"  # the +20% fake, on 66.7% bounds: not "faster"
+    assert c.verdict_text() == (
+        "inconclusive (faster only on 66.7% bounds, below the 95% asked: too few values, "
+        "add repeats)"
+    )
+    assert a.gain is None  # no share of a gain that is not established
+    text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
+    assert text.splitlines()[1].startswith("# Interrupted in its ablation after ")
+    assert " faster;" not in text and "] faster" not in text
+    # the confirmation's own verdicts, as every surface computes them
+    found = confirm.verdicts(runs, "tps", 0.02, confirm.misrate_of(rec.extra))
+    assert [v.comparison.verdict for v in found if v.comparison] == ["inconclusive"] * 2
+
+
+def test_a_study_that_ended_is_not_called_unfinished(archive: Archive) -> None:
+    run_tune(_request(repeats=4), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    rec = archive.get_study("t")
+    a = tune_attribution.build(rec.extra, archive.study_runs("t"), "tps", status=rec.status)
+    assert rec.status == "done" and a.unfinished is None and a.confirmed
+
+
+def test_an_interrupted_plain_study_says_so_first_on_every_surface(tmp_path: Any) -> None:
+    from study_fakes import archive_at, iterations_toml, study_toml
+
+    from pgrig.study.runner import StudyInterrupted, run_study
+    from pgrig.study.spec import parse
+    from pgrig.views import study as study_view
+    from pgrig.views.study_data import load_study
+
+    text = study_toml("s1", repeats=3, workload="pgbench:tpcb-like") + iterations_toml(
+        {"name": "base", "settings": {"synchronous_commit": "on"}},
+        {"name": "async commit", "settings": {"synchronous_commit": "off"}},
+    )
+    archive = archive_at(tmp_path)
+    with pytest.raises(StudyInterrupted):
+        run_study(parse(text), archive=archive, backend=FakeBackend(interrupt_at=4))
+    view = study_view.build(load_study(archive, "s1", with_series=False))
+    said = "interrupted: 4 of 6 runs done; its figures, verdicts and best point rest on those"
+    assert view.unfinished is not None and view.unfinished.startswith(said)
+    assert study_view.to_json(view)["unfinished"] == view.unfinished
+    md = " ".join(markdown.render(publish.study_document(archive, "s1"), "s1").split())
+    setup = md.split("## Set-up", 1)[1].lstrip()
+    assert setup.startswith("> This study is interrupted: 4 of 6 runs done;")
