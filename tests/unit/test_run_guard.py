@@ -359,8 +359,8 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
         ):
             pass
         assert said == [
-            "run 42 on lab is in progress: this change is recorded in it as an event, and its "
-            "figures as not comparable as they are"
+            "run 42 on lab is in progress: this change is recorded as an event of the run it "
+            "comes under, and that run's figures as not comparable as they are"
         ]
         env_lock.refuse_if_busy(env.dir, env.name, "env destroy", force=True)
     finally:

@@ -75,10 +75,15 @@ def exclusive(
 
 def forced_note(env_name: str, held: dict[str, object]) -> str:
     """What a forced command tells its user about the run it changes under."""
-    run = f"run {held['run_id']}" if held.get("run_id") is not None else "the run in progress"
+    if held.get("run_id") is not None:
+        run = f"run {held['run_id']} on {env_name} is in progress"
+    elif held.get("what") not in (None, "run"):
+        run = f"`pgrig {held['what']}` holds {env_name}"
+    else:
+        run = f"a run on {env_name} is starting"
     return (
-        f"{run} on {env_name} is in progress: this change is recorded in it as an event, "
-        "and its figures as not comparable as they are"
+        f"{run}: this change is recorded as an event of the run it comes under, and that "
+        "run's figures as not comparable as they are"
     )
 
 

@@ -196,30 +196,34 @@ def end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
 CHANGED_UNDER_RUN = "changed_under_run"  # the warning code of forced_changes
 
 
-def forced_changes(rec: RunRecord, env_dir: Path | None = None) -> None:
+def forced_changes(rec: RunRecord, since: float | None = None) -> None:
     """What commands forced on the environment while the run ran (provision/state/env_lock.py
     note_forced), as events of the run: extra["changed_under_run"] and a warning every surface
     shows, and which keeps comparisons involving the run from a verdict (analysis/compare.py).
-    Its settings and disk limit as recorded are the ones at its start."""
+    Its settings and disk limit as recorded are the ones at its start. Read from `since` (the
+    runner: when it took the environment, so a change during its set-up, before its record
+    read the settings, counts too) or its start, to its end; asked again, it adds what came
+    since."""
     if rec.started_at is None or not rec.env_name:
         return
     start = rec.started_at.timestamp()
     end = (rec.ended_at or datetime.now(UTC)).timestamp()
-    found = env_lock.forced_between(env_dir or paths.envs_dir() / rec.env_name, start, end)
-    if not found:
-        return
-    events: list[ForcedChange] = [
-        ForcedChange(
+    env_dir = paths.envs_dir() / rec.env_name
+    found = env_lock.forced_between(env_dir, min(since or start, start), end)
+    events: list[ForcedChange] = list(rec.extra.get("changed_under_run") or [])
+    for f in found:
+        event = ForcedChange(
             after_s=round(float(f["at"]) - start, 1),
             command=str(f.get("command") or "?"),
             change=str(f.get("change") or "?"),
         )
-        for f in found
-    ]
+        if event not in events:
+            events.append(event)
+    if not events:
+        return
     rec.extra["changed_under_run"] = events
     said = "; ".join(
-        f"{e['after_s']:g} s after it started, `pgrig {e['command']}`: {e['change']}"
-        for e in events
+        f"{_when(e['after_s'])}, `pgrig {e['command']}`: {e['change']}" for e in events
     )
     rec.add_warning(
         CHANGED_UNDER_RUN,
@@ -227,6 +231,10 @@ def forced_changes(rec: RunRecord, env_dir: Path | None = None) -> None:
         "configurations before and after, and its recorded settings and disk limit are those "
         "at its start; not comparable as it is: repeat it without changes under it",
     )
+
+
+def _when(after_s: float) -> str:
+    return "during its set-up" if after_s < 0 else f"{after_s:g} s after it started"
 
 
 def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from pgrig import __version__
 from pgrig.archive.records import RunRecord
-from pgrig.errors import PgrigError
+from pgrig.errors import PgrigError, first_line
 from pgrig.format import pgrig_command
 from pgrig.load.core import (
     guard,
@@ -76,8 +76,16 @@ def execute(
     env.check_intact()
     if spec.database is None and env.default_database != DEFAULT_DATABASE:
         spec = spec.model_copy(update={"database": env.default_database})  # the DSN's own
+    import psycopg
+
     with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
-        return _execute(spec, env, lock, archive, console, live, stop_if)
+        try:
+            return _execute(spec, env, lock, archive, console, live, stop_if)
+        except psycopg.Error as e:  # e.g. `env restart --force` under the run's set-up
+            raise PgrigError(
+                f"the run's session on {env.name} failed ({first_line(e, named=True)}): a run "
+                "already begun is archived as failed, else nothing was archived"
+            ) from e
 
 
 def _execute(
@@ -282,6 +290,8 @@ def _run(
         },
     )
     rec.txlog = driver.txlog_mode  # the mode used, not "auto"
+    # a change forced since the run took its environment: the settings just read may be it
+    run_steps.forced_changes(rec, since=lock.since)
     if env.kind == "remote" and env.on:
         rec.extra["server_on"] = env.on
     rec.extra.update(_connection_extra(env, spec))

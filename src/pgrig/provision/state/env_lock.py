@@ -45,10 +45,12 @@ class EnvLock:
         self.fd: int | None = None
         self.what = "run"
         self.outer: EnvLock | None = None  # set when nested in this process's own hold
+        self.since = 0.0  # when acquire() took it (a nested one: when it was asked for)
 
     def acquire(self, what: str = "run", hint: str = "") -> EnvLock:
         """Take the lock for `what` (a run, or a command such as "env set") or raise EnvBusy
         naming what holds it; `hint` ends the message (" (or add --force)")."""
+        self.since = time.time()
         outer = _HELD.get(str(self.path))
         if outer is not None and outer.fd is not None:  # this process holds it already
             self.outer, self.fd, self.what = outer, outer.fd, what
