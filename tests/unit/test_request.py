@@ -236,11 +236,15 @@ def dataset_error(**kw: Any) -> str:
         ({"database": "postgres"}, "--db must not be postgres: it is the maintenance database"),
         ({"scenario": "tpcc", "warehouses": 1, "scale": 2}, "--scale applies only to --scenario"),
         ({"partitions": 2, "scenario": "tickets"}, "--partitions applies only to --scenario pgb"),
-        ({"partition": True}, "--partition applies only to --scenario tpcc or chbench (got 'pgbench')"),
+        (
+            {"partition": True},
+            "--partition applies only to --scenario tpcc or chbench (got 'pgbench')",
+        ),
         ({"rows": 10}, "--rows applies only to --scenario tickets (got 'pgbench')"),
         (
             {"jobs": 4},
-            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench (got 'pgbench')",
+            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench "
+            "(got 'pgbench')",
         ),
         ({"sql": "a.sql"}, "--sql applies only to --scenario custom (got 'pgbench')"),
         (

@@ -80,7 +80,8 @@ def test_tpcc_options_with_tpcc(app: typer.Typer, pgrig_home: Path) -> None:
         (["--partition"], "--partition applies only to --scenario tpcc or chbench (got 'pgbench')"),
         (
             ["--jobs", "4"],
-            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench (got 'pgbench')",
+            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench "
+            "(got 'pgbench')",
         ),
         (["--rows", "10"], "--rows applies only to --scenario tickets (got 'pgbench')"),
         (["--scenario", "pgbench", "--sql", "x.sql"], "--sql applies only to --scenario custom"),
