@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pgrig import format as fmt
 from pgrig.cli.common import (
     MISRATE,
     STATUS_STYLE,
@@ -33,7 +32,6 @@ from pgrig.cli.common import (
 )
 from pgrig.format import pgrig_command
 from pgrig.request.values import check_int64
-from pgrig.views import backup_figures
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -114,51 +112,11 @@ def _any(flt: Any) -> bool:
     return any(v is not None for v in vars(flt).values())
 
 
-# Columns of `runs list` by priority: on a narrow terminal the last ones are dropped whole
-# (rather than rich squeezing every column into unreadable ellipses).
-_LIST_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
-    ("id", "right"),
-    ("status", "left"),
-    ("tps", "right"),
-    ("nopm", "right"),  # TPC-C only: New-Order transactions per minute
-    ("started", "left"),
-    ("env", "left"),
-    ("workload", "left"),
-    ("backup", "left"),  # backup and restore runs: type, size, duration
-    ("clients", "right"),
-    ("p95 ms", "right"),
-    ("pg", "right"),
-    ("failed", "right"),
-    ("duration", "right"),
-    ("study", "left"),
-    ("note", "left"),
-)
-
-
 def _list_rows(runs: list[RunRecord]) -> list[dict[str, str]]:
-    rows = []
-    for r in runs:
-        dur = r.measured_s if r.measured_s is not None else r.duration_s
-        rows.append(
-            {
-                "id": str(r.id),
-                "status": r.status,
-                "tps": fmt.number(r.tps),
-                "nopm": fmt.number(r.nopm, 0) if r.nopm is not None else "",
-                "started": fmt.timestamp(r.started_at),
-                "env": r.env_name,
-                "workload": r.workload,
-                "clients": f"{r.clients}/{r.threads}",
-                "p95 ms": fmt.ms(r.latency.p95),
-                "pg": fmt.text(r.server_major),
-                "failed": fmt.number(r.failed),
-                "duration": fmt.duration(dur),
-                "study": f"{r.study}:{r.study_point or ''}#{r.repeat}" if r.study else "",
-                "note": (r.note or "").replace("\n", " ")[:60],
-                "backup": backup_figures.summary(r),
-            }
-        )
-    return rows
+    """The cells of `runs list` (views/runs_list.py: the web's runs list shows the same)."""
+    from pgrig.views import runs_list
+
+    return [{c.key: r.text(c.key) for c in runs_list.COLUMNS} for r in runs_list.rows(runs)]
 
 
 def _list_table(runs: list[RunRecord], width: int) -> Any:
@@ -167,20 +125,25 @@ def _list_table(runs: list[RunRecord], width: int) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    rows = _list_rows(runs)
-    widths = {n: max([len(n)] + [len(row[n]) for row in rows]) + 2 for n, _ in _LIST_COLUMNS}
-    optional = ("nopm", "study", "note", "backup")  # shown only when a run has one
-    columns = [c for c in _LIST_COLUMNS if c[0] not in optional or any(r[c[0]] for r in rows)]
-    while len(columns) > 3 and sum(widths[n] for n, _ in columns) > width:
+    from pgrig.views import runs_list
+
+    view = runs_list.rows(runs)
+    rows = [{c.key: r.text(c.key) for c in runs_list.COLUMNS} for r in view]
+    columns = runs_list.shown_columns(view)
+    widths = {c.key: max([len(c.heading)] + [len(row[c.key]) for row in rows]) + 2 for c in columns}
+    while len(columns) > 3 and sum(widths[c.key] for c in columns) > width:
         columns.pop()
     t = Table(box=None, pad_edge=False, header_style="bold")
-    for name, justify in columns:
-        t.add_column(Text(name), justify=justify, no_wrap=True, overflow="ellipsis")
+    for c in columns:
+        justify: JustifyMethod = "right" if c.numeric else "left"
+        t.add_column(Text(c.heading), justify=justify, no_wrap=True, overflow="ellipsis")
     for row in rows:
         t.add_row(
             *(
-                Text(row[n], style=STATUS_STYLE.get(row[n], "") if n == "status" else "")
-                for n, _ in columns
+                Text(
+                    row[c.key], style=STATUS_STYLE.get(row[c.key], "") if c.key == "status" else ""
+                )
+                for c in columns
             )
         )
     return t

@@ -15,6 +15,7 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
+from pgrig.record.figures import headline
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import (
     backup_figures,
@@ -47,6 +48,7 @@ class RunSummary:
     backup: list[tuple[str, str]] = field(default_factory=list)  # backup and restore runs
     topology: list[tuple[str, str]] = field(default_factory=list)  # replicas and their lag
     latency_basis: list[tuple[str, str]] = field(default_factory=list)  # also in results
+    headline: tuple[str, str] = ("TPS", fmt.MISSING)  # record/figures.headline: label, value
 
     @property
     def items(self) -> list[tuple[str, str]]:
@@ -86,7 +88,14 @@ def build(rec: RunRecord) -> RunSummary:
         backup=backup_figures.rows(rec),
         topology=backup_figures.topology_rows(rec),
         latency_basis=latency.items(rec),
+        headline=headline_of(rec),
     )
+
+
+def headline_of(rec: RunRecord) -> tuple[str, str]:
+    """The run's headline figure and its label: NOPM for TPC-C runs, TPS for the rest."""
+    figure = headline(rec)
+    return figure.label, fmt.in_unit(figure.value(rec), figure.unit, figure.digits)
 
 
 def _sysbench_data(rec: RunRecord) -> str:
@@ -189,9 +198,16 @@ def latency_text(rec: RunRecord) -> str:
     return ", ".join(f"{k} {fmt.ms(v)}" for k, v in lat) or fmt.MISSING
 
 
+# Counts a script may have beside its failures, shown where any script has one (retries with
+# --max-tries, skipped with --latency-limit, rollbacks from sysbench and TPC-C).
+SCRIPT_COUNTS = ("retried", "skipped", "rollbacks")
+
+
 def scripts_table(rec: RunRecord) -> Table | None:
+    """Per transaction type: the same table in `runs show`, the run page and `report run`."""
     if not rec.scripts:
         return None
+    counts = [k for k in SCRIPT_COUNTS if any(getattr(s, k) for s in rec.scripts)]
     rows = [
         [
             str(s.script_no),
@@ -199,14 +215,17 @@ def scripts_table(rec: RunRecord) -> Table | None:
             str(s.weight),
             fmt.number(s.transactions),
             fmt.number(s.failed),
+            *(fmt.number(getattr(s, k)) for k in counts),
             fmt.number(s.tps),
             *(fmt.ms(getattr(s.latency, q)) for q in LATENCY_FIELDS),
         ]
         for s in rec.scripts
     ]
-    cols = ["#", "script", "weight", "transactions", "failed", "TPS"]
+    cols = ["#", "script", "weight", "transactions", "failed", *counts, "TPS"]
     cols += [f"{q} ms" for q in LATENCY_FIELDS]
-    return Table.build(cols, rows, caption="Per transaction type", numeric={0, *range(2, 11)})
+    return Table.build(
+        cols, rows, caption="Per transaction type", numeric={0, *range(2, len(cols))}
+    )
 
 
 _CHECK_STYLES = {"ok": "good", "warn": "warn"}

@@ -32,7 +32,6 @@ from pgrig.errors import NotFound, PgrigError
 from pgrig.format import page_text
 from pgrig.load.core import lifecycle
 from pgrig.request.values import check_int64
-from pgrig.views.compare import cpus_of, duration_of
 from pgrig.web import (
     compare_page,
     run_page,
@@ -64,9 +63,6 @@ def templates() -> jinja2.Environment:
     )
     env.filters.update(fmt.FILTERS)
     env.globals.update(
-        result_of=runs_page.result_of,
-        cpus_of=cpus_of,
-        duration_of=duration_of,
         engine=fmt.engine,
         quote=lambda s: quote(str(s), safe=""),
         sort_columns=runs_page.SORT_COLUMNS,

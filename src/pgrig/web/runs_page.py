@@ -20,9 +20,10 @@ from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
-from pgrig.record.figures import headline
 from pgrig.request.values import check_int64
+from pgrig.views import runs_list
 from pgrig.views.compare import cpus_of
+from pgrig.views.runs_list import RunRow
 
 PAGE_SIZES = (25, 50, 100, 200, 500)
 DEFAULT_PAGE_SIZE = 100
@@ -39,7 +40,9 @@ SORT_COLUMNS = {
     "nopm": "nopm",
     "cpus": "host_cpus",
     "clients": "clients",
-    "duration": "duration_s",
+    "duration": "measured_s",  # the list shows the measured window (views/runs_list.py)
+    "p95": "latency_p95",
+    "failed": "failed",
     "volume": "db_size_bytes",
     "status": "status",
     "note": "note",
@@ -159,6 +162,12 @@ class RunsPage:
     runs: list[RunRecord]
     total: int
     pages: int
+    rows: list[RunRow] = field(default_factory=list)  # views/runs_list.py, as `runs list`
+    columns: tuple[tuple[str, str], ...] = runs_list.PAGE_COLUMNS
+
+    @property
+    def numeric(self) -> set[str]:
+        return {c.key for c in runs_list.COLUMNS if c.numeric} | {"result"}
 
     @property
     def first_no(self) -> int:
@@ -177,16 +186,10 @@ def load_page(archive: RunReader, q: RunsQuery) -> RunsPage:
     runs = archive.list_runs(
         q.flt, limit=q.per_page, offset=(q.page - 1) * q.per_page, order=q.order
     )
-    return RunsPage(q, runs, total, pages)
-
-
-# --- what a cell shows ---------------------------------------------------------------------------
-
-
-def result_of(rec: RunRecord) -> tuple[float | None, str]:
-    """The headline figure (record/figures.headline: NOPM for TPC-C runs, TPS for the rest)."""
-    figure = headline(rec)
-    return figure.value(rec), figure.label
+    rows = runs_list.rows(runs)
+    shown = {c.key for c in runs_list.shown_columns(rows)} | {"result", "note"}  # note: tags too
+    columns = tuple(c for c in runs_list.PAGE_COLUMNS if c[0] in shown)
+    return RunsPage(q, runs, total, pages, rows, columns)
 
 
 # --- CSV -----------------------------------------------------------------------------------------
