@@ -198,17 +198,18 @@ def exact_size(n: int) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """45 -> "45s", 2.5 -> "2.5s", 90 -> "1m 30s", 7200 -> "2h"."""
+    """45 -> "45s", 2.5 -> "2.5s", 90 -> "1m 30s", 7200 -> "2h", -60 -> "-1m": the one way
+    pgrig writes a duration (lists, summaries, study plans and progress, chart axes)."""
     if is_missing(seconds):
         return MISSING
     assert seconds is not None
-    s = float(seconds)
-    if abs(s) < 60:
-        return f"{s:g}s" if s == int(s) else f"{s:.1f}s"
+    sign, s = ("-" if seconds < 0 else ""), abs(float(seconds))
+    if s < 60:
+        return sign + (f"{s:g}s" if s == int(s) else f"{s:.1f}s")
     m, sec = divmod(round(s), 60)
     h, m = divmod(m, 60)
     parts = [f"{h}h" if h else "", f"{m}m" if m else "", f"{sec}s" if sec else ""]
-    return " ".join(p for p in parts if p)
+    return sign + " ".join(p for p in parts if p)
 
 
 def timestamp(dt: datetime | None, seconds: bool = False) -> str:

@@ -121,10 +121,10 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Validate FILE (settings against the real server version) and list its points."""
+    from pgrig.format import duration
     from pgrig.study import plan as planning
     from pgrig.study import spec as study_spec
     from pgrig.study.runner import default_backend, validate
-    from pgrig.study.spec import format_seconds
 
     study = study_spec.load(file, name=name)
     p = planning.build(study)
@@ -176,7 +176,7 @@ def plan(
     eta = p.estimated_seconds()
     common.err_console().print(
         f"valid{' (file only)' if offline else ''}: {len(p.runs)} runs"
-        + (f", about {format_seconds(eta)}" if eta else ""),
+        + (f", about {duration(eta)}" if eta else ""),
         highlight=False,
         soft_wrap=True,
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from pgrig.format import duration as fmt_duration
+
 
 def _nice_step(span: float, count: int) -> float:
     raw = span / max(1, count)
@@ -53,18 +55,8 @@ def log_ticks(lo: float, hi: float) -> list[float]:
 
 
 def duration(v: float) -> str:
-    """Seconds as people read them on a time axis: 0, 45s, 2m, 1m30s, 1h, 1h15m."""
-    if v == 0:
-        return "0"
-    sign, v = ("-" if v < 0 else ""), abs(v)
-    if v != int(v) or v < 60:
-        return f"{sign}{number(v)}s"
-    h, rest = divmod(int(v), 3600)
-    m, s = divmod(rest, 60)
-    text = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
-    if h and m and not s:
-        text = f"{h}h{m:02d}m"
-    return sign + text
+    """Seconds on a time axis: format.duration's words ("45s", "1m 30s", "1h"), 0 as "0"."""
+    return "0" if v == 0 else fmt_duration(v)
 
 
 _BIN = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))

@@ -20,7 +20,7 @@ from pgrig.reports.document import (
 )
 from pgrig.reports.summary import PointSummary, StudyData, fmt, short_version
 from pgrig.study.plan import display_value
-from pgrig.study.spec import StudyRun, format_seconds
+from pgrig.study.spec import StudyRun
 from pgrig.views import study, study_hosts
 from pgrig.views.study import StudyView
 
@@ -106,10 +106,10 @@ def describe_run(run: StudyRun) -> str:
     parts = [f"workload {display_value(run.workload)}", f"{run.clients} clients"]
     parts.append(f"{run.threads} threads")
     if run.duration_s is not None:
-        parts.append(f"{format_seconds(run.duration_s)} measured")
+        parts.append(f"{format.duration(run.duration_s)} measured")
     if run.transactions_per_client is not None:
         parts.append(f"{run.transactions_per_client} transactions per client")
-    parts.append(f"{format_seconds(run.warmup_s)} warm-up" if run.warmup_s else "no warm-up")
+    parts.append(f"{format.duration(run.warmup_s)} warm-up" if run.warmup_s else "no warm-up")
     if run.rate:
         parts.append(f"rate {run.rate:g} tps")
     if run.protocol != "simple":

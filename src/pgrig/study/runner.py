@@ -20,13 +20,14 @@ from typing import Protocol
 from rich.console import Console
 from rich.markup import escape
 
+from pgrig import format as fmt
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.request import RunRequest
 from pgrig.study import plan as planning
 from pgrig.study.plan import Plan, PlannedRun, Point
-from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpec, format_seconds
+from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpec
 
 
 class Backend(Protocol):
@@ -224,7 +225,7 @@ def _announce(
         what += f", {total - len(todo)} already done, {len(todo)} to go"
     console.print(
         f"study [bold]{study.name}[/bold] ({study.kind}): {what}"
-        + (f", about {format_seconds(eta)}" if eta else ""),
+        + (f", about {fmt.duration(eta)}" if eta else ""),
         highlight=False,
         soft_wrap=True,
     )
@@ -329,8 +330,8 @@ class _Walker:
             f"[bold][{done_before + i + 1}/{self.result.planned}][/bold] "
             f"point {point.index + 1}/{len(self.plan.points)} "
             f"[cyan]{_clip(point.label)}[/cyan] repeat {planned.repeat + 1}/{self.study.repeats}"
-            f"  elapsed {format_seconds(elapsed)}"
-            + (f"  ETA {format_seconds(eta)}" if eta is not None else ""),
+            f"  elapsed {fmt.duration(elapsed)}"
+            + (f"  ETA {fmt.duration(eta)}" if eta is not None else ""),
             highlight=False,
             soft_wrap=True,
             markup=True,

@@ -244,15 +244,6 @@ def setting_value(value: Any, path: str) -> str:
         raise StudySpecError(f"{path}: {e}") from None
 
 
-def format_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s < 60:
-        return f"{s:.1f}s" if 0 < s < 10 and s != int(s) else f"{round(s)}s"
-    m, sec = divmod(round(s), 60)
-    return f"{m}min{sec:02d}s" if sec else f"{m}min"
-
-
 # ---------------------------------------------------------------------------------------------
 # The parser: the tables checked by their models (study/tables.py), then joined
 # ---------------------------------------------------------------------------------------------
