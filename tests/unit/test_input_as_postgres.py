@@ -158,3 +158,29 @@ def test_a_space_file_size_is_spelled_as_postgresql_takes_it(
     with pytest.raises(PgrigError) as e:
         load_space(path)
     assert "knobs.work_mem.low" in str(e.value) and says in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "where"),
+    [
+        ('[environment]\nversion = "18"\nsettings = { work_mem = "1MB", WORK_MEM = "2MB" }\n',
+         "environment.settings"),
+        ('[environment]\nversion = "18"\n[sweep.settings]\nwork_mem = ["1MB"]\n'
+         'Work_Mem = ["2MB"]\n', "sweep.settings"),
+    ],
+)  # fmt: skip
+def test_a_study_file_naming_a_setting_twice_is_refused(
+    tmp_path: Path, table: str, where: str
+) -> None:
+    """A study file's settings took the last of work_mem and WORK_MEM silently."""
+    from pgrig.study import spec
+
+    path = tmp_path / "s.toml"
+    sweep = "" if "[sweep" in table else "[sweep]\nclients = [1, 2]\n"
+    path.write_text(
+        '[study]\nname = "s"\n[dataset]\nscenario = "pgbench"\n[run]\n'
+        f'workload = "pgbench:select-only"\nduration = "1s"\n{table}{sweep}'
+    )
+    with pytest.raises(PgrigError) as e:
+        spec.load(path)
+    assert f"{where}: " in str(e.value) and "are the same setting" in str(e.value)

@@ -17,7 +17,9 @@ from pgrig.request.problems import Refusal
 from pgrig.request.values import setting_text
 from pgrig.request.vocabulary import SETTING_RE
 
-__all__ = ["NonEmptyList", "SettingName", "SettingValue", "Settings", "setting_name"]
+__all__ = [
+    "NonEmptyList", "SettingName", "SettingValue", "Settings", "one_per_setting", "setting_name",
+]  # fmt: skip
 
 
 def setting_name(name: Any) -> str:
@@ -25,6 +27,23 @@ def setting_name(name: Any) -> str:
     if not isinstance(name, str) or not SETTING_RE.match(name.lower()):
         raise Refusal(f"{name!r} is not a valid setting name")
     return name.lower()
+
+
+def one_per_setting(table: Any) -> Any:
+    """A table keyed by setting names names each setting once: names are case-insensitive, as
+    in PostgreSQL, so work_mem beside WORK_MEM is refused naming both (one would otherwise
+    replace the other silently)."""
+    if isinstance(table, dict):
+        seen: dict[str, str] = {}
+        for name in table:
+            key = str(name).strip().lower()
+            if key in seen:
+                raise Refusal(
+                    f"{seen[key]!r} and {name!r} are the same setting (names are "
+                    "case-insensitive, as in PostgreSQL): give it once"
+                )
+            seen[key] = str(name)
+    return table
 
 
 def _setting_value(value: Any) -> str:
@@ -43,5 +62,5 @@ def _non_empty_list(value: Any) -> Any:
 SettingName = Annotated[str, BeforeValidator(setting_name)]
 # booleans become on/off, numbers stay exact: the text PostgreSQL parses
 SettingValue = Annotated[str, BeforeValidator(_setting_value)]
-Settings = dict[SettingName, SettingValue]
+Settings = Annotated[dict[SettingName, SettingValue], BeforeValidator(one_per_setting)]
 NonEmptyList = Annotated[list[Any], BeforeValidator(_non_empty_list)]

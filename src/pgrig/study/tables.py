@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_va
 from pgrig.request.fields import STRICT
 from pgrig.request.pooler import PoolerRequest
 from pgrig.request.problems import Refusal
-from pgrig.request.tables import NonEmptyList, SettingName, Settings
+from pgrig.request.tables import NonEmptyList, SettingName, Settings, one_per_setting
 from pgrig.request.values import number_text
 
 __all__ = [
@@ -207,7 +207,9 @@ class SweepTable(BaseModel):
     connect: NonEmptyList | None = None
     server_cpus: NonEmptyList | None = None
     client_cpus: NonEmptyList | None = None
-    settings: dict[SettingName, NonEmptyList] = Field(default_factory=dict)
+    settings: Annotated[dict[SettingName, NonEmptyList], BeforeValidator(one_per_setting)] = Field(
+        default_factory=dict
+    )
     version: list[Version] | None = None
     environment: NonEmptyList | None = None
     compare: str | None = None  # the axis the report compares along

@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_va
 from pgrig.errors import PgrigError
 from pgrig.request.fields import STRICT
 from pgrig.request.problems import Refusal
-from pgrig.request.tables import SettingValue
+from pgrig.request.tables import SettingValue, one_per_setting
 
 __all__ = ["KnobTable", "SpaceFile"]
 
@@ -49,19 +49,6 @@ def _knob_name(name: Any) -> Any:
     except PgrigError as e:
         raise Refusal(str(e)) from None
     return normal
-
-
-def _knob_names(knobs: Any) -> Any:
-    """[knobs.work_mem] and [knobs.WORK_MEM] are one setting (PostgreSQL's names are
-    case-insensitive): refused naming both, not one table silently replacing the other."""
-    from pgrig.provision.settings import validator
-
-    if isinstance(knobs, dict):
-        try:
-            validator.normalize(dict.fromkeys(knobs, ""))
-        except PgrigError as e:
-            raise Refusal(str(e)) from None
-    return knobs
 
 
 def _unit(value: str) -> str:
@@ -143,5 +130,5 @@ class SpaceFile(BaseModel):
     knobs: Annotated[
         dict[Annotated[str, BeforeValidator(_knob_name)], KnobTable],
         Field(min_length=1),
-        BeforeValidator(_knob_names),
+        BeforeValidator(one_per_setting),  # [knobs.work_mem] beside [knobs.WORK_MEM]
     ]
