@@ -422,7 +422,7 @@ def test_repair_sees_the_damaged_record_env_show_flags(env: Environment) -> None
         ("wbps=512kB", "wbps=512kB is below the floor of wbps=1MB"),
         ("wiops=2", "wiops=2 is below the floor of wiops=30"),
         ("riops=1,wiops=300", "riops=1 is below the floor of riops=30"),
-        ("rbps=1000", "rbps=1000 is below the floor of rbps=1MB"),
+        ("rbps=1000", "rbps=1000 is below the floor of rbps=256kB"),
     ],
 )
 def test_a_limit_below_the_floor_is_refused_naming_the_floor(spec: str, says: str) -> None:
@@ -432,13 +432,13 @@ def test_a_limit_below_the_floor_is_refused_naming_the_floor(spec: str, says: st
     with pytest.raises(DiskLimitError) as e:
         check_floor(parse(spec))
     assert says in str(e.value)
-    assert "floors: riops=30, wiops=30, rbps=1MB, wbps=1MB" in str(e.value)
+    assert "floors: riops=30, wiops=30, rbps=256kB, wbps=1MB" in str(e.value)
 
 
 def test_the_floor_itself_and_no_limit_pass() -> None:
     from pgrig.request.disk_limit import check_floor
 
-    check_floor(parse("riops=30,wiops=30,rbps=1MB,wbps=1MB"))
+    check_floor(parse("riops=30,wiops=30,rbps=256kB,wbps=1MB"))
     check_floor(None)
 
 

@@ -184,3 +184,21 @@ def test_a_study_file_naming_a_setting_twice_is_refused(
     with pytest.raises(PgrigError) as e:
         spec.load(path)
     assert f"{where}: " in str(e.value) and "are the same setting" in str(e.value)
+
+
+def test_env_set_refuses_a_setting_both_set_and_reset_or_reset_twice(pgrig_home: Path) -> None:
+    """`env set ENV work_mem=3MB --reset work_mem` set it silently; `--reset WORK_MEM --reset
+    work_mem` said "work_mem is not set" of a setting that was."""
+    from pgrig.errors import InvalidSetting
+    from pgrig.provision import env_settings
+    from pgrig.provision.state.environment import Environment
+
+    env = Environment(name="db1", port=5999, settings={"work_mem": "2MB"})
+    env.datadir.mkdir(parents=True)
+    (env.datadir / "PG_VERSION").write_text("18\n")
+    env.save()
+    with pytest.raises(InvalidSetting, match="work_mem is both set and reset"):
+        env_settings.set_settings("db1", {"WORK_MEM": "3MB"}, ["work_mem"])
+    with pytest.raises(InvalidSetting, match="--reset work_mem is given twice"):
+        env_settings.set_settings("db1", {}, ["WORK_MEM", "work_mem"])
+    assert Environment.load("db1").settings == {"work_mem": "2MB"}

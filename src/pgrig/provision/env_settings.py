@@ -25,9 +25,17 @@ def set_settings(
     env = managed(name, "configure")
     upd = validator.normalize(assignments)
     validator.check_reserved(upd)
+    resets = [raw.strip().lower() for raw in reset]
+    # one word per setting, as a study's iteration takes it: set and reset, or reset twice,
+    # would leave one of them silently ignored
+    twice = sorted({k for k in resets if resets.count(k) > 1})
+    if twice:
+        raise InvalidSetting(f"--reset {twice[0]} is given twice: give it once")
+    both = [k for k in resets if k in upd]
+    if both:
+        raise InvalidSetting(f"{both[0]} is both set and reset: give one of them")
     new = dict(env.settings)
-    for raw in reset:
-        key = raw.strip().lower()
+    for key in resets:
         if key not in new:
             raise InvalidSetting(f"{key} is not set in environment {name!r}, nothing to reset")
         del new[key]
