@@ -450,3 +450,22 @@ def test_env_create_and_set_check_the_floor_before_anything(pgrig_home: Path) ->
     with pytest.raises(DiskLimitError, match="wiops=1 is below the floor"):
         change.parse_disk_limit("e", "wiops=1")
     assert not (pgrig_home / "envs").exists() or not any((pgrig_home / "envs").iterdir())
+
+
+def test_a_start_with_a_damaged_limit_starts_nothing(
+    env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`env start` over {"wiops": 0} started the server, then exited 2 ("started but its disk
+    limit is not in force"): the limit is checked before anything starts."""
+    from pgrig.provision.server import postmaster
+
+    env.disk_limit = {"wiops": 0}
+    called: list[tuple[str, ...]] = []
+    monkeypatch.setattr(postmaster, "pg_ctl", lambda _env, *args, **_kw: called.append(args))
+    with pytest.raises(PgrigError) as e:
+        postmaster.start(env)
+    assert f"server of {env.name!r} not started: its disk limit cannot be put in force" in str(
+        e.value
+    )
+    assert "`pgrig env repair db1` rebuilds a damaged record" in str(e.value)
+    assert called == []

@@ -138,6 +138,7 @@ def start(env: Environment, timeout: int = 60) -> bool:
     _require_managed(env, "start")
     if is_running(env):
         return False
+    _check_disk_limit(env)  # before the server runs: an error then means nothing started
     _clear_stale_lock(env)
     _prepare_dirs(env)
     mark = _log_size(env)
@@ -149,6 +150,27 @@ def start(env: Environment, timeout: int = 60) -> bool:
     wait_ready(env, timeout)
     _limit_disk(env)
     return True
+
+
+def _check_disk_limit(env: Environment) -> None:
+    """The disk limit a start puts in force, checked before the server starts: a damaged
+    record or a missing throttle is refused with nothing started (found after the start, it
+    left a running server behind an error exit)."""
+    if not env.disk_limit or env.member_dir:
+        return
+    from pgrig.provision.server import disk_throttle
+
+    try:
+        disk_throttle.limit_of(env)
+        disk_throttle.check(env)
+    except PgrigError as e:
+        repair = pgrig_command("env", "repair", env.name)
+        remove = pgrig_command("env", "set", env.name, "--disk-limit", "none")
+        raise PgrigError(
+            f"server of {env.name!r} not started: its disk limit cannot be put in force: {e} "
+            f"(`{repair}` rebuilds a damaged record from the kernel's files; `{remove}` "
+            "removes the limit)"
+        ) from None
 
 
 def _limit_disk(env: Environment) -> None:
