@@ -24,9 +24,13 @@ def generate(
     env: Annotated[str, typer.Argument(help="Environment name.")],
     scenario: Annotated[
         str | None,
-        typer.Option("--scenario", help="pgbench | tpcc | chbench | tickets | sysbench"),
+        typer.Option("--scenario", help="pgbench | tpcc | chbench | tickets | sysbench | tpch"),
     ] = None,
     scale: Annotated[int | None, typer.Option("--scale", "-s", help="pgbench scale.")] = None,
+    scale_factor: Annotated[
+        float | None,
+        typer.Option("--scale-factor", help="TPC-H scale factor (1: about 1 GB; 0.01 to 1000)."),
+    ] = None,
     partitions: Annotated[
         int | None, typer.Option("--partitions", help="pgbench_accounts partitions.")
     ] = None,
@@ -40,7 +44,7 @@ def generate(
         int | None,
         typer.Option(
             "--jobs",
-            help="Parallel loader connections (TPC-C, tickets: default 2; sysbench: 1).",
+            help="Parallel loader connections (TPC-C, tickets, TPC-H: default 2; sysbench: 1).",
         ),
     ] = None,
     partition: Annotated[
@@ -69,7 +73,8 @@ def generate(
         bool, typer.Option("--force", help="Even while a run is in progress on ENV.")
     ] = False,
 ) -> None:
-    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), tickets (--rows), SQL, or
+    """Generate a dataset: pgbench (--scale), TPC-C (--warehouses), TPC-H (--scale-factor),
+    tickets (--rows), SQL, or
     sysbench (--tables, --table-size: sysbench's own prepare; or --script PATH.lua with its
     options as --define NAME=VALUE: the script's own prepare)."""
     from pgrig.cli.run import parse_pairs
@@ -81,6 +86,7 @@ def generate(
         scenario=scenario or ("custom" if sql is not None else "pgbench"),
         database=db,
         scale=scale,
+        scale_factor=scale_factor,
         partitions=partitions,
         warehouses=warehouses,
         partition=partition,

@@ -20,11 +20,12 @@ __all__ = ["DatasetRequest"]
 # The scenarios each option applies to.
 _OPTION_SCENARIOS: dict[str, tuple[str, ...]] = {
     "scale": ("pgbench",),
+    "scale_factor": ("tpch",),
     "partitions": ("pgbench",),
     "warehouses": ("tpcc", "chbench"),
     "partition": ("tpcc", "chbench"),
     "rows": ("tickets",),
-    "jobs": ("tpcc", "chbench", "tickets", "sysbench"),
+    "jobs": ("tpcc", "chbench", "tickets", "sysbench", "tpch"),
     "sql": ("custom",),
     "tables": ("sysbench",),
     "table_size": ("sysbench",),
@@ -36,7 +37,7 @@ TICKETS_ROWS = 5_000_000  # seed 003's table
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "pgbench": {"scale": 1},
     "tpcc": {"jobs": 2},
-    "chbench": {"jobs": 2},
+    "jobs": ("tpcc", "chbench", "tickets", "sysbench", "tpch"),
     "tickets": {"rows": TICKETS_ROWS, "jobs": 2},
     "sysbench": {"tables": 1, "table_size": 10_000},  # sysbench's own defaults
 }
@@ -54,6 +55,10 @@ class DatasetRequest(BaseModel):
     database: str | None = flag_field("--db", default=None, min_length=1)  # None: the env's default
     scale: int | None = flag_field("--scale", default=None, ge=1, le=INT_MAX)
     partitions: int | None = flag_field("--partitions", default=None, ge=1, le=INT_MAX)
+    # TPC-H: 0.01 (tests) to 1,000 (workloads/tpch/loader.py says why)
+    scale_factor: float | None = flag_field(
+        "--scale-factor", default=None, ge=0.01, le=1000, allow_inf_nan=False
+    )
     warehouses: int | None = flag_field("--warehouses", default=None, ge=1, le=INT_MAX)
     partition: bool = flag_field("--partition", default=False)  # TPC-C: partition by warehouse
     rows: int | None = flag_field("--rows", default=None, ge=1, le=2**62)
@@ -134,6 +139,8 @@ class DatasetRequest(BaseModel):
             return f"{self.warehouses} warehouses"
         if self.scenario == "tickets":
             return f"{self.rows:,} rows"
+        if self.scenario == "tpch":
+            return f"scale factor {self.scale_factor:g}"
         if self.scenario == "custom":
             return Path(self.sql or "").name
         if self.scenario == "sysbench" and self.script is not None:

@@ -18,7 +18,9 @@ TpccStockLevel = Literal["standard", "hammerdb"]
 # pgbench's per-transaction log: every transaction, a --sampling-rate sample, or none;
 # auto chooses by the expected rate (load/engines/txlog_mode.py)
 TxlogMode = Literal["auto", "full", "sampled", "off"]
-Scenario = Literal["pgbench", "tpcc", "chbench", "tickets", "custom", "sysbench"]  # datasets
+Scenario = Literal[
+    "pgbench", "tpcc", "chbench", "tickets", "custom", "sysbench", "tpch"
+]  # datasets
 
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 CONNECTS: tuple[str, ...] = get_args(Connect)

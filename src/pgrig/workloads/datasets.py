@@ -91,19 +91,25 @@ def interrupted_text(env: str, dbname: str, scenario: str, created: bool, droppe
 
 
 def _check_room(env: Environment, request: DatasetRequest) -> None:
-    """pgbench data that cannot fit on the data directory's file system is refused before
-    anything is dropped or loaded (a load that fills the disk stops the server)."""
-    if request.scenario != "pgbench" or not env.managed or not env.datadir.is_dir():
+    """pgbench and TPC-H data that cannot fit on the data directory's file system is refused
+    before anything is dropped or loaded (a load that fills the disk stops the server)."""
+    if request.scenario not in ("pgbench", "tpch") or not env.managed or not env.datadir.is_dir():
         return  # the other scenarios' sizes are not measured; an external server's disk unseen
     from pgrig.format import size
-    from pgrig.workloads.pgbench_data import BYTES_PER_SCALE
 
-    scale = request.scale or 1
+    if request.scenario == "tpch":
+        from pgrig.workloads.tpch import BYTES_PER_SF
+
+        flag, scale, per, unit = "--scale-factor", request.scale_factor or 1, BYTES_PER_SF, "SF"
+    else:
+        from pgrig.workloads.pgbench_data import BYTES_PER_SCALE
+
+        flag, scale, per, unit = "--scale", request.scale or 1, BYTES_PER_SCALE, "scale unit"
     free = shutil.disk_usage(env.datadir).free
-    if scale * BYTES_PER_SCALE > free:
+    if scale * per > free:
         raise PgrigError(
-            f"--scale {scale} needs about {size(scale * BYTES_PER_SCALE)} (about "
-            f"{size(BYTES_PER_SCALE)} per scale unit, tables and keys); the file system of "
+            f"{flag} {scale:g} needs about {size(int(scale * per))} (about "
+            f"{size(per)} per {unit}, tables and keys); the file system of "
             f"{env.datadir} has {size(free)} free"
         )
 
@@ -143,6 +149,13 @@ def _generate(
             progress=progress,
         )
         info = {"scenario": "chbench", **info}
+    elif request.scenario == "tpch":
+        from pgrig.workloads import tpch
+
+        info = tpch.generate(
+            env.conninfo(dbname), request.scale_factor or 1.0, request.jobs or 2, progress
+        )
+        info = {"scenario": "tpch", **info}
     elif request.scenario == "tickets":
         from pgrig.workloads import tickets
 
@@ -181,6 +194,8 @@ def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
         return info.get("warehouses") == request.warehouses
     if request.scenario == "tickets":
         return info.get("rows") == request.rows
+    if request.scenario == "tpch":
+        return info.get("scale_factor") == request.scale_factor
     if request.scenario == "sysbench" and request.script is not None:
         from pgrig.workloads import sysbench_lua
 

@@ -1,0 +1,8 @@
+-- Q17 small-quantity-order revenue
+select sum(l_extendedprice) / 7.0 as avg_yearly
+from lineitem, part
+where p_partkey = l_partkey
+  and p_brand = '{brand}'
+  and p_container = '{container}'
+  and l_quantity < (
+      select 0.2 * avg(l_quantity) from lineitem where l_partkey = p_partkey)
