@@ -59,3 +59,42 @@ def test_generate_loads_dbgen_rows_keys_and_statistics(tpch_env: Environment) ->
             "SELECT relallvisible > 0 FROM pg_class WHERE relname = 'lineitem'"
         ).fetchone()
         assert frozen == (True,)
+
+
+def test_power_run_records_every_query_power_and_leaves_the_data_as_generated(
+    tpch_env: Environment,
+) -> None:
+    from pgrig.archive.store import Archive
+    from pgrig.load.core.runner import execute
+    from pgrig.request import RunRequest
+
+    def orders() -> tuple:
+        with psycopg.connect(tpch_env.conninfo("pgrig")) as conn:
+            return conn.execute("SELECT count(*), sum(o_orderkey) FROM orders").fetchone()
+
+    before = orders()
+    spec = RunRequest(env_name=tpch_env.name, workload="tpch:power", seed=7, query_timeout_s=120)
+    rec = execute(spec, archive=Archive(None), live=False)
+    assert rec.status == "ok", rec.error
+    doc = rec.extra["tpch"]
+    assert doc["seed"] == 7 and doc["order"][:3] == [14, 2, 9]
+    assert [e["query"] for e in doc["queries"]] == doc["order"]
+    assert all(e["status"] == "ok" and e["seconds"] > 0 for e in doc["queries"])
+    assert all(e.get("temp_bytes") is not None for e in doc["queries"])
+    assert [r["function"] for r in doc["refresh"]] == ["RF1", "RF2"]
+    assert doc["power_at_size"] > 0 and rec.transactions == 22 and len(rec.scripts) == 22
+    assert orders() == before  # RF2 deleted what RF1 inserted
+
+
+def test_a_query_over_its_timeout_is_recorded_as_timed_out(tpch_env: Environment) -> None:
+    from pgrig.archive.store import Archive
+    from pgrig.load.core.runner import execute
+    from pgrig.request import RunRequest
+
+    # 1 ms: the larger queries of SF 0.01 take tens of ms, so some are cancelled
+    spec = RunRequest(env_name=tpch_env.name, workload="tpch:power", query_timeout_s=0.001)
+    rec = execute(spec, archive=Archive(None), live=False)
+    doc = rec.extra["tpch"]
+    assert len(doc["queries"]) == 22 and doc["timed_out"]
+    assert doc["power_at_size"] is None and rec.status == "ok"
+    assert "tpch_timeout" in {w["code"] for w in rec.warnings()}

@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
                 "--workload",
                 "-w",
                 help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
+                "|tpch:power|tpch:throughput"
                 "|tickets:read|tickets:write|file.sql[@weight]; repeatable. Backup runs: "
                 "backup:basebackup-full|basebackup-incremental|pgbackrest-full|pgbackrest-diff"
                 "|pgbackrest-incr|restore.",
@@ -60,6 +61,24 @@ def register(app: typer.Typer) -> None:
         threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
         duration: Annotated[
             float | None, typer.Option("--duration", "-T", help="Measured seconds.")
+        ] = None,
+        query_timeout: Annotated[
+            float | None,
+            typer.Option(
+                "--query-timeout",
+                help="TPC-H: seconds a query may run; one that runs longer is cancelled and "
+                "recorded as timed out.",
+            ),
+        ] = None,
+        streams: Annotated[
+            int | None,
+            typer.Option(
+                "--streams", help="tpch:throughput: query streams (default: the spec's minimum)."
+            ),
+        ] = None,
+        seed: Annotated[
+            int | None,
+            typer.Option("--seed", help="TPC-H: the substitution parameters' seed (default: new)."),
         ] = None,
         transactions: Annotated[
             int | None, typer.Option("--transactions", "-t", help="Per client.")
@@ -269,6 +288,9 @@ def register(app: typer.Typer) -> None:
             prewarm=prewarm,
             target_role=target_role,
             waits_hz=waits_hz,
+            query_timeout_s=query_timeout,
+            streams=streams,
+            seed=seed,
         )
         if emit is not None:
             _emit(emit, request)

@@ -38,6 +38,8 @@ from pgrig.request.vocabulary import (
     SYSBENCH_PREFIX,
     TPCC_TYPES,
     TPCC_WORKLOAD,
+    TPCH_PREFIX,
+    TPCH_WORKLOADS,
     VIAS,
     Connect,
     PgbenchBuiltin,
@@ -299,6 +301,10 @@ class LoadParams(BaseModel):
     def is_sysbench(self) -> bool:
         return self.workload.strip().startswith(SYSBENCH_PREFIX)
 
+    @property
+    def is_tpch(self) -> bool:
+        return self.workload.strip().startswith(TPCH_PREFIX)
+
 
 def _check_time(p: LoadParams) -> None:
     if p.threads > p.clients:
@@ -313,7 +319,7 @@ def _check_time(p: LoadParams) -> None:
             field="transactions_per_client",
             others=("duration_s",),
         )
-    if p.duration_s is None and p.transactions_per_client is None:
+    if p.duration_s is None and p.transactions_per_client is None and not p.is_tpch:
         raise Refusal(
             lambda n: (
                 f'is required (how long to run, e.g. 15 or "15s"), '
@@ -387,6 +393,9 @@ def _check_workload_options(p: LoadParams) -> None:
     """Options of one workload are refused elsewhere rather than silently ignored."""
     if p.is_sysbench:
         _check_sysbench(p)
+    if p.is_tpch:
+        _check_tpch(p)
+        return
     if p.is_tpcc:
         if p.defines:
             raise Refusal(
@@ -419,6 +428,54 @@ _SYSBENCH_REFUSED: dict[str, str] = {
     "keep_txlog": "sysbench keeps no per-transaction log",
     "txlog": "sysbench keeps no per-transaction log (its percentiles come from --histogram)",
 }
+
+
+# What a TPC-H run does not take (load/engines/tpch_driver.py), with the reason.
+_TPCH_REFUSED: dict[str, str] = {
+    "duration_s": "a TPC-H run lasts as long as its queries take (bound them with --query-timeout)",
+    "transactions_per_client": "a TPC-H stream runs its 22 queries once",
+    "warmup_s": "a TPC-H run measures its first query too (the spec's power test is cold)",
+    "clients": "TPC-H sessions are its streams: give --streams with tpch:throughput",
+    "threads": "TPC-H runs one session per stream",
+    "rate": "TPC-H queries are not throttled",
+    "latency_limit_ms": "TPC-H has no latency limit: give --query-timeout",
+    "max_tries": "TPC-H queries are not retried",
+    "defines": "TPC-H draws its own parameters (give --seed)",
+    "extra_pgbench_args": "these are pgbench options",
+    "keep_txlog": "TPC-H keeps no per-transaction log",
+    "txlog": "TPC-H keeps no per-transaction log: each query's time is recorded",
+    "protocol": "TPC-H sends each query once, as text",
+}
+
+
+def _check_tpch(p: LoadParams) -> None:
+    if p.workload.strip() not in TPCH_WORKLOADS:
+        raise Refusal(
+            f"must be one of {', '.join(TPCH_WORKLOADS)} (got {p.workload!r})", field="workload"
+        )
+    given = {
+        "duration_s": p.duration_s is not None,
+        "transactions_per_client": p.transactions_per_client is not None,
+        "warmup_s": p.warmup_s != 0,
+        "clients": p.clients != 1,
+        "threads": p.threads != 1,
+        "rate": p.rate is not None,
+        "latency_limit_ms": p.latency_limit_ms is not None,
+        "max_tries": p.max_tries != 1,
+        "defines": bool(p.defines),
+        "extra_pgbench_args": bool(p.extra_pgbench_args),
+        "keep_txlog": p.keep_txlog,
+        "txlog": p.txlog not in ("auto", "off"),
+        "protocol": p.protocol != "simple",
+    }
+    wrong = [name for name, here in given.items() if here]
+    if wrong:
+        why = _TPCH_REFUSED[wrong[0]]
+        raise Refusal(
+            lambda n: f"does not apply to {n('workload')} {p.workload}: {why}",
+            field=wrong[0],
+            others=("workload",),
+        )
 
 
 def _check_sysbench(p: LoadParams) -> None:
@@ -480,6 +537,14 @@ class RunRequest(LoadParams):
     backup_during: str | None = None
     # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
+    # TPC-H (workloads/tpch): a query that runs longer is cancelled and recorded as timed out;
+    # the query streams of tpch:throughput; the seed of the substitution parameters (None: a
+    # new one, recorded with the run)
+    query_timeout_s: float | None = flag_field(
+        "--query-timeout", default=None, gt=0, le=INT_MAX, allow_inf_nan=False
+    )
+    streams: int | None = flag_field("--streams", default=None, ge=1, le=24)
+    seed: int | None = flag_field("--seed", default=None, ge=0, le=2**62)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
@@ -487,6 +552,27 @@ class RunRequest(LoadParams):
     def _weights(self) -> Self:
         if self.scripts and sum(s.weight for s in self.scripts) == 0:
             raise Refusal("all script weights are 0", field="workload")
+        return self
+
+    @model_validator(mode="after")
+    def _tpch_options(self) -> Self:
+        given = [
+            name
+            for name in ("query_timeout_s", "streams", "seed")
+            if getattr(self, name) is not None
+        ]
+        if given and not self.is_tpch:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} tpch:power or tpch:throughput",
+                field=given[0],
+                others=("workload",),
+            )
+        if self.streams is not None and self.workload.strip() != "tpch:throughput":
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} tpch:throughput",
+                field="streams",
+                others=("workload",),
+            )
         return self
 
 

@@ -30,6 +30,8 @@ TPCC_STOCK_LEVELS: tuple[str, ...] = get_args(TpccStockLevel)
 TXLOG_MODES: tuple[str, ...] = get_args(TxlogMode)
 SCENARIOS: tuple[str, ...] = get_args(Scenario)
 TPCC_WORKLOAD = "tpcc"
+TPCH_PREFIX = "tpch:"  # tpch:power | tpch:throughput (workloads/tpch)
+TPCH_WORKLOADS = ("tpch:power", "tpch:throughput")
 SYSBENCH_PREFIX = "sysbench:"  # sysbench:oltp_read_write, sysbench:PATH.lua (workloads/sysbench.py)
 TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 

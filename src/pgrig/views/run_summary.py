@@ -169,6 +169,7 @@ def results(rec: RunRecord) -> list[tuple[str, str]]:
     ]
     if rec.nopm is not None:
         items.append(("NOPM", fmt.number(rec.nopm)))
+    items += _tpch_items(rec)
     if rec.tpm is not None:
         items.append(("TPM", fmt.number(rec.tpm)))
     items += [
@@ -188,6 +189,42 @@ def results(rec: RunRecord) -> list[tuple[str, str]]:
     if isinstance(steal, int | float):  # the hypervisor's share, where the kernel exposes it
         items.append(("CPU steal %", fmt.number(steal)))
     items.append(("cache hit ratio", fmt.percent(rec.hit_ratio, 2)))
+    return items
+
+
+def _tpch_items(rec: RunRecord) -> list[tuple[str, str]]:
+    """A TPC-H run's own figures (load/engines/tpch_driver.py): QphH's parts where the run
+    gives them, the geometric mean of the query times, what timed out."""
+    doc = rec.extra.get("tpch") if isinstance(rec.extra, dict) else None
+    if not isinstance(doc, dict):
+        return []
+    sf = doc.get("scale_factor")
+    items = [
+        (f"{name}@Size (SF {sf:g})" if isinstance(sf, int | float) else f"{name}@Size",
+         fmt.number(doc.get(key)))
+        for name, key in (
+            ("Power", "power_at_size"), ("Throughput", "throughput_at_size"),
+            ("QphH", "qphh_at_size"),
+        )
+        if doc.get(key) is not None or key == f"{doc.get('mode')}_at_size"
+    ]  # fmt: skip
+    geo = doc.get("geomean_s")
+    items.append(("query geometric mean", f"{fmt.ms(geo * 1000)} ms" if geo else fmt.MISSING))
+    refresh = [r for r in doc.get("refresh") or [] if isinstance(r, dict)]
+    if refresh:
+        items.append((
+            "refresh functions",
+            ", ".join(
+                f"{r.get('function')} {fmt.ms(float(r.get('seconds') or 0) * 1000)} ms"
+                + ("" if r.get("status") == "ok" else f" ({r.get('status')})")
+                for r in refresh
+            ),
+        ))  # fmt: skip
+    if doc.get("timed_out"):
+        items.append(("timed out", ", ".join(doc["timed_out"])))
+    if doc.get("temp_bytes") is not None:
+        items.append(("temp written", fmt.size(int(doc["temp_bytes"]))))
+    items.append(("seed", str(doc.get("seed"))))
     return items
 
 

@@ -114,6 +114,31 @@ class Tpcc:
         rec.extra["tpcc"] = figures
 
 
+class Tpch:
+    """TPC-H: its queries come from workloads/tpch (the load engine runs them,
+    load/engines/tpch_driver.py), which also records its figures; here the data is checked."""
+
+    name = "tpch"
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        if dataset.get("scenario") != "tpch":
+            raise PgrigError(
+                f"database {dbname!r} of {env.name} holds no TPC-H data: run `pgrig db "
+                f"generate {env.name} --db {dbname} --scenario tpch --scale-factor SF` first"
+            )
+        return RunScripts([], {}, 1)
+
+    def add_results(self, rec: RunRecord) -> None:
+        return None
+
+
 class Tickets:
     """Seed 003's tickets: the read script's id range comes from the loaded row count."""
 
@@ -141,6 +166,8 @@ def of(workload: str, script_names: Iterable[str]) -> Scenario:
     """The scenario a run of `workload` with these scripts belongs to."""
     if workload == "tpcc":
         return Tpcc()
+    if workload.startswith("tpch:"):
+        return Tpch()
     if any(name.startswith("tickets:") for name in script_names):
         return Tickets()
     return ScriptsAsGiven()

@@ -6,6 +6,7 @@ Accepted forms (repeatable, or comma-separated):
   tpcc                                                                             TPC-C mix
   tickets:read | tickets:write                                                     seed 003
   sysbench:oltp_read_write | sysbench:PATH.lua          sysbench (workloads/sysbench.py)
+  tpch:power | tpch:throughput                          TPC-H (workloads/tpch)
 Builtins take a weight too: pgbench:select-only@9.
 """
 
@@ -18,7 +19,13 @@ from pathlib import Path
 from pgrig.errors import PgrigError
 from pgrig.request import ScriptSpec
 from pgrig.request.values import ascii_digits
-from pgrig.request.vocabulary import PGBENCH_BUILTINS, TPCC_WORKLOAD, PgbenchBuiltin
+from pgrig.request.vocabulary import (
+    PGBENCH_BUILTINS,
+    TPCC_WORKLOAD,
+    TPCH_PREFIX,
+    TPCH_WORKLOADS,
+    PgbenchBuiltin,
+)
 
 # pgbench:NAME for each builtin, plus the short pgbench:tpcb
 BUILTINS: dict[str, PgbenchBuiltin] = {"tpcb": "tpcb-like", **{n: n for n in PGBENCH_BUILTINS}}
@@ -57,6 +64,14 @@ def parse_workloads(items: list[str]) -> list[ScriptSpec]:
                 raise PgrigError(f"workload {item!r} cannot be mixed with other scripts")
             label, path = sysbench.script_path(item)
             return [ScriptSpec(name=label, path=str(path), weight=1)]
+        if item.startswith(TPCH_PREFIX):  # the queries come from workloads/tpch, per run
+            if len(flat) > 1:
+                raise PgrigError(f"workload {item!r} cannot be mixed with other scripts")
+            if item not in TPCH_WORKLOADS:
+                raise PgrigError(
+                    f"unknown TPC-H workload {item!r} (choose from {', '.join(TPCH_WORKLOADS)})"
+                )
+            return []
         name, weight = split_weight(item)
         if name.startswith("pgbench:"):
             key = name.split(":", 1)[1]
@@ -93,6 +108,8 @@ def scenario_of(scripts: list[ScriptSpec], items: list[str]) -> str:
         return label
     if label.startswith("sysbench:"):
         return "sysbench"
+    if label.startswith(TPCH_PREFIX):
+        return "tpch"
     if scripts and all(s.builtin for s in scripts):
         return "pgbench"
     if scripts and all(s.name.startswith("tickets:") for s in scripts):

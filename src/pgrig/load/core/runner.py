@@ -239,7 +239,7 @@ def _run(
             **without_libpq_vars(),
             **run_steps.client_env(env, spec, dbname),
             # the client's sessions, by name: those left on the server are ended at the end
-            "PGAPPNAME": left_backends.session_name("sysbench" if spec.is_sysbench else "pgbench"),
+            "PGAPPNAME": left_backends.session_name(_engine_name(spec)),
         },
         prefix=run_steps.client_prefix(spec),
         dataset=scenario_info,
@@ -340,6 +340,10 @@ def _run(
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
             run_steps.end_anyway(rec, archive, console)
         raise
+
+
+def _engine_name(spec: RunRequest) -> str:
+    return "sysbench" if spec.is_sysbench else "tpch" if spec.is_tpch else "pgbench"
 
 
 def _still_running(archive: RunStore, rec: RunRecord) -> bool:

@@ -1,4 +1,5 @@
-"""Which load driver (load/engines/driver.py) a run request gets: sysbench for a sysbench workload,
+"""Which load driver (load/engines/driver.py) a run request gets: TPC-H's query streams for
+tpch:power and tpch:throughput, sysbench for a sysbench workload,
 else pgbench reading its whole per-transaction log or, above the rate where reading it costs
 throughput, its summary (load/engines/txlog_mode.py decides).
 
@@ -32,6 +33,10 @@ def for_request(
     `db generate` recorded for the database."""
     from pgrig.workloads import sysbench
 
+    if spec.is_tpch:
+        from pgrig.load.engines.tpch_driver import TpchDriver
+
+        return TpchDriver(spec, client_env, dataset)
     if sysbench.is_sysbench(spec.workload):
         from pgrig.load.engines.sysbench_driver import SysbenchDriver
 

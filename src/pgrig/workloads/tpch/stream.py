@@ -1,0 +1,199 @@
+"""The TPC-H load process: `python -m pgrig.workloads.tpch.stream --mode power|throughput ...`.
+
+The run's load engine (load/engines/tpch_driver.py) starts it as it starts pgbench or
+sysbench; it connects through the libpq variables it is given and prints one JSON object per
+line on stdout as each step ends: {"event": "start" | "refresh" | "query" | "end", ...}.
+Every query is reported, whatever its outcome: "ok", "timeout" (it exceeded --query-timeout:
+statement_timeout cancelled it) or "error" (with the server's message); the process exits 1
+when a query or refresh function failed with an error, 0 otherwise (timeouts included: the
+run says which queries timed out).
+
+Power (clause 5.3.3): RF1, stream 0's 22 queries in the spec's order, RF2, one session.
+Throughput (clause 5.3.4): S query streams (1..S, each its own order and parameters), each
+on its own session, and one refresh stream running S pairs RF1/RF2, all started together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+from psycopg import errors
+
+from pgrig.workloads.tpch import queries, refresh
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    lock = threading.Lock()
+
+    def emit(event: dict[str, Any]) -> None:
+        with lock:
+            sys.stdout.write(json.dumps(event) + "\n")
+            sys.stdout.flush()
+
+    seed = None if args.qualification else args.seed
+    if args.mode == "power":
+        return power(args.scale_factor, seed, args.seed, args.query_timeout, emit)
+    return throughput(args.scale_factor, seed, args.seed, args.streams, args.query_timeout, emit)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pgrig-tpch-stream")
+    p.add_argument("--mode", choices=("power", "throughput"), required=True)
+    p.add_argument("--scale-factor", type=float, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--streams", type=int, default=1)
+    p.add_argument("--query-timeout", type=float, default=0.0)  # seconds; 0: none
+    p.add_argument("--qualification", action="store_true")  # clause 2.4's validation values
+    return p
+
+
+def power(sf: float, params_seed: int | None, seed: int, timeout_s: float, emit: Emit) -> int:
+    plan = queries.plan_stream(sf, params_seed, 0)
+    rs = refresh.refresh_set(sf, seed, 0)
+    with _session() as conn:
+        emit({
+            "event": "start", "mode": "power", "scale_factor": sf, "seed": seed,
+            "qualification": params_seed is None, "streams": 0,
+            "order": [p.query for p in plan], "leftovers": refresh.leftovers(conn, rs),
+        })  # fmt: skip
+        started = time.monotonic()
+        ok = _refresh(conn, "RF1", 0, rs, emit)
+        for planned in plan:
+            ok &= _query(conn, 0, planned, emit, timeout_s, temp=True)
+        ok &= _refresh(conn, "RF2", 0, rs, emit)
+        emit({"event": "end", "seconds": round(time.monotonic() - started, 6)})
+    return 0 if ok else 1
+
+
+def throughput(
+    sf: float, params_seed: int | None, seed: int, streams: int, timeout_s: float, emit: Emit
+) -> int:
+    sets = [refresh.refresh_set(sf, seed, p) for p in range(streams)]
+    with _session() as conn:
+        left = sum(refresh.leftovers(conn, rs) for rs in sets)
+    plans = {s: queries.plan_stream(sf, params_seed, s) for s in range(1, streams + 1)}
+    emit({
+        "event": "start", "mode": "throughput", "scale_factor": sf, "seed": seed,
+        "qualification": params_seed is None, "streams": streams, "leftovers": left,
+        "order": {str(s): [p.query for p in plan] for s, plan in plans.items()},
+    })  # fmt: skip
+    results: dict[str, bool] = {}
+    go = threading.Event()
+
+    def query_stream(s: int) -> None:
+        with _session() as conn:
+            go.wait()
+            ok = True
+            for planned in plans[s]:
+                ok &= _query(conn, s, planned, emit, timeout_s, temp=False)
+            results[f"stream {s}"] = ok
+
+    def refresh_stream() -> None:
+        with _session() as conn:
+            go.wait()
+            ok = True
+            for rs in sets:
+                ok &= _refresh(conn, "RF1", rs.pair + 1, rs, emit)
+                ok &= _refresh(conn, "RF2", rs.pair + 1, rs, emit)
+            results["refresh"] = ok
+
+    threads = [threading.Thread(target=query_stream, args=(s,)) for s in plans]
+    threads.append(threading.Thread(target=refresh_stream))
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # every session connected before the clock starts (they wait on `go`)
+    started = time.monotonic()
+    go.set()
+    for t in threads:
+        t.join()
+    emit({"event": "end", "seconds": round(time.monotonic() - started, 6)})
+    return 0 if len(results) == len(threads) and all(results.values()) else 1
+
+
+@contextlib.contextmanager
+def _session() -> Iterator[psycopg.Connection]:
+    with psycopg.connect("", autocommit=True) as conn:
+        yield conn
+
+
+def _query(
+    conn: psycopg.Connection,
+    stream: int,
+    planned: queries.Planned,
+    emit: Emit,
+    timeout_s: float,
+    temp: bool,
+) -> bool:
+    """One query, timed from its text sent to its last row fetched; reported whatever ends it.
+    The timeout is the query's alone (statement_timeout around it): refresh functions and
+    pgrig's own statements are never cancelled."""
+    before = _temp_bytes(conn) if temp else None
+    if timeout_s > 0:
+        conn.execute(f"SET statement_timeout = {max(1, round(timeout_s * 1000))}")
+    event: dict[str, Any] = {"event": "query", "stream": stream, "query": planned.query}
+    t0 = time.monotonic()
+    try:
+        rows = conn.execute(planned.sql).fetchall()
+    except errors.QueryCanceled:
+        event |= {"status": "timeout", "seconds": round(time.monotonic() - t0, 6)}
+    except psycopg.Error as e:
+        event |= {"status": "error", "seconds": round(time.monotonic() - t0, 6),
+                  "error": str(e).strip().splitlines()[0][:500]}  # fmt: skip
+    else:
+        event |= {"status": "ok", "seconds": round(time.monotonic() - t0, 6), "rows": len(rows)}
+    if timeout_s > 0:
+        conn.execute("SET statement_timeout = 0")
+    if before is not None:
+        after = _temp_bytes(conn)
+        event["temp_bytes"] = after - before if after is not None else None
+    event["params"] = planned.params
+    emit(event)
+    return bool(event["status"] != "error")
+
+
+def _refresh(
+    conn: psycopg.Connection, name: str, stream: int, rs: refresh.RefreshSet, emit: Emit
+) -> bool:
+    fn = refresh.rf1 if name == "RF1" else refresh.rf2
+    event: dict[str, Any] = {"event": "refresh", "function": name, "stream": stream,
+                             "orders": len(rs.new_keys)}  # fmt: skip
+    t0 = time.monotonic()
+    try:
+        fn(conn, rs)
+    except psycopg.Error as e:
+        event |= {"status": "error", "seconds": round(time.monotonic() - t0, 6),
+                  "error": str(e).strip().splitlines()[0][:500]}  # fmt: skip
+    else:
+        event |= {"status": "ok", "seconds": round(time.monotonic() - t0, 6)}
+    emit(event)
+    return bool(event["status"] == "ok")
+
+
+def _temp_bytes(conn: psycopg.Connection) -> int | None:
+    """The database's temp file bytes so far, this session's own included: its pending
+    statistics are flushed first (PostgreSQL 15+ flushes them at most once a second
+    otherwise). None where the server cannot tell."""
+    try:
+        conn.execute("SELECT pg_stat_force_next_flush()")  # flushed as this session idles
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    except psycopg.Error:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""TPC-H runs: substitution parameters, Power@Size arithmetic, the request's rules, the
+driver's record of a stream's output (captured from a real SF 0.01 power run)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import date
+
+import pytest
+
+from pgrig.errors import PgrigError
+from pgrig.request import RunRequest, from_flags
+from pgrig.workloads import specs
+from pgrig.workloads.tpch import metrics, queries, refresh
+
+
+def test_parameters_repeat_for_a_seed_and_differ_between_seeds_and_streams() -> None:
+    a = [queries.substitution(q, 1.0, 7) for q in queries.QUERIES]
+    assert a == [queries.substitution(q, 1.0, 7) for q in queries.QUERIES]
+    assert a != [queries.substitution(q, 1.0, 8) for q in queries.QUERIES]
+    assert a != [queries.substitution(q, 1.0, 7, stream=1) for q in queries.QUERIES]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_parameters_stay_in_clause_2_4_ranges(seed: int) -> None:
+    p = {q: queries.substitution(q, 10.0, seed) for q in queries.QUERIES}
+    assert 60 <= int(p[1]["delta"]) <= 120
+    assert 1 <= int(p[2]["size"]) <= 50 and p[2]["type"] in queries.TYPE_S3
+    d3 = date.fromisoformat(p[3]["date"])
+    assert (d3.year, d3.month) == (1995, 3)
+    d4 = date.fromisoformat(p[4]["date"])
+    assert d4.day == 1 and date(1993, 1, 1) <= d4 <= date(1997, 10, 1)
+    assert p[5]["date"][5:] == "01-01" and 1993 <= int(p[5]["date"][:4]) <= 1997
+    assert 0.02 <= float(p[6]["discount"]) <= 0.09 and p[6]["quantity"] in ("24", "25")
+    assert p[7]["nation1"] != p[7]["nation2"]
+    nation_region = dict(queries.NATIONS)
+    assert queries.REGIONS[nation_region[p[8]["nation"]]] == p[8]["region"]
+    assert len(p[8]["type"].split()) == 3 and p[9]["color"] in queries.COLORS
+    d10 = date.fromisoformat(p[10]["date"])
+    assert date(1993, 2, 1) <= d10 <= date(1995, 1, 1)
+    assert float(p[11]["fraction"]) == pytest.approx(0.0001 / 10)
+    assert p[12]["shipmode1"] != p[12]["shipmode2"]
+    sizes = [int(s) for s in p[16]["sizes"].split(", ")]
+    assert len(set(sizes)) == 8 and all(1 <= s <= 50 for s in sizes)
+    assert re.fullmatch(r"Brand#[1-5][1-5]", p[17]["brand"])
+    assert 312 <= int(p[18]["quantity"]) <= 315
+    assert 1 <= int(p[19]["quantity1"]) <= 10 and 10 <= int(p[19]["quantity2"]) <= 20
+    assert 20 <= int(p[19]["quantity3"]) <= 30
+    codes = [int(c.strip("'")) for c in p[22]["codes"].split(", ")]
+    assert len(set(codes)) == 7 and all(10 <= c <= 34 for c in codes)
+
+
+def test_stream_0_runs_the_spec_order_and_every_query_once() -> None:
+    plan = queries.plan_stream(1.0, 7)
+    assert [p.query for p in plan][:3] == [14, 2, 9] and sorted(p.query for p in plan) == list(
+        range(1, 23)
+    )
+    assert sorted(queries.stream_order(3, 7)) == list(range(1, 23))
+    q1 = queries.plan_stream(1.0, None, order=(1,))[0]  # the qualification parameters
+    assert "interval '90 day'" in q1.sql and "{" not in q1.sql
+
+
+def test_power_at_size_matches_a_hand_computation() -> None:
+    # 22 queries of 2 s and RF1 = RF2 = 2 s: the geometric mean is 2 s, 3600 x 10 / 2
+    assert metrics.power_at_size(10, [2.0] * 22, [2.0, 2.0]) == pytest.approx(18_000)
+    # one query 0.001 s beside a longest of 100 s: raised to 0.1 s (1/1000 of the longest)
+    times = [100.0, 0.001] + [1.0] * 20
+    by_hand = 3600 * 1 / math.exp((math.log(100) + math.log(0.1) + 2 * math.log(4)) / 24)
+    assert metrics.power_at_size(1, times, [4.0, 4.0]) == pytest.approx(by_hand)
+    assert metrics.throughput_at_size(1, 2, 3600) == pytest.approx(44.0)
+    assert metrics.qphh_at_size(100.0, 400.0) == pytest.approx(200.0)
+    with pytest.raises(ValueError):
+        metrics.power_at_size(1, [1.0] * 21, [1.0, 1.0])
+
+
+def _events(timeout_q: int | None = None) -> list[dict]:
+    out: list[dict] = [{"event": "start", "mode": "power", "scale_factor": 1.0, "seed": 7,
+                        "streams": 0, "order": list(queries.STREAM_0_ORDER)}]  # fmt: skip
+    out.append({"event": "refresh", "function": "RF1", "status": "ok", "seconds": 2.0})
+    for q in queries.STREAM_0_ORDER:
+        status = "timeout" if q == timeout_q else "ok"
+        out.append({"event": "query", "query": q, "status": status, "seconds": 2.0})
+    out.append({"event": "refresh", "function": "RF2", "status": "ok", "seconds": 2.0})
+    out.append({"event": "end", "seconds": 48.0})
+    return out
+
+
+def test_summary_gives_power_only_when_every_query_completed() -> None:
+    doc = metrics.summarize(_events())
+    assert doc["power_at_size"] == pytest.approx(1800.0) and doc["complete"] is True
+    timed_out = metrics.summarize(_events(timeout_q=17))
+    assert timed_out["power_at_size"] is None and timed_out["timed_out"] == ["Q17"]
+    assert len(timed_out["queries"]) == 22  # recorded, never dropped
+
+
+def test_tpch_requests_refuse_what_does_not_apply() -> None:
+    ok = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=60.0)
+    assert ok.is_tpch and ok.duration_s is None
+    with pytest.raises(PgrigError, match="--duration"):
+        from_flags(RunRequest, env_name="e", workload="tpch:power", duration_s=10.0)
+    with pytest.raises(PgrigError, match="--streams"):
+        from_flags(RunRequest, env_name="e", workload="tpch:power", streams=2)
+    with pytest.raises(PgrigError, match="--query-timeout"):
+        from_flags(RunRequest, env_name="e", workload="pgbench:tpcb", duration_s=1.0,
+                   query_timeout_s=5.0)  # fmt: skip
+    with pytest.raises(PgrigError, match="tpch:power, tpch:throughput"):
+        specs.parse_workloads(["tpch:speed"])
+    assert specs.parse_workloads(["tpch:power"]) == []
+    assert specs.scenario_of([], ["tpch:throughput"]) == "tpch"
+
+
+def test_refresh_keys_are_ones_dbgen_never_uses_and_pairs_never_collide() -> None:
+    sets = [refresh.refresh_set(1.0, 7, p) for p in range(3)]
+    assert all(len(s.new_keys) == 1500 for s in sets)
+    assert all((k - 1) % 32 >= 8 for s in sets for k in s.new_keys)  # dbgen: first 8 of 32
+    assert all((k - 1) % 32 < 8 for s in sets for k in s.sources)
+    assert not set(sets[0].new_keys) & set(sets[1].new_keys)
+    assert max(sets[0].sources) <= 6_000_000  # inside SF 1's orders
+
+
+STREAM_OUTPUT = "\n".join(json.dumps(e) for e in _events(timeout_q=18)) + "\nTraceback (noise)\n"
+
+
+def test_driver_records_every_query_and_warns_of_a_timeout() -> None:
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.engines.tpch_driver import TpchDriver
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=60.0)
+    driver = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0})
+    assert "--query-timeout" in driver.command() and "60" in driver.command()
+    rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
+    driver.fill(rec, True, STREAM_OUTPUT, "", {})
+    assert rec.transactions == 21 and rec.failed == 1
+    assert [s.name for s in rec.scripts][:2] == ["Q1", "Q2"] and len(rec.scripts) == 22
+    assert {w["code"] for w in rec.warnings()} == {"tpch_timeout"}
+    assert driver.cross_check(rec, STREAM_OUTPUT, "") is None
+    short = "\n".join(STREAM_OUTPUT.splitlines()[:5])
+    driver.fill(rec, True, short, "", {})
+    assert "reported 3 of 22" in (driver.cross_check(rec, short, "") or "")
