@@ -98,3 +98,29 @@ def test_a_query_over_its_timeout_is_recorded_as_timed_out(tpch_env: Environment
     assert len(doc["queries"]) == 22 and doc["timed_out"]
     assert doc["power_at_size"] is None and rec.status == "ok"
     assert "tpch_timeout" in {w["code"] for w in rec.warnings()}
+
+
+def test_answers_pass_on_fresh_data_and_fail_naming_the_row_after_a_corrupted_lineitem(
+    tpch_env: Environment, pgrig_home: Path
+) -> None:
+    import json
+
+    from servers import pgrig
+
+    def check() -> tuple[int, dict]:
+        proc = pgrig("db", "check", tpch_env.name, "--json", check=False, timeout=600)
+        return proc.returncode, json.loads(proc.stdout)
+
+    rc, fresh = check()
+    assert rc == 0 and fresh["passed"] is True and len(fresh["queries"]) == 22
+    with psycopg.connect(tpch_env.conninfo("pgrig"), autocommit=True) as conn:
+        # dbgen's first lineitem row (shipped 1996-03-13: Q1 counts it)
+        conn.execute(
+            "UPDATE lineitem SET l_quantity = l_quantity + 1"
+            " WHERE l_orderkey = 1 AND l_linenumber = 1"
+        )
+    rc, corrupted = check()
+    failed = [q for q in corrupted["queries"] if not q["passed"]]
+    assert rc == 1 and corrupted["passed"] is False
+    assert failed[0]["query"] == 1
+    assert "Q1 row 3 (l_returnflag='N', l_linestatus='O'): sum_qty" in failed[0]["problem"]

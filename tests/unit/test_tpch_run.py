@@ -139,3 +139,28 @@ def test_driver_records_every_query_and_warns_of_a_timeout() -> None:
     short = "\n".join(STREAM_OUTPUT.splitlines()[:5])
     driver.fill(rec, True, short, "", {})
     assert "reported 3 of 22" in (driver.cross_check(rec, short, "") or "")
+
+
+def test_answers_compare_counts_and_sums_exactly_and_averages_within_one_percent() -> None:
+    from decimal import Decimal
+
+    from pgrig.workloads.tpch import answers
+
+    names = ["l_returnflag", "sum_qty", "avg_qty", "count_order"]
+    ours = [("A    ", Decimal("100.00"), Decimal("25.5751546114546921"), 14876)]
+    assert answers.compare(1, names, ours, [("A", Decimal("100.00"), 25.57515, 14876)]).passed
+    assert answers.compare(1, names, ours, [("A", Decimal("100.00"), 25.4, 14876)]).passed
+    off_avg = answers.compare(1, names, ours, [("A", Decimal("100.00"), 26.0, 14876)])
+    assert not off_avg.passed and "avg_qty" in (off_avg.problem or "")
+    off_sum = answers.compare(1, names, ours, [("A", Decimal("101.00"), 25.57515, 14876)])
+    assert off_sum.problem == (
+        "Q1 row 1 (l_returnflag='A', sum_qty=100.00): sum_qty is 100.00 here, 101.00 in the "
+        "reference (must agree exactly)"
+    )
+    off_count = answers.compare(1, names, ours, [("A", Decimal("100.00"), 25.57515, 14877)])
+    assert not off_count.passed
+    fewer = answers.compare(1, names, ours, [])
+    assert not fewer.passed and "1 rows, the reference has 0" in (fewer.problem or "")
+    # rows equal in the ORDER BY's columns, in another order: the same answer
+    tie = answers.compare(11, ["ps_partkey", "value"], [(1, 5), (2, 5)], [(2, 5), (1, 5)])
+    assert tie.passed and tie.note == "rows in another order among ties"

@@ -163,18 +163,21 @@ def check(
     env: Annotated[str, typer.Argument(help="Environment name.")],
     scenario: Annotated[
         str | None,
-        typer.Option("--scenario", help="tpcc | sysbench (default: the database's dataset)."),
+        typer.Option(
+            "--scenario", help="tpcc | sysbench | tpch (default: the database's dataset)."
+        ),
     ] = None,
     db: Annotated[str | None, typer.Option("--db")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Check a dataset's consistency: TPC-C conditions 1-10 and 12 (11 before any delivery),
-    or the `check` command of the sysbench script that prepared the data. CH-benCHmark's data
-    is TPC-C's with three tables beside it: TPC-C's conditions check it."""
+    the `check` command of the sysbench script that prepared the data, or TPC-H's 22 answers
+    against DuckDB's on the same generated data. CH-benCHmark's data is TPC-C's with three
+    tables beside it: TPC-C's conditions check it."""
     from pgrig.provision import cluster
 
-    if scenario not in (None, "tpcc", "sysbench"):
-        raise PgrigError(f"no consistency check for scenario {scenario!r} (tpcc, sysbench)")
+    if scenario not in (None, "tpcc", "sysbench", "tpch"):
+        raise PgrigError(f"no consistency check for scenario {scenario!r} (tpcc, sysbench, tpch)")
     from pgrig.provision.remote import environments as remote_env
 
     if (remote := remote_env.record(env)) is not None:
@@ -188,15 +191,17 @@ def check(
 
     dataset = datasets.usable(environment, dbname)
     found = dataset.get("scenario") if dataset else None
-    if scenario is None and found not in (None, "tpcc", "chbench", "sysbench"):
+    if scenario is None and found not in (None, "tpcc", "chbench", "sysbench", "tpch"):
         raise PgrigError(
             f"no consistency check for the {found} dataset of {env}/{dbname} (checks: tpcc, "
-            "and sysbench scripts that declare a check command)"
+            "tpch, and sysbench scripts that declare a check command)"
         )
     if environment.managed:
         cluster.ensure_running(environment)
     if (scenario or found) == "sysbench":
         _check_sysbench(environment, dbname, dataset, as_json)
+    elif (scenario or found) == "tpch":
+        _check_tpch(environment, dbname, dataset, as_json)
     else:
         _check_tpcc(environment, dbname, as_json)
 
@@ -210,6 +215,30 @@ def _check_tpcc(environment: Environment, dbname: str, as_json: bool) -> None:
     else:
         common.out_console().print(tpcc.format_check(results), highlight=False, soft_wrap=True)
     if any(r.passed is False for r in results):
+        sys.exit(1)
+
+
+def _check_tpch(
+    environment: Environment, dbname: str, dataset: dict[str, Any] | None, as_json: bool
+) -> None:
+    from dataclasses import asdict
+
+    from pgrig.workloads.tpch import answers
+
+    if not dataset or dataset.get("scenario") != "tpch":
+        raise PgrigError(
+            f"{environment.name}/{dbname} holds no TPC-H dataset pgrig generated (its scale "
+            f"factor is what the check regenerates): pgrig db generate {environment.name} "
+            f"--db {dbname} --scenario tpch --scale-factor SF"
+        )
+    result = answers.check(environment.conninfo(dbname), float(dataset["scale_factor"]))
+    if as_json:
+        common.print_json({**asdict(result), "passed": result.passed})
+    else:
+        common.out_console().print(
+            answers.format_check(result), highlight=False, markup=False, soft_wrap=True
+        )
+    if not result.passed:
         sys.exit(1)
 
 
