@@ -353,6 +353,9 @@ def to_json(rec: RunRecord) -> dict[str, Any]:
     doc["series_kinds"] = sorted(rec.series)
     doc.update(json_safe(summary.parts(rec.insights)))  # statements, plans, log_digest, waits
     doc["harness"] = harness_cost.of(rec).as_dict()
+    tpch = rec.extra.get("tpch") if isinstance(rec.extra, dict) else None
+    if isinstance(tpch, dict):  # every query's time, Power@Size... (load/engines/tpch_driver)
+        doc["tpch"] = json_safe(tpch)
     return doc
 
 

@@ -140,11 +140,13 @@ def load(
     phases["copy_s"] = time.monotonic() - t0
     t0 = time.monotonic()
     statements = index_statements()
+    index_s: dict[str, float] = {}
     _parallel(
         conninfo,
         [(_index_label(s), _statement_task(s)) for s in statements],
         jobs,
         lambda label: step(label),
+        index_s,
     )
     phases["indexes_s"] = time.monotonic() - t0
     t0 = time.monotonic()
@@ -172,6 +174,7 @@ def load(
             t: {"rows": lo.rows, "csv_bytes": lo.bytes, "copy_s": round(lo.seconds, 3)}
             for t, lo in loads.items()
         },
+        "indexes": {label: round(v, 3) for label, v in index_s.items()},
         "size_bytes": size,
     }
 
@@ -297,9 +300,10 @@ def _parallel(
     tasks: Sequence[tuple[str, Callable[[psycopg.Connection], None]]],
     jobs: int,
     step: Callable[[str], None],
+    seconds: dict[str, float] | None = None,
 ) -> None:
-    """Run the tasks on `jobs` connections in order; the first failure cancels the others'
-    statements and is raised (Ctrl-C likewise, re-raised)."""
+    """Run the tasks on `jobs` connections in order (each one's time into `seconds`); the
+    first failure cancels the others' statements and is raised (Ctrl-C likewise, re-raised)."""
     conns: list[psycopg.Connection] = []
     lock = threading.Lock()
     local = threading.local()
@@ -320,7 +324,11 @@ def _parallel(
     def run(label: str, task: Callable[[psycopg.Connection], None]) -> str:
         if stopping.is_set():
             return label
-        task(connection())
+        conn = connection()
+        t0 = time.monotonic()
+        task(conn)
+        if seconds is not None:
+            seconds[label] = time.monotonic() - t0
         return label
 
     pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(tasks))))
