@@ -24,9 +24,7 @@ def generator_alone(sf: float) -> float:
     """tpchgen-cli writing every table as CSV into /dev/null-like files (its own speed)."""
     with tempfile.TemporaryDirectory(prefix="tpch-bench-") as tmp:
         t0 = time.monotonic()
-        subprocess.run(
-            [loader.tpchgen(), "csv", "-s", f"{sf:g}", "-o", tmp, "-q"], check=True
-        )
+        subprocess.run([loader.tpchgen(), "csv", "-s", f"{sf:g}", "-o", tmp, "-q"], check=True)
         return time.monotonic() - t0
 
 

@@ -73,7 +73,9 @@ def test_power_run_records_every_query_power_and_leaves_the_data_as_generated(
             return conn.execute("SELECT count(*), sum(o_orderkey) FROM orders").fetchone()
 
     before = orders()
-    spec = RunRequest(env_name=tpch_env.name, workload="tpch:power", seed=7, query_timeout_s=120)
+    spec = RunRequest(
+        env_name=tpch_env.name, workload="tpch:power", tpch_seed=7, query_timeout_s=120
+    )
     rec = execute(spec, archive=Archive(None), live=False)
     assert rec.status == "ok", rec.error
     doc = rec.extra["tpch"]

@@ -243,7 +243,7 @@ def dataset_error(**kw: Any) -> str:
         ({"rows": 10}, "--rows applies only to --scenario tickets (got 'pgbench')"),
         (
             {"jobs": 4},
-            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench "
+            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench or tpch "
             "(got 'pgbench')",
         ),
         ({"sql": "a.sql"}, "--sql applies only to --scenario custom (got 'pgbench')"),

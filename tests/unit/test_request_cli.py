@@ -80,7 +80,7 @@ def test_tpcc_options_with_tpcc(app: typer.Typer, pgrig_home: Path) -> None:
         (["--partition"], "--partition applies only to --scenario tpcc or chbench (got 'pgbench')"),
         (
             ["--jobs", "4"],
-            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench "
+            "--jobs applies only to --scenario tpcc or chbench or tickets or sysbench or tpch "
             "(got 'pgbench')",
         ),
         (["--rows", "10"], "--rows applies only to --scenario tickets (got 'pgbench')"),

@@ -76,8 +76,8 @@ def test_name_override_and_default_name() -> None:
         (
             'scenario = "pgbench"',
             'scenario = "tpcd"',
-            "dataset.scenario: must be one of pgbench, tpcc, chbench, tickets, custom, sysbench "
-            "(got 'tpcd')",
+            "dataset.scenario: must be one of pgbench, tpcc, chbench, tickets, custom, sysbench, "
+            "tpch (got 'tpcd')",
         ),
         ("scale = 1", "", "dataset.scale: is required for scenario pgbench"),
         ('workload = "pgbench:select-only"', 'workload = "nothere.sql"', "run.workload: file"),

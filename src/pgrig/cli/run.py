@@ -76,9 +76,11 @@ def register(app: typer.Typer) -> None:
                 "--streams", help="tpch:throughput: query streams (default: the spec's minimum)."
             ),
         ] = None,
-        seed: Annotated[
+        tpch_seed: Annotated[
             int | None,
-            typer.Option("--seed", help="TPC-H: the substitution parameters' seed (default: new)."),
+            typer.Option(
+                "--tpch-seed", help="TPC-H: the substitution parameters' seed (default: new)."
+            ),
         ] = None,
         transactions: Annotated[
             int | None, typer.Option("--transactions", "-t", help="Per client.")
@@ -290,7 +292,7 @@ def register(app: typer.Typer) -> None:
             waits_hz=waits_hz,
             query_timeout_s=query_timeout,
             streams=streams,
-            seed=seed,
+            tpch_seed=tpch_seed,
         )
         if emit is not None:
             _emit(emit, request)

@@ -37,7 +37,8 @@ TICKETS_ROWS = 5_000_000  # seed 003's table
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "pgbench": {"scale": 1},
     "tpcc": {"jobs": 2},
-    "jobs": ("tpcc", "chbench", "tickets", "sysbench", "tpch"),
+    "chbench": {"jobs": 2},
+    "tpch": {"scale_factor": 1.0, "jobs": 2},
     "tickets": {"rows": TICKETS_ROWS, "jobs": 2},
     "sysbench": {"tables": 1, "table_size": 10_000},  # sysbench's own defaults
 }

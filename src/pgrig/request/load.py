@@ -440,7 +440,7 @@ _TPCH_REFUSED: dict[str, str] = {
     "rate": "TPC-H queries are not throttled",
     "latency_limit_ms": "TPC-H has no latency limit: give --query-timeout",
     "max_tries": "TPC-H queries are not retried",
-    "defines": "TPC-H draws its own parameters (give --seed)",
+    "defines": "TPC-H draws its own parameters (give --tpch-seed)",
     "extra_pgbench_args": "these are pgbench options",
     "keep_txlog": "TPC-H keeps no per-transaction log",
     "txlog": "TPC-H keeps no per-transaction log: each query's time is recorded",
@@ -544,7 +544,7 @@ class RunRequest(LoadParams):
         "--query-timeout", default=None, gt=0, le=INT_MAX, allow_inf_nan=False
     )
     streams: int | None = flag_field("--streams", default=None, ge=1, le=24)
-    seed: int | None = flag_field("--seed", default=None, ge=0, le=2**62)
+    tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
@@ -558,7 +558,7 @@ class RunRequest(LoadParams):
     def _tpch_options(self) -> Self:
         given = [
             name
-            for name in ("query_timeout_s", "streams", "seed")
+            for name in ("query_timeout_s", "streams", "tpch_seed")
             if getattr(self, name) is not None
         ]
         if given and not self.is_tpch:

@@ -52,7 +52,7 @@ class TpchDriver:
         self.mode = spec.workload.strip().removeprefix("tpch:")
         self.scale_factor = float(dataset.get("scale_factor") or 1.0)
         self.streams = spec.streams or _minimum_streams(self.scale_factor)
-        self.seed = spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+        self.seed = spec.tpch_seed if spec.tpch_seed is not None else secrets.randbelow(2**31)
         self.events: list[dict[str, Any]] = []
         self.origin_s: float | None = None
 
