@@ -226,10 +226,13 @@ def _check_tpch(
     from pgrig.workloads.tpch import answers
 
     if not dataset or dataset.get("scenario") != "tpch":
+        cmd = fmt.pgrig_command(
+            "db", "generate", environment.name, "--db", dbname, "--scenario", "tpch",
+            rest="--scale-factor SF",
+        )  # fmt: skip
         raise PgrigError(
             f"{environment.name}/{dbname} holds no TPC-H dataset pgrig generated (its scale "
-            f"factor is what the check regenerates): pgrig db generate {environment.name} "
-            f"--db {dbname} --scenario tpch --scale-factor SF"
+            f"factor is what the check regenerates): {cmd}"
         )
     result = answers.check(environment.conninfo(dbname), float(dataset["scale_factor"]))
     if as_json:

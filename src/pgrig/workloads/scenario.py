@@ -129,9 +129,12 @@ class Tpch:
         dataset: Mapping[str, Any],
     ) -> RunScripts:
         if dataset.get("scenario") != "tpch":
+            cmd = pgrig_command(
+                "db", "generate", env.name, "--db", dbname, "--scenario", "tpch",
+                rest="--scale-factor SF",
+            )  # fmt: skip
             raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no TPC-H data: run `pgrig db "
-                f"generate {env.name} --db {dbname} --scenario tpch --scale-factor SF` first"
+                f"database {dbname!r} of {env.name} holds no TPC-H data: run `{cmd}` first"
             )
         return RunScripts([], {}, 1)
 

@@ -1,4 +1,4 @@
-"""The seam between the run orchestrator and a load engine (pgbench, sysbench).
+"""The seam between the run orchestrator and a load engine (pgbench, sysbench, TPC-H).
 
 The runner (load/core/runner.py) owns everything a run does whatever drives the load: the lock,
 settings, CHECKPOINT, the archive row, samplers, insights, pinning, the lease, the process's
@@ -24,7 +24,7 @@ Stream = Literal["stdout", "stderr"]
 
 
 class LoadDriver(Protocol):
-    engine: str  # "pgbench" | "sysbench": recorded with the run (extra["load_engine"])
+    engine: str  # "pgbench" | "sysbench" | "tpch": recorded with the run (extra["load_engine"])
     progress_on: Stream  # where the engine prints its per-second reports
     lead_in_s: int  # seconds before the measured window (warm-up and start-up)
     total_s: int | None  # the whole run's seconds (None: bounded by transactions)
