@@ -51,14 +51,18 @@ def test_interrupted_in_its_confirmation_heads_every_surface_and_suggests_nothin
     text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
     lines = text.splitlines()
     assert lines[1].startswith("# I" + said[1:])  # first, under the title
-    assert "pgrig env set" not in text.replace("no `pgrig env set` line", "")
-    assert "# no `pgrig env set` line: the best trial was not confirmed" in text
+    assert "\npgrig env set" not in text  # nothing a paste would run: commented out
+    assert "# not to apply as it is: the best trial was not confirmed (its confirmation did " in (
+        text
+    )
+    assert "\n# pgrig env set e1 shared_buffers=" in text
 
     md = " ".join(markdown.render(publish.study_document(archive, "t"), "t").split())
     answer = md.split("## Answer", 1)[1]
     assert answer.lstrip().startswith(f"> This tuning study was {said}")  # first, a warning
     assert "The best trial was not confirmed" in answer
 
+    assert tune_cli._where_stopped(archive, "t", 4).startswith(said)  # `pgrig tune`'s own line
     tune_cli.show_study(archive, "t", as_json=True)
     doc = json.loads(capsys.readouterr().out)
     assert doc["unfinished"].startswith(said) and doc["confirmed"] is False
@@ -86,16 +90,27 @@ def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
     text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
     assert text.splitlines()[1].startswith("# Interrupted in its ablation after ")
     assert " faster;" not in text and "] faster" not in text
+    # confirmed as a phase, not as faster: the line stays, commented out under the reason
+    assert "\npgrig env set" not in text and "\n# pgrig env set e1 " in text
+    assert (
+        "# not to apply as it is: the confirmation did not find it faster than the baseline "
+        "(inconclusive (faster only on 66.7% bounds" in text
+    )
     # the confirmation's own verdicts, as every surface computes them
     found = confirm.verdicts(runs, "tps", 0.02, confirm.misrate_of(rec.extra))
     assert [v.comparison.verdict for v in found if v.comparison] == ["inconclusive"] * 2
 
 
 def test_a_study_that_ended_is_not_called_unfinished(archive: Archive) -> None:
+    from pgrig.cli import tune as tune_cli
+
     run_tune(_request(repeats=4), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     rec = archive.get_study("t")
     a = tune_attribution.build(rec.extra, archive.study_runs("t"), "tps", status=rec.status)
     assert rec.status == "done" and a.unfinished is None and a.confirmed
+    assert a.gain is not None and tune_cli.unconfirmed(a) is None  # confirmed faster
+    text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
+    assert "# apply with pgrig:\npgrig env set e1 " in text and "not to apply" not in text
 
 
 def test_an_interrupted_plain_study_says_so_first_on_every_surface(tmp_path: Any) -> None:

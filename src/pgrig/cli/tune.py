@@ -201,10 +201,11 @@ def register(app: typer.Typer) -> None:
         try:
             result = _with_progress(console, req, store, resume)
         except runner.TuneInterrupted as stop:
+            where = _where_stopped(store, study_name, stop.result.trials_done)
             console.print(
-                f"[yellow]tuning study {escape(study_name)} interrupted[/yellow] after "
-                f"{stop.result.trials_done} trials; {escape(env)} has its own settings back; "
-                f"continue with the same command and --resume",
+                f"[yellow]tuning study {escape(study_name)} {escape(where)}[/yellow]; "
+                f"{escape(env)} has its own settings back; continue with the same command "
+                "and --resume",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -219,6 +220,18 @@ def register(app: typer.Typer) -> None:
 
 
 SHOW = "show"
+
+
+def _where_stopped(store: RunStore, name: str, trials_done: int) -> str:
+    """'interrupted in its ablation after 1 of 2 rounds: ...', as `tune show` says it."""
+    from pgrig.views import tune_attribution
+
+    try:
+        rec = store.get_study(name)
+        said = tune_attribution.unfinished(rec.status, rec.extra, store.study_runs(name))
+    except Exception:  # the archive gone meanwhile: what the runner knows
+        said = None
+    return said or f"interrupted after {trials_done} trials"
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -393,21 +406,35 @@ def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
 
     if unsafe_off(best):
         lines.append("# UNSAFE: durability is off in this configuration: throw-away data only")
-    assignments = [f"{k}={v}" for k, v in best.items()]
-    if a.confirmed:
-        lines += ["", "# apply with pgrig:", pgrig_command("env", "set", env, *assignments)]
-    else:  # a winner of noisy single runs, never measured again: nothing to paste
-        lines += [
-            "",
-            "# no `pgrig env set` line: the best trial was not confirmed (its confirmation "
-            "did not end); run the same `pgrig tune` command with --resume to confirm it",
-        ]
-    lines.append("")
+    command = pgrig_command("env", "set", env, *(f"{k}={v}" for k, v in best.items()))
+    if (why := unconfirmed(a)) is None:
+        lines += ["", "# apply with pgrig:", command, ""]
+    else:  # nothing to paste: the line stays, commented out, under the reason
+        lines += ["", f"# not to apply as it is: {why}; to apply it anyway, without the '# ':"]
+        lines += [f"# {command}", ""]
     lines.append("# postgresql.conf")
     for r in a.reasons:
         lines.append(f"# {r.why}")
         lines.append(f"{r.setting} = {_conf_value(r.value)}")
     return "\n".join(lines)
+
+
+def unconfirmed(a: Attribution) -> str | None:
+    """Why the best configuration is not confirmed (None: its confirmation ended, and found it
+    faster than the baseline at the study's level)."""
+    if not a.confirmed:
+        return (
+            "the best trial was not confirmed (its confirmation did not end; the same "
+            "`pgrig tune` command with --resume confirms it)"
+        )
+    if a.gain is None:
+        from pgrig.tune.confirm import QUESTIONS
+
+        base = next((v for v in a.verdicts if v.question == QUESTIONS[0][0]), None)
+        c = base.comparison if base is not None else None
+        said = c.verdict_text() if c is not None else f"no verdict: {base.reason if base else ''}"
+        return f"the confirmation did not find it faster than the baseline ({said})"
+    return None
 
 
 def _conf_value(value: str) -> str:
