@@ -20,7 +20,8 @@ def test_a_setting_forced_under_a_run_is_an_event_of_the_run(
 ) -> None:
     lab = servers.pgbench_env("forced")
     plain = servers.ok_run(lab, "-w", "pgbench:select-only", "-c", "1", "-T", "2")
-    argv = ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "1", "-T", "4", "--json"]
+    # long enough that the forced command (a pgrig start on a loaded host) comes under it
+    argv = ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "1", "-T", "10", "--json"]
     run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     running = servers.wait_for_running()
     forced = pgrig("env", "set", lab, "work_mem=8MB", "--force")

@@ -378,11 +378,18 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
     assert all(29 <= e["after_s"] <= 31 for e in events)
     [warning] = [w for w in rec.warnings() if w["code"] == "changed_under_run"]
     assert "`pgrig env set --force`: disk limit set to riops=500" in warning["message"]
-    # a run that ended before the change, or began after it, has no such event
-    before = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
-    before.started_at, before.ended_at = now - timedelta(seconds=60), now - timedelta(seconds=40)
-    run_steps.forced_changes(before)
-    assert "changed_under_run" not in before.extra and not before.warnings()
+    # a change after the run's load, while it is being recorded, is said as such
+    late = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
+    late.started_at, late.ended_at = now - timedelta(seconds=30), now - timedelta(seconds=25)
+    run_steps.forced_changes(late)
+    assert "after its load, while it was being recorded, `pgrig env set --force`" in (
+        late.warnings()[0]["message"]
+    )
+    # a run that began after the change has no such event
+    after = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
+    after.started_at = now + timedelta(seconds=5)
+    run_steps.forced_changes(after, since=after.started_at.timestamp())
+    assert "changed_under_run" not in after.extra and not after.warnings()
     # the next hold of the environment starts with no notes of an earlier one
     env_lock.EnvLock(env.dir, env.name).acquire().release()
     assert not (env.dir / env_lock.FORCED_FILE).exists()

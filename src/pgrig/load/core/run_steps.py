@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -207,9 +208,11 @@ def forced_changes(rec: RunRecord, since: float | None = None) -> None:
     if rec.started_at is None or not rec.env_name:
         return
     start = rec.started_at.timestamp()
-    end = (rec.ended_at or datetime.now(UTC)).timestamp()
+    load_end = rec.ended_at.timestamp() if rec.ended_at is not None else None
     env_dir = paths.envs_dir() / rec.env_name
-    found = env_lock.forced_between(env_dir, min(since or start, start), end)
+    # to now: the run holds its environment until its last write, and the forced command
+    # told its user the change is an event of this run
+    found = env_lock.forced_between(env_dir, min(since or start, start), time.time())
     events: list[ForcedChange] = list(rec.extra.get("changed_under_run") or [])
     for f in found:
         event = ForcedChange(
@@ -222,8 +225,9 @@ def forced_changes(rec: RunRecord, since: float | None = None) -> None:
     if not events:
         return
     rec.extra["changed_under_run"] = events
+    ran_s = load_end - start if load_end is not None else None
     said = "; ".join(
-        f"{_when(e['after_s'])}, `pgrig {e['command']}`: {e['change']}" for e in events
+        f"{_when(e['after_s'], ran_s)}, `pgrig {e['command']}`: {e['change']}" for e in events
     )
     rec.add_warning(
         CHANGED_UNDER_RUN,
@@ -233,8 +237,12 @@ def forced_changes(rec: RunRecord, since: float | None = None) -> None:
     )
 
 
-def _when(after_s: float) -> str:
-    return "during its set-up" if after_s < 0 else f"{after_s:g} s after it started"
+def _when(after_s: float, ran_s: float | None) -> str:
+    if after_s < 0:
+        return "during its set-up"
+    if ran_s is not None and after_s > ran_s:
+        return f"{after_s:g} s after it started, after its load, while it was being recorded"
+    return f"{after_s:g} s after it started"
 
 
 def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:
