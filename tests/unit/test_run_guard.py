@@ -382,8 +382,9 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
     late = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
     late.started_at, late.ended_at = now - timedelta(seconds=30), now - timedelta(seconds=25)
     run_steps.forced_changes(late)
-    assert "after its load, while it was being recorded, `pgrig env set --force`" in (
-        late.warnings()[0]["message"]
+    assert (
+        "after its load, while it was being recorded, `pgrig env set --force`"
+        in (late.warnings()[0]["message"])
     )
     # a run that began after the change has no such event
     after = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
