@@ -16,18 +16,53 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # PostgreSQL's memory units (case-sensitive, as guc.c has them) in bytes: the one table.
 MEMORY_UNITS: dict[str, int] = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-# Largest first, as PostgreSQL tries them: memory in bytes, time in milliseconds.
+# PostgreSQL's time units (guc.c time_units) in seconds: the one table.
+TIME_UNITS: dict[str, float] = {
+    "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
+}  # fmt: skip
+# Largest first, as PostgreSQL tries them: memory in bytes, time in milliseconds (whole
+# milliseconds as ints: SHOW's integer division decides the unit).
 _MEMORY: tuple[tuple[str, float], ...] = tuple(sorted(MEMORY_UNITS.items(), key=lambda u: -u[1]))
-_TIME: tuple[tuple[str, float], ...] = (
-    ("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1), ("us", 0.001),
-)  # fmt: skip
-_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000}
+_TIME: tuple[tuple[str, float], ...] = tuple(
+    (u, round(v * 1000) if v >= 1e-3 else v * 1000)
+    for u, v in sorted(TIME_UNITS.items(), key=lambda u: -u[1])
+)
+_TIME_UNITS = {"ms": 1, "s": 1000, "min": 60_000}  # pg_settings' units of time settings
 # "8kB" (a unit: a page of 8 kB), "MB", "6171024kB" (a value as written): ASCII digits only
 _MEMORY_AMOUNT = re.compile(rf"^([0-9]*)({'|'.join(MEMORY_UNITS)})$")
+# A number a person typed and its unit ("50MB", "2.5 s", "300"): ASCII digits only (a regex's
+# \d and int() also take other scripts' digits), an optional fraction, letters for the unit.
+_AMOUNT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+@dataclass(frozen=True)
+class Amount:
+    """A typed number and its unit, as given: every size and duration input reads one."""
+
+    number: str  # "50", "2.5"
+    unit: str  # "MB", "s", "" (none given)
+
+    @property
+    def whole(self) -> bool:
+        return "." not in self.number
+
+    @property
+    def value(self) -> float:
+        return float(self.number)
+
+
+def amount(text: str) -> Amount | None:
+    """`text` as a number and a unit (either may be checked by the caller), None when it is
+    not one: every parser of sizes and durations reads its input through this."""
+    m = _AMOUNT.fullmatch(text)
+    return Amount(m.group(1), m.group(2)) if m else None
+
+
 _OCTAL = frozenset({"unix_socket_permissions", "log_file_mode", "data_directory_mode"})
 
 

@@ -42,7 +42,7 @@ def test_view_polarity_and_engine_polarity_are_one() -> None:
         assert spec.lower_is_better == (None if f.better is None else f.better == "lower")
         if spec.key in compare.METRICS:
             assert compare.METRICS[spec.key].higher_is_better == (spec.lower_is_better is False)
-    assert view.METRIC_SPECS[0].label == "TPS"
+    assert view.METRIC_SPECS[0].heading == "TPS"
     assert figures.BY_KEY["latency.p95"].heading == "Latency p95, ms"
     assert figures.BY_KEY["cpu_user"].lower_is_better is None
 

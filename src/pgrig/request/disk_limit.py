@@ -10,10 +10,10 @@ provision/server/disk_throttle.py puts a limit in force.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.request.problems import unknown_key
 from pgrig.request.values import ascii_digits
@@ -24,10 +24,12 @@ NONE = "none"
 # The kernel keeps an IOPS limit in 32 bits (v1 blkio) and a byte rate in 64.
 _IOPS_MAX = 2**32 - 2
 _BPS_MAX = 2**63 - 1
-# PostgreSQL's memory units, case-sensitive as its settings take them (guc.c memory_units)
-_UNITS = {"": 1, "B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
-_UNIT_NAMES = (("TB", 1024**4), ("GB", 1024**3), ("MB", 1024**2), ("kB", 1024))
-_SIZE = re.compile(r"([0-9]+)\s*([A-Za-z]*)")
+# PostgreSQL's memory units, case-sensitive as its settings take them (units.MEMORY_UNITS); a
+# bare number is bytes
+_UNITS = {"": 1, **units.MEMORY_UNITS}
+_UNIT_NAMES = tuple(
+    sorted(((u, f) for u, f in units.MEMORY_UNITS.items() if f > 1), key=lambda u: -u[1])
+)
 # The least limit a server can live under: below it `env create` (CREATE DATABASE writes about
 # 20 MB under the limit) or `env stop` (the shutdown checkpoint writes each of the new
 # database's ~900 dirty pages on its own) waits past pgrig's 60 s bounds, or a new connection
@@ -141,10 +143,12 @@ def _iops(flag: str, key: str, raw: str) -> int:
 
 def _bytes(flag: str, key: str, raw: str) -> int:
     text = raw.strip()
-    m = _SIZE.fullmatch(text)
-    if m and m.group(2) not in _UNITS:
+    m = units.amount(text)
+    if m is not None and not m.whole:
+        m = None  # bytes per second are whole
+    if m and m.unit not in _UNITS:
         raise DiskLimitError(
-            f"{flag}: {key} must be a size in bytes per second: invalid unit {m.group(2)!r} "
+            f"{flag}: {key} must be a size in bytes per second: invalid unit {m.unit!r} "
             f"(got {text!r}); valid units are B, kB, MB, GB and TB, case-sensitive as in "
             f"PostgreSQL's settings (for example {key}=50MB)"
         )
@@ -155,7 +159,7 @@ def _bytes(flag: str, key: str, raw: str) -> int:
             f"{flag}: {key} must be a size in bytes per second: a whole number with B, kB, MB, "
             f"GB or TB, 1024-based (got {text!r}; for example {key}=50MB)"
         )
-    n = int(m.group(1)) * _UNITS[m.group(2)]
+    n = int(m.number) * _UNITS[m.unit]
     if n <= 0:
         raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
     if n > _BPS_MAX:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pgrig import units
 from pgrig.errors import PgrigError
 
-_DURATION_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|sec|secs|m|min|mins|h)?\s*$")
 _NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_UNIT_S = {None: 1.0, "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "m": 60.0, "min": 60.0}
-_UNIT_S |= {"mins": 60.0, "h": 3600.0}
+# A duration's units: PostgreSQL's (units.TIME_UNITS: us ms s min h d) and the spellings pgrig
+# took before (sec, secs, m, mins: "--budget 30m"); a bare number is seconds.
+_UNIT_S: dict[str, float] = {"": 1.0, **units.TIME_UNITS, "sec": 1.0, "secs": 1.0, "m": 60.0}
+_UNIT_S["mins"] = 60.0
 INT64_MAX = 2**63 - 1  # ids, limits and offsets: the archive's BIGINT
 MAX_CPU = 8191  # Linux's largest CPU number (NR_CPUS 8192): bounds a range like 0-99999999
 CPU_COUNT_SUFFIX = "cores"  # --server-cpus 2cores: a count of cores, not CPU 2
@@ -43,13 +45,13 @@ def number_text(x: Any) -> str:
 
 
 def parse_duration(value: Any) -> float:
-    """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h"."""
+    """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h", "1d", "250us"."""
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like 15, '15s' or '2min' (got {value})")
     if isinstance(value, int | float):
         return float(value)
-    if isinstance(value, str) and (m := _DURATION_RE.match(value)):
-        return float(m.group(1)) * _UNIT_S[m.group(2)]
+    if isinstance(value, str) and (a := units.amount(value)) and a.unit in _UNIT_S:
+        return a.value * _UNIT_S[a.unit]
     raise ValueError(f"expected a duration like 15, '15s' or '2min' (got {value!r})")
 
 

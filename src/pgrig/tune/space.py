@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.provision.settings import profiles
 from pgrig.request.problems import in_file
@@ -226,17 +227,17 @@ def warm_start(space: Space, settings: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-_TIME_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+_TIME_S = units.TIME_UNITS
 
 
 def _in_unit(text: str, unit: str) -> float | None:
     """'6171024kB' in MB -> 6026.4; '15min' in s -> 900; '1.1' without a unit -> 1.1."""
-    import re
 
-    m = re.fullmatch(r"\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    sign = -1.0 if text.strip().startswith("-") else 1.0
+    m = units.amount(text.strip().removeprefix("-"))
     if not m:
         return None
-    number, given = float(m.group(1)), m.group(2)
+    number, given = sign * m.value, m.unit
     if not given:
         return number if not unit or unit in ("s", "ms") else None
     if unit in ("MB", "kB"):

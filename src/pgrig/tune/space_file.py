@@ -19,6 +19,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
+from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.request.fields import STRICT
 from pgrig.request.problems import Refusal
@@ -28,7 +29,7 @@ __all__ = ["KnobTable", "SpaceFile"]
 
 MIB = 1024**2
 UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
-PG_MEMORY_UNITS = ("B", "kB", "MB", "GB", "TB")  # guc.c's memory units, case-sensitive
+PG_MEMORY_UNITS = tuple(units.MEMORY_UNITS)  # guc.c's memory units, case-sensitive
 
 
 def _end(value: Any) -> Any:
@@ -105,14 +106,12 @@ class KnobTable(BaseModel):
 def _size(text: str, key: str) -> int:
     """A size as PostgreSQL takes a setting's: its units are B, kB, MB, GB and TB, spelled so
     ("64mb" and "1GiB" are refused by the server: here too, with the units it takes)."""
-    import re
-
     from pgrig.provision.settings import profiles
 
-    m = re.fullmatch(r"\s*[0-9]+(?:\.[0-9]+)?\s*([A-Za-z]+)\s*", text)
-    if m and m.group(1) not in PG_MEMORY_UNITS:
+    m = units.amount(text)
+    if m and m.unit and m.unit not in PG_MEMORY_UNITS:
         raise Refusal(
-            f"invalid unit {m.group(1)!r} in {text!r}: valid units are "
+            f"invalid unit {m.unit!r} in {text!r}: valid units are "
             f"{', '.join(PG_MEMORY_UNITS)}, case-sensitive as in PostgreSQL",
             field=key,
         )

@@ -32,33 +32,13 @@ from pgrig.views import evidence as evidence_of
 from pgrig.views.compare_hosts import HostFigures
 from pgrig.views.settings import SettingDiff, settings_diff
 
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A row of the comparison: a figure of the registry (record/figures.py) and its text."""
-
-    figure: Figure
-
-    @property
-    def key(self) -> str:
-        return self.figure.key
-
-    @property
-    def label(self) -> str:
-        return self.figure.heading
-
-    @property
-    def lower_is_better(self) -> bool | None:
-        return self.figure.lower_is_better
-
-    def get(self, rec: RunRecord) -> Any:
-        return self.figure.value(rec)
-
-    def show(self, v: Any) -> str:
-        return fmt.in_unit(v, self.figure.unit, self.figure.digits)
+# The rows of a comparison: every figure of the registry (record/figures.py), its text by its
+# unit (format.in_unit).
+METRIC_SPECS: tuple[Figure, ...] = FIGURES
 
 
-METRIC_SPECS: tuple[MetricSpec, ...] = tuple(MetricSpec(f) for f in FIGURES)
+def _show(m: Figure, v: Any) -> str:
+    return fmt.in_unit(v, m.unit, m.digits)
 
 
 @dataclass(frozen=True)
@@ -273,19 +253,19 @@ def build(
     ]
     rows: list[MetricRow] = []
     for m in METRIC_SPECS:
-        values = [group_value(c.runs, m.get) for c in columns]
+        values = [group_value(c.runs, m.value) for c in columns]
         if all(v is None for v in values):
             continue
         others = [
             _delta(m, values[0], v, comps.get(m.key))
             for v, comps in zip(values[1:], comparisons, strict=True)
         ]
-        shown = m.show(values[0])
+        shown = _show(m, values[0])
         if m.key.startswith("latency.") and m.key[8:] in latency.SHOWN:
             shown = _with_bounds(shown, columns[0], m.key[8:])
             for d, col in zip(others, columns[1:], strict=True):
                 d.text = _with_bounds(d.text, col, m.key[8:])
-        rows.append(MetricRow(m.key, m.label, values, shown, others))
+        rows.append(MetricRow(m.key, m.heading, values, shown, others))
     context = [_context_row(s, columns) for s in CONTEXT_SPECS]
     harness = harness_cost.compare([c.runs for c in columns])
     context.append(_harness_row(harness))
@@ -318,8 +298,8 @@ def _with_bounds(text: str, col: Column, q: str) -> str:
     return f"{text} {bounds}" if bounds else text
 
 
-def _delta(m: MetricSpec, base_value: Any, value: Any, c: Comparison | None) -> Delta:
-    d = Delta(m.show(value))
+def _delta(m: Figure, base_value: Any, value: Any, c: Comparison | None) -> Delta:
+    d = Delta(_show(m, value))
     if c is None:
         if value is not None and base_value:
             d.ratio_value = value / base_value

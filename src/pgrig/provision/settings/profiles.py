@@ -23,11 +23,11 @@ resolved for 15 with an honest report of what was left out.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.provision.settings import profile_files
 from pgrig.provision.settings.formula import (
@@ -136,7 +136,7 @@ VALUE_MAJORS: dict[tuple[str, str], int] = {
 MIN_KB_BY_MAJOR: dict[str, list[tuple[int, int]]] = {
     "maintenance_work_mem": [(17, 64), (0, 1024)],
 }
-_UNIT_KB = {"kb": 1, "mb": KB_PER_MB, "gb": KB_PER_GB, "tb": KB_PER_GB * 1024}
+_UNIT_KB = {u.lower(): f // 1024 for u, f in units.MEMORY_UNITS.items() if f > 1}
 
 
 @dataclass
@@ -239,13 +239,18 @@ def setting_available(name: str, major: int) -> bool:
     return major >= first and (last is None or major <= last)
 
 
+_RAM_UNITS = {u.lower(): f for u, f in units.MEMORY_UNITS.items() if f > 1}
+
+
 def parse_size(text: str) -> int:
     """'16GB', '512MB', '1.5TB', '8192kB' -> bytes (1024-based, like PostgreSQL). Unit required."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT])i?[bB]\s*", text)  # not \d: "٣"
-    if not m:
+    m = units.amount(text)
+    # a machine's memory as people write it: PostgreSQL's units, also in lower case and as
+    # KiB/MiB/GiB/TiB (the unit is required: a bare number says nothing of its size)
+    unit = _RAM_UNITS.get((m.unit.lower().replace("ib", "b")) if m else "")
+    if m is None or unit is None:
         raise PgrigError(f"bad size {text!r}: use a number with a unit, e.g. 16GB, 512MB")
-    factor = {"k": 1, "m": 2, "g": 3, "t": 4}[m.group(2).lower()]
-    value = int(float(m.group(1)) * 1024**factor)
+    value = int(m.value * unit)
     if value <= 0:
         raise PgrigError(f"bad size {text!r}: must be positive")
     return value
@@ -314,8 +319,10 @@ def _raise_to_minimum(res: ResolvedProfile, key: str, value: str, rule: str) -> 
 
 def _value_kb(value: str) -> int | None:
     """'128kB', '16MB', '2GB' -> kB; None for anything else (plain numbers have no unit)."""
-    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgGtT][bB])\s*", value)
-    return int(m.group(1)) * _UNIT_KB[m.group(2).lower()] if m else None
+    m = units.amount(value)
+    if m is None or not m.whole or m.unit.lower() not in _UNIT_KB:
+        return None
+    return int(m.number) * _UNIT_KB[m.unit.lower()]
 
 
 def _validate_inputs(
