@@ -126,3 +126,25 @@ def test_answers_pass_on_fresh_data_and_fail_naming_the_row_after_a_corrupted_li
     assert rc == 1 and corrupted["passed"] is False
     assert failed[0]["query"] == 1
     assert "Q1 row 3 (l_returnflag='N', l_linestatus='O'): sum_qty" in failed[0]["problem"]
+
+
+def test_throughput_run_runs_every_stream_and_refresh_pair(tpch_env: Environment) -> None:
+    from pgrig.archive.store import Archive
+    from pgrig.load.core.runner import execute
+    from pgrig.request import RunRequest
+
+    spec = RunRequest(
+        env_name=tpch_env.name, workload="tpch:throughput", streams=2, tpch_seed=3,
+        query_timeout_s=120,
+    )  # fmt: skip
+    rec = execute(spec, archive=Archive(None), live=False)
+    assert rec.status == "ok", rec.error
+    doc = rec.extra["tpch"]
+    assert len(doc["queries"]) == 44 and {e["stream"] for e in doc["queries"]} == {1, 2}
+    assert [(r["function"], r["stream"]) for r in doc["refresh"]] == [
+        ("RF1", 1), ("RF2", 1), ("RF1", 2), ("RF2", 2),
+    ]  # fmt: skip
+    # each stream its own order: the spec's stream 0 order is the power run's alone
+    assert doc["order"]["1"] != doc["order"]["2"]
+    assert doc["throughput_at_size"] == pytest.approx(2 * 22 * 3600 / doc["interval_s"] * SF)
+    assert doc["power_at_size"] is None and len(rec.scripts) == 22
