@@ -212,6 +212,44 @@ def _json_and_text_agree(run_id: int, rec: Any) -> None:
     assert "not recorded" not in text
 
 
+def facts(shown: dict[str, Any]) -> set[str]:
+    """The facts `runs show --json` gives of a run: its documents and their fields (two
+    levels), and the lines of its summary's sections. Deeper keys are the run's own data
+    (tables vacuumed, wait types seen), not facts a runner records or not."""
+    out = set()
+    for key, value in shown.items():
+        out.add(key)
+        if isinstance(value, dict):
+            out |= {f"{key}.{k}" for k in value}
+    for section, lines in (shown.get("summary") or {}).items():
+        if isinstance(lines, dict):
+            out |= {f"summary.{section}.{label}" for label in lines}
+    return out
+
+
+def test_load_from_has_every_fact_of_a_local_run(lab: str) -> None:
+    """One scaffold around every runner (load/core/run_scaffold.py): a run whose load comes
+    from other hosts has what a local run of the same environment has, the 10 Hz wait
+    profile first (it had none: the multi-host runner never opened the wait sampler)."""
+    local = run_json("-c", "4", "-j", "2", "-T", "3", "--txlog", "full")
+    hosts = run_json("-c", "4", "-j", "2", "-T", "3", "--load-from", "h2", "--load-from", "h3")
+    assert local["status"] == hosts["status"] == "ok", (local["error"], hosts["error"])
+    shown = {
+        name: json.loads(servers.pgrig("runs", "show", str(doc["id"]), "--json").stdout)
+        for name, doc in (("local", local), ("hosts", hosts))
+    }
+    assert facts(shown["local"]) - facts(shown["hosts"]) == set()
+    # the wait profile at the local rate, from as many snapshots
+    sampling = shown["hosts"]["wait_sampling"]
+    assert sampling["hz"] == shown["local"]["wait_sampling"]["hz"] == 10.0
+    assert sampling["sampler"]["snapshots"] >= 20 and sampling["sampler"]["error"] is None
+    waits = shown["hosts"]["waits"]
+    assert waits["collected"] and "10 times a second" in waits["source"], waits
+    assert waits["samples"] >= 20 and waits["events"], waits
+    # what only load hosts have: the split and the start skew
+    assert {"summary.about.load from", "summary.about.start skew"} <= facts(shown["hosts"])
+
+
 def test_load_from_with_a_sampled_or_no_log_is_refused_before_the_run(lab: str) -> None:
     from pgrig.cli import common
 

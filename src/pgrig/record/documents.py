@@ -179,7 +179,7 @@ class RunExtra(TypedDict, total=False):
     cpu_share: dict[str, float]
     load_engine: LoadEngineDoc
     figures_from: FiguresFromDoc
-    # wait events (load/core/wait_sources.py): the sources chosen, their rate and cost
+    # wait events (load/core/run_scaffold.py): the sources chosen, their rate and cost
     wait_sampling: WaitSamplingDoc
     plan_top_up: PlanTopUpDoc
     # the server log during the run: written, kept, left out (load/core/server_log_follow.py)

@@ -1,15 +1,15 @@
 """A run whose load comes from several hosts (`pgrig run ENV --load-from A --load-from B`).
 
-The same steps as load/core/measure_here.py (settings, samplers, insights, lease, results,
-archive: load/core/run_steps.py holds those both take), with pgbench on the load hosts through their
-agents (load/remote/multi_load.py) instead of one local process, and the logs of every host merged
-into one stream (analysis/txlog_merge.py). Load split: load/remote/split.py.
+The same scaffold as load/core/measure_here.py (load/core/run_scaffold.py: server log,
+insights, samplers, waits, pinning, lease, harness meter, results, the last write), with pgbench
+on the load hosts through their agents (load/remote/multi_load.py) instead of one local
+process, and the logs of every host merged into one stream (analysis/txlog_merge.py). Load
+split: load/remote/split.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +18,17 @@ from pgrig.analysis.txlog import TxlogStream
 from pgrig.analysis.window import WindowPlan
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
-from pgrig.load.core import guard, harness_meter, lifecycle, pooler_log, run_files, run_steps
+from pgrig.load.core import harness_meter, left_backends, run_steps
 from pgrig.load.core.live import LiveView
 from pgrig.load.core.run_context import RunContext
+from pgrig.load.core.run_scaffold import RunScaffold
 from pgrig.load.core.run_steps import StopIf
-from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import command as pgbench_command
 from pgrig.load.engines import results, sysbench_output
 from pgrig.load.engines.driver import LoadDriver
 from pgrig.load.engines.pgbench_driver import HDR_RESOLUTION
 from pgrig.load.engines.sysbench_driver import SysbenchDriver
-from pgrig.load.remote import host_samplers, load_hosts
+from pgrig.load.remote import load_hosts
 from pgrig.load.remote.multi_load import (
     SATURATED_PCT,
     SKEW_WARNING_MS,
@@ -84,24 +84,22 @@ def check_targets(spec: RunRequest, env: Environment, dbname: str) -> None:
 
 
 def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> RunRecord:
-    """`pgbench` on the load hosts (--load-from), their logs merged, with every sampler; with
-    `driver` (the run's sysbench driver: its options from the dataset, its warnings), the
-    hosts' sysbench, their outputs merged."""
-    from pgrig.archive import artifacts
-    from pgrig.insights import collector as insights
-
-    rec, spec, env, dbname, conninfo = ctx.rec, ctx.spec, ctx.env, ctx.dbname, ctx.conninfo
-    archive, console = ctx.archive, ctx.console
-    live, stop_if = ctx.live, ctx.stop_if
-    assert rec.id is not None
-    art_dir = artifacts.run_artifacts_dir(rec.id, archive=archive.url)  # keyed by archive
-    art_dir.mkdir(parents=True, exist_ok=True)
+    """`pgbench` on the load hosts (--load-from), their logs merged, inside the run's scaffold
+    (load/core/run_scaffold.py: every sampler around it, as a local run has); with `driver`
+    (the run's sysbench driver: its options from the dataset, its warnings), the hosts'
+    sysbench, their outputs merged."""
+    rec, spec = ctx.rec, ctx.spec
     plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
     total_s = plan.pgbench_seconds
     shares = split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
-    client_env = run_steps.client_env(env, spec, dbname)
-    passfile = _remote_passfile(env)
     sysbench_run = isinstance(driver, SysbenchDriver)
+    program = "sysbench" if sysbench_run else "pgbench"
+    client_env = {
+        **run_steps.client_env(ctx.env, spec, ctx.dbname),
+        # the client's sessions, by name: those left on the server are ended at the end
+        "PGAPPNAME": left_backends.session_name(program),
+    }
+    passfile = _remote_passfile(ctx.env)
     if isinstance(driver, SysbenchDriver):
         loads = [_host_sysbench(share, driver, client_env, passfile) for share in shares]
     else:
@@ -114,15 +112,7 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
     rec.extra["load"] = {"split": [s.as_dict() for s in shares], "rule": "load/remote/split.py"}
 
     load = MultiHostLoad([])  # filled below: a transport that fails still leaves a close()
-    interrupted = ""
     stopped: str | None = None
-    sampler = collection = pooler_source = None
-    other_hosts = host_samplers.HostSamplers()  # the server's host, when it is another one
-    server_log: RunServerLog | None = None
-    pooler_log_offsets: pooler_log.LogMark | None = None
-    unpin: Any = lambda: None  # noqa: E731
-    run_lease: lifecycle.RunLease | None = None
-    meter: harness_meter.Meter | None = None
     stream = None if sysbench_run else TxlogStream(
         origin_us=0,  # set by launch()
         plan=plan,
@@ -131,101 +121,66 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
         script_names=[s.name for s in spec.scripts],
         expected_sources=sum(s.threads for s in shares),
     )  # fmt: skip
-    try:
-        load = MultiHostLoad(
-            open_transports([s.host for s in shares], load_hosts.transport),
-            program="sysbench" if sysbench_run else "pgbench",
-        )
-        load.connect()
-        host, port = client_env.get("PGHOST", "127.0.0.1"), int(client_env.get("PGPORT", "5432"))
-        rec.extra["network"] = {"paths": load.network(host, port)}
-        server_log = RunServerLog.open(env, art_dir)  # first: the collection's reloads are ours
-        pooler_log_offsets = run_steps.pooler_log_offsets(env, spec)
-        collection = insights.start(env, dbname, spec, rec)
-        if server_log is not None:
-            server_log.feed = collection.log_feed()
-            server_log.follow()
-        other_hosts = host_samplers.for_env(env, spec.via)
-        sampler, os_sampler, pooler_source = run_steps.start_sampler(
-            env, conninfo, dbname, spec.via
-        )
-        unpin = run_steps.pin_server(env, spec)
-        run_lease = lifecycle.RunLease(archive, rec, art_dir, lambda: {})
-        run_lease.start()
-        view = LiveView(console, total_s, plan.lead_in_s, env.name)
-        deadline = (total_s + DEADLINE_GRACE_S) if total_s is not None else UNTIMED_DEADLINE_S
-        meter = harness_meter.Meter(env, dbname)  # what pgrig itself takes over the load
-        with contextlib.suppress(Exception):
-            meter.start()
-        origin_us = load.launch(loads, stream, deadline)
-        rec.extra["pgbench_launched_at"] = origin_us / 1e6
-        if driver is not None:
-            driver.start(origin_us, art_dir)
-        stopped = _follow(load, stream, view if live else None, os_sampler, stop_if)
-    except KeyboardInterrupt as stop:
-        interrupted = guard.interruption(stop)
-        load.interrupt()
-    except PgrigError as e:  # a host that cannot be reached or started: the run failed
-        rec.extra["load_error"] = str(e)
-    finally:
-        if meter is not None:  # before the samplers' sessions end
-            with contextlib.suppress(Exception):
-                rec.extra["harness_cost"] = meter.stop(_local_pgbench(load))
-        if run_lease is not None:
-            run_lease.stop()
-        load.close()
-        series_raw = sampler.stop() if sampler is not None else {}
-        series_raw.update(other_hosts.stop())
-        if collection is not None:
-            collection.stop()
-        if server_log is not None:
-            server_log.stop()
-        unpin()
+    with RunScaffold(ctx, [s.host for s in shares]) as run:
+        run.callback(lambda: load.close())  # after the harness meter's end (its pids)
+        try:
+            load = MultiHostLoad(
+                open_transports([s.host for s in shares], load_hosts.transport), program=program
+            )
+            load.connect()
+            host = client_env.get("PGHOST", "127.0.0.1")
+            rec.extra["network"] = {
+                "paths": load.network(host, int(client_env.get("PGPORT", "5432")))
+            }
+            run.load_span(
+                lambda: _local_pgbench(load), dict
+            )  # the load's series: merged at the end
+            view = LiveView(ctx.console, total_s, plan.lead_in_s, ctx.env.name)
+            deadline = (total_s + DEADLINE_GRACE_S) if total_s is not None else UNTIMED_DEADLINE_S
+            origin_us = load.launch(loads, stream, deadline)
+            rec.extra["pgbench_launched_at"] = origin_us / 1e6
+            if driver is not None:
+                driver.start(origin_us, run.art_dir)
+            stopped = _follow(load, stream, view if ctx.live else None, run, ctx.stop_if)
+        except KeyboardInterrupt as stop:
+            run.interrupt(stop)
+            load.interrupt()
+        except PgrigError as e:  # a host that cannot be reached or started: the run failed
+            rec.extra["load_error"] = str(e)
 
-    rec.ended_at = datetime.now(UTC)
-    host_samplers.record(rec, other_hosts, [s.host for s in shares])
+    files = run.after_load(client_env["PGAPPNAME"], program)
     rc = load.return_code() if "load_error" not in rec.extra else -1
     facts = load.facts()
     rec.extra["load"].update(facts)
     stdout, stderr = _agent_output(load)
-    files = run_files.RunFiles(rec, art_dir)  # a full disk fails the run, keeps its figures
-    rec.artifacts = {}
     files.write(f"{load.program}.stdout", stdout)
     files.write(f"{load.program}.stderr", stderr)
 
-    completed = rc == 0 and not interrupted and not stopped
-    series_raw = {**series_raw, **load.os_series()}
+    completed = rc == 0 and not run.interrupted and not stopped
+    series_raw = run.series_raw
+    series_raw.update(load.os_series())
     if isinstance(driver, SysbenchDriver):
         _fill_sysbench(rec, driver, load, series_raw)
     elif stream is not None:
         _fill_results(rec, spec, completed, stream, load, stderr, series_raw)
     _warnings(rec, facts, series_raw, [s.host for s in shares])
-
-    _set_status(rec, rc, interrupted, stopped, load, other_hosts)
-
-    if server_log is not None:
-        server_log.finish(files, rec)
-    run_steps.pooler_results(rec, env, pooler_source, pooler_log_offsets, art_dir)
-    if collection is not None:
-        collection.finish(rec, art_dir)
+    _set_status(rec, rc, run.interrupted, stopped, load)
     harness_meter.add_load_hosts(rec, _agents_cpu(load))
-    harness_meter.add_server_log(rec)
-    run_steps.files_outcome(rec, files)
-    return run_steps.conclude(rec, art_dir, archive, console, interrupted)
+    return run.conclude(completed, program)
 
 
 def _follow(
     load: MultiHostLoad,
     stream: TxlogStream | None,
     view: LiveView | None,
-    os_sampler: Any,
+    run: RunScaffold,
     stop_if: StopIf | None,
 ) -> str | None:
     """Watch the hosts' pgbench until they end (shown live when `view`); what stop_if
     answered when it stopped the run early, else None."""
     with view if view is not None else contextlib.nullcontext():
         while load.running_after(1.0):
-            _track_local(load, os_sampler)
+            _track_local(load, run)
             p95 = stream.live()[1] if stream is not None else None
             if view is not None:
                 view.update(tps=load.live_tps(), p95_ms=p95)
@@ -305,15 +260,10 @@ def _fill_sysbench(
 
 
 def _set_status(
-    rec: RunRecord,
-    rc: int,
-    interrupted: str,
-    stopped: str | None,
-    load: MultiHostLoad,
-    other_hosts: host_samplers.HostSamplers,
+    rec: RunRecord, rc: int, interrupted: str, stopped: str | None, load: MultiHostLoad
 ) -> None:
-    """aborted (interrupted, or stopped early), failed (a host's pgbench, or the db host cut
-    off, named first; or nothing measured) or ok."""
+    """aborted (interrupted, or stopped early), failed (a host's pgbench, the db host cut off
+    named first by the scaffold; or nothing measured) or ok."""
     if interrupted:
         rec.status, rec.error = "aborted", interrupted
     elif stopped:
@@ -322,7 +272,6 @@ def _set_status(
         rec.status = "failed"
         why = rec.extra.get("load_error") or load.failure() or f"pgbench exited with code {rc}"
         rec.error = str(why)[:2000]
-        other_hosts.blame(rec)  # the db host cut off: named before the load hosts' errors
     elif (nothing := run_steps.measured_nothing(rec)) is not None:
         rec.status, rec.error = "failed", nothing
     else:
@@ -345,21 +294,17 @@ def _agents_cpu(load: MultiHostLoad) -> dict[str, HarnessLoadHost]:
     }
 
 
-def _track_local(load: MultiHostLoad, os_sampler: Any) -> None:
+def _track_local(load: MultiHostLoad, run: RunScaffold) -> None:
     """This machine's own sampler counts a local agent and its pgbench as the benchmark's
     client, not as a neighbour (metrics/cpu_share.py)."""
-    from pgrig.metrics.os_metrics import fixed_pids
-
     agent = load.agents.get(load_hosts.LOCAL)
     if agent is None or agent.state.pid is None or load.tracked_local:
         return
     load.tracked_local = True
-    pids = [agent.state.pid]
+    run.track_client("pgbench", agent.state.pid)
     transport_pid = getattr(getattr(agent.transport, "proc", None), "pid", None)
-    with contextlib.suppress(Exception):
-        os_sampler.track_processes("pgbench", fixed_pids(*pids), children=False)
-        if transport_pid is not None:
-            os_sampler.track_processes("agent", fixed_pids(transport_pid), children=False)
+    if transport_pid is not None:
+        run.track_client("agent", transport_pid)
 
 
 def _host_load(

@@ -1,10 +1,13 @@
-"""What the two measuring runners share about one run (measure_here.py with pgbench here,
-multi_runner.py `measure` with load hosts): one object instead of a long parameter list."""
+"""One run as the runner passes it on, whole: prepared (PreparedRun: checked, its settings
+applied, before its record) and begun (RunContext: the same with its record, whose row is open).
+The runners (measure_here.py with pgbench here, multi_runner.py with load hosts) and the run's
+scaffold (run_scaffold.py) read it; none takes the parts as a long parameter list."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -14,14 +17,26 @@ from pgrig.provision.state.environment import Environment
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
+if TYPE_CHECKING:
+    from pgrig.provision.state.env_lock import EnvLock
+
 
 @dataclass(frozen=True)
-class RunContext:
-    """One run once its row is open: its record (filled as it goes), the request, the
-    environment and database it measures, where it works and stores, how it is shown, and
-    what may end it early."""
+class ServerFacts:
+    """The server as the run found it before its record: its version, and the CPU times when
+    the run's preparation began (the host checks measure steal and busy share over it)."""
 
-    rec: RunRecord  # begun: has its id
+    version: str
+    major: int
+    cpu_mark: tuple[list[int], float] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedRun:
+    """One run once checked and set up: the request (its scripts resolved), the environment
+    and database it measures, the server's facts and the dataset the database holds, where it
+    works and stores, how it is shown, what may end it early, and the environment's lock."""
+
     spec: RunRequest
     env: Environment
     dbname: str
@@ -31,3 +46,17 @@ class RunContext:
     console: Console
     live: bool  # the live figures on a terminal
     stop_if: StopIf | None = None  # a reason to stop early (a study's guardrail), or None
+    server: ServerFacts | None = None
+    dataset: dict[str, Any] = field(default_factory=dict)  # workloads/datasets.usable
+    lock: EnvLock | None = None  # held by the caller: the run's id is written to it
+
+    def begun(self, rec: RunRecord) -> RunContext:
+        """The run with its record, whose row is open (begin_run gave it its id)."""
+        return RunContext(rec=rec, **{f.name: getattr(self, f.name) for f in fields(PreparedRun)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunContext(PreparedRun):
+    """One run once its row is open: the prepared run and its record (filled as it goes)."""
+
+    rec: RunRecord  # begun: has its id

@@ -113,7 +113,7 @@ def start_sampler(
         from pgrig.load.core import topology
 
         extra.append(topology.lag_sampler(env))
-    extra.extend(wait_sources)  # metrics/wait_sampler.py (load/core/wait_sources.py chose them)
+    extra.extend(wait_sources)  # metrics/wait_sampler.py (load/core/run_scaffold.py chose them)
     sampler = Sampler(os_sampler, PgSampler(conninfo, dbname), extra=extra)
     sampler.start()
     return sampler, os_sampler, pooler_source

@@ -13,6 +13,7 @@ import getpass
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -37,16 +38,17 @@ from pgrig.load.core.preflight import (
     check_sysbench_data,
     check_tables,
 )
-from pgrig.load.core.run_context import RunContext
+from pgrig.load.core.run_context import PreparedRun, ServerFacts
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.engines import command as pgbench_command
 from pgrig.load.engines import engine_choice
 from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
-from pgrig.record.documents import DiskLimitDoc, PoolerDoc, RunExtra
+from pgrig.record.documents import DiskLimitDoc, PoolerDoc, PrewarmDoc, RunExtra
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
 if TYPE_CHECKING:
+    from pgrig.load.engines.driver import LoadDriver
     from pgrig.provision.state.env_lock import EnvLock
     from pgrig.workloads.scenario import RunScripts
 
@@ -107,7 +109,7 @@ def _execute(
     if env.managed:
         cluster.ensure_running(env)
     conninfo = env.conninfo(dbname)
-    server = {**_server_facts(env, dbname), "cpu_mark": mark}
+    server = _server_facts(env, dbname, mark)
     check_connection(spec, env)  # pooler, limits, pinning: before anything starts
     if spec.load_from:
         from pgrig.load.core import multi_runner
@@ -126,13 +128,24 @@ def _execute(
         check_sysbench_data(spec, dbname, scenario_info)
         check_tables(env, spec, dbname)
         check_scripts(env, spec)
-        run_settings = {**_profile_settings(spec.profile, env, server["major"]), **spec.settings}
+        run_settings = {**_profile_settings(spec.profile, env, server.major), **spec.settings}
         restore = _apply_run_settings(env, run_settings)
         try:
-            return _run(
-                spec, env, dbname, conninfo, server, scenario_info, work, archive, console, live,
-                lock, stop_if,
-            )  # fmt: skip
+            prepared = PreparedRun(
+                spec=spec,
+                env=env,
+                dbname=dbname,
+                conninfo=conninfo,
+                work=work,
+                archive=archive,
+                console=console,
+                live=live,
+                stop_if=stop_if,
+                server=server,
+                dataset=scenario_info,
+                lock=lock,
+            )
+            return _run(prepared)
         finally:
             restore()
     finally:
@@ -164,7 +177,9 @@ def _max_tries(spec: RunRequest, recommended: int, env: Environment) -> int:
     return recommended if major >= 15 else spec.max_tries
 
 
-def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
+def _server_facts(
+    env: Environment, dbname: str, mark: tuple[list[int], float] | None
+) -> ServerFacts:
     from pgrig.metrics import pg_snapshot
     from pgrig.workloads import database
 
@@ -175,7 +190,7 @@ def _server_facts(env: Environment, dbname: str) -> dict[str, Any]:
                 f"run `{pgrig_command('db', 'generate', env.name, rest='...')}` first"
             )
         full, major, _num = pg_snapshot.server_version(conn)
-    return {"version": full, "major": major}
+    return ServerFacts(version=full, major=major, cpu_mark=mark)
 
 
 def _resolve_scripts(
@@ -213,107 +228,59 @@ def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[
     return run_settings.apply_run_settings(env, settings)
 
 
-def _run(
-    spec: RunRequest,
-    env: Environment,
-    dbname: str,
-    conninfo: str,
-    server: dict[str, Any],
-    scenario_info: dict[str, Any],
-    work: Path,
-    archive: RunStore,
-    console: Console,
-    live: bool,
-    lock: EnvLock,
-    stop_if: StopIf | None = None,
-) -> RunRecord:
-    from pgrig.machine.facts import host_facts
+@dataclass(frozen=True)
+class _Found:
+    """What the run found on the server just before its record: the live state put back (if
+    it was not what the record will say), the disk limit, the cache warmed, the settings and
+    the database's size after a CHECKPOINT."""
+
+    restored: list[str]
+    disk: DiskLimitDoc | None
+    warmed: PrewarmDoc | None
+    settings: dict[str, dict[str, Any]]
+    db_size: int | None
+
+
+def _run(run: PreparedRun) -> RunRecord:
+    """The run's load engine, its record, its row; then its load (here or on load hosts)."""
     from pgrig.metrics import pg_snapshot
     from pgrig.workloads import database
 
+    spec, env = run.spec, run.env
     driver = engine_choice.for_request(
         spec,
         env,
-        work,
+        run.work,
         client_env={
             **without_libpq_vars(),
-            **run_steps.client_env(env, spec, dbname),
+            **run_steps.client_env(env, spec, run.dbname),
             # the client's sessions, by name: those left on the server are ended at the end
             "PGAPPNAME": left_backends.session_name(_engine_name(spec)),
         },
         prefix=run_steps.client_prefix(spec),
-        dataset=scenario_info,
-        archive=archive,  # the expected rate of --txlog auto (load/engines/txlog_mode.py)
+        dataset=run.dataset,
+        archive=run.archive,  # the expected rate of --txlog auto (load/engines/txlog_mode.py)
     )
     engine_version = driver.version()  # fails here, before anything is archived
 
-    restored = guard.verify_live(env, console)  # the server is what the record will say
+    restored = guard.verify_live(env, run.console)  # the server is what the record will say
     disk = _disk_limit(env)  # the kernel's truth about the disk limit, before the record
-    with database.connect(env, dbname) as conn:
+    with database.connect(env, run.dbname) as conn:
         warmed = prewarm.prewarm(conn) if spec.prewarm else None
         pg_snapshot.checkpoint(conn)
-        settings = pg_snapshot.settings_snapshot(conn)
-        db_size = pg_snapshot.database_size(conn, dbname)
-
-    rec = RunRecord(
-        **load_values(spec),
-        env_name=env.name,
-        started_at=datetime.now(UTC),
-        study=spec.study,
-        study_point=spec.study_point,
-        repeat=spec.repeat,
-        managed=env.kind != "external",  # pgrig made the server, here or on another host
-        target=env.masked_target(),
-        server_version=server["version"],
-        server_major=server["major"],
-        pgbench_version=engine_version if driver.engine == "pgbench" else None,
-        database=dbname,
-        scenario=spec.scenario or scenario_info.get("scenario"),
-        scale=scenario_info.get("scale") or scenario_info.get("warehouses"),
-        db_size_bytes=db_size,
-        note=spec.note,
-        owner=_owner(),
-        tags=dict(spec.tags),
-        settings=settings,
-        settings_layers=_layers(env, spec),
-        disk_limit=disk,
-        host=host_facts(
-            env.datadir if env.managed else None,
-            clients=spec.clients,
-            cpus=run_steps.placement(spec).sides(spec.via),
-            cpu_since=server.get("cpu_mark"),
-        ),
-        extra={
-            "pgrig_version": __version__,
-            "dataset": scenario_info,
-            "load_engine": {"name": driver.engine, "version": engine_version},
-        },
-    )
-    rec.txlog = driver.txlog_mode  # the mode used, not "auto"
-    # a change forced since the run took its environment: the settings just read may be it
-    run_steps.forced_changes(rec, since=lock.since)
-    if env.kind == "remote" and env.on:
-        rec.extra["server_on"] = env.on
-    rec.extra.update(_connection_extra(env, spec))
-    if env.replicas:
-        from pgrig.load.core import topology
-
-        rec.extra["topology"] = topology.describe(env)
-    if restored:
-        rec.extra["restored_before_run"] = restored
-    if disk is not None and disk.get("in_force") is False:
-        problems = "; ".join(disk.get("problems", []))
-        rec.add_warning(
-            "disk_limit", f"the disk limit {disk.get('text')} was not in force: {problems}"
+        found = _Found(
+            restored=restored,
+            disk=disk,
+            warmed=warmed,
+            settings=pg_snapshot.settings_snapshot(conn),
+            db_size=pg_snapshot.database_size(conn, run.dbname),
         )
-    if warmed is not None:
-        rec.extra["prewarm"] = warmed
-        if "skipped" in warmed:
-            rec.add_warning("no_prewarm", f"the cache was not warmed: {warmed['skipped']}")
+    rec = _record(run, driver, engine_version, found)
     try:
-        lifecycle.begin(archive, rec)  # from here the run must end, however pgrig is stopped
-        lock.describe(rec.id)  # a refused second run names this one
-        ctx = RunContext(rec, spec, env, dbname, conninfo, work, archive, console, live, stop_if)
+        lifecycle.begin(run.archive, rec)  # from here the run must end, however pgrig is stopped
+        if run.lock is not None:
+            run.lock.describe(rec.id)  # a refused second run names this one
+        ctx = run.begun(rec)
         if spec.load_from:  # pgbench on load hosts, logs merged (load/core/multi_runner.py)
             from pgrig.load.core import multi_runner
 
@@ -328,22 +295,88 @@ def _run(
         # written): the run still ends "aborted", never "running" (later "lost").
         if rec.id is None:  # stopped before its row was written: nothing to end
             raise
-        if _still_running(archive, rec):
+        if _still_running(run.archive, rec):
             rec.status, rec.ended_at = "aborted", rec.ended_at or datetime.now(UTC)
             rec.error = guard.interruption(stop)
-            run_steps.end_anyway(rec, archive, console)
+            run_steps.end_anyway(rec, run.archive, run.console)
         raise RunInterrupted(rec) from None
     except BaseException as e:
         # Whatever broke after the row was written, the run ends as "failed", never "running".
         if rec.id is not None and rec.status == "running":
             rec.status, rec.ended_at = "failed", datetime.now(UTC)
             rec.error = f"pgrig: {type(e).__name__}: {e}"[:2000]
-            run_steps.end_anyway(rec, archive, console)
+            run_steps.end_anyway(rec, run.archive, run.console)
         raise
 
 
 def _engine_name(spec: RunRequest) -> str:
     return "sysbench" if spec.is_sysbench else "tpch" if spec.is_tpch else "pgbench"
+
+
+def _record(run: PreparedRun, driver: LoadDriver, engine_version: str, found: _Found) -> RunRecord:
+    """The run's record as its row is begun: the request, the server, the host, the dataset,
+    what the run found on the server, and the warnings about it."""
+    from pgrig.machine.facts import host_facts
+
+    spec, env, server = run.spec, run.env, run.server
+    assert server is not None  # _execute found it
+    rec = RunRecord(
+        **load_values(spec),
+        env_name=env.name,
+        started_at=datetime.now(UTC),
+        study=spec.study,
+        study_point=spec.study_point,
+        repeat=spec.repeat,
+        managed=env.kind != "external",  # pgrig made the server, here or on another host
+        target=env.masked_target(),
+        server_version=server.version,
+        server_major=server.major,
+        pgbench_version=engine_version if driver.engine == "pgbench" else None,
+        database=run.dbname,
+        scenario=spec.scenario or run.dataset.get("scenario"),
+        scale=run.dataset.get("scale") or run.dataset.get("warehouses"),
+        db_size_bytes=found.db_size,
+        note=spec.note,
+        owner=_owner(),
+        tags=dict(spec.tags),
+        settings=found.settings,
+        settings_layers=_layers(env, spec),
+        disk_limit=found.disk,
+        host=host_facts(
+            env.datadir if env.managed else None,
+            clients=spec.clients,
+            cpus=run_steps.placement(spec).sides(spec.via),
+            cpu_since=server.cpu_mark,
+        ),
+        extra={
+            "pgrig_version": __version__,
+            "dataset": run.dataset,
+            "load_engine": {"name": driver.engine, "version": engine_version},
+        },
+    )
+    rec.txlog = driver.txlog_mode  # the mode used, not "auto"
+    # a change forced since the run took its environment: the settings just read may be it
+    run_steps.forced_changes(rec, since=run.lock.since if run.lock is not None else None)
+    if env.kind == "remote" and env.on:
+        rec.extra["server_on"] = env.on
+    rec.extra.update(_connection_extra(env, spec))
+    if env.replicas:
+        from pgrig.load.core import topology
+
+        rec.extra["topology"] = topology.describe(env)
+    if found.restored:
+        rec.extra["restored_before_run"] = found.restored
+    disk = found.disk
+    if disk is not None and disk.get("in_force") is False:
+        problems = "; ".join(disk.get("problems", []))
+        rec.add_warning(
+            "disk_limit", f"the disk limit {disk.get('text')} was not in force: {problems}"
+        )
+    if found.warmed is not None:
+        rec.extra["prewarm"] = found.warmed
+        if "skipped" in found.warmed:
+            rec.add_warning("no_prewarm", f"the cache was not warmed: {found.warmed['skipped']}")
+    return rec
 
 
 def _still_running(archive: RunStore, rec: RunRecord) -> bool:
