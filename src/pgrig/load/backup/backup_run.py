@@ -14,8 +14,6 @@ measured, its partial backup removed and never catalogued; Ctrl-C gives "aborted
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -212,7 +210,7 @@ class BackupRun:
             scenario=info.get("scenario"),
             scale=info.get("scale") or info.get("warehouses"),
             note=req.note,
-            owner=_owner(),
+            owner=run_steps.owner(),
             tags=dict(req.tags or {}),
             settings=settings,
             host=host_facts(env.datadir),
@@ -350,15 +348,10 @@ def _restore(env: Environment, dbname: str, say: Any) -> dict[str, Any]:
 
 
 def _start_sampler(env: Environment, dbname: str) -> Any:
-    from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
-    from pgrig.metrics.pg_metrics import PgSampler
-    from pgrig.metrics.sampler import Sampler
-
-    os_sampler = OsSampler()
-    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=True)
-    os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
-    sampler = Sampler(os_sampler, PgSampler(env.conninfo(dbname), dbname))
-    sampler.start()
+    """The run's samplers (load/core/run_steps.py), the backup's tools counted as pgrig's."""
+    sampler, _os, _pooler = run_steps.start_sampler(
+        env, env.conninfo(dbname), dbname, pgrig_children=True
+    )
     return sampler
 
 
@@ -374,11 +367,3 @@ def _rebased(raw: dict[str, dict[str, list[Any]]], t0: float) -> dict[str, Any]:
 
 def _series(sampler: Any, t0: float) -> dict[str, Any]:
     return _rebased(sampler.snapshot(), t0)
-
-
-def _owner() -> str:
-    import getpass
-
-    with contextlib.suppress(Exception):
-        return os.environ.get("PGRIG_OWNER") or getpass.getuser()
-    return "unknown"

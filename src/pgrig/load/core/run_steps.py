@@ -8,6 +8,7 @@ last write. Both runners import this module; neither imports the other's steps.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -91,14 +92,18 @@ def start_sampler(
     dbname: str,
     via: str = "direct",
     wait_sources: Sequence[Any] = (),
+    pgrig_children: bool = False,
 ) -> tuple[Sampler, OsSampler, PoolerSampler | None]:
+    """This machine's OS sampler (pgrig, the server and the pooler tracked), the server's and
+    the pooler's, replica lag and the wait sources, started. `pgrig_children`: pgrig's child
+    processes count as pgrig (a backup's tools, load/backup); a run's client is its own."""
     from pgrig.metrics.os_metrics import OsSampler, fixed_pids, pids_from_file
     from pgrig.metrics.pg_metrics import PgSampler
     from pgrig.metrics.sampler import Sampler
 
     os_sampler = OsSampler()
     # pgrig's own CPU (this sampler, the live view) is neither the benchmark nor a neighbour.
-    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=False)
+    os_sampler.track_processes("pgrig", fixed_pids(os.getpid()), children=pgrig_children)
     if env.managed:
         os_sampler.track_processes("server", pids_from_file(env.datadir / "postmaster.pid"))
     pooler_source = None
@@ -117,6 +122,13 @@ def start_sampler(
     sampler = Sampler(os_sampler, PgSampler(conninfo, dbname), extra=extra)
     sampler.start()
     return sampler, os_sampler, pooler_source
+
+
+def owner() -> str:
+    """Who ran it: PGRIG_OWNER, else the login name (a run's and a backup run's record)."""
+    with contextlib.suppress(Exception):
+        return os.environ.get("PGRIG_OWNER") or getpass.getuser()
+    return "unknown"
 
 
 def pooler_log_offsets(env: Environment, spec: RunRequest) -> pooler_log.LogMark | None:

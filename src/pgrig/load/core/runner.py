@@ -8,9 +8,6 @@ Order of events (each step recorded in the RunRecord):
 
 from __future__ import annotations
 
-import contextlib
-import getpass
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -337,7 +334,7 @@ def _record(run: PreparedRun, driver: LoadDriver, engine_version: str, found: _F
         scale=run.dataset.get("scale") or run.dataset.get("warehouses"),
         db_size_bytes=found.db_size,
         note=spec.note,
-        owner=_owner(),
+        owner=run_steps.owner(),
         tags=dict(spec.tags),
         settings=found.settings,
         settings_layers=_layers(env, spec),
@@ -416,12 +413,6 @@ def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:
         "environment": dict(env.settings),
         "run": {**({"__profile__": spec.profile} if spec.profile else {}), **spec.settings},
     }
-
-
-def _owner() -> str:
-    with contextlib.suppress(Exception):
-        return os.environ.get("PGRIG_OWNER") or getpass.getuser()
-    return "unknown"
 
 
 def _connection_extra(env: Environment, spec: RunRequest) -> RunExtra:
