@@ -286,6 +286,37 @@ def test_host_check_on_a_host_is_recorded(provisioned: dict[str, str]) -> None:
     assert json.loads(saved.read_text())["host"] == "db1"
 
 
+def test_a_run_on_a_host_has_the_insights_of_a_local_one(provisioned: dict[str, str]) -> None:
+    """pgrig made the server on db1 as it makes one here: a run of it, from here or from c1,
+    has statements (pg_stat_statements created there), the server log's digest (read over SSH
+    after the load), the wait profile at the local rate (10 Hz), and for the plans, which need
+    auto_explain's rate driven in pgrig.conf on db1, a reason naming what is missing."""
+    e = provisioned
+    pgrig(e, "env", "create", "ins", "--pg", "18", "--on", "db1")
+    try:
+        pgrig(e, "db", "generate", "ins", "--scale", "1")
+        pgrig(e, "env", "set", "ins", "log_min_duration_statement=0")  # the run's part: lines
+        for load_from in ([], ["--load-from", "c1"]):
+            doc = json.loads(pgrig(e, "run", "ins", "-w", "pgbench:select-only", "-c", "2",
+                                   "-T", "3", "--json", *load_from))  # fmt: skip
+            assert doc["status"] == "ok", doc["error"]
+            shown = json.loads(pgrig(e, "runs", "show", str(doc["id"]), "--json"))
+            statements = shown["statements"]
+            assert statements["collected"], statements
+            assert any("pgbench_accounts" in s["text"] for s in statements["top"]), statements
+            digest = shown["log_digest"]
+            assert digest["collected"] and digest["records"] > 0, digest
+            assert shown["server_log"]["written_bytes"] > 0, shown["server_log"]
+            waits = shown["waits"]
+            assert waits["collected"] and "10 times a second" in waits["source"], waits
+            assert shown["wait_sampling"]["hz"] == 10.0
+            plans = shown["plans"]
+            assert plans["collected"] or "db1" in plans["reason"], plans
+            assert "external" not in json.dumps({k: shown[k] for k in ("plans", "log_digest")})
+    finally:
+        pgrig(e, "env", "destroy", "ins", "--yes")
+
+
 def _pids_named(netns: str, *names: str) -> list[str]:
     return [f"{pid}:{comm}" for pid, comm in namespace_hosts.processes(netns) if comm in names]
 

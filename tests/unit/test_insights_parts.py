@@ -322,3 +322,26 @@ def test_collection_never_raises_and_says_why(tmp_path: Path) -> None:
         "not collected: pgrig cannot read the log of an external server"
     )
     assert not rec.insights["waits"]["collected"]
+
+
+def test_a_server_on_another_host_is_not_called_external(tmp_path: Path) -> None:
+    """An environment made by pgrig on another host (`env create --on`): its log is read over
+    SSH (load/core/server_log_follow.py), so only the plans, whose sampling is driven in
+    pgrig.conf on that host, are not collected, with what is missing named."""
+    from types import SimpleNamespace
+
+    from pgrig.archive.records import RunRecord
+    from pgrig.insights import collector
+
+    env = Environment(name="far", kind="remote", on="db1", host="127.0.0.1", port=1)
+    spec = SimpleNamespace(warmup_s=0.0, duration_s=5.0)
+    rec = RunRecord(env_name="far", workload="x", clients=1, threads=1)
+    rec.settings = {"shared_preload_libraries": {"setting": "pg_stat_statements,auto_explain"}}
+    coll = collector.start(env, "db", spec, rec)
+    coll.stop()
+    coll.finish(rec, tmp_path)
+    assert rec.insights["plans"]["reason"] == (
+        "not collected: auto_explain's sample rate is set during a run in pgrig.conf, which is "
+        "on host db1: this machine does not drive it there yet"
+    )
+    assert "external" not in str(rec.insights["log_digest"])

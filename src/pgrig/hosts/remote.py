@@ -7,6 +7,9 @@
     run_json(host, ["env", "show", "lab", "--json"], input=None) -> Any
         the parsed JSON the host's pgrig printed; its one-line error otherwise
     put_temp(host, local) -> remote path of a copy (for files named on the command line)
+    file_size(host, path, what) / read_since(host, path, offset, feed, what)
+        a log that stays on its host: its size now, and what was written since, streamed line
+        by line (the pooler's log, the server's log of an environment there)
 
 The remote pgrig runs as root (directly or with `sudo -n`), with its home /var/lib/pgrig.
 """
@@ -19,7 +22,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +149,55 @@ def run_recorded(name: str, what: str, argv: list[str]) -> dict[str, Any]:
     with open(d / f"host-{what}.jsonl", "a") as out:
         out.write(json.dumps(entry) + "\n")
     return doc
+
+
+# --- a log that stays on its host ---------------------------------------------------------------
+
+LOG_READ_TIMEOUT_S = 120.0  # the segment of one run, streamed after it: bounded in time too
+
+
+def file_size(host: Host, path: str, what: str) -> int:
+    """The size of `path` on `host` now (0: no such file yet); a HostError (one line naming
+    the host) when it cannot be asked."""
+    r = ssh.run(host, ["stat", "-c", "%s", "--", path], root=True, timeout=30)
+    if r.rc != 0 and "No such file" in r.stderr:
+        return 0
+    size = r.check(f"stat of {what}").stdout.strip()
+    if not size.isdigit():
+        raise PgrigError(f"host {host.name}: stat of {what} printed {size[:40]!r}")
+    return int(size)
+
+
+def read_since(
+    host: Host,
+    path: str,
+    offset: int,
+    feed: Callable[[str], None],
+    what: str,
+    timeout: float = LOG_READ_TIMEOUT_S,
+) -> str | None:
+    """What was written to `path` on `host` from byte `offset`, streamed line by line into
+    `feed` (the whole segment never sits in memory nor on disk here). A read that times out or
+    loses its connection keeps what came: returns why it stopped early (None: read to the
+    end)."""
+    argv = ["tail", "-c", f"+{offset + 1}", "--", path]
+
+    async def read() -> None:
+        async with ssh.open_session(host) as session:
+            proc = await session.start(argv, root=True, errors="replace")
+            async for line in proc.lines():
+                feed(line)
+            done = await proc.wait(timeout=10)
+            if done.rc != 0 and "No such file" not in done.stderr:
+                done.check(f"reading {what}")
+
+    async def bounded() -> str | None:
+        try:
+            await asyncio.wait_for(read(), timeout)
+        except TimeoutError:
+            return f"reading it from host {host.name} took over {timeout:.0f} s"
+        except ssh.ConnectionLost as e:
+            return str(e)
+        return None
+
+    return asyncio.run(bounded())

@@ -115,11 +115,20 @@ class Collection:
         logging_collector on the collector's text files (their sizes now mark the start)."""
         reason = None
         destinations = (_setting(self.rec, "log_destination") or "stderr").split(",")
-        if not self.env.managed:
+        collector_on = (_setting(self.rec, "logging_collector") or "off") == "on"
+        if self.env.kind == "external":
             reason = "pgrig cannot read the log of an external server"
         elif "stderr" not in [d.strip() for d in destinations]:
             reason = "log_destination has no stderr: pgrig reads the server's text log"
-        elif (_setting(self.rec, "logging_collector") or "off") == "on":
+        elif self.env.kind == "remote":  # its log file is read over SSH after the load
+            if collector_on:
+                reason = (
+                    f"logging_collector is on: pgrig reads the log of a server on host "
+                    f"{self.env.on} from its own log file only"
+                )
+            else:
+                self.reasons["plans"] = "not collected: " + _remote_plans_reason(self.env)
+        elif collector_on:
             directory = Path(_setting(self.rec, "log_directory") or "log")
             self.collector_dir = (
                 directory if directory.is_absolute() else (self.env.datadir / directory)
@@ -135,7 +144,7 @@ class Collection:
             self.reasons["statements"] = "not collected: " + self._not_loaded("pg_stat_statements")
             return
         self.ext = statements.find_extension(self.conn)
-        if self.ext is None and self.env.managed:
+        if self.ext is None and self.env.kind != "external":  # pgrig made it, here or there
             self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             self.notes.append(f"created extension pg_stat_statements in database {self.dbname}")
             self.ext = statements.find_extension(self.conn)
@@ -465,3 +474,12 @@ def _guard(build: Any) -> dict[str, Any]:
         return cast(dict[str, Any], build())
     except Exception as e:
         return _missing(f"not collected: {first_line(e, named=True)}")
+
+
+def _remote_plans_reason(env: Environment) -> str:
+    """Why a run of a server on another host has no plans: auto_explain logs only while a
+    run's collection sets its rate, in the server's pgrig.conf, which is on that host."""
+    return (
+        f"auto_explain's sample rate is set during a run in pgrig.conf, which is on host "
+        f"{env.on}: this machine does not drive it there yet"
+    )

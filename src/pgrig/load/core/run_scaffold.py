@@ -258,7 +258,8 @@ def _wait_sources(ctx: RunContext) -> list[Any]:
         sources.append(wait_sampler.WaitSampler(ctx.conninfo, ctx.dbname, hz))
     else:
         chosen["hz"] = 1.0  # the PostgreSQL sampler's own snapshot, once a second
-    profile, found = wait_sampler.open_wait_sampling(ctx.conninfo, ctx.dbname, ctx.env.managed)
+    made = ctx.env.kind != "external"  # pgrig made the server (here or on another host)
+    profile, found = wait_sampler.open_wait_sampling(ctx.conninfo, ctx.dbname, made)
     chosen["pg_wait_sampling"] = found
     if profile is not None:
         sources.append(profile)

@@ -15,6 +15,10 @@ costs the load nothing; during it only when more than FOLLOW_BYTES wait (a workl
 the server log every transaction's error), so that what was read can be cut from the server's
 file (provision/server/log_file.py) and neither the file nor pgrig's memory grows with the run.
 The run records what the server wrote and what it keeps in extra["server_log"].
+
+An environment on another host (`env create --on`) keeps its log there: RemoteServerLog marks
+its end over SSH before the load and streams the run's part after it (hosts/remote.read_since),
+through the same feed and excerpt; nothing is read during the load nor cut from that file.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ class RunServerLog:
     ) -> RunServerLog | None:
         """The run's part starts at the file's end now (None: pgrig has no log file of this
         environment's server); what earlier runs read is cut first."""
+        if env.kind == "remote":
+            return RemoteServerLog.open_on_host(env, art_dir, feed)
         if not env.managed or not env.logfile.exists():
             return None
         try:
@@ -144,3 +150,46 @@ class RunServerLog:
     def _problem(self, text: str | None) -> None:
         if text and text not in self.problems and len(self.problems) < 5:
             self.problems.append(text)
+
+
+class RemoteServerLog(RunServerLog):
+    """The run's part of the log of a server on another host (see the module docstring)."""
+
+    def __init__(
+        self, host: Any, path: str, start: int, art_dir: Path, feed: LineFeed | None
+    ) -> None:
+        super().__init__(Path(path), start, art_dir, feed)
+        self.host = host
+
+    @classmethod
+    def open_on_host(
+        cls, env: Environment, art_dir: Path, feed: LineFeed | None = None
+    ) -> RunServerLog | None:
+        """Where the log on the server's host ends now; None (the run says it did not read
+        the server log) when the host cannot be asked."""
+        from pgrig.hosts import registry, remote
+
+        try:
+            host = registry.get(env.on or "")
+            path = f"{remote.REMOTE_HOME}/envs/{env.name}/{env.logfile.name}"
+            return cls(host, path, remote.file_size(host, path, "the server log"), art_dir, feed)
+        except Exception:
+            return None
+
+    def follow(self) -> None:
+        """Nothing is read during the load: the file is on its host."""
+
+    def _read_and_cut(self) -> None:
+        from pgrig.hosts import remote
+
+        def line(text: str) -> None:
+            if self.feed is not None:
+                self.feed.line(text)
+            self.excerpt.line(text)
+
+        try:
+            cut = remote.read_since(self.host, str(self.path), self.pos, line, "the server log")
+        except Exception as e:  # the host went away after the run: what came is kept
+            cut = first_line(e)
+        if cut is not None:
+            self._problem(f"the log on host {self.host.name} was not read to its end: {cut}")

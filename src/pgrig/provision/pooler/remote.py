@@ -228,8 +228,6 @@ def describe(env: Environment) -> dict[str, Any]:
 
 # --- its log, which stays on its host --------------------------------------------------------
 
-LOG_READ_TIMEOUT_S = 120.0  # the segment of one run, streamed after it: bounded in time too
-
 
 def log_path(env: Environment) -> str:
     """pgbouncer's log on the pooler's host (one process there: `add` refuses more)."""
@@ -241,52 +239,18 @@ def log_path(env: Environment) -> str:
 def log_offsets(env: Environment) -> list[int]:
     """The size of the log on the pooler's host now (0: no log yet); a HostError (one line
     naming the host) when it cannot be asked."""
-    from pgrig.hosts import registry, ssh
+    from pgrig.hosts import registry, remote
 
     host = registry.get(pooler_host(env) or "")
-    r = ssh.run(host, ["stat", "-c", "%s", "--", log_path(env)], root=True, timeout=30)
-    if r.rc != 0 and "No such file" in r.stderr:
-        return [0]
-    size = r.check("stat of the pooler log").stdout.strip()
-    if not size.isdigit():
-        raise PgrigError(f"host {host.name}: stat of the pooler log printed {size[:40]!r}")
-    return [int(size)]
+    return [remote.file_size(host, log_path(env), "the pooler log")]
 
 
-def log_since(
-    env: Environment,
-    offsets: list[int],
-    feed: Callable[[str], None],
-    timeout: float = LOG_READ_TIMEOUT_S,
-) -> str | None:
+def log_since(env: Environment, offsets: list[int], feed: Callable[[str], None]) -> str | None:
     """What pgbouncer logged on its host since `offsets`, streamed line by line into `feed`
-    (the whole segment never sits in memory nor on disk here). A read that times out or loses
-    its connection keeps what came: returns why it stopped early (None: read to the end)."""
-    import asyncio
-
-    from pgrig.hosts import registry, ssh
+    (hosts/remote.read_since): why it stopped early (None: read to the end)."""
+    from pgrig.hosts import registry, remote
 
     if not offsets:
         return None
     host = registry.get(pooler_host(env) or "")
-    argv = ["tail", "-c", f"+{offsets[0] + 1}", "--", log_path(env)]
-
-    async def read() -> None:
-        async with ssh.open_session(host) as session:
-            proc = await session.start(argv, root=True, errors="replace")
-            async for line in proc.lines():
-                feed(line)
-            done = await proc.wait(timeout=10)
-            if done.rc != 0 and "No such file" not in done.stderr:
-                done.check("reading the pooler log")
-
-    async def bounded() -> str | None:
-        try:
-            await asyncio.wait_for(read(), timeout)
-        except TimeoutError:
-            return f"reading it from host {host.name} took over {timeout:.0f} s"
-        except ssh.ConnectionLost as e:
-            return str(e)
-        return None
-
-    return asyncio.run(bounded())
+    return remote.read_since(host, log_path(env), offsets[0], feed, "the pooler log")
