@@ -88,14 +88,14 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
     (load/core/run_scaffold.py: every sampler around it, as a local run has); with `driver`
     (the run's sysbench driver: its options from the dataset, its warnings), the hosts'
     sysbench, their outputs merged."""
-    rec, spec = ctx.rec, ctx.spec
-    plan = WindowPlan.for_run(spec.warmup_s, spec.duration_s)
+    rec = ctx.rec
+    plan = WindowPlan.for_run(ctx.spec.warmup_s, ctx.spec.duration_s)
     total_s = plan.pgbench_seconds
-    shares = split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
+    shares = split_load(ctx.spec.load_from, ctx.spec.clients, ctx.spec.threads, ctx.spec.rate)
     sysbench_run = isinstance(driver, SysbenchDriver)
     program = "sysbench" if sysbench_run else "pgbench"
     client_env = {
-        **run_steps.client_env(ctx.env, spec, ctx.dbname),
+        **run_steps.client_env(ctx.env, ctx.spec, ctx.dbname),
         # the client's sessions, by name: those left on the server are ended at the end
         "PGAPPNAME": left_backends.session_name(program),
     }
@@ -104,7 +104,7 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
         loads = [_host_sysbench(share, driver, client_env, passfile) for share in shares]
     else:
         loads = [
-            _host_load(share, spec, pgbench, client_env, total_s, passfile) for share in shares
+            _host_load(share, ctx.spec, pgbench, client_env, total_s, passfile) for share in shares
         ]
     rec.command = "\n".join(
         f"{x.host}: {pgbench_command.shell_quote(x.argv)}" for x in loads
@@ -116,9 +116,9 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
     stream = None if sysbench_run else TxlogStream(
         origin_us=0,  # set by launch()
         plan=plan,
-        has_lag=spec.rate is not None,
-        has_retries=spec.max_tries != 1,
-        script_names=[s.name for s in spec.scripts],
+        has_lag=ctx.spec.rate is not None,
+        has_retries=ctx.spec.max_tries != 1,
+        script_names=[s.name for s in ctx.spec.scripts],
         expected_sources=sum(s.threads for s in shares),
     )  # fmt: skip
     with RunScaffold(ctx, [s.host for s in shares]) as run:
@@ -162,7 +162,7 @@ def measure(ctx: RunContext, pgbench: str, driver: LoadDriver | None = None) -> 
     if isinstance(driver, SysbenchDriver):
         _fill_sysbench(rec, driver, load, series_raw)
     elif stream is not None:
-        _fill_results(rec, spec, completed, stream, load, stderr, series_raw)
+        _fill_results(rec, ctx.spec, completed, stream, load, stderr, series_raw)
     _warnings(rec, facts, series_raw, [s.host for s in shares])
     _set_status(rec, rc, run.interrupted, stopped, load)
     harness_meter.add_load_hosts(rec, _agents_cpu(load))
