@@ -32,10 +32,12 @@ def _lines(a: int, b: int) -> str:
 
 
 class FakeHost:
-    """The pooler's host: its log file (a local file standing for it) and the argv it ran."""
+    """A host with a log file on it (a local file standing for it; `root` stands for the
+    host's /var/lib/pgrig) and the argv it ran."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, root: Path | None = None) -> None:
         self.log = log
+        self.root = root if root is not None else log.parents[3]
         self.calls: list[tuple[list[str], bool]] = []
         self.lose_after: int | None = None
         self.down = False
@@ -45,7 +47,7 @@ class FakeHost:
             raise ssh.Unreachable(f"host {host.name} ({host.target}): unreachable (no answer)")
         self.calls.append((list(argv), bool(kw.get("root"))))
         assert argv[:4] == ["stat", "-c", "%s", "--"]
-        if not Path(argv[4].replace("/var/lib/pgrig", str(self.log.parents[3]))).exists():
+        if not Path(argv[4].replace("/var/lib/pgrig", str(self.root))).exists():
             return ssh.Result(host.name, tuple(argv), 1, "", "stat: No such file or directory")
         return ssh.Result(host.name, tuple(argv), 0, f"{self.log.stat().st_size}\n", "")
 

@@ -6,12 +6,10 @@ came and says so."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_pooler_log_on_host import FakeHost  # the same fake host, a server's log on it
 
 from pgrig.archive.records import RunRecord
 from pgrig.hosts import registry, ssh
@@ -25,58 +23,12 @@ RECORDS = (LOGS / "pg15_locks_temp_errors.log").read_text()
 REMOTE_LOG = "/var/lib/pgrig/envs/lab/server.log"
 
 
-class FakeHost:
-    """The server's host: its log (a local file standing for REMOTE_LOG) and what it ran."""
-
-    def __init__(self, log: Path) -> None:
-        self.log = log
-        self.calls: list[tuple[list[str], bool]] = []
-        self.lose_after: int | None = None
-        self.down = False
-
-    def run(self, host: Host, argv: list[str], **kw: Any) -> ssh.Result:
-        if self.down:
-            raise ssh.Unreachable(f"host {host.name}: unreachable (no answer)")
-        self.calls.append((list(argv), bool(kw.get("root"))))
-        assert argv == ["stat", "-c", "%s", "--", REMOTE_LOG]
-        return ssh.Result(host.name, tuple(argv), 0, f"{self.log.stat().st_size}\n", "")
-
-    @contextlib.asynccontextmanager
-    async def session(self, host: Host, **kw: Any) -> AsyncIterator[Any]:
-        if self.down:
-            raise ssh.Unreachable(f"host {host.name}: unreachable (no answer)")
-        fake = self
-
-        class Proc:
-            def __init__(self, argv: list[str]) -> None:
-                assert argv[:2] == ["tail", "-c"] and argv[3:] == ["--", REMOTE_LOG]
-                self.start = int(argv[2].lstrip("+")) - 1
-                self.argv = argv
-
-            async def lines(self) -> AsyncIterator[str]:
-                with fake.log.open("rb") as f:
-                    f.seek(self.start)
-                    for n, raw in enumerate(f):
-                        if fake.lose_after is not None and n >= fake.lose_after:
-                            raise ssh.ConnectionLost(f"host {host.name}: connection lost (cut)")
-                        yield raw.decode(errors="replace").rstrip("\n")
-
-            async def wait(self, timeout: float | None = None) -> ssh.Result:
-                return ssh.Result(host.name, tuple(self.argv), 0, "", "")
-
-        class Session:
-            async def start(self, argv: list[str], *, root: bool = False, errors: str = "") -> Proc:
-                fake.calls.append((list(argv), root))
-                return Proc(argv)
-
-        yield Session()
-
-
 @pytest.fixture
 def fake_host(pgrig_home: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHost:
     registry.add(Host(name="h1", user="root", address="10.9.0.11"))
-    log = pgrig_home / "h1-server.log"
-    fake = FakeHost(log)
+    log = pgrig_home / "h1" / "envs" / "lab" / "server.log"  # h1's /var/lib/pgrig: pgrig_home/h1
+    log.parent.mkdir(parents=True)
+    fake = FakeHost(log, root=pgrig_home / "h1")
     monkeypatch.setattr(ssh, "run", fake.run)
     monkeypatch.setattr(ssh, "open_session", fake.session)
     return fake
@@ -129,7 +81,10 @@ def test_the_log_on_the_host_is_read_and_kept_like_a_local_one(
     assert doc_there["written_bytes"] == len(RECORDS.encode())
     assert rec_there.artifacts == {"server.log": "server.log"}
     # argv, as root, never a shell string: stat before, tail after
-    assert [c[0][0] for c in fake_host.calls] == ["stat", "tail"]
+    assert [argv for argv, _root in fake_host.calls] == [
+        ["stat", "-c", "%s", "--", REMOTE_LOG],
+        ["tail", "-c", f"+{len(before) + 1}", "--", REMOTE_LOG],
+    ]
     assert all(root for _argv, root in fake_host.calls)
 
 
