@@ -29,7 +29,7 @@ def _here(rec: RunRecord, interrupted: str = "") -> tuple[str, str | None]:
 
 def _multi(rec: RunRecord, interrupted: str = "") -> tuple[str, str | None]:
     load: Any = None
-    multi_runner._set_status(rec, 0, interrupted, None, load, load)
+    multi_runner._set_status(rec, 0, interrupted, None, load)
     return rec.status, rec.error
 
 
