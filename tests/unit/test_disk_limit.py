@@ -469,3 +469,21 @@ def test_a_start_with_a_damaged_limit_starts_nothing(
     )
     assert "`pgrig env repair db1` rebuilds a damaged record" in str(e.value)
     assert called == []
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_lift_leaves_the_cgroup_with_no_limit_and_apply_puts_it_back(
+    tmp_path: Path, env: Environment, version: int
+) -> None:
+    """What ends a wait the limit made too long (a create's CREATE DATABASE past its bound)."""
+    fake = FakeKernel(tmp_path, version=version)
+    fake.processes({100: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    h = disk_throttle.hierarchy(kernel)
+    cg = disk_throttle.cgroup_dir(env, h)
+    disk_throttle.lift(env, kernel)
+    assert disk_throttle.read_limits(cg, h) in ({}, {"254:0": {}})
+    assert disk_throttle.members(cg) == [100]
+    disk_throttle.apply(env, 100, kernel)
+    assert disk_throttle.read_limits(cg, h) == {"254:0": {"wiops": 300, "rbps": 50 * 1024**2}}

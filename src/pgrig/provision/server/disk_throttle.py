@@ -298,6 +298,25 @@ def _join(cg: Path, pid: int, kernel: Kernel) -> None:
             raise
 
 
+def lift(env: Environment, kernel: Kernel = KERNEL) -> None:
+    """Every rule of the environment's cgroup set to no limit, its processes left in it: the
+    I/O queued under the limit goes out at once (the kernel re-dispatches on a change). What
+    ends a wait the limit made too long; `apply` puts the limit back."""
+    try:
+        h = hierarchy(kernel)
+    except DiskLimitError:
+        return
+    cg = cgroup_dir(env, h)
+    if not cg.is_dir():
+        return
+    for number in sorted(read_limits(cg, h)):
+        if h.version == 2:
+            kernel.write(cg / V2_FILE, f"{number} " + " ".join(f"{k}=max" for k in KEYS))
+        else:
+            for name in V1_FILES.values():
+                kernel.write(cg / name, f"{number} 0")
+
+
 def remove(env: Environment, kernel: Kernel = KERNEL) -> bool:
     """Take every process out of the environment's cgroup (into pgrig's own) and remove it.
     False when there was none (no hierarchy, or never limited)."""
