@@ -29,6 +29,7 @@ _depth = 0  # deferred spans open in the main thread
 _standing_down: list[bool] = []  # the exit hook is registered
 _swallowed: list[int] = []  # a signal whose exception Python dropped, sent again
 _previous_unraisable_hook: list[Callable[[Any], object]] = []
+_in_hook: list[int] = [0]  # the main thread is inside _on_unraisable (a signal there is lost)
 
 
 def install() -> None:
@@ -56,13 +57,24 @@ def _on_unraisable(unraisable: Any) -> None:
     if isinstance(exc, KeyboardInterrupt):
         signum = signal.Signals[exc.signal_name] if isinstance(exc, Terminated) else signal.SIGINT
         _swallowed.append(signum)
-        with contextlib.suppress(RuntimeError):  # no new thread: the interpreter is exiting
-            threading.Thread(target=_send_again, args=(signum,), daemon=True).start()
+        _in_hook[0] += 1
+        try:
+            with contextlib.suppress(RuntimeError):  # no new thread: the interpreter is exiting
+                threading.Thread(target=_send_again, args=(signum,), daemon=True).start()
+        finally:
+            _in_hook[0] -= 1
         return
     _previous_unraisable_hook[0](unraisable)
 
 
 def _send_again(signum: int) -> None:
+    """Once the hook has returned: sent while the main thread still ran the hook's own code
+    (Thread.start waits for the thread in Python), the handler's exception was dropped there
+    again, by Python's report of a failing hook, with nothing to send it once more."""
+    waited = 0.0
+    while _in_hook[0] and waited < HOOK_WAIT_S:
+        time.sleep(0.001)
+        waited += 0.001
     time.sleep(RESEND_AFTER_S)
     os.kill(os.getpid(), signum)
 
@@ -158,3 +170,4 @@ def join(thread: threading.Thread, timeout: float | None = None) -> None:
 
 NEVER_STARTED_S = 1.0
 RESEND_AFTER_S = 0.005  # a dropped signal's second sending: after the hook has returned
+HOOK_WAIT_S = 5.0  # how long the second sending waits for the hook to return, at most

@@ -191,3 +191,40 @@ def test_a_signal_whose_exception_python_drops_is_raised_again(sig: str, caught:
     """)
     assert out.split() == [caught, "130" if sig == "SIGINT" else "143"], err
     assert "Exception ignored" not in err
+
+
+@pytest.mark.parametrize(
+    ("sig", "caught"), [("SIGINT", "KeyboardInterrupt"), ("SIGTERM", "Terminated")]
+)
+def test_the_signal_sent_again_never_lands_inside_the_hook(sig: str, caught: str) -> None:
+    """The second sending came 5 ms after the hook started its thread; on a loaded machine the
+    main thread could still be inside the hook then (in Thread.start's own Python code), where
+    an exception is dropped once more, and this time with no hook to send it again: the run
+    went on (a unit test failed so, twice, under load). Here the hook is made slow on purpose."""
+    out, err = _child(f"""
+        import os, signal, threading, time
+        from pgrig import interrupts
+        from pgrig.errors import Terminated
+        interrupts.install()
+        interrupts.RESEND_AFTER_S = 0.0
+        started = threading.Thread.start
+        def slow_start(self):
+            started(self)
+            for _ in range(20):
+                time.sleep(0.005)  # the thread's signal arrives while the hook still runs
+        threading.Thread.start = slow_start
+        class SignalledWhileDeleted:
+            def __del__(self):
+                os.kill(os.getpid(), signal.{sig})
+                time.sleep(0.1)
+        try:
+            SignalledWhileDeleted()
+            threading.Thread.start = started
+            for _ in range(100):
+                time.sleep(0.01)
+            print("went on")
+        except KeyboardInterrupt as e:
+            print(type(e).__name__, interrupts.exit_code())
+    """)
+    assert out.split() == [caught, "130" if sig == "SIGINT" else "143"], err
+    assert "Exception ignored" not in err
