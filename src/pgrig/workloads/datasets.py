@@ -125,30 +125,19 @@ def _generate(
         from pgrig.workloads import pgbench_data
 
         info = pgbench_data.generate(env, dbname, request.scale or 1, request.partitions, progress)
-    elif request.scenario == "tpcc":
-        from pgrig.workloads import database, tpcc
+    elif request.scenario in ("tpcc", "chbench"):  # CH-benCHmark: TPC-C's load, then its own
+        from pgrig.workloads import chbench, database, tpcc
 
         database.ensure_database(env, dbname)
-        info = tpcc.generate(
+        load = tpcc.generate if request.scenario == "tpcc" else chbench.generate
+        info = load(
             env.conninfo(dbname),
             warehouses=request.warehouses or 1,
             jobs=request.jobs or 2,
             partition=request.partition,
             progress=progress,
         )
-        info = {"scenario": "tpcc", **info}
-    elif request.scenario == "chbench":
-        from pgrig.workloads import chbench, database
-
-        database.ensure_database(env, dbname)
-        info = chbench.generate(
-            env.conninfo(dbname),
-            warehouses=request.warehouses or 1,
-            jobs=request.jobs or 2,
-            partition=request.partition,
-            progress=progress,
-        )
-        info = {"scenario": "chbench", **info}
+        info = {"scenario": request.scenario, **info}
     elif request.scenario == "tpch":
         from pgrig.workloads import tpch
 
