@@ -164,3 +164,53 @@ def test_answers_compare_counts_and_sums_exactly_and_averages_within_one_percent
     # rows equal in the ORDER BY's columns, in another order: the same answer
     tie = answers.compare(11, ["ps_partkey", "value"], [(1, 5), (2, 5)], [(2, 5), (1, 5)])
     assert tie.passed and tie.note == "rows in another order among ties"
+
+
+def test_a_query_cancelled_by_the_servers_own_timeout_is_recorded_whole() -> None:
+    """Without --query-timeout a query can still be cancelled (statement_timeout set in the
+    environment): its warning said `{None:g}` and fill stopped half-way (TypeError)."""
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.engines.tpch_driver import TpchDriver
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power")
+    driver = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0})
+    rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
+    driver.fill(rec, True, STREAM_OUTPUT, "", {})
+    (warning,) = [w for w in rec.warnings() if w["code"] == "tpch_timeout"]
+    assert "statement_timeout" in str(warning["message"]) and len(rec.scripts) == 22
+
+
+def test_a_throughput_run_whose_refresh_stream_never_ran_has_no_throughput() -> None:
+    """A refresh session that failed to connect leaves no events: all([]) called it complete."""
+    events: list[dict] = [{"event": "start", "mode": "throughput", "scale_factor": 1.0,
+                           "seed": 7, "streams": 2}]  # fmt: skip
+    for _stream in (1, 2):
+        events += [{"event": "query", "query": q, "status": "ok", "seconds": 1.0}
+                   for q in queries.QUERIES]  # fmt: skip
+    events.append({"event": "end", "seconds": 30.0})
+    doc = metrics.summarize(events)
+    assert doc["complete"] is False and doc["throughput_at_size"] is None
+    pairs = [{"event": "refresh", "function": f, "status": "ok", "seconds": 1.0}
+             for _ in (1, 2) for f in ("RF1", "RF2")]  # fmt: skip
+    whole = metrics.summarize([*events[:-1], *pairs, events[-1]])
+    assert whole["complete"] is True
+    assert whole["throughput_at_size"] == pytest.approx(2 * 22 * 3600 / 30.0 * 1.0)
+
+
+def test_tpcc_options_are_refused_with_a_tpch_workload() -> None:
+    with pytest.raises(PgrigError, match="--mix applies only to --workload tpcc"):
+        from_flags(
+            RunRequest,
+            env_name="e",
+            workload="tpch:power",
+            tpcc_mix="45,43,4,4,4",
+        )
+
+
+def test_a_tpch_run_is_refused_with_load_from() -> None:
+    """The multi-host runner has no TPC-H stream: the hosts' pgbench would have run instead."""
+    from pgrig.load.core import multi_runner
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power", load_from=["c1"])
+    with pytest.raises(PgrigError, match="--load-from: tpch:power runs its query streams"):
+        multi_runner.check(spec)

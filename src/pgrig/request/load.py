@@ -395,7 +395,6 @@ def _check_workload_options(p: LoadParams) -> None:
         _check_sysbench(p)
     if p.is_tpch:
         _check_tpch(p)
-        return
     if p.is_tpcc:
         if p.defines:
             raise Refusal(

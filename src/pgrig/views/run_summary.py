@@ -209,7 +209,12 @@ def _tpch_items(rec: RunRecord) -> list[tuple[str, str]]:
         if doc.get(key) is not None or key == f"{doc.get('mode')}_at_size"
     ]  # fmt: skip
     geo = doc.get("geomean_s")
-    items.append(("query geometric mean", f"{fmt.ms(geo * 1000)} ms" if geo else fmt.MISSING))
+    label = "query geometric mean"
+    queries = [q for q in doc.get("queries") or [] if isinstance(q, dict)]
+    ok = sum(1 for q in queries if q.get("status") == "ok")
+    if ok < len(queries):  # of the completed ones only: it reads low beside a full run's
+        label += f" ({ok} of {len(queries)} queries)"
+    items.append((label, f"{fmt.ms(geo * 1000)} ms" if geo else fmt.MISSING))
     refresh = [r for r in doc.get("refresh") or [] if isinstance(r, dict)]
     if refresh:
         items.append((

@@ -52,6 +52,11 @@ def check(spec: RunRequest) -> None:
     """What --load-from cannot take, refused before anything starts."""
     if not spec.load_from:
         return
+    if spec.is_tpch:  # the dispatch would hand it to the hosts' pgbench, recorded as TPC-H
+        raise PgrigError(
+            f"--load-from: {spec.workload} runs its query streams from this machine (the "
+            "stream process is pgrig's): not with --load-from"
+        )
     split_load(spec.load_from, spec.clients, spec.threads, spec.rate)
     if spec.client_cpus:
         raise PgrigError("--client-cpus pins pgbench on this machine: not with --load-from")

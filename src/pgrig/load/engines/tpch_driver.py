@@ -129,11 +129,16 @@ class TpchDriver:
         rec.tps = None  # queries are not transactions: the TPC-H figures are in extra["tpch"]
         rec.scripts = _per_query(queries)
         if doc["timed_out"]:
+            limit = self.spec.query_timeout_s  # None: the server's own statement_timeout
             rec.add_warning(
                 "tpch_timeout",
-                f"{', '.join(doc['timed_out'])} exceeded --query-timeout "
-                f"{self.spec.query_timeout_s:g} s and were cancelled: "
-                "no Power@Size or Throughput@Size for this run",
+                f"{', '.join(doc['timed_out'])} "
+                + (
+                    f"exceeded --query-timeout {limit:g} s"
+                    if limit is not None
+                    else "exceeded the server's statement_timeout"
+                )
+                + " and were cancelled: no Power@Size or Throughput@Size for this run",
             )
         if any(int(e.get("leftovers") or 0) for e in events if e.get("event") == "start"):
             rec.add_warning(

@@ -72,13 +72,18 @@ def summarize(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "power_at_size": None,
         "throughput_at_size": None,
         "qphh_at_size": None,
-        "complete": len(ok) == expected and all(r.get("status") == "ok" for r in refreshes),
+        # every query, and every refresh function of the refresh stream (RF1 and RF2, once a
+        # power run, once per query stream a throughput run): a refresh session that never
+        # connected leaves no events, and all([]) would call the run complete
+        "complete": len(ok) == expected
+        and len(refreshes) == 2 * max(1, streams)
+        and all(r.get("status") == "ok" for r in refreshes),
     }
     temps = [e.get("temp_bytes") for e in done if e.get("temp_bytes") is not None]
     out["temp_bytes"] = sum(temps) if temps else None
     if not out["complete"]:
         return out
-    if mode == "power" and len(refreshes) == 2:
+    if mode == "power":
         by_query = {int(e["query"]): float(e["seconds"]) for e in ok}
         out["power_at_size"] = power_at_size(
             sf, [by_query[q] for q in sorted(by_query)], [float(r["seconds"]) for r in refreshes]
