@@ -131,11 +131,10 @@ def _disk_limit_remedy(env: Environment) -> tuple[str, bool] | None:
     return f"{fault}: put back in force", True
 
 
-def _repair_disk_limit(env: Environment, remedy: str) -> str:
-    """The disk limit put right as `_disk_limit_remedy` said: a damaged record rebuilt from
-    the kernel's files, a limit not in force applied again (checked after)."""
-    from pgrig.provision import env_status
-    from pgrig.provision.server import disk_throttle, postmaster
+def _rebuild_disk_limit_record(env: Environment, remedy: str) -> None:
+    """A damaged disk-limit record rebuilt from the kernel's files, first: every start refuses
+    a damaged record (a killed run's settings put back by a restart would be refused)."""
+    from pgrig.provision.server import disk_throttle
 
     if env.disk_limit and disk_throttle.limit_of_or_none(env) is None:
         held = disk_throttle.held(env)
@@ -143,6 +142,14 @@ def _repair_disk_limit(env: Environment, remedy: str) -> str:
             raise PgrigError(f"{env.name}: {remedy}; nothing repaired")
         env.disk_limit = held.as_dict()
         env.save()
+
+
+def _repair_disk_limit(env: Environment, remedy: str) -> str:
+    """The disk limit put right as `_disk_limit_remedy` said: its record rebuilt first
+    (_rebuild_disk_limit_record), then a limit not in force applied again (checked after)."""
+    from pgrig.provision import env_status
+    from pgrig.provision.server import disk_throttle, postmaster
+
     pid = postmaster.pid(env)
     if pid is not None:
         disk_throttle.apply(env, pid)
@@ -203,6 +210,8 @@ def repair(
     limit_remedy, can = (_disk_limit_remedy(env) if not done and not gone else None) or ("", True)
     if not can:
         raise PgrigError(f"{name}: {limit_remedy}; nothing repaired")
+    if limit_remedy:
+        _rebuild_disk_limit_record(env, limit_remedy)
     if env.standby_of and env.managed:
         for left in _leftovers(env):
             _discard(left)
