@@ -121,6 +121,26 @@ def deferred() -> Iterator[None]:
         raise _take_pending()
 
 
+@contextlib.contextmanager
+def cleaning_up() -> Iterator[None]:
+    """The cleanup after an interruption (settings put back, a server restarted): a second
+    signal inside it waits for its end and is then dropped, said on stderr. A second Ctrl-C
+    during a tune's restore cut it between the server's stop and start: the environment was
+    left stopped, without a word. kill -9 still abandons the cleanup."""
+    global _depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0 and _pending:
+            _pending.clear()
+            os.write(2, b"pgrig: interrupted again while cleaning up: the cleanup finished first\n")
+
+
 def _take_pending() -> KeyboardInterrupt:
     signum = _pending.pop(0)
     _pending.clear()

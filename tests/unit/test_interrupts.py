@@ -228,3 +228,21 @@ def test_the_signal_sent_again_never_lands_inside_the_hook(sig: str, caught: str
     """)
     assert out.split() == [caught, "130" if sig == "SIGINT" else "143"], err
     assert "Exception ignored" not in err
+
+
+def test_a_second_ctrl_c_waits_for_the_cleanup_and_is_dropped() -> None:
+    """A tune's restore (stop, start with the settings back) cut by a second Ctrl-C left the
+    environment stopped without a word; inside cleaning_up the cleanup ends, then goes on."""
+    out, err = _child("""
+        import os, signal
+        from pgrig import interrupts
+        interrupts.install()
+        done = []
+        with interrupts.cleaning_up():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("server started again")
+        done.append("status saved")
+        print(done)
+    """)
+    assert out.strip() == "['server started again', 'status saved']", err
+    assert "interrupted again while cleaning up" in err

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig import format as fmt
+from pgrig import interrupts
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
@@ -169,14 +170,15 @@ def _run_planned(
     try:
         walker.walk(todo)
     except BaseException as e:
-        walker.close(quiet=True)
-        if not is_interruption(e):
-            archive.set_study_status(study.name, "failed")
-            raise
-        rec = getattr(e, "record", None)  # a run's Interrupted: the orchestrator archived it
-        if rec is not None:
-            result.records.append(rec)
-        archive.set_study_status(study.name, "interrupted")
+        with interrupts.cleaning_up():  # a second Ctrl-C must not cut the settings' restore
+            walker.close(quiet=True)
+            if not is_interruption(e):
+                archive.set_study_status(study.name, "failed")
+                raise
+            rec = getattr(e, "record", None)  # a run's Interrupted: the orchestrator archived it
+            if rec is not None:
+                result.records.append(rec)
+            archive.set_study_status(study.name, "interrupted")
         result.status = "interrupted"
         raise StudyInterrupted(result) from None
     walker.close()

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.markup import escape
 
-from pgrig import paths
+from pgrig import interrupts, paths
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
@@ -275,12 +275,13 @@ def _tune(
         walker.run()
     except BaseException as e:
         interrupted = is_interruption(e)
-        _close(backend, env, started, console)
-        walker.save()
-        status = "interrupted" if interrupted else "failed"
-        if created and not interrupted and archive.delete_empty_study(req.name):
-            raise  # nothing ran: no study left behind, the corrected command starts afresh
-        archive.set_study_status(req.name, status)
+        with interrupts.cleaning_up():  # a second Ctrl-C must not leave the server stopped
+            _close(backend, env, started, console)
+            walker.save()
+            status = "interrupted" if interrupted else "failed"
+            if created and not interrupted and archive.delete_empty_study(req.name):
+                raise  # nothing ran: no study left behind, the corrected command starts afresh
+            archive.set_study_status(req.name, status)
         if interrupted:
             raise TuneInterrupted(TuneResult(req.name, status, walker.done())) from None
         raise
