@@ -164,6 +164,22 @@ def test_a_damaged_record_is_what_show_flags_and_repair_puts_right(
     pgrig("env", "destroy", "dmg", "--yes")
 
 
+def test_a_record_rebuilt_from_the_data_directory_keeps_the_limit_the_kernel_holds(
+    throttle: disk_throttle.Hierarchy, pg15: tuple[Path, str]
+) -> None:
+    """An env.json damaged past reading is rebuilt from the data directory by `env repair`: the
+    disk limit the kernel still applied was forgotten (env show said none, the server was still
+    throttled; found by a hostile pass)."""
+    pgrig("env", "create", "unread", "--pg", "15", "--disk-limit", "wiops=300")
+    _damage("unread", {"wiops": "abc"})  # not a limit at all: the record cannot be read
+    done = pgrig("env", "repair", "unread")
+    assert "disk limit from what the kernel holds: wiops=300" in done.stdout + done.stderr
+    assert Environment.load("unread").disk_limit == {"wiops": 300}
+    shown = json.loads(pgrig("env", "show", "unread", "--json").stdout)["disk_limit"]
+    assert shown["in_force"] is True
+    pgrig("env", "destroy", "unread", "--yes")
+
+
 def test_a_create_under_a_limit_says_its_wait_and_bounds_it(
     throttle: disk_throttle.Hierarchy, pg15: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -198,10 +198,16 @@ def repair(
             raise PgrigError(f"{cannot} ({e.reason or e})") from None
         if source is not None:
             env.standby_of = source.as_dict()
+        from pgrig.provision.server import disk_throttle
+
+        held = disk_throttle.held(env)  # the kernel may still hold the limit the record lost
+        if held is not None:
+            env.disk_limit = held.as_dict()
         env.save()
         done.append(
             f"env.json rebuilt from the data directory ({e.reason or 'unreadable'}; a pooler "
             "must be added again)"
+            + (f"; its disk limit from what the kernel holds: {held.text()}" if held else "")
         )
     rebuilt = False
     gone = env.managed and not (env.datadir / "PG_VERSION").is_file()
