@@ -165,6 +165,15 @@ def _pip(*args: str, cwd: Path | None = None) -> None:
         raise PgrigError(f"pip {args[0]} failed on this machine: {last}")
 
 
+def _forget_own_wheels(deps: Path) -> None:
+    """pgrig's own wheel out of the dependencies' cache: its name (pgrig-0.1.0) stays when its
+    sources change, and pip download takes a file already in the directory by its name, so the
+    wheel of earlier sources came back with its old dependencies (a bundle built after TPC-H
+    added tpchgen-cli and duckdb lacked them, and its offline download was ResolutionImpossible)."""
+    for wheel in deps.glob("pgrig-*.whl"):
+        wheel.unlink(missing_ok=True)
+
+
 @dataclass(frozen=True)
 class WheelBundle:
     tar: Path
@@ -212,6 +221,7 @@ def _pgrig_bundle(python: str) -> WheelBundle:
         pgrig_wheel = next(wheels.glob("pgrig-*.whl"))
         deps = bundles_dir() / f"deps-cp{xy.replace('.', '')}"
         deps.mkdir(exist_ok=True)
+        _forget_own_wheels(deps)
         target = ["--only-binary=:all:", "--python-version", xy, "-d", str(deps)]
         wanted = ["-c", str(constraints), str(pgrig_wheel), "pip"]
         try:  # the dependencies downloaded for an earlier build serve again, offline
@@ -230,6 +240,7 @@ def _pgrig_bundle(python: str) -> WheelBundle:
             xy,
             *wanted,
         )
+        _forget_own_wheels(deps)
         (wheels / "SOURCE_HASH").write_text(digest + "\n")
         _write_tar(dest, [(wheels, "wheels")])
     for old in bundles_dir().glob(f"pgrig-*-cp{xy.replace('.', '')}.tar"):
