@@ -108,10 +108,15 @@ def _check_room(env: Environment, request: DatasetRequest) -> None:
     free = shutil.disk_usage(env.datadir).free
     if scale * per > free:
         raise PgrigError(
-            f"{flag} {scale:g} needs about {size(int(scale * per))} (about "
+            f"{flag} {_as_given(scale)} needs about {size(int(scale * per))} (about "
             f"{size(per)} per {unit}, tables and keys); the file system of "
             f"{env.datadir} has {size(free)} free"
         )
+
+
+def _as_given(scale: float) -> str:
+    """A scale as the user typed it: 99999999, not the 1e+08 of :g (a float SF: 0.01)."""
+    return str(scale) if isinstance(scale, int) else f"{scale:g}"
 
 
 def _generate(

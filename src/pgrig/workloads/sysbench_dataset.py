@@ -239,11 +239,13 @@ def cleanup_defines(
             "db",
             "generate",
             env.name,
+            "--db",
+            "NAME",  # a placeholder shlex leaves as written, where the command always had it
             "--scenario",
             "sysbench",
             "--script",
             path,
-            rest="--db NAME [--define NAME=VALUE]",
+            rest="[--define NAME=VALUE]",
         )
     )
 
