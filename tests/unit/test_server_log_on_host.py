@@ -111,3 +111,17 @@ def test_a_host_that_cannot_be_asked_before_the_run_gives_no_log(
     env = Environment(name="lab", kind="remote", on="h1", host="10.9.0.11", port=5433)
     fake_host.down = True
     assert RunServerLog.open(env, tmp_path) is None  # the run then says it did not read it
+
+
+def test_a_size_that_is_not_ascii_digits_is_one_line_naming_the_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """str.isdigit took "²" as a size, and int() then raised a bare ValueError."""
+    from pgrig.errors import PgrigError
+    from pgrig.hosts import remote
+
+    host = Host(name="h1", user="root", address="10.9.0.11")
+    printed = ssh.Result(host="h1", argv=("stat",), rc=0, stdout="²\n", stderr="")
+    monkeypatch.setattr(ssh, "run", lambda *a, **k: printed)
+    with pytest.raises(PgrigError, match="host h1: stat of the server log printed '²'"):
+        remote.file_size(host, "/x", "the server log")

@@ -30,6 +30,7 @@ from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.hosts import ssh
 from pgrig.hosts.registry import Host
+from pgrig.request.values import ascii_digits
 
 REMOTE_PGRIG = "/opt/pgrig/venv/bin/pgrig"
 CLEANUP_S = 30.0  # how long a forwarded command interrupted here is given to clean up there
@@ -163,7 +164,7 @@ def file_size(host: Host, path: str, what: str) -> int:
     if r.rc != 0 and "No such file" in r.stderr:
         return 0
     size = r.check(f"stat of {what}").stdout.strip()
-    if not size.isdigit():
+    if not ascii_digits(size):  # str.isdigit says yes to "²", which int() then refuses
         raise PgrigError(f"host {host.name}: stat of {what} printed {size[:40]!r}")
     return int(size)
 
