@@ -193,6 +193,20 @@ def test_stream_and_signal(server: _Server) -> None:
     assert rc != 0
 
 
+def test_a_stream_ending_inside_a_line(server: _Server) -> None:
+    """A protocol's frames all end in a newline: a stream cut inside one (a killed session) is a
+    lost connection, not a frame to parse; a log's unfinished last line is still a line."""
+
+    async def go(whole: bool) -> list[str]:
+        async with ssh.open_session(server.host()) as s:
+            p = await s.start(["printf", '{"k":"os"}\\n{"k":"lo'])
+            return [line async for line in p.lines(whole=whole)]
+
+    assert asyncio.run(go(False)) == ['{"k":"os"}', '{"k":"lo']
+    with pytest.raises(ssh.ConnectionLost, match="ended inside a line, 8 characters into it"):
+        asyncio.run(go(True))
+
+
 def test_sftp_put_and_probe(server: _Server, tmp_path: Path) -> None:
     src = tmp_path / "file with space"
     src.write_text("payload")

@@ -235,12 +235,21 @@ class RemoteProcess:
                 while self._stderr_size > 65536 and len(self._stderr) > 1:
                     self._stderr_size -= len(self._stderr.pop(0))
 
-    async def lines(self) -> AsyncIterator[str]:
-        """stdout, one line at a time (without its newline), until the process closes it."""
+    async def lines(self, whole: bool = False) -> AsyncIterator[str]:
+        """stdout, one line at a time (without its newline), until the process closes it.
+
+        whole: every line the program writes ends with a newline (a protocol's frames), so a
+        stream that ends inside one was cut (a killed session), not finished: ConnectionLost,
+        never the torn piece (which a reader would take for a bad frame)."""
         try:
             async for line in self._proc.stdout:
                 if not line:
                     break  # end of the stream (an empty line still holds its newline)
+                if whole and not line.endswith("\n"):
+                    raise ConnectionLost(
+                        f"{_where(self._session.host)}: connection lost (the output ended "
+                        f"inside a line, {len(line)} characters into it)"
+                    )
                 yield line.rstrip("\n")
         except (asyncssh.ConnectionLost, asyncssh.DisconnectError, OSError) as e:
             raise ConnectionLost(f"{_where(self._session.host)}: connection lost ({e})") from e

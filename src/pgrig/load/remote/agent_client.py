@@ -78,7 +78,10 @@ class LocalTransport:
 
     def lines(self) -> Iterator[str | bytes]:
         assert self.proc.stdout is not None
-        return iter(self.proc.stdout.readline, b"")
+        for line in iter(self.proc.stdout.readline, b""):
+            if not line.endswith(b"\n"):  # the agent died inside a frame: not a bad frame
+                raise OSError(f"the agent's output ended inside a line, {len(line)} bytes into it")
+            yield line
 
     def close(self, timeout: float) -> int | None:
         with contextlib.suppress(OSError):

@@ -53,7 +53,7 @@ class SshTransport:
     async def _read(self) -> None:
         assert self._proc is not None
         try:
-            async for line in self._proc.lines():
+            async for line in self._proc.lines(whole=True):
                 self._lines.put(line)
         except ssh.HostError as e:
             self._failure = str(e)
