@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,42 @@ def test_a_setting_forced_under_a_run_is_an_event_of_the_run(
     later = servers.ok_run(lab, "-w", "pgbench:select-only", "-c", "1", "-T", "1")
     assert not later.extra.get("changed_under_run")
     assert all(w["code"] != "changed_under_run" for w in later.warnings())
+
+
+def test_a_setting_forced_under_a_tune_trial_prunes_it_and_its_undoing_is_said(
+    pg15: tuple[Path, str], pgrig_home: Path
+) -> None:
+    """Issue 43 (F3): a `--force` change under a tune's trial is an event of that trial's run,
+    the trial is pruned (not a measure of its settings), and the tune's putting back the
+    environment's own settings, which undoes the change, is said, not silent."""
+    lab = servers.pgbench_env("forcedtune")
+    space = pgrig_home / "space.toml"
+    space.write_text('[knobs.work_mem]\nlow = "1MB"\nhigh = "64MB"\n')
+    argv = ["pgrig", "tune", lab, "--workload", "pgbench:select-only", "--clients", "1"]
+    argv += ["--duration", "6s", "--trials", "2", "--confirm-repeats", "2"]
+    argv += ["--ablation-repeats", "0", "--space", str(space), "--name", "ft"]
+    tune = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    trial = None
+    while trial is None and time.time() < deadline:
+        runs = json.loads(pgrig("runs", "list", "--json", "--study", "ft").stdout)
+        trial = next(
+            (r for r in runs if r["status"] == "running" and "trial" in r["study_point"]), None
+        )
+        time.sleep(0.2)
+    assert trial is not None, "no trial ran"
+    forced = pgrig("env", "set", lab, "maintenance_work_mem=77MB", "--force")
+    assert "`pgrig tune ft` changes forcedtune's settings for its runs" in forced.stderr
+    assert servers.exit_code_within(tune, 240) == 0
+    _out, err = tune.communicate()
+    said = " ".join(err.split())
+    assert "was changed while running (settings maintenance_work_mem=77MB at " in said
+    assert (
+        "forcedtune: undone with its own settings: what was forced on it during the tune, "
+        "settings maintenance_work_mem=77MB (`pgrig env set --force`)"
+    ) in said
+    trials = json.loads(pgrig("study", "show", "ft", "--json").stdout)["trials"]
+    [pruned] = [t for t in trials if t["run_id"] == trial["id"]]
+    assert pruned["state"] == "pruned" and "changed while running" in pruned["reason"]
+    doc = json.loads(pgrig("runs", "show", str(trial["id"]), "--json").stdout)
+    assert doc["changed_under_run"][0]["change"] == "settings maintenance_work_mem=77MB"

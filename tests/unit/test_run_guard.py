@@ -363,6 +363,13 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
             "comes under, and that run's figures as not comparable as they are"
         ]
         env_lock.refuse_if_busy(env.dir, env.name, "env destroy", force=True)
+        # under a tune, a settings change lasts until it puts the environment's own back
+        held = {"pid": 1, "run_id": 42, "what": "run", "within": "tune t1"}
+        assert guard.forced_note("lab", held, "settings work_mem=8MB").endswith(
+            "; `pgrig tune t1` changes lab's settings for its runs and puts its own back at its "
+            "end, undoing this change"
+        )
+        assert "undoing" not in guard.forced_note("lab", held, "server restarted")
     finally:
         child.kill()
         child.wait()

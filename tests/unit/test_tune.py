@@ -192,6 +192,20 @@ def test_guardrails() -> None:
     assert not Guardrails(None).judge(make_record(tps=10.0)).pruned
 
 
+def test_a_trial_changed_under_its_run_is_pruned_not_counted() -> None:
+    """Issue 43 (F3): a run with `env set --force` under it measured two configurations."""
+    rec = make_record(tps=1000.0)
+    rec.id = 7
+    rec.extra["changed_under_run"] = [
+        {"after_s": 4.2, "command": "env set --force", "change": "settings work_mem=8MB"}
+    ]
+    judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
+    assert judged.pruned and judged.reason == (
+        "run 7 was changed while running (settings work_mem=8MB at 4.2 s): not a trial of its "
+        "settings alone, not comparable"
+    )
+
+
 def test_early_stop_needs_consecutive_slow_seconds() -> None:
     stop_if = Guardrails(baseline_p95_ms=10.0).early_stop(seconds=3)
     # a fast second starts the count again; a second without a figure changes nothing
@@ -318,6 +332,32 @@ def test_resume_refuses_another_question(archive: Archive) -> None:
     other = TuneRequest(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
     with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
         run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+
+
+def _forced_under(points: set[str]) -> Any:
+    def decorate(rec: Any, spec: RunRequest) -> None:
+        if spec.study_point in points:
+            rec.extra["changed_under_run"] = [
+                {"after_s": 1.0, "command": "env set --force", "change": "settings jit=off"}
+            ]
+
+    return decorate
+
+
+def test_a_trial_forced_under_is_pruned_and_a_changed_baseline_stops_the_tune(
+    archive: Archive,
+) -> None:
+    """Issue 43 (F3): the trial's own settings were not what it measured: it is no best."""
+    backend = TuneFake(running={"e1"}, decorate=_forced_under({"trial-000"}))
+    result = run_tune(_request(trials=3), archive=archive, backend=backend)  # type: ignore[arg-type]
+    trials = archive.get_study("t").extra["trials"]
+    assert trials[0]["state"] == "pruned"
+    assert "was changed while running (settings jit=off at 1 s)" in trials[0]["reason"]
+    assert result.best is not None and result.best["trial"] != 0
+    changed = TuneFake(running={"e1"}, decorate=_forced_under({"baseline"}))
+    with pytest.raises(PgrigError, match=r"the baseline run \d+ was changed while running"):
+        run_tune(_request(name="t2", trials=3), archive=archive, backend=changed)  # type: ignore[arg-type]
+    assert not [c for c in changed.calls if c[0] == "execute" and c[1] != "baseline"]
 
 
 def test_failed_trials_are_pruned_not_dropped(archive: Archive) -> None:

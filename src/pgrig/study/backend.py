@@ -12,6 +12,7 @@ killed study restores it on its next run.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from rich.markup import escape
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
+from pgrig.format import pgrig_command
 from pgrig.provision import study_layer
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
@@ -274,17 +276,40 @@ class ProvisionBackend:
         if current is not None and current.kind == "remote":  # its host's pgrig undoes runs
             return
         base = study_layer.original(env.name)
+        forced = self._forced_settings(env.name, current.dir if current is not None else None)
         if current is not None and base is not None:
             reset = [k for k in current.settings if k not in base]
             upd = {k: v for k, v in base.items() if current.settings.get(k) != v}
             if upd or reset:
                 env_settings.set_settings(env.name, upd, reset=reset)
         study_layer.forget(env.name)
+        if forced and base is not None:
+            said = "; ".join(f"{f['change']} (`pgrig {f['command']}`)" for f in forced)
+            what = "tune" if self.kind == "tune" else "study"
+            self.console.print(
+                f"  [yellow]{escape(env.name)}: undone with its own settings[/yellow]: what "
+                f"was forced on it during the {what}, {escape(said)}; set it again with "
+                f"`{escape(pgrig_command('env', 'set', env.name, rest='...'))}` if it is to stay",
+                highlight=False,
+                soft_wrap=True,
+            )
         current = _load(env.name)  # as put back: the journal's undo rewrites pgrig.conf from it
         if current is not None:
             held = env_lock.held_here(current.dir)
             for line in run_journal.recover(current, holding_lock=held):
                 self.console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
+
+    def _forced_settings(self, env_name: str, env_dir: Path | None) -> list[dict[str, Any]]:
+        """The settings changes forced on the environment (`env set ... --force`) while this
+        study held it (provision/state/env_lock.py note_forced): putting its own settings
+        back undoes them, which restore() says."""
+        from pgrig.provision.state import env_lock
+
+        lock = self._holds.get(env_name)
+        if lock is None or env_dir is None:
+            return []
+        found = env_lock.forced_between(env_dir, lock.since, time.time())
+        return [f for f in found if str(f.get("change", "")).startswith(("settings ", "reset "))]
 
     # --- data ----------------------------------------------------------------------------------
     def prepare_dataset(self, env: EnvSpec, dataset: DatasetSpec, force: bool) -> bool:

@@ -6,6 +6,8 @@ so a disastrous configuration does not cost a whole trial. A single slow second 
 a cold cache after a restart) does not stop it; the whole run's p95 is judged at the end.
 
 The baseline is the environment's own configuration, measured once before the first trial.
+A trial whose run had its environment changed under it (`env set ... --force` while it ran:
+its `changed_under_run` events) measured two configurations, not its own: it is pruned too.
 A pruned trial stays in the archive (its run keeps its status and gets a `tune_pruned`
 warning) and in the Optuna study (state PRUNED, with the reason): it is never dropped, and the
 sampler learns to avoid its region.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pgrig.analysis.compare import changed_under_run
 from pgrig.archive.records import RunRecord
 
 P95_FACTOR = 2.0
@@ -60,6 +63,12 @@ class Guardrails:
     def judge(self, rec: RunRecord) -> Judgement:
         if rec.status != "ok":
             return Judgement(True, f"run {rec.id} {rec.status}: {rec.error or 'no reason given'}")
+        if changed := changed_under_run(rec):
+            return Judgement(
+                True,
+                f"run {rec.id} was changed while running ({'; '.join(changed)}): not a trial "
+                "of its settings alone, not comparable",
+            )
         limit, p95 = self.p95_limit_ms, rec.latency.p95
         if limit is not None and p95 is not None and p95 > limit:
             return Judgement(

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pgrig import interrupts, paths
+from pgrig.analysis.compare import changed_under_run
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
@@ -391,7 +392,8 @@ class _Tuner:
         runs = [
             r for r in self.archive.study_runs(self.req.name) if r.study_point == BASELINE_POINT
         ]
-        ok = [r for r in runs if r.status == "ok"]
+        # a baseline changed under it (env set --force) measured no one configuration
+        ok = [r for r in runs if r.status == "ok" and not changed_under_run(r)]
         if not ok:
             self.console.print("baseline: the environment's own settings", highlight=False)
             self.backend.apply_settings(self.env, {})
@@ -401,6 +403,12 @@ class _Tuner:
                 raise PgrigError(
                     f"the baseline run {rec.id} {rec.status}: {rec.error or ''}; fix it with "
                     f"`{pgrig_command('run', self.env.name, rest='...')}` before tuning"
+                )
+            if changed := changed_under_run(rec):
+                raise PgrigError(
+                    f"the baseline run {rec.id} was changed while running ({'; '.join(changed)})"
+                    f": not a measure of {self.env.name}'s own settings; resume the study "
+                    f"(--resume) without changing {self.env.name} under it"
                 )
             ok = [rec]
         self.baseline_run = ok[-1].id

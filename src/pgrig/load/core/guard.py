@@ -61,7 +61,7 @@ def exclusive(
     if force:
         held = env_lock.note_forced(env.dir, f"{what} --force", change or what)
         if held is not None:
-            note(forced_note(env.name, held))
+            note(forced_note(env.name, held, change))
         yield env
         return
     lock = EnvLock(env.dir, env.name).acquire(what, hint=" (or add --force)")
@@ -73,18 +73,26 @@ def exclusive(
         lock.release()
 
 
-def forced_note(env_name: str, held: dict[str, object]) -> str:
-    """What a forced command tells its user about the run it changes under."""
+def forced_note(env_name: str, held: dict[str, object], change: str = "") -> str:
+    """What a forced command tells its user about the run it changes under; under a tune or
+    a study, that a settings change lasts only until it puts the environment's own back."""
     if held.get("run_id") is not None:
         run = f"run {held['run_id']} on {env_name} is in progress"
     elif held.get("what") not in (None, "run"):
         run = f"`pgrig {held['what']}` holds {env_name}"
     else:
         run = f"a run on {env_name} is starting"
-    return (
+    said = (
         f"{run}: this change is recorded as an event of the run it comes under, and that "
         "run's figures as not comparable as they are"
     )
+    within = str(held.get("within") or held.get("what") or "")
+    if change.startswith(("settings ", "reset ")) and within.startswith(("tune ", "study run")):
+        said += (
+            f"; `pgrig {within}` changes {env_name}'s settings for its runs and puts its own "
+            "back at its end, undoing this change"
+        )
+    return said
 
 
 def _recovered(name: str, note: Callable[[str], None]) -> Environment:
