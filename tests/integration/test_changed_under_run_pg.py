@@ -92,3 +92,24 @@ def test_a_setting_forced_under_a_tune_trial_prunes_it_and_its_undoing_is_said(
     assert pruned["state"] == "pruned" and "changed while running" in pruned["reason"]
     doc = json.loads(pgrig("runs", "show", str(trial["id"]), "--json").stdout)
     assert doc["changed_under_run"][0]["change"] == "settings maintenance_work_mem=77MB"
+
+
+def test_a_run_failed_by_a_forced_restart_says_the_restart_first(
+    pg15: tuple[Path, str], pgrig_home: Path
+) -> None:
+    """Issue 43 (F4): the restart cut the run's clients; its reason leads with the restart,
+    not with the symptom ("terminating connection due to administrator command")."""
+    lab = servers.pgbench_env("forcedrestart")
+    argv = ["pgrig", "run", lab, "-w", "pgbench:select-only", "-c", "1", "-T", "30", "--json"]
+    run = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    servers.wait_for_measuring(run)
+    pgrig("env", "restart", lab, "--force")
+    assert servers.exit_code_within(run, 120) != 0
+    out, err = run.communicate()
+    doc = json.loads(out)
+    assert doc["status"] == "failed"
+    assert doc["error"].startswith(
+        "changed under it with --force: `pgrig env restart --force` (server restarted) "
+    )
+    assert "; then pgbench" in doc["error"]
+    assert f"run {doc['id']} failed: changed under it with --force" in " ".join(err.split())

@@ -393,6 +393,25 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
         "after its load, while it was being recorded, `pgrig env set --force`"
         in (late.warnings()[0]["message"])
     )
+    # a run that failed after a change forced during its load failed of it: its reason
+    # leads with the change, the symptom after (issue 43, F4); asked again, said once
+    symptom = "pgbench: FATAL:  terminating connection due to administrator command"
+    failed = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="failed")
+    failed.started_at, failed.ended_at = now - timedelta(seconds=30), now + timedelta(seconds=1)
+    failed.error = symptom
+    run_steps.forced_changes(failed)
+    run_steps.forced_changes(failed)
+    assert failed.error.startswith(
+        "changed under it with --force: `pgrig env set --force` (disk limit set to riops=500) "
+    )
+    assert failed.error.endswith(f"; then {symptom}") and failed.error.count("then") == 1
+    # ... but not one whose load had ended before the change came
+    late_fail = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="failed")
+    late_fail.started_at = now - timedelta(seconds=30)
+    late_fail.ended_at = now - timedelta(seconds=25)
+    late_fail.error = symptom
+    run_steps.forced_changes(late_fail)
+    assert late_fail.error == symptom
     # a run that began after the change has no such event
     after = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok")
     after.started_at = now + timedelta(seconds=5)

@@ -246,6 +246,25 @@ def forced_changes(rec: RunRecord, since: float | None = None) -> None:
         "configurations before and after, and its recorded settings and disk limit are those "
         "at its start; not comparable as it is: repeat it without changes under it",
     )
+    _cause_first(rec, events, ran_s)
+
+
+FORCED_CAUSE = "changed under it with --force"  # how a failed run's reason starts then
+
+
+def _cause_first(rec: RunRecord, events: Sequence[ForcedChange], ran_s: float | None) -> None:
+    """A run that failed after a change was forced under it during its load (a restart cuts
+    its clients: "terminating connection due to administrator command", a sysbench SIGSEGV)
+    failed of that change: its reason leads with it, the symptom after."""
+    if rec.status != "failed" or not rec.error or rec.error.startswith(FORCED_CAUSE):
+        return
+    during = [e for e in events if ran_s is None or e["after_s"] <= ran_s]
+    if not during:
+        return
+    cause = "; ".join(
+        f"`pgrig {e['command']}` ({e['change']}) {_when(e['after_s'], ran_s)}" for e in during
+    )
+    rec.error = f"{FORCED_CAUSE}: {cause}; then {rec.error}"[:2000]
 
 
 def _when(after_s: float, ran_s: float | None) -> str:
