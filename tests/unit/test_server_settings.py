@@ -155,15 +155,22 @@ def test_a_failed_restart_puts_the_file_and_the_server_back(
     # stopped for the restart, refused at start, started again with the previous file
     assert server.events == ["stop", "start"] and server.running
     assert server.runs_with == runs_with
+    # the error says the restarts it cost, not only that the settings are back (issue 43, F5)
+    assert failed.value.restarted
+    assert (
+        "; the server was stopped to take the change and did not start with it, then was "
+        "started again (its connections were cut, its cache emptied); previous settings restored"
+    ) in str(failed.value)
 
 
 def test_a_refused_reload_is_reloaded_back(env: Environment, server: FakeServer) -> None:
     before = _conf(env)
     server.refused = {"work_mem": "x"}
-    with pytest.raises(server_settings.NotApplied):
+    with pytest.raises(server_settings.NotApplied) as failed:
         server_settings.change_layers(env, _set(work_mem="x"))
     assert _conf(env) == before and server.events == ["reload"] and server.running
     assert server.runs_with["work_mem"] == "4MB"
+    assert not failed.value.restarted and "stopped" not in str(failed.value)
 
 
 def test_a_rollback_that_fails_says_both(

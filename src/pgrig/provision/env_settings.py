@@ -51,7 +51,7 @@ def set_settings(
     try:
         applied = server_settings.change_layers(env, mutate)
     except server_settings.NotApplied as e:
-        raise PgrigError(f"{e.reason}; nothing changed, previous settings restored") from None
+        raise PgrigError(e.said("settings unchanged, previous settings restored")) from None
     action, changed = applied.action, applied.changed
     if not changed:
         return "none", []

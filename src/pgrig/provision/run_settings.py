@@ -41,5 +41,5 @@ def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callabl
             cleared=lambda: run_journal.done(env, run_journal.CONF),
         )
     except server_settings.NotApplied as e:
-        msg = f"run settings not applied: {e.reason}; previous settings restored"
+        msg = "run settings not applied: " + e.said("previous settings restored")
         raise PgrigError(msg) from None

@@ -249,7 +249,7 @@ def set_sync(env: Environment, mode: str) -> str:
     try:
         return server_settings.change_layers(env, switch).action
     except server_settings.NotApplied as e:
-        raise PgrigError(f"{e.reason}; sync mode stays {old}") from None
+        raise PgrigError(e.said(f"sync mode stays {old}")) from None
 
 
 # --- state -------------------------------------------------------------------------------------

@@ -40,11 +40,24 @@ class Applied:
 
 class NotApplied(PgrigError):
     """The server refused a change; the previous settings are back (`reason`: why it refused,
-    for callers that say it in their own words)."""
+    for callers that say it in their own words, with `said`). `restarted`: the server had been
+    stopped to take the change, did not start with it, and was started again with the previous
+    settings: the settings are as before, the server is not (sessions cut, cache emptied), and
+    an error exit must not hide that."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"{reason}; previous settings restored")
-        self.reason = reason
+    def __init__(self, reason: str, restarted: bool = False) -> None:
+        self.reason, self.restarted = reason, restarted
+        super().__init__(self.said("previous settings restored"))
+
+    def said(self, outcome: str) -> str:
+        """The reason, what the server went through, then the caller's `outcome`."""
+        restarts = (
+            "the server was stopped to take the change and did not start with it, then was "
+            "started again (its connections were cut, its cache emptied); "
+            if self.restarted
+            else ""
+        )
+        return f"{self.reason}; {restarts}{outcome}"
 
 
 def take(env: Environment, changed: list[str]) -> str:
@@ -84,8 +97,8 @@ def change_layers(
             config.write_conf(env)
             env.save()
 
-        _roll_back(env, put_back, e)
-        raise NotApplied(str(e)) from None
+        restarted = _roll_back(env, put_back, e)
+        raise NotApplied(str(e), restarted) from None
 
 
 def reapply(env: Environment, changed: list[str], run: Mapping[str, str] | None = None) -> str:
@@ -150,10 +163,10 @@ def set_run_layer(
     try:
         layer.action = take(env, changed)
     except PgrigError as e:
-        _roll_back(env, lambda: _drop_run_layer(env, write_conf=True), e)
+        restarted = _roll_back(env, lambda: _drop_run_layer(env, write_conf=True), e)
         layer.restored = True
         cleared()
-        raise NotApplied(str(e)) from None
+        raise NotApplied(str(e), restarted) from None
     return layer
 
 
@@ -181,16 +194,17 @@ def _drop_run_layer(env: Environment, *, write_conf: bool) -> None:
 # --- rollback ---------------------------------------------------------------------------------
 
 
-def _roll_back(env: Environment, put_back: Callable[[], None], failure: PgrigError) -> None:
+def _roll_back(env: Environment, put_back: Callable[[], None], failure: PgrigError) -> bool:
     """The previous layers and pgrig.conf back (`put_back`), then the server brought to them:
-    started when the failure left it stopped, else reloaded. A rollback that fails too is said
-    with the failure that caused it."""
+    started when the failure left it stopped (True: a restart that failed, and a start), else
+    reloaded (False). A rollback that fails too is said with the failure that caused it."""
     try:
         put_back()
         if not postmaster.is_running(env):
             postmaster.start(env)
-        else:
-            postmaster.reload(env)
+            return True
+        postmaster.reload(env)
+        return False
     except (PgrigError, OSError) as e:
         raise PgrigError(f"{failure}; the previous settings could not be restored: {e}") from None
 
