@@ -238,6 +238,7 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     from pgrig.insights import collector
     from pgrig.provision import run_journal
     from pgrig.provision.state.environment import Environment
+    from pgrig.request.tune import TuneRequest
     from pgrig.tune import request as tune_request
     from pgrig.tune import runner
 
@@ -246,10 +247,12 @@ def test_a_signal_in_tunes_confirmation_ends_its_run_aborted_and_undone(
     out = io.StringIO()
     console = Console(file=out, width=200)
     req = tune_request.build(
-        env_name=lab, preset=None, workload=["pgbench:select-only"], scale=None, trials=1,
-        budget=None, objective_name="tps", space_arg=str(space), allow_unsafe=True,
-        duration="3s", warmup="0", clients=1, threads=1, confirm_repeats=2,
-        ablation_repeats=0, ablation_units=1, study_name="tune-sigterm", db=None, seed=0,
+        TuneRequest(
+            env_name=lab, preset=None, workload=["pgbench:select-only"], scale=None, trials=1,
+            budget=None, objective="tps", space=str(space), allow_unsafe=True,
+            duration="3s", warmup="0", clients=1, threads=1, confirm_repeats=2,
+            ablation_repeats=0, ablation_units=1, name="tune-sigterm", database=None, seed=0,
+        )
     )  # fmt: skip
     tune_cli.print_space_notes(console, req.space.notes)  # as `pgrig tune` shows them
     assert "space: --allow-unsafe: the space file has no durability knob" in out.getvalue()

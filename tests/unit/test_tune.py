@@ -17,7 +17,7 @@ from pgrig.request import RunRequest
 from pgrig.tune import confirm, space
 from pgrig.tune.guardrails import Guardrails
 from pgrig.tune.objective import objective
-from pgrig.tune.runner import TuneInterrupted, TuneRequest, restore_leftovers, run_tune
+from pgrig.tune.runner import TuneInterrupted, TunePlan, restore_leftovers, run_tune
 
 GIB = 1024**3
 
@@ -236,9 +236,9 @@ def _space() -> space.Space:
     )
 
 
-def _request(name: str = "t", trials: int = 6, repeats: int = 2) -> TuneRequest:
+def _request(name: str = "t", trials: int = 6, repeats: int = 2) -> TunePlan:
     load = RunRequest(env_name="e1", workload="pgbench:tpcb", clients=8, duration_s=20.0)
-    return TuneRequest(
+    return TunePlan(
         name=name,
         load=load,
         objective=objective("tps", "pgbench:tpcb"),
@@ -329,7 +329,7 @@ def test_resume_after_the_confirmation_keeps_the_best(archive: Archive) -> None:
 def test_resume_refuses_another_question(archive: Archive) -> None:
     run_tune(_request(trials=1, repeats=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     other = _request(trials=1)
-    other = TuneRequest(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
+    other = TunePlan(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
     with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
         run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
 

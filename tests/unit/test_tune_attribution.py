@@ -19,7 +19,7 @@ from pgrig.errors import PgrigError
 from pgrig.request import RunRequest
 from pgrig.tune import ablation, confirm, presets, space
 from pgrig.tune.objective import objective
-from pgrig.tune.runner import TuneRequest, run_tune
+from pgrig.tune.runner import TunePlan, run_tune
 
 GIB = 1024**3
 
@@ -181,9 +181,9 @@ def _space() -> space.Space:
     )
 
 
-def _request(repeats: int = 6, ablate: int = 0, warm: dict[str, Any] | None = None) -> TuneRequest:
+def _request(repeats: int = 6, ablate: int = 0, warm: dict[str, Any] | None = None) -> TunePlan:
     load = RunRequest(env_name="e1", workload="pgbench:tpcb", clients=8, duration_s=20.0)
-    return TuneRequest(
+    return TunePlan(
         name="t",
         load=load,
         objective=objective("tps", "pgbench:tpcb"),

@@ -1,5 +1,5 @@
-"""tune/request.py `build`, called without the CLI: each bad flag is one line naming it, said
-before any environment is looked at."""
+"""The tuning request (request/tune.py) and tune/request.py `build`, called without the CLI:
+each bad flag is one line naming it, said before any environment is looked at."""
 
 from __future__ import annotations
 
@@ -9,17 +9,24 @@ from typing import Any
 import pytest
 
 from pgrig.errors import PgrigError
+from pgrig.request import from_flags
+from pgrig.request.tune import TuneRequest
 from pgrig.tune import request as tune_request
 
 
 def _asked(**changed: Any) -> dict[str, Any]:
     base: dict[str, Any] = dict(
         env_name="nowhere", preset=None, workload=["pgbench:select-only"], scale=None, trials=2,
-        budget=None, objective_name="tps", space_arg="default", allow_unsafe=False,
+        budget=None, objective="tps", space="default", allow_unsafe=False,
         duration="3s", warmup="0", clients=1, threads=1, confirm_repeats=2, ablation_repeats=0,
-        ablation_units=1, study_name="t", db=None, seed=0,
+        ablation_units=1, name="t", database=None, seed=0,
     )  # fmt: skip
     return {**base, **changed}
+
+
+def _build(**asked: Any) -> Any:
+    """As `pgrig tune` does: the request from its flags, then resolved."""
+    return tune_request.build(from_flags(TuneRequest, **asked))
 
 
 @pytest.mark.parametrize(
@@ -38,12 +45,12 @@ def test_bad_flags_are_refused_first(
     changed: dict[str, Any], message: str, pgrig_home: Path
 ) -> None:
     with pytest.raises(PgrigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        tune_request.build(**_asked(**changed))
+        _build(**_asked(**changed))
 
 
 def test_an_unknown_environment_is_named(pgrig_home: Path) -> None:
     with pytest.raises(PgrigError, match="nowhere"):
-        tune_request.build(**_asked())
+        _build(**_asked())
 
 
 def test_a_profile_from_a_tuning_study(pgrig_home: Path) -> None:
@@ -90,11 +97,11 @@ def test_durations_and_budgets_out_of_range_are_refused_with_the_range(
     changed: dict[str, Any], message: str, pgrig_home: Path
 ) -> None:
     with pytest.raises(PgrigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        tune_request.build(**_asked(**changed))
+        _build(**_asked(**changed))
 
 
 def test_a_budget_in_range_reaches_the_environment(pgrig_home: Path) -> None:
     with pytest.raises(PgrigError, match="nowhere"):
-        tune_request.build(**_asked(budget="6s"))
+        _build(**_asked(budget="6s"))
     with pytest.raises(PgrigError, match="nowhere"):
-        tune_request.build(**_asked(budget="720h", duration="24h"))
+        _build(**_asked(budget="720h", duration="24h"))

@@ -173,29 +173,23 @@ def register(app: typer.Typer) -> None:
         # a flag left at its default does not override the preset's value
         given = {k: (v if _given(ctx, k) else None) for k, v in values.items()}
         opts = presets.resolve(preset, given, values)
+        from pgrig.request import from_flags
+        from pgrig.request.tune import TuneRequest
         from pgrig.tune import request as tune_request
 
-        req = tune_request.build(
+        asked = from_flags(
+            TuneRequest,
             env_name=env,
             preset=preset,
-            workload=opts["workload"],
-            scale=opts["scale"],
-            trials=opts["trials"],
             budget=budget,
-            objective_name=objective,
-            space_arg=opts["space"],
+            objective=objective,
             allow_unsafe=allow_unsafe,
-            duration=opts["duration"],
-            warmup=opts["warmup"],
-            clients=opts["clients"],
-            threads=opts["threads"],
-            confirm_repeats=opts["confirm_repeats"],
-            ablation_repeats=opts["ablation_repeats"],
-            ablation_units=opts["ablation_units"],
-            study_name=study_name,
-            db=db,
+            name=study_name,
+            database=db,
             seed=seed,
+            **{k: opts[k] for k in values},
         )
+        req = tune_request.build(asked)
         print_space_notes(console, req.space.notes)
         store = Archive(archive)
         try:

@@ -1,13 +1,15 @@
-"""The tuning study a user asks for (`pgrig tune ENV ...`): its flags checked and turned into
-a TuneRequest, callable without the CLI."""
+"""The tuning study a user asks for (`pgrig tune ENV ...`, a request.TuneRequest whose flags
+are checked alone) resolved against its environment into the TunePlan the runner follows,
+callable without the CLI."""
 
 from __future__ import annotations
 
 from pgrig.errors import PgrigError
+from pgrig.request.tune import TuneRequest
 from pgrig.tune import confirm, presets
 from pgrig.tune import space as sp
 from pgrig.tune.objective import objective
-from pgrig.tune.runner import TuneRequest
+from pgrig.tune.runner import TunePlan
 
 # One run of a study (the baseline, a trial, a confirmation repeat) lasts at most a day, and
 # a search's budget at most 30 days: past these a study is a typo ("100000h"), not a plan.
@@ -15,93 +17,61 @@ MAX_RUN_S = 24 * 3600.0
 MAX_BUDGET_S = 30 * 86400.0
 
 
-def build(
-    *,
-    env_name: str,
-    preset: str | None,
-    workload: list[str] | None,
-    scale: int | None,
-    trials: int,
-    budget: str | None,
-    objective_name: str,
-    space_arg: str,
-    allow_unsafe: bool,
-    duration: str,
-    warmup: str,
-    clients: int,
-    threads: int,
-    confirm_repeats: int,
-    ablation_repeats: int,
-    ablation_units: int,
-    study_name: str,
-    db: str | None,
-    seed: int,
-) -> TuneRequest:
-    """The tuning study asked, every flag checked against the environment (managed, its
-    server's settings catalogue, a preset's disk limit) before anything runs; what the knob
-    space left out and why is in its notes."""
+def build(asked: TuneRequest) -> TunePlan:
+    """The tuning study asked, resolved against the environment (managed, its server's
+    settings catalogue, a preset's disk limit) before anything runs; what the knob space left
+    out and why is in its notes. The flags were checked alone when `asked` was made."""
     from pgrig.provision import cluster
+    from pgrig.provision.state.environment import require_managed
     from pgrig.request import RunRequest, from_flags
     from pgrig.study.spec import DatasetSpec
     from pgrig.workloads import specs
 
-    if not workload:
-        raise PgrigError("--workload is required (e.g. --workload pgbench:tpcb)")
-    if trials < 1:
-        raise PgrigError(f"--trials must be at least 1 (got {trials})")
-    if ablation_repeats < 0:
-        raise PgrigError(f"--ablation-repeats must be 0 (none) or more (got {ablation_repeats})")
-    if ablation_units < 1:
-        raise PgrigError(f"--ablation-units must be at least 1 (got {ablation_units})")
-    if scale is not None and scale < 1:
-        raise PgrigError(f"--scale must be at least 1 (got {scale})")
-    if confirm_repeats < 2:
-        raise PgrigError(
-            f"--confirm-repeats must be at least 2 (got {confirm_repeats}): a verdict needs "
-            "repeats on each side"
-        )
     load = from_flags(
         RunRequest,
-        env_name=env_name,
-        workload=specs.workload_label(workload),
-        database=db,
-        clients=clients,
-        threads=threads,
-        duration_s=duration,
-        warmup_s=warmup,
+        env_name=asked.env_name,
+        workload=specs.workload_label(asked.workload),
+        database=asked.database,
+        clients=asked.clients,
+        threads=asked.threads,
+        duration_s=asked.duration,
+        warmup_s=asked.warmup,
     )
-    budget_s = _budget(budget, _run_seconds(load.duration_s or 0.0, load.warmup_s, duration))
-    obj = objective(objective_name, load.workload)
-    env = cluster.get_environment(env_name)
-    if not env.managed:
-        raise PgrigError(
-            f"{env_name} is an external server: tuning changes settings and restarts the "
-            "server, so it needs a managed environment"
+    run_s = _run_seconds(load.duration_s or 0.0, load.warmup_s, asked.duration)
+    budget_s = _budget(asked.budget, run_s)
+    obj = objective(asked.objective, load.workload)
+    env = cluster.get_environment(asked.env_name)
+    require_managed(env, "tune it (tuning changes its settings and restarts it)")
+    if asked.preset is not None:
+        presets.check_disk_limit(
+            presets.get(asked.preset), asked.env_name, getattr(env, "disk_limit", None)
         )
-    if preset is not None:
-        presets.check_disk_limit(presets.get(preset), env_name, getattr(env, "disk_limit", None))
     dataset = None
-    if scale is not None:
+    if asked.scale is not None:
         if not load.workload.startswith("pgbench:") and "pgbench:" not in load.workload:
             raise PgrigError("--scale generates pgbench data: use it with a pgbench workload")
-        dataset = DatasetSpec(scenario="pgbench", database=db, scale=scale)
+        dataset = DatasetSpec(scenario="pgbench", database=asked.database, scale=asked.scale)
     space = sp.for_server(
-        env.bindir or "", env.version or "", space_arg, allow_unsafe, disk_path=env.datadir
+        env.bindir or "",
+        env.version or "",
+        asked.space,
+        asked.allow_unsafe,
+        disk_path=env.datadir,
     )
     pgtune, _notes = cluster.resolve_profile(confirm.PGTUNE_PROFILE, env.major or 0, env.bindir)
-    return TuneRequest(
-        name=study_name,
+    return TunePlan(
+        name=asked.name,
         load=load,
         objective=obj,
         space=space,
-        trials=trials,
+        trials=asked.trials,
         budget_s=budget_s,
-        confirm_repeats=confirm_repeats,
-        allow_unsafe=allow_unsafe,
+        confirm_repeats=asked.confirm_repeats,
+        allow_unsafe=asked.allow_unsafe,
         pgtune_settings=pgtune,
-        seed=seed,
-        ablation_repeats=ablation_repeats,
-        ablation_max_units=ablation_units,
+        seed=asked.seed,
+        ablation_repeats=asked.ablation_repeats,
+        ablation_max_units=asked.ablation_units,
         warm_start=sp.warm_start(space, pgtune),
         dataset=dataset,
     )

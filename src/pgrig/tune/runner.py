@@ -54,7 +54,11 @@ BASELINE_POINT = "baseline"
 
 
 @dataclass(frozen=True)
-class TuneRequest:
+class TunePlan:
+    """A tuning study to run: the request (request.TuneRequest) resolved against its
+    environment by tune/request.py (the load as a run request, the space checked against the
+    server, pgtune-oltp's settings)."""
+
     name: str
     load: RunRequest  # the run of every trial (env, workload, clients, duration, ...)
     objective: Objective
@@ -175,7 +179,7 @@ class TuneBackend(ProvisionBackend):
 
 
 def run_tune(
-    req: TuneRequest,
+    req: TunePlan,
     *,
     archive: RunStore,
     resume: bool = False,
@@ -197,7 +201,7 @@ def run_tune(
 
 
 def _run_held(
-    req: TuneRequest,
+    req: TunePlan,
     archive: RunStore,
     resume: bool,
     backend: Backend,
@@ -220,7 +224,7 @@ def _run_held(
 
 
 def _tune(
-    req: TuneRequest,
+    req: TunePlan,
     archive: RunStore,
     backend: Backend,
     console: Console,
@@ -322,7 +326,7 @@ def _close(backend: Backend, env: EnvSpec, started: bool, console: Console) -> N
         )
 
 
-def _open_study(req: TuneRequest, archive: RunStore, resume: bool) -> bool:
+def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
     """Create the study (True), or reopen it with `resume` (False)."""
     try:
         existing = archive.get_study(req.name)
@@ -350,7 +354,7 @@ class _Tuner:
 
     def __init__(
         self,
-        req: TuneRequest,
+        req: TunePlan,
         archive: RunStore,
         backend: Backend,
         console: Console,

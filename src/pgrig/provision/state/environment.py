@@ -371,6 +371,31 @@ def check_new_name(name: str) -> None:
         )
 
 
+class NotManaged(PgrigError):
+    """Something pgrig does only to a server it runs here, asked of one it does not run."""
+
+
+def managed_problem(env: Environment, what: str) -> str | None:
+    """Why pgrig cannot `what` ("start it", "tune it ...") on `env`: None when pgrig runs its
+    server here (a managed environment). The one wording of this refusal, wherever it is made:
+    `environment 'ext' is external: pgrig cannot start it (that needs a managed environment,
+    one pgrig runs on this machine)`."""
+    if env.managed:
+        return None
+    kind = f"on host {env.on}" if env.kind == "remote" and env.on else env.kind
+    return (
+        f"environment {env.name!r} is {kind}: pgrig cannot {what} (that needs a managed "
+        "environment, one pgrig runs on this machine)"
+    )
+
+
+def require_managed(env: Environment, what: str) -> None:
+    """Refuse `what` on an environment whose server pgrig does not run here (managed_problem)."""
+    problem = managed_problem(env, what)
+    if problem is not None:
+        raise NotManaged(problem)
+
+
 def mask_dsn(dsn: str) -> str:
     """Replace any password in a URL or key=value DSN with ***."""
     dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)

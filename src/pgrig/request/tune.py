@@ -1,0 +1,79 @@
+"""The tuning request: what `pgrig tune ENV ...` asks for, its flags checked once.
+
+Like the run request, a frozen pydantic model whose problems name the flag
+(`--trials must be at least 1 (got 0)`, problems.from_flags). The fields are checked in the
+order they are declared, so the first wrong flag is the one said. What needs the environment
+(its server's knob space, a preset's disk limit) and the run's length (--budget against
+--duration + --warmup) is checked when tune/request.py resolves the request.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator
+
+from pgrig.request.fields import STRICT, flag_field
+from pgrig.request.problems import Refusal
+
+__all__ = ["TuneRequest"]
+
+
+def _none_is_empty(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _workload_given(value: list[str]) -> list[str]:
+    if not value:
+        raise Refusal("is required (e.g. --workload pgbench:tpcb)")
+    return value
+
+
+def _at_least(low: int, why: str = "") -> AfterValidator:
+    def check(value: int) -> int:
+        if value < low:
+            raise Refusal(f"must be at least {low} (got {value}){why}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _none_or_more(value: int) -> int:
+    if value < 0:
+        raise Refusal(f"must be 0 (none) or more (got {value})")
+    return value
+
+
+class TuneRequest(BaseModel):
+    """A tuning study as asked: the environment, the load of every run, the search, the
+    confirmation and the ablation after it."""
+
+    model_config = STRICT
+
+    env_name: str = flag_field("ENV")
+    workload: Annotated[
+        list[str], BeforeValidator(_none_is_empty), AfterValidator(_workload_given)
+    ] = flag_field("--workload", default_factory=list)
+    trials: Annotated[int, _at_least(1)] = flag_field("--trials", default=20)
+    ablation_repeats: Annotated[int, AfterValidator(_none_or_more)] = flag_field(
+        "--ablation-repeats", default=5
+    )
+    ablation_units: Annotated[int, _at_least(1)] = flag_field("--ablation-units", default=6)
+    scale: Annotated[int, _at_least(1)] | None = flag_field("--scale", default=None)
+    confirm_repeats: Annotated[int, _at_least(2, ": a verdict needs repeats on each side")] = (
+        flag_field("--confirm-repeats", default=4)
+    )
+    preset: str | None = flag_field("--preset", default=None)
+    # the search's time budget ("30m"): checked against one run's length when resolved
+    budget: str | None = flag_field("--budget", default=None)
+    objective: str = flag_field("--objective", default="tps")
+    space: str = flag_field("--space", default="default")  # a space's name or a TOML file
+    allow_unsafe: bool = flag_field("--allow-unsafe", default=False)
+    # each run's load, checked as a run request's (tune/request.py)
+    duration: str = flag_field("--duration", default="20s")
+    warmup: str = flag_field("--warmup", default="0")
+    clients: int = flag_field("--clients", default=1)
+    threads: int = flag_field("--threads", default=1)
+    name: str = flag_field("--name")  # the study's name (the CLI's default: tune-ENV)
+    database: str | None = flag_field("--db", default=None)
+    seed: int = flag_field("--seed", default=0)
