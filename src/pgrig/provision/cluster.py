@@ -42,6 +42,7 @@ from pgrig.provision.state.environment import (
     check_name,
     check_new_name,
     incomplete_message,
+    require_managed,
 )
 from pgrig.provision.system import osuser
 from pgrig.request import disk_limit as disk_limits
@@ -459,7 +460,7 @@ def start_environment(name: str) -> tuple[Environment, bool, list[str]]:
     """Start what of `name` is down: (env, whether the primary was started, the replicas
     started), so the caller says what it started, not "already running" over started
     replicas."""
-    env = managed(name, "start")
+    env = managed(name, "start it")
     if postmaster.is_running(env):
         started_replicas = replicas.start_all(env)
         _start_pooler(env)
@@ -478,7 +479,7 @@ def _start_pooler(env: Environment) -> None:
 
 
 def stop_environment(name: str) -> tuple[Environment, bool]:
-    env = managed(name, "stop")
+    env = managed(name, "stop it")
     _stop_pooler(env)
     replicas.stop_all(env)
     return env, postmaster.stop(env)
@@ -492,7 +493,7 @@ def _stop_pooler(env: Environment) -> None:
 
 
 def restart_environment(name: str) -> Environment:
-    env = managed(name, "restart")
+    env = managed(name, "restart it")
     replicas.stop_all(env)
     postmaster.stop(env)
     server_settings.clear_run_layer(env)
@@ -502,8 +503,7 @@ def restart_environment(name: str) -> Environment:
 
 
 def managed(name: str, what: str) -> Environment:
-    """The managed environment `name` (an external one: pgrig cannot `what` it)."""
+    """The managed environment `name` (another: pgrig cannot `what`, require_managed)."""
     env = get_environment(name)
-    if not env.managed:
-        raise PgrigError(f"environment {name!r} is external: pgrig cannot {what} it")
+    require_managed(env, what)
     return env

@@ -22,7 +22,7 @@ def set_settings(
     action is "restart", "reload" or "none" (nothing changed or server stopped). On a failed
     restart the previous settings are put back and the server started again.
     """
-    env = managed(name, "configure")
+    env = managed(name, "configure it")
     upd = validator.normalize(assignments)
     validator.check_reserved(upd)
     resets = [raw.strip().lower() for raw in reset]
@@ -63,7 +63,7 @@ def set_disk_limit(name: str, limit: DiskLimit | None) -> tuple[dict[str, int] |
     """Change (None: remove) the environment's disk limit; in force at once when its server
     runs, else at its next start. Returns (the limit before, whether it changed). On failure
     the previous limit is put back."""
-    env = managed(name, "limit the disk of")
+    env = managed(name, "limit its disk")
     if limit is not None:
         disk_throttle.check(env)
     old = env.disk_limit

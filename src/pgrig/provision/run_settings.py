@@ -12,7 +12,7 @@ from pgrig.errors import PgrigError
 from pgrig.provision import run_journal
 from pgrig.provision.server import server_settings
 from pgrig.provision.settings import catalog, config, validator
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 
 
 def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callable[[], str]:
@@ -23,11 +23,7 @@ def apply_run_settings(env: Environment, settings: Mapping[str, str]) -> Callabl
     """
     if not settings:
         return server_settings.RunLayer(env, [], "none")
-    if not env.managed:
-        raise PgrigError(
-            f"environment {env.name!r} is external: pgrig cannot change its configuration "
-            "(per-run settings need a managed environment)"
-        )
+    require_managed(env, "change its configuration for a run (--set, --profile)")
     run = validator.normalize(settings)
     validator.check_reserved(run)
     major = env.major or 0

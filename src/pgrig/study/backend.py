@@ -24,6 +24,7 @@ from pgrig.archive.records import RunRecord
 from pgrig.errors import NotFound, PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision import study_layer
+from pgrig.provision.state.environment import managed_problem
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 
@@ -93,11 +94,11 @@ class ProvisionBackend:
         if existing.kind == "remote":  # on a host (`env create --on`): its runs, its pooler;
             self._check_pooler(env)  # settings stay as they are (apply_settings refuses)
             return
-        if not existing.managed:
-            raise StudySpecError(
-                f"{env.path}.name: {env.name!r} is an external server: a study changes "
-                "settings and restarts servers, so it needs a managed environment"
-            )
+        problem = managed_problem(
+            existing, "run a study on it (a study changes its settings and restarts it)"
+        )
+        if problem is not None:
+            raise StudySpecError(f"{env.path}.name: {problem}")
         self._check_pooler(env)
 
     def _check_pooler(self, env: EnvSpec) -> None:

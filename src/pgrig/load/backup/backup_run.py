@@ -27,7 +27,7 @@ from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError, first_line, is_interruption
 from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, run_steps
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.record.documents import BackupDoc
 from pgrig.record.protocol import RunStore
 
@@ -93,8 +93,7 @@ def precheck(env: Environment, what: str, backup_dir: str | None = None) -> None
     server user cannot write to included: made here, it is where the backup goes)."""
     from pgrig.provision.server import backups, basebackup, pgbackrest
 
-    if not env.managed:
-        raise PgrigError(f"{env.name} is an external server: backup runs need a managed one")
+    require_managed(env, "back it up in a backup run")
     if what != "restore":
         backups.root(env, backup_dir)
     if what == "basebackup-incremental":

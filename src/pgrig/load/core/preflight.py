@@ -16,7 +16,12 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
-from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, dbname_arg
+from pgrig.provision.state.environment import (
+    DEFAULT_DATABASE,
+    Environment,
+    dbname_arg,
+    require_managed,
+)
 from pgrig.request import RunRequest
 
 # What `pgbench -i` makes (every builtin reads pgbench_branches' count first) and the first
@@ -115,8 +120,8 @@ def check_connection(spec: RunRequest, env: Environment) -> str:
 
         major = pgbench_command.pgbench_major(env.binary("pgbench"))
         topology.check_target(env, spec, major)
-    if spec.server_cpus and not env.managed:
-        raise PgrigError(f"--server-cpus needs a managed environment ({env.name!r} is external)")
+    if spec.server_cpus:
+        require_managed(env, "pin its server to CPUs (--server-cpus)")
     via = pooler.check_run(
         env,
         clients=spec.clients,

@@ -39,7 +39,12 @@ from pgrig.load.core.run_context import PreparedRun, ServerFacts
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.engines import command as pgbench_command
 from pgrig.load.engines import engine_choice
-from pgrig.provision.state.environment import DEFAULT_DATABASE, Environment, without_libpq_vars
+from pgrig.provision.state.environment import (
+    DEFAULT_DATABASE,
+    Environment,
+    require_managed,
+    without_libpq_vars,
+)
 from pgrig.record.documents import DiskLimitDoc, PoolerDoc, PrewarmDoc, RunExtra
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
@@ -215,11 +220,7 @@ def _profile_settings(profile: str | None, env: Environment, major: int) -> dict
 def _apply_run_settings(env: Environment, settings: dict[str, str]) -> Callable[[], object]:
     if not settings:
         return lambda: None
-    if not env.managed:
-        raise PgrigError(
-            f"{env.name} is an external server: pgrig does not change its configuration "
-            "(--set needs a managed environment)"
-        )
+    require_managed(env, "change its configuration for a run (--set, --profile)")
     from pgrig.provision import run_settings
 
     return run_settings.apply_run_settings(env, settings)

@@ -14,7 +14,7 @@ from pgrig.provision.operations.create import REMOTE_DISK_LIMIT
 from pgrig.provision.server import disk_throttle, postmaster, replicas, server_settings
 from pgrig.provision.settings import auto_conf, catalog, config
 from pgrig.provision.settings.config import Layers
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 
@@ -120,11 +120,7 @@ def set_enabled(name: str, enabled: bool) -> tuple[str, list[str]]:
     """Apply or remove the insights layer; returns (action, changed setting names) as
     `env set` does: "restart" when shared_preload_libraries changed, "reload", or "none"."""
     env = Environment.load(name)
-    if not env.managed:
-        raise PgrigError(
-            f"environment {name!r} is external: pgrig does not change its configuration "
-            "(insights use what the server offers)"
-        )
+    require_managed(env, "change its insights layer (insights use what the server offers)")
     if env.insights == enabled:
         return "none", []
 

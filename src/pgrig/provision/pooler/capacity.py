@@ -14,7 +14,7 @@ from pgrig.provision.pooler.config import (
     no_pooler_error,
     normalize_via,
 )
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.request.vocabulary import CONNECTS
 
 STATS_CONNECTIONS = 1  # the sampler's console connection to each process
@@ -87,10 +87,8 @@ def check_run(
     via = normalize_via(via)
     if connect not in CONNECTS:
         raise PgrigError(f"--connect must be tcp or socket (got {connect!r})")
-    if connect == "socket" and not env.managed:
-        raise PgrigError(
-            f"--connect socket needs a managed environment ({env.name!r} is external): use tcp"
-        )
+    if connect == "socket":
+        require_managed(env, "reach it over a Unix socket (--connect socket; use tcp)")
     if via == "direct":
         mc, reserved = server_limits(env, run_settings)
         if clients > mc - reserved:

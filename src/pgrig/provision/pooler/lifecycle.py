@@ -27,7 +27,7 @@ from pgrig.provision.pooler.config import (
 )
 from pgrig.provision.pooler.layout import SOCKET_PATH_MAX
 from pgrig.provision.server import ports, postmaster
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.provision.system import osuser
 from pgrig.request.values import ascii_digits
 
@@ -49,10 +49,7 @@ def _require_running(env: Environment, cfg: PoolerConfig | None = None) -> None:
     if not env.managed and cfg is not None and cfg.auth_from == "control":
         _require_reachable(env)  # a pooler on its own host: the server is on another one
         return
-    if not env.managed:
-        raise PgrigError(
-            f"environment {env.name!r} is external: pgrig runs poolers for managed ones"
-        )
+    require_managed(env, "run a pooler for it")
     if not postmaster.is_running(env):
         raise PgrigError(
             f"the server of {env.name!r} is not running: "

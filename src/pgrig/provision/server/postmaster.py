@@ -16,7 +16,7 @@ from pathlib import Path
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.server.daemon import POSTGRES, Daemon
-from pgrig.provision.state.environment import Environment
+from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.provision.system import osuser
 
 
@@ -43,11 +43,6 @@ def _port_taken(host: str, port: int) -> bool:
         except OSError:
             return True
     return False
-
-
-def _require_managed(env: Environment, what: str) -> None:
-    if not env.managed:
-        raise PgrigError(f"environment {env.name!r} is external: pgrig cannot {what} it")
 
 
 def daemon(env: Environment) -> Daemon | None:
@@ -135,7 +130,7 @@ def pg_ctl(env: Environment, *args: str, timeout: float = 90) -> subprocess.Comp
 
 def start(env: Environment, timeout: int = 60) -> bool:
     """Start the server and wait until it accepts connections. False if it already ran."""
-    _require_managed(env, "start")
+    require_managed(env, "start it")
     if is_running(env):
         return False
     _check_disk_limit(env)  # before the server runs: an error then means nothing started
@@ -297,7 +292,7 @@ def wait_ready(env: Environment, timeout: float = 30) -> None:
 
 def stop(env: Environment, mode: str = "fast", timeout: int = 60) -> bool:
     """Stop the server. False if it was not running."""
-    _require_managed(env, "stop")
+    require_managed(env, "stop it")
     if not is_running(env):
         return False
     proc = pg_ctl(env, "-m", mode, "-w", "-t", str(timeout), "-s", "stop", timeout=timeout + 15)
@@ -309,7 +304,7 @@ def stop(env: Environment, mode: str = "fast", timeout: int = 60) -> bool:
 
 
 def restart(env: Environment, timeout: int = 60) -> None:
-    _require_managed(env, "restart")
+    require_managed(env, "restart it")
     stop(env, timeout=timeout)
     start(env, timeout=timeout)
 
@@ -317,7 +312,7 @@ def restart(env: Environment, timeout: int = 60) -> None:
 def reload(env: Environment, timeout: float = 10) -> None:
     """SIGHUP the server and wait until new sessions see the new files; then report settings
     the server refused (bad values found only on reload)."""
-    _require_managed(env, "reload")
+    require_managed(env, "reload it")
     if not is_running(env):
         return
     before = _conf_load_time(env)
