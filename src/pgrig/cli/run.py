@@ -21,24 +21,11 @@ if TYPE_CHECKING:
 
 
 def parse_pairs(items: list[str] | None, flag: str, *, setting: bool = False) -> dict[str, str]:
-    """NAME=VALUE flags given one per name: a repeated name is refused, naming both, as
-    PostgreSQL refuses a redundant option, never the last silently winning. Setting names
-    (`setting`) are case-insensitive, as in PostgreSQL: work_mem and WORK_MEM repeat."""
-    out: dict[str, str] = {}
-    given: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise PgrigError(f"{flag} expects key=value (got {item!r})")
-        name = key.strip().lower() if setting else key.strip()
-        if name in given:
-            raise PgrigError(
-                f"{flag} {given[name]!r} and {flag} {item!r} name the same "
-                f"{'setting' if setting else 'key'}: give each once"
-            )
-        given[name] = item
-        out[key.strip()] = value.strip()
-    return out
+    """NAME=VALUE flags (--set, --define, --tag), read as every NAME=VALUE input is
+    (request.values.name_values)."""
+    from pgrig.request.values import name_values
+
+    return name_values(items, flag, setting=setting)
 
 
 def register(app: typer.Typer) -> None:

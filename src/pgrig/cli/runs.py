@@ -49,10 +49,9 @@ def _open(url: str | None) -> Archive:
 def _parse_tag(tag: str | None) -> tuple[str, str] | None:
     if tag is None:
         return None
-    key, sep, value = tag.partition("=")
-    if not sep or not key:
-        raise PgrigError(f"invalid --tag {tag!r}: expected key=value")
-    return key, value
+    from pgrig.request.values import name_values
+
+    return next(iter(name_values([tag], "--tag").items()))
 
 
 # --- list --------------------------------------------------------------------------------------

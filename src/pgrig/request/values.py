@@ -1,4 +1,5 @@
-"""Value syntaxes shared by the CLI and the study files: durations, setting text, CPU lists.
+"""Value syntaxes shared by the CLI and the study files: durations, setting text, CPU lists,
+NAME=VALUE pairs.
 
 Each parser raises ValueError with a message that reads after a flag or a key path
 ("expected a duration like 15, '15s' or '2min' (got 'soon')").
@@ -11,6 +12,7 @@ parser of a number a user typed checks `ascii_digits` or matches [0-9], never \\
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pgrig import units
@@ -120,3 +122,49 @@ def check_int64(value: int, what: str) -> int:
     if not -INT64_MAX - 1 <= value <= INT64_MAX:
         raise PgrigError(f"{what} must be at most {INT64_MAX} (got {value})")
     return value
+
+
+def name_value(item: str) -> tuple[str, str] | None:
+    """ "name = value" -> ("name", "value"), both stripped (the value may be empty); None when
+    there is no name before an "=". The one reading of a NAME=VALUE input."""
+    name, sep, value = item.partition("=")
+    if not sep or not name.strip():
+        return None
+    return name.strip(), value.strip()
+
+
+def name_values(
+    items: Iterable[str] | None,
+    flag: str = "",
+    *,
+    setting: bool = False,
+    error: type[PgrigError] = PgrigError,
+) -> dict[str, str]:
+    """NAME=VALUE inputs as a mapping, wherever they are given (--set, --define, --tag, `env
+    set`'s arguments): a name given twice is refused naming both, as PostgreSQL refuses a
+    redundant option, never the last silently winning. Setting names (`setting`) are
+    case-insensitive and kept in lower case, as in PostgreSQL (work_mem and WORK_MEM repeat),
+    and a value in single quotes is read as postgresql.conf reads it: '%m ''x''' is %m 'x'.
+    Other names (pgbench's and sysbench's variables, tags) are case-sensitive. `flag` names
+    the input in messages; `error`: the exception a problem raises."""
+    form = "NAME=VALUE" if setting else "key=value"
+    out: dict[str, str] = {}
+    given: dict[str, str] = {}
+    for item in items or []:
+        pair = name_value(item)
+        if pair is None:
+            raise error(f"{flag + ': ' if flag else ''}expected {form}, got {item!r}")
+        name, value = pair
+        if setting:
+            name = name.lower()
+            if len(value) >= 2 and value[0] == value[-1] == "'":
+                value = value[1:-1].replace("''", "'")
+        if name in given:
+            first, second = (f"{flag} {x!r}" if flag else repr(x) for x in (given[name], item))
+            raise error(
+                f"{first} and {second} name the same {'setting' if setting else 'key'}: "
+                "give each once"
+            )
+        given[name] = item
+        out[name] = value
+    return out

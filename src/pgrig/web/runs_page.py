@@ -20,7 +20,7 @@ from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
-from pgrig.request.values import check_int64
+from pgrig.request.values import check_int64, name_value
 from pgrig.views import runs_list
 from pgrig.views.compare import cpus_of
 from pgrig.views.runs_list import RunRow
@@ -117,10 +117,10 @@ def _filter(get: Mapping[str, str]) -> RunFilter:
     if get["major"]:
         flt.server_major = _int(get["major"], "major")
     if get["tag"]:
-        key, sep, value = get["tag"].partition("=")
-        if not sep or not key:
+        pair = name_value(get["tag"])  # read as every NAME=VALUE input is
+        if pair is None:
             raise PgrigError(f"tag filter must look like key=value, not {get['tag']!r}")
-        flt.tag = (key.strip(), value.strip())
+        flt.tag = pair
     if get["q"]:
         flt.text = get["q"]
     return flt

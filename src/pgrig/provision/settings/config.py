@@ -78,27 +78,12 @@ class Layers:
 
 
 def parse_assignments(items: Iterable[str]) -> dict[str, str]:
-    """['shared_buffers=1GB', "work_mem = '64MB'"] -> {'shared_buffers': '1GB', ...}. A
-    setting given twice (names are case-insensitive) is refused naming both: PostgreSQL
-    refuses a redundant option, and one of the two would silently win."""
-    out: dict[str, str] = {}
-    given: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise InvalidSetting(f"expected NAME=VALUE, got {item!r}")
-        name, value = item.split("=", 1)
-        name, value = name.strip(), value.strip()
-        if not name:
-            raise InvalidSetting(f"expected NAME=VALUE, got {item!r}")
-        if len(value) >= 2 and value[0] == value[-1] == "'":
-            value = value[1:-1].replace("''", "'")  # postgresql.conf-style quoting
-        if name.lower() in given:
-            raise InvalidSetting(
-                f"{given[name.lower()]!r} and {item!r} set the same setting: give it once"
-            )
-        given[name.lower()] = item
-        out[name.lower()] = value
-    return out
+    """['shared_buffers=1GB', "work_mem = '64MB'"] -> {'shared_buffers': '1GB', ...}: `env
+    create --set` and `env set`'s arguments, read as every NAME=VALUE input is
+    (request.values.name_values: a setting given twice is refused naming both)."""
+    from pgrig.request.values import name_values
+
+    return name_values(items, setting=True, error=InvalidSetting)
 
 
 # --- layers of an environment ------------------------------------------------------------------
