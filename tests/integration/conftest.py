@@ -49,15 +49,17 @@ def pg18(pgrig_home: Path) -> tuple[Path, str]:
 
 @pytest.fixture
 def make_env(pgrig_home: Path) -> Iterator[Callable[..., Environment]]:
-    """create_environment(name, pg, **kwargs) with automatic destroy at the end of the test."""
+    """create_environment of EnvironmentRequest(name, pg, **kwargs) with automatic destroy at
+    the end of the test."""
     from pgrig.provision import cluster
+    from pgrig.request.environment import EnvironmentRequest
 
     created: list[str] = []
 
     def make(name: str = "pg15", pg: str = "15", **kwargs: object) -> Environment:
         if _find(pg) is None:
             pytest.skip(f"PostgreSQL {pg} is not installed")
-        env = cluster.create_environment(name, pg, **kwargs)  # type: ignore[arg-type]
+        env = cluster.create_environment(EnvironmentRequest(name=name, pg=pg, **kwargs))  # type: ignore[arg-type]
         created.append(name)
         return env
 

@@ -190,12 +190,14 @@ def test_a_create_under_a_limit_says_its_wait_and_bounds_it(
     from pgrig.errors import PgrigError
     from pgrig.provision import cluster
     from pgrig.request.disk_limit import DiskLimit
+    from pgrig.request.environment import EnvironmentRequest
 
     monkeypatch.setattr(cluster, "LIMITED_CREATE_DATABASE_S", 2)
     said: list[str] = []
     with pytest.raises(PgrigError) as e:
         cluster.create_environment(
-            "slow", "15", disk_limit=DiskLimit(wbps=16 * 1024), progress=said.append
+            EnvironmentRequest(name="slow", pg="15", disk_limit=DiskLimit(wbps=16 * 1024)),
+            progress=said.append,
         )
     assert "CREATE DATABASE pgrig did not finish in 2 s under the disk limit wbps=16kB" in str(
         e.value

@@ -14,9 +14,10 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
@@ -46,7 +47,9 @@ from pgrig.provision.state.environment import (
 )
 from pgrig.provision.system import osuser
 from pgrig.request import disk_limit as disk_limits
-from pgrig.request.disk_limit import DiskLimit
+
+if TYPE_CHECKING:
+    from pgrig.request.environment import EnvironmentRequest
 
 Progress = Callable[[str], None]
 # A create's CREATE DATABASE under a disk limit: at the floor (request/disk_limit.py) it
@@ -153,30 +156,30 @@ def _validate_layers(env: Environment, bindir: Path, major: int, cat: catalog.Ca
 
 
 def create_environment(
-    name: str,
-    pg: str | int,
-    profile: str = "default",
-    settings: Mapping[str, str] | None = None,
-    port: int | None = None,
+    request: EnvironmentRequest,
+    *,
     progress: Progress | None = None,
-    insights: bool = True,
-    replica_count: int = 0,
-    sync: str = "off",
-    listen: str | None = None,
     password_verifier: str | None = None,
-    standby_of: standby.Source | None = None,
     replication_password: str | None = None,
-    disk_limit: DiskLimit | None = None,
 ) -> Environment:
-    """Create, start and return a managed environment (validated first, all or nothing);
-    insights=False leaves out pgrig's insights layer (provision/insights_layer.py);
-    replica_count streaming replicas with `sync` replication (provision/replicas.py);
-    `listen`: also listen on that address, where clients authenticate with scram-sha-256 as
-    the superuser whose password is set from `password_verifier` (a SCRAM verifier: the
-    password itself never reaches this machine's files, logs or argv); `standby_of`: a replica
-    of a primary on another host instead of a new cluster, cloned with `replication_password`
-    (provision/standby.py); `disk_limit`: the server's block I/O caps, in force from its first
-    start (provision/server/disk_throttle.py)."""
+    """Create, start and return the managed environment `request` asks for (validated first,
+    all or nothing): without its insights layer when request.insights is false
+    (provision/insights_layer.py); request.replicas streaming replicas with request.sync
+    replication (provision/replicas.py); request.listen: also listen on that address, where
+    clients authenticate with scram-sha-256 as the superuser whose password is set from
+    `password_verifier` (a SCRAM verifier: the password itself never reaches this machine's
+    files, logs or argv); request.standby_of: a replica of a primary on another host instead
+    of a new cluster, cloned with `replication_password` (provision/standby.py);
+    request.disk_limit: the server's block I/O caps, in force from its first start
+    (provision/server/disk_throttle.py). The pooler (request.pooler) is the caller's to add."""
+    name, pg, profile, port = request.name, request.pg, request.profile, request.port
+    replica_count, sync, listen = request.replicas, request.sync, request.listen
+    disk_limit = request.disk_limit
+    standby_of = (
+        standby.parse(request.standby_of, request.slot, request.application_name)
+        if request.standby_of is not None
+        else None
+    )
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
     check_new_name(name)
@@ -190,7 +193,7 @@ def create_environment(
     bindir, version = binaries.find_bindir(pg)
     major = binaries.major_of(version)
     cat = catalog.load_catalog(bindir, version)
-    env_settings = validator.normalize(settings or {})
+    env_settings = validator.normalize(request.settings)
     validator.check_reserved(env_settings)
     _check_access(listen, password_verifier, standby_of, replica_count)
     prof_settings, notes = resolve_profile(profile, major, bindir)
@@ -211,7 +214,7 @@ def create_environment(
         profile_settings=prof_settings,
         settings=env_settings,
         created_at=now_text(),
-        insights=insights,
+        insights=request.insights,
         listen=listen,
         standby_of=standby_of.as_dict() if standby_of is not None else None,
         disk_limit=disk_limit.as_dict() if disk_limit is not None else None,

@@ -9,7 +9,7 @@ order they are declared, so the first wrong flag is the one said. What needs the
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator
 
@@ -19,7 +19,7 @@ from pgrig.request.problems import Refusal
 __all__ = ["TuneRequest"]
 
 
-def _none_is_empty(value: Any) -> Any:
+def _none_is_empty(value: object) -> object:
     return [] if value is None else value
 
 

@@ -168,3 +168,11 @@ def name_values(
         given[name] = item
         out[name] = value
     return out
+
+
+def setting_arg(name: str, value: str) -> str:
+    """A setting as a NAME=VALUE argument name_values reads back exactly: quoted as in
+    postgresql.conf only where it must be (spaces at either end, quotes around it)."""
+    if value == value.strip() and not (len(value) >= 2 and value[0] == value[-1] == "'"):
+        return f"{name}={value}"
+    return f"{name}='{value.replace(chr(39), chr(39) * 2)}'"

@@ -212,10 +212,7 @@ class ProvisionBackend:
                 highlight=False,
                 soft_wrap=True,
             )
-            cluster.create_environment(
-                env.name, env.version or "", profile=env.profile or "default",
-                settings=dict(env.settings), replica_count=env.replicas, sync=env.sync,
-            )  # fmt: skip
+            cluster.create_environment(env.request())
             self.hold(env.name)
             self._ensure_pooler(env)
             return True

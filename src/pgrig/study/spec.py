@@ -14,13 +14,16 @@ import difflib
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from pgrig.errors import PgrigError
 from pgrig.request import DatasetRequest, LoadParams, problem_of, validate_field
 from pgrig.request.problems import in_file, key_of, unknown_key
+
+if TYPE_CHECKING:
+    from pgrig.request.environment import EnvironmentRequest
 from pgrig.request.values import ascii_digits, setting_text
 from pgrig.request.vocabulary import SCENARIOS, valid_name
 from pgrig.study.tables import Actions, EnvironmentTable, IterationTable, StudyFile, SweepTable
@@ -67,6 +70,20 @@ class EnvSpec:
     @property
     def label(self) -> str:
         return f"{self.key} (PostgreSQL {self.version})" if self.version else self.key
+
+    def request(self) -> EnvironmentRequest:
+        """The environment to create when it does not exist (its pooler is the study's to
+        ensure, created or not)."""
+        from pgrig.request.environment import EnvironmentRequest
+
+        return EnvironmentRequest(
+            name=self.name,
+            pg=self.version or "",
+            profile=self.profile or "default",
+            settings=dict(self.settings),
+            replicas=self.replicas,
+            sync=self.sync,
+        )
 
 
 class DatasetSpec(DatasetRequest):

@@ -234,9 +234,8 @@ class Measurer:
             spec = self.series.spec
             self._say(f"  creating environment {point.env} (profile {spec.profile})")
             env = cluster.create_environment(
-                point.env, point.version, profile=spec.profile, settings=dict(spec.settings),
-                insights=spec.insights and point.source != "maven",
-            )  # fmt: skip
+                spec.environment(point.env, point.version, point.source)
+            )
             (env.dir / SERIES_MARK).write_text(spec.name + "\n")
             self.running = point.env
             return

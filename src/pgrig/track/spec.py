@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import PgrigError
 from pgrig.request import RunRequest, load_values
 from pgrig.request.vocabulary import valid_name
+
+if TYPE_CHECKING:
+    from pgrig.request.environment import EnvironmentRequest
 
 KIND = "track"
 RESERVED_NAMES = ("show", "detect", "measure")
@@ -69,6 +72,19 @@ class TrackSpec:
             study=self.name,
             study_point=version,
             repeat=repeat,
+        )
+
+    def environment(self, env_name: str, version: str, source: str | None) -> EnvironmentRequest:
+        """The environment one version is measured on: the series' profile and settings, its
+        insights layer unless the binaries are a server-only build (maven's)."""
+        from pgrig.request.environment import EnvironmentRequest
+
+        return EnvironmentRequest(
+            name=env_name,
+            pg=version,
+            profile=self.profile,
+            settings=dict(self.settings),
+            insights=self.insights and source != "maven",
         )
 
     def describe(self) -> str:

@@ -15,6 +15,7 @@ from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment, check_new_name
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
+from pgrig.request.environment import EnvironmentRequest
 
 Say = Callable[[str], None]
 
@@ -27,7 +28,8 @@ REMOTE_DISK_LIMIT = (
 
 @dataclass(frozen=True)
 class CreateOptions:
-    """Everything `env create` is asked (its flags, unparsed)."""
+    """Everything `env create` is asked: its flags as given (--set and --disk-limit unparsed,
+    how the secret comes); check() turns them into the EnvironmentRequest."""
 
     name: str
     pg: str = "15"
@@ -51,17 +53,23 @@ class CreateOptions:
 
 @dataclass(frozen=True)
 class CreatePlan:
-    """The options checked: what the flags parsed to."""
+    """The flags checked together: the environment requested, and what is made with it."""
 
-    options: CreateOptions
-    disk_limit: DiskLimit | None = None
+    request: EnvironmentRequest
     standby_of: Source | None = None  # a replica of a primary on another host
-    settings: dict[str, str] = field(default_factory=dict)
     pooler: PoolerConfig | None = None  # checked before the server is made
 
     @property
     def on_host(self) -> bool:
-        return self.options.on is not None
+        return self.request.on is not None
+
+    @property
+    def disk_limit(self) -> DiskLimit | None:
+        return self.request.disk_limit
+
+    @property
+    def settings(self) -> dict[str, str]:
+        return self.request.settings
 
 
 def check(opts: CreateOptions) -> CreatePlan:
@@ -78,8 +86,8 @@ def check(opts: CreateOptions) -> CreatePlan:
             "--pooler-on HOST needs --on HOST (the server must listen on a host's address "
             "for a pooler on another host to reach it)"
         )
-    if opts.on is not None:
-        return CreatePlan(opts)
+    if opts.on is not None:  # the settings read here as the host's pgrig reads them
+        return CreatePlan(_request(opts, limit, config.parse_assignments(opts.sets)))
     source = None
     if opts.standby_of is not None:
         source = standby.parse(opts.standby_of, opts.slot, opts.application_name)
@@ -90,51 +98,45 @@ def check(opts: CreateOptions) -> CreatePlan:
     if opts.pooler is not None:  # pooler: checked before, added after the server (all or none)
         pooler_cfg = pooler.options(kind=opts.pooler)
         pooler.binary()
-    return CreatePlan(opts, limit, source, settings, pooler_cfg)
+    return CreatePlan(_request(opts, limit, settings), source, pooler_cfg)
+
+
+def _request(
+    opts: CreateOptions, limit: DiskLimit | None, settings: dict[str, str]
+) -> EnvironmentRequest:
+    # --pooler-on without --pooler: pgbouncer, the one kind
+    kind = opts.pooler if opts.pooler is not None or opts.pooler_on is None else "pgbouncer"
+    return EnvironmentRequest(
+        name=opts.name, pg=opts.pg, profile=opts.profile, settings=settings, port=opts.port,
+        insights=opts.insights, replicas=opts.replica_count, sync=opts.sync, listen=opts.listen,
+        disk_limit=limit, standby_of=opts.standby_of, slot=opts.slot,
+        application_name=opts.application_name, on=opts.on, replica_on=opts.replica_on,
+        pooler=kind, pooler_on=opts.pooler_on,
+    )  # fmt: skip
 
 
 def on_host(plan: CreatePlan, say: Say) -> Environment:
     """The environment made by the pgrig of host `--on` (provision/remote/environments.py)."""
     from pgrig.provision.remote import environments as remote_env
 
-    o = plan.options
-    assert o.on is not None
-    with_pooler = o.pooler
-    if o.pooler_on is not None and with_pooler is None:
-        with_pooler = "pgbouncer"
-    return remote_env.create(
-        o.name, o.on, o.pg, profile=o.profile, sets=o.sets, port=o.port, pooler=with_pooler,
-        insights=o.insights, replica_count=o.replica_count, sync=o.sync,
-        replica_on=o.replica_on, pooler_on=o.pooler_on, say=say,
-    )  # fmt: skip
+    return remote_env.create(plan.request, say=say)
 
 
 def here(plan: CreatePlan, secret: str | None, say: Say) -> Environment:
     """The environment made on this machine, its pooler with it or neither. `secret`: the
     superuser's SCRAM verifier, or for a replica (--standby-of) the replication password."""
-    o = plan.options
-    source = plan.standby_of
+    replica = plan.standby_of is not None
     env = cluster.create_environment(
-        o.name,
-        o.pg,
-        profile=o.profile,
-        settings=plan.settings,
-        port=o.port,
+        plan.request,
         progress=say,
-        insights=o.insights,
-        replica_count=o.replica_count,
-        sync=o.sync,
-        listen=o.listen,
-        password_verifier=secret if source is None else None,
-        standby_of=source,
-        replication_password=secret if source is not None else None,
-        disk_limit=plan.disk_limit,
+        password_verifier=None if replica else secret,
+        replication_password=secret if replica else None,
     )
     if plan.pooler is not None:
         try:
             env = pooler.add(env, plan.pooler)
         except BaseException:
-            cluster.destroy_environment(o.name)
+            cluster.destroy_environment(plan.request.name)
             raise
         say(f"{plan.pooler.kind} on 127.0.0.1:{(env.pooler or {}).get('port')}")
     return env

@@ -15,13 +15,16 @@ import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import HostCommandFailed, PgrigError
 from pgrig.format import pgrig_command
 from pgrig.hosts import registry, remote, ssh
 from pgrig.hosts.registry import Host
 from pgrig.provision.state.environment import Environment
+
+if TYPE_CHECKING:
+    from pgrig.request.environment import EnvironmentRequest
 
 Say = Callable[[str], None]
 
@@ -128,22 +131,7 @@ def _check_provisioned(host: Host, pg: str) -> None:
         )
 
 
-def create(
-    name: str,
-    on: str,
-    pg: str,
-    *,
-    profile: str,
-    sets: list[str],
-    port: int | None,
-    pooler: str | None,
-    insights: bool,
-    replica_count: int,
-    sync: str,
-    replica_on: list[str] | None = None,
-    pooler_on: str | None = None,
-    say: Say,
-) -> Environment:
+def create(request: EnvironmentRequest, *, say: Say) -> Environment:
     """`env create NAME --on HOST`: everything checked first (the host and every replica or
     pooler host known, by IP address, provisioned, reachable), then made on every host, all or
     nothing. The record here, with its replicas and pooler."""
@@ -154,6 +142,10 @@ def create(
     from pgrig.provision.server import binaries, remote_access
     from pgrig.provision.state.environment import check_new_name
 
+    name, on, pg, profile = request.name, request.on, request.pg, request.profile
+    replica_count, sync, pooler_on = request.replicas, request.sync, request.pooler_on
+    if on is None:
+        raise PgrigError(f"environment {name!r}: no host to create it on (--on HOST)")
     check_new_name(name)
     host = registry.get(on)
     if (paths.envs_dir() / name).exists():
@@ -168,8 +160,8 @@ def create(
             "listens on it)"
         ) from None
     _check_provisioned(host, pg)
-    pooler_cfg = _pooler_options(pooler, pooler_on)  # checked before anything is made
-    layout = remote_replicas.plan(replica_count, list(replica_on or []), sync)
+    pooler_cfg = _pooler_options(request.pooler, pooler_on)  # checked before anything is made
+    layout = remote_replicas.plan(replica_count, list(request.replica_on), sync)
     if layout:  # everything checked before anything is made, on any host
         for rep, _host in layout:
             remote_replicas.standby_env_name(name, rep)
@@ -178,9 +170,8 @@ def create(
     verifier = remote_access.scram_verifier(password)
     argv = ["env", "create", name, "--pg", pg, "--profile", profile]
     argv += ["--listen", host.address, "--password-stdin"]
-    for s in sets:
-        argv += ["--set", s]
-    argv += _create_options(port, None, insights)  # the pooler: added from here, below
+    argv += request.settings_args()
+    argv += _create_options(request.port, None, request.insights)  # the pooler: from here
     if replica_count and not layout:  # the primary's host runs them itself
         argv += ["--replicas", str(replica_count), "--sync", sync]
     rc = remote.forward(host, argv, stdin=(verifier + "\n").encode())
@@ -216,10 +207,7 @@ def create(
                 env.passfile, host.address, int(own["port"]), env.user, password
             )
         if layout:
-            remote_replicas.add(
-                env, layout, pg=pg, profile=profile, sets=sets, insights=insights,
-                superuser_password=password, say=say,
-            )  # fmt: skip
+            remote_replicas.add(env, layout, request, superuser_password=password, say=say)
             if sync != "off":
                 r = remote.run(host, ["env", "set", name, "--sync", sync])
                 if r.rc != 0:

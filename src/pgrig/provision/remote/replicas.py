@@ -24,13 +24,16 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import PgrigError
 from pgrig.hosts import registry, remote, ssh
 from pgrig.hosts.registry import Host
 from pgrig.provision.server import remote_access, replicas
 from pgrig.provision.state.environment import Environment, check_name
+
+if TYPE_CHECKING:
+    from pgrig.request.environment import EnvironmentRequest
 
 Say = Callable[[str], None]
 # what a hot standby needs at least as high as its primary's: copied from the primary
@@ -97,16 +100,14 @@ def hot_standby_sets(shown: dict[str, Any]) -> list[str]:
 def add(
     env: Environment,
     layout: list[tuple[str, str]],
+    request: EnvironmentRequest,
     *,
-    pg: str,
-    profile: str,
-    sets: list[str],
-    insights: bool,
     superuser_password: str,
     say: Say,
 ) -> None:
-    """Create the replicas of `layout` (each recorded before it is made, so that a failure
-    anywhere lets `rollback` find everything)."""
+    """Create the replicas of `layout`, each with the primary's version, profile, settings and
+    insights as `request` asked (each recorded before it is made, so that a failure anywhere
+    lets `rollback` find everything)."""
     primary = registry.get(env.on or "")
     shown = remote.run_json(primary, ["env", "show", env.name, "--json"])
     follow = hot_standby_sets(shown)
@@ -126,10 +127,11 @@ def add(
             ["env", "replication", env.name, "allow", name, "--address", host.address, "--json"],
             input=verifier + "\n",
         )
-        argv = ["env", "create", on_host, "--pg", pg, "--profile", profile]
-        for s in [*sets, *follow]:
+        argv = ["env", "create", on_host, "--pg", request.pg, "--profile", request.profile]
+        argv += request.settings_args()
+        for s in follow:
             argv += ["--set", s]
-        if not insights:
+        if not request.insights:
             argv.append("--no-insights")
         argv += ["--listen", host.address, "--standby-of", f"{allowed['host']}:{allowed['port']}"]
         argv += ["--slot", str(allowed["slot"]), "--application-name", name, "--password-stdin"]

@@ -1,0 +1,78 @@
+"""One environment request (request/environment.py) for every way a server is asked for:
+`env create` (here or --on a host), a study's [environment], a version series' servers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgrig.errors import InvalidSetting
+from pgrig.provision.operations import create
+from pgrig.request.disk_limit import DiskLimit, DiskLimitError
+from pgrig.request.environment import EnvironmentRequest
+from pgrig.request.values import name_values
+
+
+def test_env_create_flags_become_the_request(pgrig_home: Path) -> None:
+    plan = create.check(
+        create.CreateOptions(
+            "lab", pg="18", profile="oltp", sets=["Work_Mem='8MB'"], port=5999,
+            insights=False, replica_count=1, sync="on", disk_limit="wiops=100",
+        )
+    )  # fmt: skip
+    r = plan.request
+    assert (r.name, r.pg, r.profile, r.port, r.insights, r.replicas, r.sync) == (
+        "lab", "18", "oltp", 5999, False, 1, "on",
+    )  # fmt: skip
+    assert r.settings == {"work_mem": "8MB"} and r.disk_limit == DiskLimit(wiops=100)
+    assert plan.settings == r.settings and plan.disk_limit == r.disk_limit and not plan.on_host
+
+
+def test_a_pooler_on_a_host_is_pgbouncer_unless_said(pgrig_home: Path) -> None:
+    plan = create.check(create.CreateOptions("e", on="db1", pooler_on="db3"))
+    assert plan.request.pooler == "pgbouncer" and plan.request.pooler_on == "db3"
+    assert create.check(create.CreateOptions("e", on="db1")).request.pooler is None
+
+
+def test_settings_for_a_host_are_read_here_as_the_host_reads_them(pgrig_home: Path) -> None:
+    """`env create --on` forwarded --set unread: a bad one was said by the host's pgrig, after
+    the host was reached. Now it is read here, by the same parser, first."""
+    with pytest.raises(InvalidSetting, match="expected NAME=VALUE"):
+        create.check(create.CreateOptions("e", on="db1", sets=["no_equals_sign"]))
+
+
+@pytest.mark.parametrize("value", ["64MB", " padded ", "'quoted'", "%m 'x' ", "it''s", "", "a=b"])
+def test_settings_forwarded_to_a_host_read_back_exactly(value: str) -> None:
+    request = EnvironmentRequest(name="e", settings={"log_line_prefix": value, "work_mem": "1MB"})
+    args = request.settings_args()
+    assert args[0::2] == ["--set", "--set"]
+    assert name_values(args[1::2], setting=True) == request.settings
+    if value == "64MB":
+        assert args[1] == "log_line_prefix=64MB"  # plain values go as they did
+
+
+def test_a_disk_limit_is_parsed_or_refused_by_its_own_rules() -> None:
+    assert EnvironmentRequest(name="e", disk_limit="rbps=1MB").disk_limit == DiskLimit(rbps=1024**2)
+    assert EnvironmentRequest(name="e", disk_limit="none").disk_limit is None
+    with pytest.raises(DiskLimitError, match="--disk-limit"):
+        EnvironmentRequest(name="e", disk_limit="wbps=5xx")
+
+
+def test_a_study_and_a_series_ask_with_the_same_request() -> None:
+    from pgrig.study.spec import EnvSpec
+    from pgrig.track.spec import TrackSpec
+
+    study = EnvSpec(key="main", name="s-lab", version="18", settings={"work_mem": "4MB"},
+                    replicas=1, sync="on")  # fmt: skip
+    assert study.request() == EnvironmentRequest(
+        name="s-lab", pg="18", profile="default", settings={"work_mem": "4MB"}, replicas=1,
+        sync="on",
+    )  # fmt: skip
+    series = TrackSpec(name="s", load={}, profile="oltp", settings={"jit": "off"})
+    assert series.environment("trk-s-18.6", "18.6", "pgdg") == EnvironmentRequest(
+        name="trk-s-18.6", pg="18.6", profile="oltp", settings={"jit": "off"}
+    )
+    assert series.environment("trk-s-18.6", "18.6", "maven").insights is False
+    # a study file names the version `version`, as the request's key
+    assert EnvironmentRequest.model_validate({"name": "x", "version": "17"}).pg == "17"
