@@ -35,8 +35,12 @@ def _env(name: str, port: int = 5999) -> Environment:
 def _series(tmp_path: Path, name: str = "s1") -> Any:  # an Archive
     store = archive_at(tmp_path)
     spec = flow.make_spec(
-        name, workload="pgbench:select-only", clients=1, threads=1, duration=10, warmup=0,
-        protocol="simple", scale=1, repeat=1, profile="default", settings={},
+        name,
+        flow.series_load(
+            workload="pgbench:select-only", clients=1, threads=1,
+            duration=10, warmup=0, protocol="simple",
+        ),
+        scale=1, repeat=1, profile="default", settings={},
     )  # fmt: skip
     pts = versions.expand("15.19,17.9,18.6", OFFERS)
     series = runner.open_series(store, spec, name, pts)

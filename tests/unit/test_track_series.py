@@ -144,8 +144,12 @@ class FakeMeasurer:
 
 def _spec(repeat: int = 2) -> TrackSpec:
     return flow.make_spec(
-        "s1", workload="pgbench:select-only", clients=1, threads=1, duration=10, warmup=0,
-        protocol="simple", scale=1, repeat=repeat, profile="default", settings={},
+        "s1",
+        flow.series_load(
+            workload="pgbench:select-only", clients=1, threads=1,
+            duration=10, warmup=0, protocol="simple",
+        ),
+        scale=1, repeat=repeat, profile="default", settings={},
     )  # fmt: skip
 
 
@@ -189,8 +193,12 @@ def test_another_measurement_under_the_same_name_is_refused(tmp_path) -> None:
     store = archive_at(tmp_path)
     runner.open_series(store, _spec(), "s1", versions.expand("18.6", OFFERS))
     other = flow.make_spec(
-        "s1", workload="pgbench:tpcb", clients=1, threads=1, duration=10, warmup=0,
-        protocol="simple", scale=1, repeat=2, profile="default", settings={},
+        "s1",
+        flow.series_load(
+            workload="pgbench:tpcb", clients=1, threads=1,
+            duration=10, warmup=0, protocol="simple",
+        ),
+        scale=1, repeat=2, profile="default", settings={},
     )  # fmt: skip
     with pytest.raises(PgrigError, match="measures something else"):
         runner.open_series(store, other, "s1", [])
@@ -217,8 +225,12 @@ def test_a_new_series_of_versions_none_can_measure_is_refused_and_not_created(
 def test_an_unknown_profile_is_refused_before_any_version_is_prepared() -> None:
     with pytest.raises(NotFound, match="unknown profile 'nope': known profiles are default"):
         flow.make_spec(
-            "s1", workload="pgbench:select-only", clients=1, threads=1, duration=10, warmup=0,
-            protocol="simple", scale=1, repeat=2, profile="nope", settings={},
+            "s1",
+            flow.series_load(
+                workload="pgbench:select-only", clients=1, threads=1,
+                duration=10, warmup=0, protocol="simple",
+            ),
+            scale=1, repeat=2, profile="nope", settings={},
         )  # fmt: skip
 
 
@@ -342,8 +354,12 @@ def test_an_unknown_builtin_is_refused_when_the_spec_is_made() -> None:
     # before: accepted, and refused only after the environment and its data existed
     with pytest.raises(PgrigError, match="--workload 'pgbench:nosuch': unknown pgbench builtin"):
         flow.make_spec(
-            "s1", workload="pgbench:nosuch", clients=1, threads=1, duration=10, warmup=0,
-            protocol="simple", scale=1, repeat=1, profile="default", settings={},
+            "s1",
+            flow.series_load(
+                workload="pgbench:nosuch", clients=1, threads=1,
+                duration=10, warmup=0, protocol="simple",
+            ),
+            scale=1, repeat=1, profile="default", settings={},
         )  # fmt: skip
 
 
@@ -383,8 +399,12 @@ def test_track_settings_are_checked_before_the_series_even_without_binaries(
 
     monkeypatch.setattr(cluster, "check_settings", check)
     spec = flow.make_spec(
-        "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
-        protocol="simple", scale=1, repeat=1, profile="default", settings={"a": "1"},
+        "s",
+        flow.series_load(
+            workload="pgbench:select-only", clients=1, threads=1,
+            duration=1, warmup=0, protocol="simple",
+        ),
+        scale=1, repeat=1, profile="default", settings={"a": "1"},
     )  # fmt: skip
     points = [
         VersionPoint("18.6", "18"),
@@ -409,8 +429,12 @@ def test_track_repeat_is_bounded_as_runs_is(repeat: int) -> None:
 
     with pytest.raises(PgrigError, match=rf"--repeat must be .*\(got {repeat}\)"):
         flow.make_spec(
-            "s", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
-            protocol="simple", scale=1, repeat=repeat, profile="default", settings={},
+            "s",
+            flow.series_load(
+                workload="pgbench:select-only", clients=1, threads=1,
+                duration=1, warmup=0, protocol="simple",
+            ),
+            scale=1, repeat=repeat, profile="default", settings={},
         )  # fmt: skip
 
 
@@ -466,8 +490,12 @@ def test_a_users_trk_environment_is_refused_before_the_series_exists(
     monkeypatch.setattr(flow, "plan", lambda text, bisect: ([VersionPoint("18.6", "18.6")], {}))
     monkeypatch.setattr(flow, "check_settings", lambda spec, points, install=None: None)
     spec = flow.make_spec(
-        "mine", workload="pgbench:select-only", clients=1, threads=1, duration=1, warmup=0,
-        protocol="simple", scale=1, repeat=1, profile="default", settings={},
+        "mine",
+        flow.series_load(
+            workload="pgbench:select-only", clients=1, threads=1,
+            duration=1, warmup=0, protocol="simple",
+        ),
+        scale=1, repeat=1, profile="default", settings={},
     )  # fmt: skip
     with pytest.raises(PgrigError, match="made by a user, not by a series: series 'mine'"):
         flow.run(archive, "mine", spec, "18.6")  # type: ignore[arg-type]

@@ -258,9 +258,12 @@ def measure(
         return
     spec = None
     if workload is not None:
+        load = flow.series_load(
+            workload=workload, clients=clients, threads=threads, duration=duration,
+            warmup=warmup, protocol=protocol,
+        )  # fmt: skip
         spec = flow.make_spec(
-            name, workload=workload, clients=clients, threads=threads, duration=duration,
-            warmup=warmup, protocol=protocol, scale=scale, repeat=repeat, profile=profile,
+            name, load, scale=scale, repeat=repeat, profile=profile,
             settings=parse_pairs(set_, "--set", setting=True), insights=not no_insights,
         )  # fmt: skip
     console = err_console()

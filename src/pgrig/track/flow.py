@@ -27,29 +27,12 @@ class TrackInterrupted(Interrupted):
     """Ctrl-C or SIGTERM: the aborted run is archived; the same command resumes."""
 
 
-def make_spec(
-    name: str,
-    *,
-    workload: str,
-    clients: int,
-    threads: int,
-    duration: float,
-    warmup: float,
-    protocol: str,
-    scale: int,
-    repeat: int,
-    profile: str,
-    settings: dict[str, str],
-    insights: bool = True,
-) -> TrackSpec:
-    """The measurement, validated by the run request's own rules (a problem names the flag)
-    and with a profile that exists (else every version would fail to prepare, one by one)."""
-    from pgrig.provision.settings import profile_files
-    from pgrig.request.load import check_repeat
+def series_load(
+    *, workload: str, clients: int, threads: int, duration: float, warmup: float, protocol: str
+) -> RunRequest:
+    """The load every version is measured with: one of pgbench's built-in scripts, checked by
+    the run request's own rules (a problem names the flag)."""
     from pgrig.workloads import specs
-
-    check_repeat(repeat)  # as `run --repeat`: 1 to 100 (a billion ran away before any check)
-    profile_files.find(profile)
 
     if not workload.startswith("pgbench:"):
         raise PgrigError(
@@ -62,13 +45,33 @@ def make_spec(
         raise PgrigError(f"--workload {workload!r}: {first_line(e)}") from None
     if not all(s.builtin for s in scripts):
         raise PgrigError(f"--workload {workload!r}: a series runs pgbench's built-in scripts")
-    request = from_flags(
+    return from_flags(
         RunRequest, env_name="track", workload=specs.workload_label([workload]),
         clients=clients, threads=threads, duration_s=duration, warmup_s=warmup,
         protocol=protocol,
     )  # fmt: skip
+
+
+def make_spec(
+    name: str,
+    load: RunRequest,
+    *,
+    scale: int,
+    repeat: int,
+    profile: str,
+    settings: dict[str, str],
+    insights: bool = True,
+) -> TrackSpec:
+    """The measurement: `load` (series_load) at every version, with a repeat count run's
+    --repeat allows and a profile that exists (else every version would fail to prepare, one
+    by one)."""
+    from pgrig.provision.settings import profile_files
+    from pgrig.request.load import check_repeat
+
+    check_repeat(repeat)  # as `run --repeat`: 1 to 100 (a billion ran away before any check)
+    profile_files.find(profile)
     return TrackSpec(
-        name=name, load=load_from_request(request), scale=scale, repeat=repeat,
+        name=name, load=load_from_request(load), scale=scale, repeat=repeat,
         profile=profile, settings=settings, insights=insights,
     )  # fmt: skip
 
