@@ -89,7 +89,13 @@ class _Server:
         return Host(**doc)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        self.server.close()
+        # in the server's own loop: asyncio is not thread-safe (closed from this thread, a
+        # session still ending in the loop's thread failed the teardown under load)
+        async def stop() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
 
