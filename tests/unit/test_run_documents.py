@@ -15,9 +15,10 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pytest
+from typing_extensions import is_typeddict  # the documents are typing_extensions' (pydantic)
 
 from pgrig.record import documents
 from pgrig.record.documents import HostDoc, RunExtra

@@ -29,7 +29,9 @@ from pgrig.archive.records import (
     StudyRecord,
 )
 from pgrig.errors import PgrigError
-from pgrig.record.documents import HostDoc
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra
+from pgrig.record.json_values import JsonValue
 
 RUN_STATUSES = ("running", "ok", "failed", "aborted", "lost")
 # What `pgrig runs mark` may set: the ends of a run pgrig could not record itself.
@@ -60,12 +62,13 @@ def encode(obj: Any) -> tuple[str, bytes]:
     return "zlib-json", zlib.compress(raw, 1)  # 4.5x on series at ~6x the speed of level 6
 
 
-def decode(codec: str, data: bytes) -> Any:
+def decode(codec: str, data: bytes) -> JsonValue:
     if codec == "zlib-json":
         data = zlib.decompress(data)
     elif codec != "json":
         raise PgrigError(f"archive holds data in an unknown encoding {codec!r}: upgrade pgrig")
-    return json.loads(data)
+    loaded: JsonValue = json.loads(data)
+    return loaded
 
 
 # --- conversions between records and rows --------------------------------------------------
@@ -229,9 +232,46 @@ def order_clause(order: str) -> list[Any]:
 LIGHT_EXTRA_KEYS = ("warnings", "backup", "during", "topology")
 
 
-def artifact_map(stored: Any) -> dict[str, str]:
+def artifact_map(stored: JsonValue) -> dict[str, str]:
     """A run's decoded artifacts blob as a dict of relative paths."""
     return {str(k): str(v) for k, v in stored.items()} if isinstance(stored, dict) else {}
+
+
+def _objects(stored: JsonValue) -> dict[str, Any]:
+    """{name: object}: the settings blob (pg_settings rows, whose columns are the server's)."""
+    if not isinstance(stored, dict):
+        return {}
+    return {str(k): v for k, v in stored.items() if isinstance(v, dict)}
+
+
+def _layers(stored: JsonValue) -> dict[str, dict[str, str]]:
+    """{layer: {name: value}}: a run's settings layers, as text (pgrig.conf's values)."""
+    if not isinstance(stored, dict):
+        return {}
+    return {
+        str(layer): {str(k): str(v) for k, v in values.items()}
+        for layer, values in stored.items()
+        if isinstance(values, dict)
+    }
+
+
+def set_blob(rec: RunRecord, kind: str, stored: JsonValue) -> None:
+    """Give `rec` its decoded blob of `kind`, validated once here (record/doc_read.py): every
+    reader of the record holds the declared shape."""
+    if kind == "extra":
+        rec.extra = read_document(RunExtra, stored)
+    elif kind == "insights":
+        rec.insights = read_document(InsightsDoc, stored)
+    elif kind == "host":
+        rec.host = read_document(HostDoc, stored)
+    elif kind == "artifacts":
+        rec.artifacts = artifact_map(stored)
+    elif kind == "settings":
+        rec.settings = _objects(stored)
+    elif kind == "settings_layers":
+        rec.settings_layers = _layers(stored)
+    else:
+        raise ValueError(f"unknown blob kind {kind!r}")
 
 
 def tag_rows(run_id: int, tags: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -36,9 +36,12 @@ from pgrig.archive.rows import (
     run_row,
     script_from_row,
     script_row,
+    set_blob,
     tag_rows,
 )
 from pgrig.errors import NotFound, PgrigError
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import RunExtra
 
 
 class RunTable:
@@ -137,7 +140,7 @@ class RunTable:
                 )
             ):
                 if kind in BLOB_KINDS:
-                    setattr(rec, kind, decode(codec, data))
+                    set_blob(rec, kind, decode(codec, data))
             rec.series = self._series(conn, run_id)
         return rec
 
@@ -296,7 +299,7 @@ class RunTable:
         )
         with self._db.read() as conn:
             for run_id, kind, codec, data in conn.execute(q):
-                setattr(by_id[run_id], kind, decode(codec, data))
+                set_blob(by_id[run_id], kind, decode(codec, data))
         return recs
 
     def _add_warnings(self, conn: Connection, recs: list[RunRecord]) -> None:
@@ -307,7 +310,8 @@ class RunTable:
             blobs_t.c.kind == "extra", blobs_t.c.run_id.in_(list(by_id))
         )
         for run_id, codec, data in conn.execute(q):
-            extra = decode(codec, data)
+            extra = read_document(RunExtra, decode(codec, data))
+            light = by_id[run_id].extra
             for key in LIGHT_EXTRA_KEYS:
                 if extra.get(key):
-                    cast(dict[str, Any], by_id[run_id].extra)[key] = extra[key]
+                    light[key] = extra[key]  # type: ignore[literal-required]

@@ -31,6 +31,8 @@ from pgrig import paths, safe_write
 from pgrig.archive.artifacts import archive_key, legacy_run_dir, run_artifacts_dir
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra
 from pgrig.request.values import INT64_MAX
 
 __all__ = [
@@ -120,14 +122,25 @@ def _decode_record(doc: dict[str, Any]) -> RunRecord:
         ScriptResult(**{**s, "latency": LatencyStats(**s.get("latency") or {})})
         for s in doc.get("scripts") or []
     ]
+    for name, declared in _DOCUMENTS.items():  # validated once, as the archive reads them
+        if name in doc:
+            doc[name] = read_document(declared, doc[name]) if doc[name] is not None else None
     return RunRecord(**doc)
+
+
+_DOCUMENTS: dict[str, type] = {
+    "host": HostDoc,
+    "extra": RunExtra,
+    "insights": InsightsDoc,
+    "disk_limit": DiskLimitDoc,
+}
 
 
 # The shape of each field of a spooled record, as the archive's writer and every reader use it:
 # a field of another JSON type (a record edited by hand, damaged, or forged) is refused here,
 # with its name, instead of a traceback in the import or, once stored, in every reader of the
-# run. Documents (host, extra, insights, disk_limit) are checked as objects only: their
-# contents differ between pgrig versions, and their readers take what they find.
+# run. Documents (host, extra, insights, disk_limit) are checked as objects here, then each
+# declared key against its type (record/doc_read.py: a key that does not fit reads as missing).
 _TEXT = (str,)
 _NUMBER = (int, float)
 _INT = _NUMBER  # a count written as 5.0 is stored and read as well: not worth losing a run over

@@ -11,7 +11,9 @@ own fields, and `db generate`'s record has each scenario's keys.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict
 
 from pgrig.record.backup_docs import BackupDoc, DuringDoc, DuringLoad, RowCount, VerifyDoc
 from pgrig.record.connection_docs import (

@@ -8,10 +8,15 @@ none; a document read from elsewhere may hold them).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypeAlias
+
+# A JSON document as json.loads gives it back: what a reader holds before it knows the shape.
+# A reader narrows it with isinstance (or reads a declared document: record/doc_read.py).
+JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
-def number(v: Any) -> float | None:
+def number(v: object) -> float | None:
     """`v` as a float when it is a finite JSON number, else None."""
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
@@ -19,7 +24,9 @@ def number(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def whole(v: Any) -> int | None:
+def whole(v: object) -> int | None:
     """`v` as an int (a float truncated, as int() does) when it is a finite JSON number."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v  # exact, however large
     f = number(v)
-    return None if f is None else int(v)
+    return None if f is None else int(f)
