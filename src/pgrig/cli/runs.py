@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from pgrig.archive.records import RunRecord
     from pgrig.archive.store import Archive
+    from pgrig.insights.plan_changes import PlanChange
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -320,7 +321,7 @@ def _print_compare(view: Any, wide: bool = False) -> None:
             render.print_table(t)
 
 
-def _print_plan_changes(changes: list[dict[str, Any]]) -> None:
+def _print_plan_changes(changes: list[PlanChange]) -> None:
     """Statements planned differently in B than in A (pgrig.insights.plan_changes)."""
     if not changes:
         return

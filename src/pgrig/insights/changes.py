@@ -22,17 +22,25 @@ A part not collected on a side says why (the first run's reason), instead of emp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict, TypeVar
 
 from pgrig import format
 from pgrig.analysis.compare import format_ratio
 from pgrig.analysis.host_diff import host_differences
 from pgrig.analysis.proportion import difference_bounds, share_bounds
 from pgrig.archive.records import RunRecord
-from pgrig.insights.plan_changes import plan_changes
+from pgrig.insights.plan_changes import PlanChange, plan_changes
 from pgrig.insights.plans import clip, fingerprint, normalize_query
-from pgrig.insights.summary import parts
-from pgrig.record.documents import InsightsDoc
+from pgrig.insights.summary import InsightParts, parts
+from pgrig.record.documents import (
+    InsightPart,
+    InsightsDoc,
+    LogDigestDoc,
+    PlansDoc,
+    StatementDoc,
+    StatementsDoc,
+    WaitsDoc,
+)
 from pgrig.table import Table
 
 TOP_STATEMENTS = 10
@@ -40,7 +48,7 @@ TOP_WAITS = 8
 STATEMENT_FIELDS = ("calls", "total_ms", "shared_blks_read", "temp_blks_written")
 COUNT_COLUMNS = ("calls", "shared_blks_read", "temp_blks_written")  # A and B side by side
 # (key, label, count in a log_digest document)
-LOG_COUNTS: tuple[tuple[str, str, Callable[[dict[str, Any]], float]], ...] = (
+LOG_COUNTS: tuple[tuple[str, str, Callable[[LogDigestDoc], float]], ...] = (
     ("checkpoint_warnings", "'checkpoints are occurring too frequently'",
      lambda d: d["checkpoint_warnings"]["count"]),
     ("checkpoints_requested", "checkpoints requested", lambda d: d["checkpoints"]["requested"]),
@@ -55,121 +63,269 @@ LOG_COUNTS: tuple[tuple[str, str, Callable[[dict[str, Any]], float]], ...] = (
 )  # fmt: skip
 
 
+# --- the comparison's document (`what_changed`): what every surface renders ------------------
+
+
+class Sides(TypedDict):
+    a: int
+    b: int
+
+
+class SideMeans(TypedDict):
+    a: float
+    b: float
+
+
+class StatementSide(TypedDict):
+    """A statement's per-run means on one side (the STATEMENT_FIELDS and the mean time)."""
+
+    calls: float
+    total_ms: float
+    shared_blks_read: float
+    temp_blks_written: float
+    mean_ms: float | None
+
+
+class StatementChange(TypedDict):
+    fingerprint: str
+    text: str | None
+    toplevel: bool
+    a: StatementSide | None  # None: not among that side's top statements
+    b: StatementSide | None
+    total_ms_change: float | None
+    mean_ratio: float | None  # mean time per call, B/A
+
+
+class StatementChanges(TypedDict):
+    collected: bool
+    reason: NotRequired[str]  # when not collected on a side
+    runs: NotRequired[Sides]
+    total_ms: NotRequired[SideMeans]
+    calls: NotRequired[SideMeans]
+    top: NotRequired[list[StatementChange]]
+
+
+class LogCountChange(TypedDict):
+    key: str
+    label: str
+    a: float
+    b: float
+    differs: bool
+
+
+class LogChanges(TypedDict):
+    collected: bool
+    reason: NotRequired[str]
+    runs: NotRequired[Sides]
+    counts: NotRequired[list[LogCountChange]]
+
+
+class WaitChange(TypedDict):
+    """An event's share of active time in A and B, in percent, and the change in points;
+    the bounds when both sides carry them."""
+
+    event: str
+    a_pct: float
+    b_pct: float
+    change_pp: float
+    a_low_pct: NotRequired[float]
+    a_high_pct: NotRequired[float]
+    b_low_pct: NotRequired[float]
+    b_high_pct: NotRequired[float]
+    change_low_pp: NotRequired[float]
+    change_high_pp: NotRequired[float]
+
+
+class WaitChanges(TypedDict):
+    collected: bool
+    reason: NotRequired[str]
+    samples: NotRequired[Sides]
+    events: NotRequired[list[WaitChange]]
+
+
+class WhatChanged(TypedDict):
+    """The `what_changed` document (`runs compare --json`)."""
+
+    statements: StatementChanges
+    plan_changes: list[PlanChange]
+    log: LogChanges
+    waits: WaitChanges
+    host: list[str]
+
+
 def what_changed(
     a: Sequence[RunRecord], b: Sequence[RunRecord], top: int = TOP_STATEMENTS
-) -> dict[str, Any]:
+) -> WhatChanged:
     """The `what_changed` document of baseline group `a` against candidate group `b`."""
     ia, ib = [r.insights for r in a], [r.insights for r in b]
-    return {
-        "statements": _statements(ia, ib, top),
-        "plan_changes": plan_changes(ia, ib),
-        "log": _log(ia, ib),
-        "waits": _waits(ia, ib),
-        "host": host_differences(a[0].host, b[0].host, a[0].extra, b[0].extra) if a and b else [],
-    }
+    return WhatChanged(
+        statements=_statements(ia, ib, top),
+        plan_changes=plan_changes(ia, ib),
+        log=_log(ia, ib),
+        waits=_waits(ia, ib),
+        host=host_differences(a[0].host, b[0].host, a[0].extra, b[0].extra) if a and b else [],
+    )
 
 
 # --- collection per side ---------------------------------------------------------------------
 
+Part = TypeVar("Part", bound=InsightPart)
+Group = Sequence[InsightsDoc | None]  # the insights of a group's runs
 
-def _collected(docs: Sequence[InsightsDoc | None], part: str) -> tuple[list[dict], str | None]:
+
+def _collected(docs: Group, pick: Callable[[InsightParts], Part]) -> tuple[list[Part], str | None]:
     """The group's collected documents of one part, and the reason when there are none."""
-    found = [p for p in (parts(d)[part] for d in docs) if p.get("collected")]
-    reason = None if found else parts(docs[0] if docs else None)[part].get("reason")
-    return found, reason
+    found = [p for p in (pick(parts(d)) for d in docs) if p.get("collected")]
+    first: InsightPart = pick(parts(docs[0] if docs else None))
+    return found, None if found else first.get("reason")
 
 
-def _not_collected(ra: str | None, rb: str | None) -> dict[str, Any]:
-    reason = "; ".join(f"{side}: {r}" for side, r in (("A", ra), ("B", rb)) if r)
-    return {"collected": False, "reason": reason}
+def _statements_part(p: InsightParts) -> StatementsDoc:
+    return p["statements"]
 
 
-def _statement_key(st: dict[str, Any]) -> str:
+def _plans_part(p: InsightParts) -> PlansDoc:
+    return p["plans"]
+
+
+def _log_part(p: InsightParts) -> LogDigestDoc:
+    return p["log_digest"]
+
+
+def _waits_part(p: InsightParts) -> WaitsDoc:
+    return p["waits"]
+
+
+def _not_collected(ra: str | None, rb: str | None) -> str:
+    """Why a part is not compared: each side's reason."""
+    return "; ".join(f"{side}: {r}" for side, r in (("A", ra), ("B", rb)) if r)
+
+
+def _statement_key(st: StatementDoc) -> str:
     key = fingerprint(normalize_query(str(st.get("text") or "")))
     return key if st.get("toplevel", True) else key + ":nested"
 
 
-def _statement_side(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+class _StatementSums(TypedDict):
+    text: str | None
+    toplevel: bool
+    sums: dict[str, float]  # STATEMENT_FIELDS summed over the runs
+
+
+class _SideOf(TypedDict):
+    text: str | None
+    toplevel: bool
+    side: StatementSide
+
+
+def _statement_side(docs: list[StatementsDoc]) -> dict[str, _SideOf]:
     """Per-run means of each statement's counters (over the runs that collected statements)."""
-    sums: dict[str, dict[str, Any]] = {}
+    sums: dict[str, _StatementSums] = {}
     for doc in docs:
         for st in doc.get("top") or []:
             into = sums.setdefault(
                 _statement_key(st),
-                {"text": st.get("text"), "toplevel": st.get("toplevel", True)}
-                | dict.fromkeys(STATEMENT_FIELDS, 0.0),
+                _StatementSums(
+                    text=st.get("text"),
+                    toplevel=st.get("toplevel", True),
+                    sums=dict.fromkeys(STATEMENT_FIELDS, 0.0),
+                ),
             )
-            for f in STATEMENT_FIELDS:
-                into[f] += float(st.get(f) or 0)
+            counted = (st.get("calls"), st.get("total_ms"), st.get("shared_blks_read"),
+                       st.get("temp_blks_written"))  # fmt: skip
+            for f, v in zip(STATEMENT_FIELDS, counted, strict=True):
+                into["sums"][f] += float(v or 0)
     n = len(docs)
     out = {}
     for key, s in sums.items():
-        side = {f: s[f] / n for f in STATEMENT_FIELDS}
-        side["mean_ms"] = s["total_ms"] / s["calls"] if s["calls"] else None
-        out[key] = {"text": s["text"], "toplevel": s["toplevel"], "side": side}
+        total = s["sums"]
+        side = StatementSide(
+            calls=total["calls"] / n,
+            total_ms=total["total_ms"] / n,
+            shared_blks_read=total["shared_blks_read"] / n,
+            temp_blks_written=total["temp_blks_written"] / n,
+            mean_ms=total["total_ms"] / total["calls"] if total["calls"] else None,
+        )
+        out[key] = _SideOf(text=s["text"], toplevel=s["toplevel"], side=side)
     return out
 
 
-def _statements(ia: list, ib: list, top: int) -> dict[str, Any]:
-    da, ra = _collected(ia, "statements")
-    db, rb = _collected(ib, "statements")
+def _statements(ia: Group, ib: Group, top: int) -> StatementChanges:
+    da, ra = _collected(ia, _statements_part)
+    db, rb = _collected(ib, _statements_part)
     if not da or not db:
-        return _not_collected(ra, rb)
+        return StatementChanges(collected=False, reason=_not_collected(ra, rb))
     sa, sb = _statement_side(da), _statement_side(db)
     rows = []
     for key in dict.fromkeys([*sb, *sa]):
         a, b = sa.get(key), sb.get(key)
         one = b or a
         assert one is not None
-        pa, pb = (a or {}).get("side"), (b or {}).get("side")
+        pa, pb = (a["side"] if a else None), (b["side"] if b else None)
         change = pb["total_ms"] - pa["total_ms"] if pa and pb else None
-        ma, mb = (pa or {}).get("mean_ms"), (pb or {}).get("mean_ms")
+        ma, mb = (pa["mean_ms"] if pa else None), (pb["mean_ms"] if pb else None)
         rows.append(
-            {
-                "fingerprint": key,
-                "text": one["text"],
-                "toplevel": one["toplevel"],
-                "a": pa,
-                "b": pb,
-                "total_ms_change": change,
-                "mean_ratio": mb / ma if ma and mb is not None else None,
-            }
+            StatementChange(
+                fingerprint=key,
+                text=one["text"],
+                toplevel=one["toplevel"],
+                a=pa,
+                b=pb,
+                total_ms_change=change,
+                mean_ratio=mb / ma if ma and mb is not None else None,
+            )
         )
     rows.sort(key=_change_size, reverse=True)
-    return {
-        "collected": True,
-        "runs": {"a": len(da), "b": len(db)},
-        "total_ms": {"a": _mean(da, "total_ms"), "b": _mean(db, "total_ms")},
-        "calls": {"a": _mean(da, "calls"), "b": _mean(db, "calls")},
-        "top": rows[:top],
-    }
+    return StatementChanges(
+        collected=True,
+        runs=Sides(a=len(da), b=len(db)),
+        total_ms=SideMeans(
+            a=_mean([d.get("total_ms") for d in da]), b=_mean([d.get("total_ms") for d in db])
+        ),
+        calls=SideMeans(
+            a=_mean([d.get("calls") for d in da]), b=_mean([d.get("calls") for d in db])
+        ),
+        top=rows[:top],
+    )
 
 
-def _change_size(row: dict[str, Any]) -> float:
+def _change_size(row: StatementChange) -> float:
     """How much a statement's total time changed; one seen on one side only: its whole time."""
     if row["total_ms_change"] is not None:
         return float(abs(row["total_ms_change"]))
-    return float((row["b"] or row["a"])["total_ms"])
+    seen = row["b"] or row["a"]
+    assert seen is not None  # a statement is on one side at least
+    return float(seen["total_ms"])
 
 
-def _mean(docs: list[dict[str, Any]], key: str) -> float:
-    return sum(float(d.get(key) or 0) for d in docs) / len(docs)
+def _mean(values: list[float | None]) -> float:
+    """The per-run mean of a total (a run without it counts 0)."""
+    return sum(float(v or 0) for v in values) / len(values)
 
 
-def _log(ia: list, ib: list) -> dict[str, Any]:
-    da, ra = _collected(ia, "log_digest")
-    db, rb = _collected(ib, "log_digest")
+def _log(ia: Group, ib: Group) -> LogChanges:
+    da, ra = _collected(ia, _log_part)
+    db, rb = _collected(ib, _log_part)
     if not da or not db:
-        return _not_collected(ra, rb)
+        return LogChanges(collected=False, reason=_not_collected(ra, rb))
     rows = []
     for key, label, count in LOG_COUNTS:
         a = sum(count(d) for d in da) / len(da)
         b = sum(count(d) for d in db) / len(db)
-        rows.append({"key": key, "label": label, "a": a, "b": b, "differs": a != b})
-    return {"collected": True, "runs": {"a": len(da), "b": len(db)}, "counts": rows}
+        rows.append(LogCountChange(key=key, label=label, a=a, b=b, differs=a != b))
+    return LogChanges(collected=True, runs=Sides(a=len(da), b=len(db)), counts=rows)
 
 
-def _wait_shares(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+class _Share(TypedDict):
+    """An event's share over a group's summed samples, with bounds when every run had them."""
+
+    pct: float
+    samples: float
+    low: NotRequired[float]
+    high: NotRequired[float]
+
+
+def _wait_shares(docs: list[WaitsDoc]) -> dict[str, _Share]:
     """Each event's share over the group's summed samples, with bounds when every run that saw
     it carries its effective sample size (insights/waits.py): the group's effective size is
     its samples over the pooled design effect (samples / effective size of those runs)."""
@@ -187,56 +343,52 @@ def _wait_shares(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             pair[0] += active
             pair[1] += float(n_eff or 0)
     total = sum(float(d.get("active_seen") or 0) for d in docs)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _Share] = {}
     for k, v in seen.items():
-        share: dict[str, Any] = {"pct": 100.0 * v / total if total else 0.0, "samples": total}
+        share = _Share(pct=100.0 * v / total if total else 0.0, samples=total)
         samples, n_eff = eff[k]
         if bounded[k] and total and n_eff > 0:
             _, low, high = share_bounds(v, total, total * n_eff / samples)
-            share.update(low=low, high=high)
+            share["low"], share["high"] = low, high
         out[k] = share
     return out
 
 
-def _side(share: dict[str, Any] | None, total: float) -> dict[str, Any]:
+def _side(share: _Share | None, total: float) -> _Share:
     if share is not None:
         return share
-    return {"pct": 0.0, "samples": total}  # not seen on that side
+    return _Share(pct=0.0, samples=total)  # not seen on that side
 
 
-def _waits(ia: list, ib: list) -> dict[str, Any]:
-    da, ra = _collected(ia, "waits")
-    db, rb = _collected(ib, "waits")
+def _waits(ia: Group, ib: Group) -> WaitChanges:
+    da, ra = _collected(ia, _waits_part)
+    db, rb = _collected(ib, _waits_part)
     if not da or not db:
-        return _not_collected(ra, rb)
+        return WaitChanges(collected=False, reason=_not_collected(ra, rb))
     wa, wb = _wait_shares(da), _wait_shares(db)
     na = sum(float(d.get("active_seen") or 0) for d in da)
     nb = sum(float(d.get("active_seen") or 0) for d in db)
-    rows: list[dict[str, Any]] = []
+    rows: list[WaitChange] = []
     for e in dict.fromkeys([*wa, *wb]):
         a, b = _side(wa.get(e), na), _side(wb.get(e), nb)
-        row: dict[str, Any] = {
-            "event": e,
-            "a_pct": a["pct"],
-            "b_pct": b["pct"],
-            "change_pp": b["pct"] - a["pct"],
-        }
-        for key, side in (("a", a), ("b", b)):
-            if "low" in side:
-                row[f"{key}_low_pct"], row[f"{key}_high_pct"] = side["low"], side["high"]
+        row = WaitChange(event=e, a_pct=a["pct"], b_pct=b["pct"], change_pp=b["pct"] - a["pct"])
+        if "low" in a:
+            row["a_low_pct"], row["a_high_pct"] = a["low"], a["high"]
+        if "low" in b:
+            row["b_low_pct"], row["b_high_pct"] = b["low"], b["high"]
         if "low" in a and "low" in b:
             row["change_low_pp"], row["change_high_pp"] = difference_bounds(
                 (a["pct"], a["low"], a["high"]), (b["pct"], b["low"], b["high"])
             )
         rows.append(row)
     rows.sort(key=lambda r: (-abs(r["change_pp"]), r["event"]))
-    return {"collected": True, "samples": {"a": int(na), "b": int(nb)}, "events": rows}
+    return WaitChanges(collected=True, samples=Sides(a=int(na), b=int(nb)), events=rows)
 
 
 # --- the same tables for every surface ----------------------------------------------------------
 
 
-def tables(doc: dict[str, Any], text_chars: int = 90, wide: bool = True) -> list[Table]:
+def tables(doc: WhatChanged, text_chars: int = 90, wide: bool = True) -> list[Table]:
     """The `what_changed` document as titled tables (CLI, report and web render these).
 
     wide=False: the statements table keeps its time columns (total and mean time, A and B,
@@ -265,7 +417,7 @@ def _ms(v: float | None, digits: int = 1) -> str:
 TIME_COLUMNS = 7  # statement, total ms A and B, change, mean ms A and B, mean B/A
 
 
-def _statement_table(doc: dict[str, Any], text_chars: int, wide: bool = True) -> Table:
+def _statement_table(doc: StatementChanges, text_chars: int, wide: bool = True) -> Table:
     title = "Statements (pg_stat_statements, per run)"
     if not doc.get("collected"):
         return Table.titled(title, note=doc.get("reason"))
@@ -274,19 +426,19 @@ def _statement_table(doc: dict[str, Any], text_chars: int, wide: bool = True) ->
             "temp written B"]  # fmt: skip
     rows: list[list[str | list[str]]] = []
     for r in doc["top"]:
-        a, b = r["a"] or {}, r["b"] or {}
+        a, b = r["a"], r["b"]
         text = clip(r["text"] or "", text_chars) + ("" if r["toplevel"] else " (nested)")
         change = r["total_ms_change"]
         rows.append(
             [
                 text,
-                _ms(a.get("total_ms")),
-                _ms(b.get("total_ms")),
+                _ms(a["total_ms"] if a else None),
+                _ms(b["total_ms"] if b else None),
                 "-" if change is None else f"{change:+,.1f}",
-                _ms(a.get("mean_ms"), 3),
-                _ms(b.get("mean_ms"), 3),
+                _ms(a["mean_ms"] if a else None, 3),
+                _ms(b["mean_ms"] if b else None, 3),
                 format_ratio(r["mean_ratio"]),
-                *(_count(side.get(f)) for f in COUNT_COLUMNS for side in (a, b)),
+                *(_count(_counter(side, f)) for f in COUNT_COLUMNS for side in (a, b)),
             ]
         )
     note = (
@@ -300,7 +452,11 @@ def _statement_table(doc: dict[str, Any], text_chars: int, wide: bool = True) ->
     return Table.titled(title, cols, rows, note, frozenset(range(1, len(cols))))
 
 
-def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> Table:
+def _counter(side: StatementSide | None, name: str) -> float | None:
+    return None if side is None else side[name]  # type: ignore[literal-required]
+
+
+def _plan_table(changes: list[PlanChange], text_chars: int) -> Table:
     title = "Plan changes"
     if not changes:
         return Table.titled(title, note="No statement's dominant plan differs between A and B.")
@@ -315,7 +471,7 @@ def _plan_table(changes: list[dict[str, Any]], text_chars: int) -> Table:
     return Table.titled(title, ["statement", "A", "B"], rows)
 
 
-def _log_table(doc: dict[str, Any]) -> Table:
+def _log_table(doc: LogChanges) -> Table:
     title = "Server log"
     if not doc.get("collected"):
         return Table.titled(title, note=doc.get("reason"))
@@ -326,7 +482,7 @@ def _log_table(doc: dict[str, Any]) -> Table:
     return Table.titled(title, ["per run", "A", "B"], rows, note, frozenset({1, 2}))
 
 
-def _wait_table(doc: dict[str, Any]) -> Table:
+def _wait_table(doc: WaitChanges) -> Table:
     title = "Wait profile (share of active time)"
     if not doc.get("collected"):
         return Table.titled(title, note=doc.get("reason"))
@@ -339,7 +495,7 @@ def _wait_table(doc: dict[str, Any]) -> Table:
         ]
         for e in doc["events"][:TOP_WAITS]
     ]
-    samples = doc.get("samples") or {}
+    samples = doc.get("samples") or Sides(a=0, b=0)
     note = (
         f"Samples: A {samples.get('a', 0):,}, B {samples.get('b', 0):,}; 95% bounds (an event "
         "not in a side's top is counted 0 there)."
@@ -369,7 +525,7 @@ def evidence(runs: Sequence[RunRecord]) -> list[str]:
     scans in the sampled plans, the top wait event. Empty when nothing was collected."""
     docs = [r.insights for r in runs]
     lines = []
-    logs, _ = _collected(docs, "log_digest")
+    logs, _ = _collected(docs, _log_part)
     if logs:
         mean = {key: sum(count(d) for d in logs) / len(logs) for key, _, count in LOG_COUNTS}
         text = f"checkpoints requested {_count(mean['checkpoints_requested'])}"
@@ -377,11 +533,11 @@ def evidence(runs: Sequence[RunRecord]) -> list[str]:
             text += f" ({_count(mean['checkpoint_warnings'])} 'too frequently')"
         lines.append(text)
         lines.append(f"autovacuum {_count(mean['autovacuum'] + mean['autoanalyze'])}")
-    plans, _ = _collected(docs, "plans")
+    plans, _ = _collected(docs, _plans_part)
     if plans:
         seq, index = _scans(plans)
         lines.append(f"plan scans seq {_count(seq)} / index {_count(index)}")
-    waits, _ = _collected(docs, "waits")
+    waits, _ = _collected(docs, _waits_part)
     shares = _wait_shares(waits)
     if shares:
         event, share = max(shares.items(), key=lambda kv: (kv[1]["pct"], kv[0]))
@@ -390,7 +546,7 @@ def evidence(runs: Sequence[RunRecord]) -> list[str]:
     return lines
 
 
-def _scans(docs: list[dict[str, Any]]) -> tuple[float, float]:
+def _scans(docs: list[PlansDoc]) -> tuple[float, float]:
     """Sequential and index scan nodes in the sampled plans (each plan counted per sample),
     per run."""
     seq = index = 0

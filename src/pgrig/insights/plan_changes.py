@@ -9,15 +9,38 @@ and the plans themselves.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from pgrig.insights.plans import clip
-from pgrig.record.documents import InsightsDoc
+from pgrig.record.documents import InsightsDoc, Misestimate, PlanDoc, PlanStatement
+from pgrig.record.json_values import JsonValue
 
 Insights = InsightsDoc | None  # one run's insights (RunRecord.insights)
 
 
-def plan_changes(a: Sequence[Insights], b: Sequence[Insights]) -> list[dict[str, Any]]:
+class PlanSide(TypedDict):
+    """A statement's dominant plan on one side of a comparison."""
+
+    hash: str
+    samples: int
+    share_pct: float | None  # of the statement's sampled plans
+    mean_ms: float | None
+    outline: list[str]
+    misestimates: list[Misestimate]
+    plan: dict[str, JsonValue] | None
+
+
+class PlanChange(TypedDict):
+    """A statement whose dominant plan differs between A and B."""
+
+    fingerprint: str
+    text: str | None
+    function: str | None
+    a: PlanSide
+    b: PlanSide
+
+
+def plan_changes(a: Sequence[Insights], b: Sequence[Insights]) -> list[PlanChange]:
     """Statements planned differently in B than in A (each a list of runs' insights), B's
     heaviest first."""
     in_a, in_b = _statements(a), _statements(b)
@@ -30,23 +53,23 @@ def plan_changes(a: Sequence[Insights], b: Sequence[Insights]) -> list[dict[str,
         if pa is None or pb is None or pa["hash"] == pb["hash"]:
             continue
         out.append(
-            {
-                "fingerprint": key,
-                "text": st_b.get("text"),
-                "function": st_b.get("function"),
-                "a": _side(st_a, pa),
-                "b": _side(st_b, pb),
-            }
+            PlanChange(
+                fingerprint=key,
+                text=st_b.get("text"),
+                function=st_b.get("function"),
+                a=_side(st_a, pa),
+                b=_side(st_b, pb),
+            )
         )
     return out
 
 
-def _statements(docs: Sequence[Insights]) -> dict[str, dict[str, Any]]:
+def _statements(docs: Sequence[Insights]) -> dict[str, PlanStatement]:
     """The statements of a group's runs by fingerprint, plans merged by hash (samples summed,
     the first run's plan kept)."""
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, PlanStatement] = {}
     for doc in docs:
-        plans = (doc or {}).get("plans") or {}
+        plans = (doc or InsightsDoc()).get("plans") or {}
         if not plans.get("collected"):
             continue
         for st in plans.get("statements") or []:
@@ -56,35 +79,34 @@ def _statements(docs: Sequence[Insights]) -> dict[str, dict[str, Any]]:
                 if p["hash"] in by_hash:
                     by_hash[p["hash"]]["samples"] += p["samples"]
                 else:
-                    into["plans"].append(dict(p))
+                    into["plans"].append(p.copy())
     return merged
 
 
-def _dominant(st: dict[str, Any]) -> dict[str, Any] | None:
+def _dominant(st: PlanStatement) -> PlanDoc | None:
     plans = [p for p in st.get("plans") or [] if p.get("samples")]
     return max(plans, key=lambda p: (p["samples"], p["hash"])) if plans else None
 
 
-def _side(st: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+def _side(st: PlanStatement, plan: PlanDoc) -> PlanSide:
     total = sum(p.get("samples", 0) for p in st.get("plans") or [])
-    return {
-        "hash": plan["hash"],
-        "samples": plan["samples"],
-        "share_pct": round(100.0 * plan["samples"] / total, 1) if total else None,
-        "mean_ms": plan.get("mean_ms"),
-        "outline": plan.get("outline") or [],
-        "misestimates": plan.get("misestimates") or [],
-        "plan": plan.get("plan"),
-    }
+    return PlanSide(
+        hash=plan["hash"],
+        samples=plan["samples"],
+        share_pct=round(100.0 * plan["samples"] / total, 1) if total else None,
+        mean_ms=plan.get("mean_ms"),
+        outline=plan.get("outline") or [],
+        misestimates=plan.get("misestimates") or [],
+        plan=plan.get("plan"),
+    )
 
 
-def change_lines(changes: list[dict[str, Any]], text_chars: int = 120) -> list[str]:
+def change_lines(changes: list[PlanChange], text_chars: int = 120) -> list[str]:
     """Plain-text lines of plan changes: the statement, then A's and B's plan shapes."""
     lines = []
     for ch in changes:
         lines.append(clip(ch.get("text") or "", text_chars))
-        for side in ("a", "b"):
-            p = ch[side]
+        for side, p in (("a", ch["a"]), ("b", ch["b"])):
             mean = "" if p.get("mean_ms") is None else f", mean {p['mean_ms']:.3f} ms"
             lines.append(f"  {side.upper()}: plan {p['hash']} ({p['samples']} samples{mean})")
             lines.extend("      " + line for line in p["outline"])

@@ -11,22 +11,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from pgrig import format
 from pgrig.insights.plans import clip
-from pgrig.record.documents import InsightsDoc
+from pgrig.record.documents import (
+    InsightPart,
+    InsightsDoc,
+    LogDigestDoc,
+    MisestimateFlag,
+    PlansDoc,
+    StatementsDoc,
+    WaitEvent,
+    WaitsDoc,
+    WaitShares,
+)
 from pgrig.table import Table
 
-PARTS = ("statements", "plans", "log_digest", "waits")
+PartName = Literal["statements", "plans", "log_digest", "waits"]
+PARTS: tuple[PartName, ...] = ("statements", "plans", "log_digest", "waits")
 NO_INSIGHTS = "not collected: the run has no insights (archived before pgrig collected them)"
 
 
-def parts(insights: InsightsDoc | None) -> dict[str, Any]:
-    doc: Mapping[str, Any] = insights or {}
-    return {p: doc.get(p) or {"collected": False, "reason": NO_INSIGHTS} for p in PARTS}
+class InsightParts(TypedDict):
+    """The four parts of a run's insights, each collected or with the reason it was not."""
+
+    statements: StatementsDoc
+    plans: PlansDoc
+    log_digest: LogDigestDoc
+    waits: WaitsDoc
+
+
+def parts(insights: InsightsDoc | None) -> InsightParts:
+    doc: InsightsDoc = insights or {}
+    return InsightParts(
+        statements=doc.get("statements") or {"collected": False, "reason": NO_INSIGHTS},
+        plans=doc.get("plans") or {"collected": False, "reason": NO_INSIGHTS},
+        log_digest=doc.get("log_digest") or {"collected": False, "reason": NO_INSIGHTS},
+        waits=doc.get("waits") or {"collected": False, "reason": NO_INSIGHTS},
+    )
 
 
 @dataclass
@@ -61,16 +86,21 @@ def why_parts(
     """Each part: its `runs show` lines (`top` statements) and its tables (`rows` each)."""
     p = parts(insights)
     lines = _part_lines(p, top, text_chars)
+    tables_of: dict[PartName, Callable[[], list[Table]]] = {
+        "statements": lambda: _statement_table(p["statements"], rows),
+        "plans": lambda: _plan_tables(p["plans"], rows),
+        "waits": lambda: _wait_table(p["waits"], rows),
+    }
     out = []
     for key in PARTS:
-        doc = p[key]
+        doc: InsightPart = p[key]
         reason = None if doc.get("collected") else str(doc.get("reason") or "not collected")
-        tables = [] if reason else _TABLES.get(key, _no_tables)(doc, rows)
+        tables = [] if reason or key not in tables_of else tables_of[key]()
         out.append(WhyPart(key, TITLES[key], reason, lines[key], tables))
     return out
 
 
-def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[tuple[str, str]]]:
+def _part_lines(p: InsightParts, top: int, text_chars: int) -> dict[str, list[tuple[str, str]]]:
     return {
         "statements": _statements(p["statements"], top, text_chars),
         "plans": _plans(p["plans"], top, text_chars),
@@ -79,11 +109,7 @@ def _part_lines(p: dict[str, Any], top: int, text_chars: int) -> dict[str, list[
     }
 
 
-def _no_tables(_doc: dict[str, Any], _rows: int) -> list[Table]:
-    return []
-
-
-def _statement_table(doc: dict[str, Any], rows: int) -> list[Table]:
+def _statement_table(doc: StatementsDoc, rows: int) -> list[Table]:
     cols = [
         "#",
         "share",
@@ -119,7 +145,7 @@ def _statement_table(doc: dict[str, Any], rows: int) -> list[Table]:
     return [Table.titled("Top statements by total time", cols, out, note, frozenset(range(1, 10)))]
 
 
-def _plan_tables(doc: dict[str, Any], rows: int) -> list[Table]:
+def _plan_tables(doc: PlansDoc, rows: int) -> list[Table]:
     cols = [
         "statement",
         "node",
@@ -196,7 +222,7 @@ def _plan_tables(doc: dict[str, Any], rows: int) -> list[Table]:
     return out
 
 
-def _wait_table(doc: dict[str, Any], rows: int) -> list[Table]:
+def _wait_table(doc: WaitsDoc, rows: int) -> list[Table]:
     out = [_one_wait_table(doc, rows, "Wait events, share of active time")]
     ws = doc.get("pg_wait_sampling")
     if ws and ws.get("collected"):
@@ -205,7 +231,7 @@ def _wait_table(doc: dict[str, Any], rows: int) -> list[Table]:
     return out
 
 
-def _one_wait_table(doc: dict[str, Any], rows: int, title: str) -> Table:
+def _one_wait_table(doc: WaitShares, rows: int, title: str) -> Table:
     events: list[list[str | list[str]]] = [
         [e["event"], e["type"], wait_share(e, doc), f"{e['seen']:,}"]
         for e in doc.get("events", [])[:rows]
@@ -223,7 +249,7 @@ def _one_wait_table(doc: dict[str, Any], rows: int, title: str) -> Table:
 BOUNDS_WORDS = "bounds from the per-second spread of the samples"
 
 
-def wait_share(event: dict[str, Any], doc: dict[str, Any] | None = None) -> str:
+def wait_share(event: WaitEvent, doc: WaitShares | None = None) -> str:
     """ "36% [31, 41]", and "of 1,204 samples" when `doc` (the profile) is given; runs archived
     before bounds existed show the share alone."""
     return format.share(
@@ -242,10 +268,7 @@ def _int(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-_TABLES = {"statements": _statement_table, "plans": _plan_tables, "waits": _wait_table}
-
-
-def _statements(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[str, str]]:
+def _statements(doc: StatementsDoc, top: int, text_chars: int) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("statements", doc.get("reason", ""))]
     rows = [
@@ -268,7 +291,7 @@ def _statements(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[st
     return rows
 
 
-def _plans(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[str, str]]:
+def _plans(doc: PlansDoc, top: int, text_chars: int) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("plans", doc.get("reason", ""))]
     rows = [("plans", f"{doc['samples']:,} sampled plans of {len(doc['statements'])} statements")]
@@ -309,10 +332,10 @@ def _plans(doc: dict[str, Any], top: int, text_chars: int) -> list[tuple[str, st
     return rows
 
 
-def _one_per_statement(flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _one_per_statement(flags: list[MisestimateFlag]) -> list[MisestimateFlag]:
     """One flag per statement: a node reading one table (it names where the estimate went
     wrong) before a join, then the plan flagged most often, then the largest factor."""
-    best: dict[str, dict[str, Any]] = {}
+    best: dict[str, MisestimateFlag] = {}
     for f in flags:
         old = best.get(f["fingerprint"])
         if old is None or _rank(f) > _rank(old):
@@ -320,12 +343,12 @@ def _one_per_statement(flags: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(best.values(), key=lambda f: -f["factor"])
 
 
-def _rank(flag: dict[str, Any]) -> tuple[bool, int, float]:
+def _rank(flag: MisestimateFlag) -> tuple[bool, int, float]:
     relation = flag.get("relation") or ""
     return (bool(relation) and "," not in relation, flag["misestimate_samples"], flag["factor"])
 
 
-def _log(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def _log(doc: LogDigestDoc) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("server log", doc.get("reason", ""))]
     ck = doc["checkpoints"]
@@ -351,16 +374,16 @@ def _log(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if errors["count"]:
         top = "; ".join(f"{m['message']} x{m['count']}" for m in errors["messages"][:3])
         rows.append(("errors", f"{errors['count']}: {top}"))
-    for key, label in (("deadlocks", "deadlocks"), ("lock_waits", "lock waits")):
-        if doc[key]["count"]:
-            rows.append((label, str(doc[key]["count"])))
+    for counted, label in ((doc["deadlocks"], "deadlocks"), (doc["lock_waits"], "lock waits")):
+        if counted["count"]:
+            rows.append((label, str(counted["count"])))
     temp = doc["temp_files"]
     if temp["count"]:
         rows.append(("temp files", f"{temp['count']}, {format.size(temp['bytes'])}"))
     return rows
 
 
-def _waits(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def _waits(doc: WaitsDoc) -> list[tuple[str, str]]:
     if not doc.get("collected"):
         return [("waits", doc.get("reason", ""))]
     if not doc["events"]:

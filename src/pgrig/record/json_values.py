@@ -8,11 +8,17 @@ none; a document read from elsewhere may hold them).
 from __future__ import annotations
 
 import math
-from typing import TypeAlias
+from typing import TypeAlias, Union
+
+from typing_extensions import TypeAliasType
 
 # A JSON document as json.loads gives it back: what a reader holds before it knows the shape.
 # A reader narrows it with isinstance (or reads a declared document: record/doc_read.py).
-JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
+# (TypeAliasType: a recursive alias pydantic can validate, record/doc_read.py)
+JsonValue = TypeAliasType(
+    "JsonValue",
+    "Union[str, int, float, bool, list[JsonValue], dict[str, JsonValue], None]",  # noqa: UP007
+)
 JsonObject: TypeAlias = dict[str, JsonValue]
 
 

@@ -24,7 +24,7 @@ from pgrig.analysis.compare import (
     group_value,
 )
 from pgrig.archive.records import RunRecord
-from pgrig.insights.changes import tables, what_changed
+from pgrig.insights.changes import WhatChanged, tables, what_changed
 from pgrig.record.figures import FIGURES, Figure
 from pgrig.table import Cell, Table
 from pgrig.views import compare_hosts, disk_limit, harness_cost, latency
@@ -189,7 +189,7 @@ class Changes:
     """What changed from the baseline to one column (pgrig.insights.changes)."""
 
     column: Column
-    document: dict[str, Any]
+    document: WhatChanged
     tables: list[Table]  # every column (the web page, the reports, `runs compare --wide`)
 
     def narrow_tables(self) -> list[Table]:
