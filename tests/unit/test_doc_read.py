@@ -49,3 +49,53 @@ def test_values_are_kept_as_stored_not_converted() -> None:
 @pytest.mark.parametrize("raw", [None, [], "text", 3])
 def test_what_is_no_object_reads_as_an_empty_document(raw: object) -> None:
     assert read_document(RunExtra, raw) == {}
+
+
+# --- the insights parts: what the collectors write reads back whole ---------------------------
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "insights"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
+def test_insights_of_real_server_logs_read_unchanged(name: str) -> None:
+    """Plans and the log digest of real server logs (PostgreSQL 15 and 18) fit their declared
+    documents at every depth: nothing is left out when the run is read back."""
+    from pgrig.insights import server_log
+    from pgrig.insights.log_digest import LogDigest
+    from pgrig.insights.plans import PlanBook
+
+    book, digest = PlanBook(window_start=None), LogDigest(None)
+    for rec in server_log.records(LOGS / name, "UTC"):
+        if not book.add(rec):
+            digest.add(rec)
+    doc = InsightsDoc(plans=book.result(), log_digest=digest.result())
+    stored = json.loads(json.dumps(doc))  # as the archive gives it back
+    assert read_document(InsightsDoc, stored) == stored
+    assert stored["plans"]["samples"] + stored["log_digest"]["records"] > 0
+
+
+def test_statements_and_waits_read_unchanged() -> None:
+    from pgrig.insights import statements, waits
+
+    ext = statements.Extension(
+        "public", "1.11", {name: cands[0] for name, cands in statements.METRICS}, True, True
+    )
+    counters = {name: 3.0 for name, _ in statements.METRICS} | {"calls": 2.0, "total_ms": 5.0}
+    doc = InsightsDoc(
+        statements=statements.summarize(ext, {(1, True, 7): counters}, {7: "SELECT 1"}, 10.0),
+        waits=waits.profile(
+            {"t": [1.0, 2.0], "wait.CPU": [2.0, 1.0], "wait.IO:WALSync": [1.0, None]}, 0.0, 3.0
+        ),
+    )
+    stored = json.loads(json.dumps(doc))
+    assert read_document(InsightsDoc, stored) == stored
+    assert stored["statements"]["top"][0]["wal_buffers_full"] == 3
+    assert [e["event"] for e in stored["waits"]["events"]] == ["CPU", "IO:WALSync"]
+
+
+def test_an_insights_part_of_the_wrong_shape_reads_as_missing() -> None:
+    stored = {
+        "statements": {"collected": True, "top": [{"calls": "many"}]},
+        "waits": {"collected": False, "reason": "not collected: no samples"},
+    }
+    assert read_document(InsightsDoc, stored) == {"waits": stored["waits"]}

@@ -24,8 +24,9 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgrig import interrupts
 from pgrig.errors import first_line
@@ -35,6 +36,20 @@ from pgrig.insights.log_feed import LogFeed
 from pgrig.provision import run_journal
 from pgrig.provision.settings import config, insights_layer
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import (
+    InsightPart,
+    InsightsDoc,
+    LogDigestDoc,
+    PlansDoc,
+    PlanTopUpDoc,
+    StatementsDoc,
+    WaitsDoc,
+)
+from pgrig.record.json_values import JsonValue
+from pgrig.record.run import RunRecord
+
+if TYPE_CHECKING:
+    from pgrig.request import RunRequest
 
 APPLICATION_NAME = "pgrig-insights"
 STATEMENT_TIMEOUT_MS = 5000
@@ -43,7 +58,7 @@ STATEMENT_TIMEOUT_MS = 5000
 class Collection:
     """One run's collection; see the module docstring for the life cycle."""
 
-    def __init__(self, env: Environment, dbname: str, spec: Any, rec: Any) -> None:
+    def __init__(self, env: Environment, dbname: str, spec: RunRequest, rec: RunRecord) -> None:
         self.env, self.dbname, self.rec = env, dbname, rec
         self.warmup_s = float(spec.warmup_s or 0.0)
         self.duration_s = spec.duration_s
@@ -58,7 +73,7 @@ class Collection:
         self.snap_times: list[float] = []
         self.texts: dict[int, str] = {}
         self.budget: sampling.PlanBudget | None = None
-        self.sampling: dict[str, Any] = {}
+        self.sampling: dict[str, JsonValue] = {}
         self.runtime_on = False
         self.last_calls = 0.0
         self.last_check = self.started
@@ -68,7 +83,7 @@ class Collection:
         self.lock = threading.Lock()  # the connection: the thread, then stop()
         self.collector_dir: Path | None = None  # logging_collector's directory, when on
         self.collector_sizes: dict[str, int] = {}
-        self.top_up: dict[str, Any] | None = None  # load/core/plan_top_up.py, when it ran
+        self.top_up: PlanTopUpDoc | None = None  # load/core/plan_top_up.py, when it ran
         self.feed: LogFeed | None = None  # the runner's reading of pgrig's log file
 
     # --- start ------------------------------------------------------------------------------
@@ -210,7 +225,9 @@ class Collection:
         return launched + (self.warmup_s if self.timed else 0.0)
 
     def _window_end(self) -> float | None:
-        return self.window_start() + self.duration_s if self.timed else None
+        if self.duration_s is None:
+            return None
+        return self.window_start() + self.duration_s
 
     def _run(self) -> None:
         next_check = self.started + sampling.next_check(0.0) if self.budget else float("inf")
@@ -327,19 +344,19 @@ class Collection:
                     self.conn.close()
 
     # --- finish -------------------------------------------------------------------------------
-    def finish(self, rec: Any, art_dir: Path) -> None:
+    def finish(self, rec: RunRecord, art_dir: Path) -> None:
         """rec.insights: the four parts, each collected or with its reason."""
         self.stop()
-        doc: dict[str, Any] = {"waits": _guard(lambda: self._waits(rec))}
+        doc = InsightsDoc(waits=_guard(WaitsDoc, lambda: self._waits(rec)))
         if "statements" in self.reasons:
-            doc["statements"] = _missing(self.reasons["statements"])
+            doc["statements"] = _missing(StatementsDoc, self.reasons["statements"])
         else:
-            doc["statements"] = _guard(lambda: self._statements(rec))
+            doc["statements"] = _guard(StatementsDoc, lambda: self._statements(rec))
         doc.update(self._from_log())
         doc["notes"] = list(self.notes)
         rec.insights = doc
 
-    def _waits(self, rec: Any) -> dict[str, Any]:
+    def _waits(self, rec: RunRecord) -> WaitsDoc:
         return waits.profile(
             rec.series.get("pg"),
             0.0,
@@ -349,7 +366,7 @@ class Collection:
             wait_sampling=rec.series.get("wait_sampling"),
         )
 
-    def _statements(self, rec: Any) -> dict[str, Any]:
+    def _statements(self, rec: RunRecord) -> StatementsDoc:
         """The snapshots bracket the measured window (the closing one comes up to a second
         after pgbench's end, when nothing runs), so rates are per second of that window."""
         assert self.ext is not None and self.start_snap and self.end_snap
@@ -382,9 +399,12 @@ class Collection:
             )
         return self.feed
 
-    def _from_log(self) -> dict[str, Any]:
-        out: dict[str, Any] = {p: _missing(self.reasons[p]) for p in ("plans", "log_digest")
-                               if p in self.reasons}  # fmt: skip
+    def _from_log(self) -> InsightsDoc:
+        out = InsightsDoc()
+        if "plans" in self.reasons:
+            out["plans"] = _missing(PlansDoc, self.reasons["plans"])
+        if "log_digest" in self.reasons:
+            out["log_digest"] = _missing(LogDigestDoc, self.reasons["log_digest"])
         if len(out) == 2:
             return out
         if self.feed is not None:
@@ -392,15 +412,18 @@ class Collection:
         elif self.collector_dir is not None:
             got = self._read_collector_files()
         else:
-            reason = _missing("not collected: the run kept no server log")
-            return {"plans": out.get("plans", reason), "log_digest": reason}
+            reason = "not collected: the run kept no server log"
+            return InsightsDoc(
+                plans=out.get("plans", _missing(PlansDoc, reason)),
+                log_digest=_missing(LogDigestDoc, reason),
+            )
         if "plans" in got and got["plans"].get("collected"):
-            got["plans"] = {**got["plans"], "sampling": self._sampling_doc()}
+            got["plans"] = PlansDoc(**got["plans"], sampling=self._sampling_doc())
             if self.top_up:
                 got["plans"]["top_up"] = self.top_up
-        return {**got, **out}
+        return InsightsDoc(**got, **out)
 
-    def _read_collector_files(self) -> dict[str, Any]:
+    def _read_collector_files(self) -> InsightsDoc:
         """The logging collector's text files, what they grew by since the start."""
         assert self.collector_dir is not None
         sources = server_log.grown_since(self.collector_dir, self.collector_sizes)
@@ -417,9 +440,11 @@ class Collection:
                     if book is None or not book.add(record):
                         digest.add(record)
         except Exception as e:
-            reason = _missing(f"not collected: reading the server log: {first_line(e, named=True)}")
-            return {"plans": reason, "log_digest": reason}
-        out: dict[str, Any] = {"log_digest": digest.result()}
+            reason = f"not collected: reading the server log: {first_line(e, named=True)}"
+            return InsightsDoc(
+                plans=_missing(PlansDoc, reason), log_digest=_missing(LogDigestDoc, reason)
+            )
+        out = InsightsDoc(log_digest=digest.result())
         if book is not None:
             out["plans"] = book.result()
         return out
@@ -432,7 +457,7 @@ class Collection:
             return []
         return sampling.shortfall(self.budget.mean_rate(), transactions)
 
-    def _sampling_doc(self) -> dict[str, Any]:
+    def _sampling_doc(self) -> dict[str, JsonValue]:
         if self.budget is None:
             return dict(self.sampling)
         return {
@@ -443,7 +468,7 @@ class Collection:
         }
 
 
-def start(env: Environment, dbname: str, spec: Any, rec: Any) -> Collection:
+def start(env: Environment, dbname: str, spec: RunRequest, rec: RunRecord) -> Collection:
     """Begin collecting (never raises: what fails is recorded as not collected)."""
     coll = Collection(env, dbname, spec, rec)
     try:
@@ -460,20 +485,24 @@ def start(env: Environment, dbname: str, spec: Any, rec: Any) -> Collection:
     return coll
 
 
-def _setting(rec: Any, name: str) -> str | None:
+def _setting(rec: RunRecord, name: str) -> str | None:
     value = (rec.settings or {}).get(name, {}).get("setting")
     return None if value is None else str(value)
 
 
-def _missing(reason: str) -> dict[str, Any]:
-    return {"collected": False, "reason": reason}
+Part = TypeVar("Part", bound=InsightPart)
 
 
-def _guard(build: Any) -> dict[str, Any]:
+def _missing(part: type[Part], reason: str) -> Part:
+    """A part not collected, with why."""
+    return part(collected=False, reason=reason)
+
+
+def _guard(part: type[Part], build: Callable[[], Part]) -> Part:
     try:
-        return cast(dict[str, Any], build())
+        return build()
     except Exception as e:
-        return _missing(f"not collected: {first_line(e, named=True)}")
+        return _missing(part, f"not collected: {first_line(e, named=True)}")
 
 
 def _remote_plans_reason(env: Environment) -> str:

@@ -19,9 +19,22 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from pgrig.insights.server_log import Record
+from pgrig.record.documents import (
+    AutovacuumDoc,
+    CheckpointsDoc,
+    LockWaitsDoc,
+    LogCount,
+    LogDigestDoc,
+    LogErrorsDoc,
+    LogExample,
+    LogFirst,
+    LogInterval,
+    LogMessage,
+    LogWarningsDoc,
+    TempFilesDoc,
+)
 
 EXAMPLES = 3
 TOP_MESSAGES = 10
@@ -61,15 +74,15 @@ class _Kind:
 
     def __init__(self) -> None:
         self.count = 0
-        self.examples: list[dict[str, Any]] = []
+        self.examples: list[LogExample] = []
 
     def add(self, text: str, t: float | None) -> None:
         self.count += 1
         if len(self.examples) < EXAMPLES:
-            self.examples.append({"t": t, "text": _clip(text)})
+            self.examples.append(LogExample(t=t, text=_clip(text)))
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"count": self.count, "examples": self.examples}
+    def as_dict(self) -> LogCount:
+        return LogCount(count=self.count, examples=self.examples)
 
 
 class _ByMessage:
@@ -77,17 +90,17 @@ class _ByMessage:
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
-        self.first: dict[str, dict[str, Any]] = {}
+        self.first: dict[str, LogFirst] = {}
 
     def add(self, text: str, t: float | None, severity: str) -> None:
         key = mask_message(text)
         self.counts[key] += 1
         if key not in self.first and len(self.first) < 1000:  # bounded on chatty logs
-            self.first[key] = {"t": t, "severity": severity, "text": _clip(text)}
+            self.first[key] = LogFirst(t=t, severity=severity, text=_clip(text))
 
-    def as_list(self) -> list[dict[str, Any]]:
+    def as_list(self) -> list[LogMessage]:
         return [
-            {"message": key, "count": n, "first": self.first.get(key)}
+            LogMessage(message=key, count=n, first=self.first.get(key))
             for key, n in self.counts.most_common(TOP_MESSAGES)
         ]
 
@@ -176,51 +189,48 @@ class LogDigest:
             return None
         return round(ts - self.window_start, 3)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> LogDigestDoc:
         vacuums = sum(c["vacuum"] for c in self.autovacuum.values())
         analyzes = sum(c["analyze"] for c in self.autovacuum.values())
         tables = sorted(self.autovacuum.items(), key=lambda kv: -sum(kv[1].values()))
-        return {
-            "collected": True,
-            "records": self.records,
-            "interval": {"first_t": self.first_t, "last_t": self.last_t},
-            "checkpoint_warnings": self.checkpoint_warnings.as_dict(),
-            "checkpoints": {
+        return LogDigestDoc(
+            collected=True,
+            records=self.records,
+            interval=LogInterval(first_t=self.first_t, last_t=self.last_t),
+            checkpoint_warnings=self.checkpoint_warnings.as_dict(),
+            checkpoints=CheckpointsDoc(
                 **self.checkpoints.as_dict(),
-                "requested": self.checkpoints_requested,
-                "timed": self.checkpoints_timed,
-                "by_reason": dict(self.checkpoint_reasons.most_common()),
-                "completed": self.checkpoints_completed,
-                "buffers_written": self.checkpoint_buffers,
-                "seconds": round(self.checkpoint_seconds, 3),
-            },
-            "autovacuum": {
-                "vacuum": vacuums,
-                "analyze": analyzes,
-                "tables": {name: dict(c) for name, c in tables},
-                "examples": self.autovacuum_examples.examples,
-            },
-            "errors": {
-                "count": sum(self.severities[s] for s in _ERRORS),
-                "by_severity": {s: self.severities[s] for s in _ERRORS if self.severities[s]},
-                "messages": self.errors.as_list(),
-            },
-            "deadlocks": self.deadlocks.as_dict(),
-            "lock_waits": {
+                requested=self.checkpoints_requested,
+                timed=self.checkpoints_timed,
+                by_reason=dict(self.checkpoint_reasons.most_common()),
+                completed=self.checkpoints_completed,
+                buffers_written=self.checkpoint_buffers,
+                seconds=round(self.checkpoint_seconds, 3),
+            ),
+            autovacuum=AutovacuumDoc(
+                vacuum=vacuums,
+                analyze=analyzes,
+                tables={name: dict(c) for name, c in tables},
+                examples=self.autovacuum_examples.examples,
+            ),
+            errors=LogErrorsDoc(
+                count=sum(self.severities[s] for s in _ERRORS),
+                by_severity={s: self.severities[s] for s in _ERRORS if self.severities[s]},
+                messages=self.errors.as_list(),
+            ),
+            deadlocks=self.deadlocks.as_dict(),
+            lock_waits=LockWaitsDoc(
                 **self.lock_waits.as_dict(),
-                "by_lock": dict(self.lock_modes.most_common()),
-                "acquired": self.locks_acquired,
-            },
-            "temp_files": {
-                **self.temp_files.as_dict(),
-                "bytes": self.temp_bytes,
-                "max_bytes": self.temp_max,
-            },
-            "warnings": {
-                "count": sum(self.warnings.counts.values()),
-                "messages": self.warnings.as_list(),
-            },
-        }
+                by_lock=dict(self.lock_modes.most_common()),
+                acquired=self.locks_acquired,
+            ),
+            temp_files=TempFilesDoc(
+                **self.temp_files.as_dict(), bytes=self.temp_bytes, max_bytes=self.temp_max
+            ),
+            warnings=LogWarningsDoc(
+                count=sum(self.warnings.counts.values()), messages=self.warnings.as_list()
+            ),
+        )
 
 
 def _table_name(qualified: str) -> str:

@@ -12,12 +12,12 @@ parts "not collected" with its reason.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pgrig.errors import first_line
 from pgrig.insights.log_digest import LogDigest
 from pgrig.insights.plans import PlanBook
 from pgrig.insights.server_log import Record, RecordParser
+from pgrig.record.documents import InsightsDoc, LogDigestDoc, PlansDoc
 
 
 class LogFeed:
@@ -62,7 +62,7 @@ class LogFeed:
             self.book = PlanBook(start) if self.plans else None
         return self.digest, self.book
 
-    def results(self) -> dict[str, Any]:
+    def results(self) -> InsightsDoc:
         """{"plans": ..., "log_digest": ...} from every line fed (the last record flushed);
         "plans" only when plans were collected."""
         if self.error is None:
@@ -72,10 +72,12 @@ class LogFeed:
             except Exception as e:
                 self.error = f"not collected: reading the server log: {first_line(e, named=True)}"
         if self.error is not None:
-            missing = {"collected": False, "reason": self.error}
-            return {"log_digest": missing, **({"plans": missing} if self.plans else {})}
+            missing = InsightsDoc(log_digest=LogDigestDoc(collected=False, reason=self.error))
+            if self.plans:
+                missing["plans"] = PlansDoc(collected=False, reason=self.error)
+            return missing
         digest, book = self._made()
-        out: dict[str, Any] = {"log_digest": digest.result()}
+        out = InsightsDoc(log_digest=digest.result())
         if book is not None:
             out["plans"] = book.result()
         return out

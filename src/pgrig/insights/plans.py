@@ -23,9 +23,21 @@ import itertools
 import json
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from pgrig.insights.server_log import Record
+from pgrig.record.documents import (
+    Misestimate,
+    MisestimateFlag,
+    PlanChangeWithin,
+    PlanDoc,
+    PlansDoc,
+    PlanSpan,
+    PlanStatement,
+)
+from pgrig.record.json_values import JsonObject, JsonValue, number
+
+# A node of EXPLAIN (FORMAT JSON)'s plan: PostgreSQL's keys ("Node Type", "Plans"...)
+PlanNode = JsonObject
 
 MISESTIMATE_FACTOR = 10.0
 MIN_ROWS = 100
@@ -87,16 +99,26 @@ def calling_function(context: str | None) -> str | None:
 # --- one plan -----------------------------------------------------------------------------------
 
 
-def shape(node: dict[str, Any]) -> dict[str, Any]:
+def _children(node: PlanNode) -> list[PlanNode]:
+    found = node.get("Plans")
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def _text(node: PlanNode, key: str) -> str | None:
+    value = node.get(key)
+    return value if isinstance(value, str) else None
+
+
+def shape(node: PlanNode) -> PlanNode:
     """The structure of a plan node and its children (what the plan hash covers)."""
-    out: dict[str, Any] = {k: node[k] for k in STRUCTURE_KEYS if k in node}
-    children = node.get("Plans") or []
+    out: PlanNode = {k: node[k] for k in STRUCTURE_KEYS if k in node}
+    children = _children(node)
     if children:
         out["Plans"] = [shape(c) for c in children]
     return out
 
 
-def plan_hash(plan: dict[str, Any]) -> str:
+def plan_hash(plan: PlanNode) -> str:
     text = json.dumps(shape(plan), sort_keys=True, separators=(",", ":"))
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
@@ -104,7 +126,7 @@ def plan_hash(plan: dict[str, Any]) -> str:
 AGGREGATE_NAMES = {"Sorted": "GroupAggregate", "Hashed": "HashAggregate", "Mixed": "MixedAggregate"}
 
 
-def node_label(node: dict[str, Any]) -> str:
+def node_label(node: PlanNode) -> str:
     """A node as EXPLAIN's text format names it: 'Index Scan using i on t', 'Hash Join'."""
     ntype = str(node.get("Node Type", "?"))
     name = ntype
@@ -135,27 +157,28 @@ def node_label(node: dict[str, Any]) -> str:
 
 
 def _walk(
-    node: dict[str, Any], early: bool = False, depth: int = 0, table: str | None = None
-) -> Iterator[tuple[dict[str, Any], bool, int, str | None]]:
+    node: PlanNode, early: bool = False, depth: int = 0, table: str | None = None
+) -> Iterator[tuple[PlanNode, bool, int, str | None]]:
     """(node, may_stop_early, depth, its table) for every node, depth first. A bitmap index
     scan's table is its bitmap heap scan's."""
     if node.get("Parent Relationship") == "SubPlan" and _actual(node) <= 1:
         early = True  # EXISTS-style subplans stop at their first row
-    table = node.get("Relation Name") or (table if "Bitmap" in str(node.get("Node Type")) else None)
+    bitmap = "Bitmap" in str(node.get("Node Type"))
+    table = _text(node, "Relation Name") or (table if bitmap else None)
     yield node, early, depth, table
     ntype = node.get("Node Type")
     semi = ntype == "Nested Loop" and node.get("Join Type") in ("Semi", "Anti")
-    for child in node.get("Plans") or []:
+    for child in _children(node):
         stop = early or ntype in ("Limit", "Merge Join")
         stop = stop or (semi and child.get("Parent Relationship") == "Inner")
         yield from _walk(child, stop, depth + 1, table)
 
 
-def _actual(node: dict[str, Any]) -> float:
-    return float(node.get("Actual Rows") or 0)
+def _actual(node: PlanNode) -> float:
+    return number(node.get("Actual Rows")) or 0.0
 
 
-def outline(plan: dict[str, Any]) -> list[str]:
+def outline(plan: PlanNode) -> list[str]:
     """The plan's shape as indented lines, one per node."""
     lines = []
     for node, _, depth, _ in _walk(plan):
@@ -166,26 +189,27 @@ def outline(plan: dict[str, Any]) -> list[str]:
     return lines
 
 
-def relations_below(node: dict[str, Any]) -> list[str]:
+def relations_below(node: PlanNode) -> list[str]:
     """Relations scanned by a node and its children, in plan order, without repeats."""
     out: list[str] = []
     for n, _, _, _ in _walk(node):
-        rel = n.get("Relation Name")
+        rel = _text(n, "Relation Name")
         if rel and rel not in out:
             out.append(rel)
     return out
 
 
-def misestimates(plan: dict[str, Any]) -> list[dict[str, Any]]:
+def misestimates(plan: PlanNode) -> list[Misestimate]:
     """Nodes whose estimated and actual rows (per loop) differ by MISESTIMATE_FACTOR or more."""
     out = []
     for node, early, _, table in _walk(plan):
-        loops = int(node.get("Actual Loops") or 0)
+        loops = int(number(node.get("Actual Loops")) or 0)
         if early or loops == 0 or node.get("Node Type") in _SKIP_NODES:
             continue
-        if "Plan Rows" not in node or "Actual Rows" not in node:
+        planned = number(node.get("Plan Rows"))
+        if planned is None or "Actual Rows" not in node:
             continue
-        est, act = float(node["Plan Rows"]), _actual(node)
+        est, act = planned, _actual(node)
         factor = max(est, 1.0) / max(act, 1.0)
         direction = "over"
         if factor < 1:
@@ -194,22 +218,22 @@ def misestimates(plan: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         rels = relations_below(node)
         out.append(
-            {
-                "node": node_label(node),
-                "node_type": node.get("Node Type"),
-                "relation": table or ", ".join(rels) or None,
-                "index": node.get("Index Name"),
-                "estimated_rows": est,
-                "actual_rows": act,
-                "loops": loops,
-                "factor": round(factor, 1),
-                "direction": direction,
-            }
+            Misestimate(
+                node=node_label(node),
+                node_type=_text(node, "Node Type"),
+                relation=table or ", ".join(rels) or None,
+                index=_text(node, "Index Name"),
+                estimated_rows=est,
+                actual_rows=act,
+                loops=loops,
+                factor=round(factor, 1),
+                direction=direction,
+            )
         )
     return out
 
 
-def parse_plan_record(rec: Record) -> tuple[float, dict[str, Any]] | None:
+def parse_plan_record(rec: Record) -> tuple[float, PlanNode] | None:
     """(duration ms, auto_explain document) of a plan record, None for other records."""
     if rec.severity != "LOG":
         return None
@@ -219,7 +243,7 @@ def parse_plan_record(rec: Record) -> tuple[float, dict[str, Any]] | None:
         return None
     if rec.truncated:
         raise ValueError("plan larger than the record limit")
-    doc = json.loads(body)
+    doc: JsonValue = json.loads(body)
     if not isinstance(doc, dict) or not isinstance(doc.get("Plan"), dict):
         raise ValueError("no Plan in the auto_explain document")
     return float(m.group("ms")), doc
@@ -229,7 +253,7 @@ def parse_plan_record(rec: Record) -> tuple[float, dict[str, Any]] | None:
 
 
 class _PlanEntry:
-    def __init__(self, digest: str, plan: dict[str, Any], t: float | None) -> None:
+    def __init__(self, digest: str, plan: PlanNode, t: float | None) -> None:
         self.hash = digest
         self.samples = 0
         self.first_t = t
@@ -238,10 +262,10 @@ class _PlanEntry:
         self.max_ms = 0.0
         self.plan = plan
         self.misestimate_samples = 0
-        self.misestimates: list[dict[str, Any]] = []
+        self.misestimates: list[Misestimate] = []
         self.worst = 0.0
 
-    def add(self, ms: float, plan: dict[str, Any], t: float | None) -> None:
+    def add(self, ms: float, plan: PlanNode, t: float | None) -> None:
         self.samples += 1
         self.total_ms += ms
         self.max_ms = max(self.max_ms, ms)
@@ -255,19 +279,19 @@ class _PlanEntry:
             if worst > self.worst:  # keep the nodes of the worst sample
                 self.worst, self.misestimates = worst, found
 
-    def as_dict(self, with_plan: bool) -> dict[str, Any]:
-        return {
-            "hash": self.hash,
-            "samples": self.samples,
-            "first_t": self.first_t,
-            "last_t": self.last_t,
-            "mean_ms": round(self.total_ms / self.samples, 3) if self.samples else None,
-            "max_ms": round(self.max_ms, 3),
-            "outline": outline(self.plan),
-            "misestimate_samples": self.misestimate_samples,
-            "misestimates": self.misestimates,
-            "plan": self.plan if with_plan else None,
-        }
+    def as_dict(self, with_plan: bool) -> PlanDoc:
+        return PlanDoc(
+            hash=self.hash,
+            samples=self.samples,
+            first_t=self.first_t,
+            last_t=self.last_t,
+            mean_ms=round(self.total_ms / self.samples, 3) if self.samples else None,
+            max_ms=round(self.max_ms, 3),
+            outline=outline(self.plan),
+            misestimate_samples=self.misestimate_samples,
+            misestimates=self.misestimates,
+            plan=self.plan if with_plan else None,
+        )
 
 
 class _Statement:
@@ -324,6 +348,7 @@ class PlanBook:
             func = calling_function(rec.parts.get("CONTEXT"))
             st = self.statements[key] = _Statement(key, clip(text), func)
         plan = doc["Plan"]
+        assert isinstance(plan, dict)  # parse_plan_record checked it
         digest = plan_hash(plan)
         t = None if rec.ts is None or self.window_start is None else rec.ts - self.window_start
         t = None if t is None else round(t, 3)
@@ -345,31 +370,31 @@ class PlanBook:
             self.top_up_samples += 1
         return True
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> PlansDoc:
         ordered = sorted(self.statements.values(), key=lambda s: (-s.total_ms, s.key))
         statements = []
         for rank, st in enumerate(ordered):
             plans = sorted(st.plans.values(), key=lambda p: (-p.samples, p.hash))
             statements.append(
-                {
-                    "fingerprint": st.key,
-                    "text": st.text,
-                    "function": st.function,
-                    "samples": st.samples,
-                    "top_up_samples": st.top_up_samples,
-                    "sampled_ms": round(st.total_ms, 3),
-                    "plans": [p.as_dict(self._keep_plan(rank, p)) for p in plans],
-                }
+                PlanStatement(
+                    fingerprint=st.key,
+                    text=st.text,
+                    function=st.function,
+                    samples=st.samples,
+                    top_up_samples=st.top_up_samples,
+                    sampled_ms=round(st.total_ms, 3),
+                    plans=[p.as_dict(self._keep_plan(rank, p)) for p in plans],
+                )
             )
-        return {
-            "collected": True,
-            "samples": self.samples,
-            "top_up_samples": self.top_up_samples,
-            "skipped": dict(self.skipped),
-            "statements": statements,
-            "misestimates": flag_list(statements),
-            "changes": changes_within(statements),
-        }
+        return PlansDoc(
+            collected=True,
+            samples=self.samples,
+            top_up_samples=self.top_up_samples,
+            skipped=dict(self.skipped),
+            statements=statements,
+            misestimates=flag_list(statements),
+            changes=changes_within(statements),
+        )
 
     def _keep_plan(self, rank: int, entry: _PlanEntry) -> bool:
         if rank >= self.plans_kept and not entry.misestimates:
@@ -377,28 +402,28 @@ class PlanBook:
         return len(json.dumps(entry.plan)) <= self.max_plan_chars
 
 
-def flag_list(statements: list[dict[str, Any]], limit: int = 20) -> list[dict[str, Any]]:
+def flag_list(statements: list[PlanStatement], limit: int = 20) -> list[MisestimateFlag]:
     """Every misestimated node of every plan, worst first."""
     out = []
     for st in statements:
         for p in st["plans"]:
             for flag in p["misestimates"]:
                 out.append(
-                    {
-                        "fingerprint": st["fingerprint"],
-                        "text": st["text"],
-                        "function": st["function"],
-                        "hash": p["hash"],
-                        "samples": p["samples"],
-                        "misestimate_samples": p["misestimate_samples"],
+                    MisestimateFlag(
+                        fingerprint=st["fingerprint"],
+                        text=st["text"],
+                        function=st["function"],
+                        hash=p["hash"],
+                        samples=p["samples"],
+                        misestimate_samples=p["misestimate_samples"],
                         **flag,
-                    }
+                    )
                 )
     out.sort(key=lambda f: -f["factor"])
     return out[:limit]
 
 
-def changes_within(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def changes_within(statements: list[PlanStatement]) -> list[PlanChangeWithin]:
     """Statements seen with more than one plan during the run: "switched" when the plans'
     time spans do not overlap (one replaced the other), "alternating" when they do."""
     out = []
@@ -406,19 +431,29 @@ def changes_within(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
         plans = [p for p in st["plans"] if p["samples"]]
         if len(plans) < 2:
             continue
-        spans = sorted((p for p in plans if p["first_t"] is not None), key=lambda p: p["first_t"])
+        spans = sorted((p for p in plans if p["first_t"] is not None), key=_first_t)
         switched = len(spans) == len(plans) and all(
-            a["last_t"] < b["first_t"] for a, b in itertools.pairwise(spans)
+            _first_t(b) > (a["last_t"] or 0.0) for a, b in itertools.pairwise(spans)
         )
         out.append(
-            {
-                "fingerprint": st["fingerprint"],
-                "text": st["text"],
-                "pattern": "switched" if switched else "alternating",
-                "plans": [
-                    {k: p[k] for k in ("hash", "samples", "first_t", "last_t", "outline")}
+            PlanChangeWithin(
+                fingerprint=st["fingerprint"],
+                text=st["text"],
+                pattern="switched" if switched else "alternating",
+                plans=[
+                    PlanSpan(
+                        hash=p["hash"],
+                        samples=p["samples"],
+                        first_t=p["first_t"],
+                        last_t=p["last_t"],
+                        outline=p["outline"],
+                    )
                     for p in (spans if switched else plans)
                 ],
-            }
+            )
         )
     return out
+
+
+def _first_t(p: PlanDoc) -> float:
+    return p["first_t"] or 0.0  # called on plans with a first_t only

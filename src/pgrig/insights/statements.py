@@ -13,11 +13,18 @@ pg_stat_statements_info.dealloc, reported as a note.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from psycopg import sql
 
 from pgrig.insights.plans import clip
+from pgrig.record.documents import StatementDoc, StatementsDoc
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.rows import TupleRow
+
+    Conn = Connection[TupleRow]
 
 TOP = 25
 # output name -> candidate columns, newest spelling first
@@ -58,7 +65,7 @@ class Snapshot:
     dealloc: int | None = None
 
 
-def find_extension(conn: Any) -> Extension | None:
+def find_extension(conn: Conn) -> Extension | None:
     """The pg_stat_statements extension of the connected database, or None."""
     row = conn.execute(
         "SELECT n.nspname, e.extversion FROM pg_extension e "
@@ -102,7 +109,7 @@ def snapshot_query(ext: Extension) -> sql.Composed:
     ).format(toplevel=toplevel, metrics=metrics, schema=sql.Identifier(ext.schema))
 
 
-def take(conn: Any, ext: Extension) -> Snapshot:
+def take(conn: Conn, ext: Extension) -> Snapshot:
     snap = Snapshot()
     for userid, toplevel, queryid, *values in conn.execute(snapshot_query(ext)).fetchall():
         snap.rows[(int(userid), bool(toplevel), int(queryid))] = tuple(
@@ -117,15 +124,20 @@ def take(conn: Any, ext: Extension) -> Snapshot:
     return snap
 
 
-def total_calls(conn: Any, ext: Extension) -> float:
+def total_calls(conn: Conn, ext: Extension) -> float:
     """Calls of every statement of the database so far (top-level and nested)."""
     q = sql.SQL(
         "SELECT coalesce(sum(calls), 0)::float8 FROM {}.pg_stat_statements(false)" + _THIS_DB
     ).format(sql.Identifier(ext.schema))
-    return float(conn.execute(q).fetchone()[0])
+    row = conn.execute(q).fetchone()
+    assert row is not None  # an aggregate without GROUP BY: one row
+    return float(row[0])
 
 
-def deltas(ext: Extension, start: Snapshot, end: Snapshot) -> tuple[dict[Key, dict], int]:
+Counters = dict[str, float]  # a statement's counters by output name (METRICS)
+
+
+def deltas(ext: Extension, start: Snapshot, end: Snapshot) -> tuple[dict[Key, Counters], int]:
     """Counters that changed between the snapshots, by key; and how many were reset."""
     names = list(ext.columns)
     out: dict[Key, dict[str, float]] = {}
@@ -142,7 +154,7 @@ def deltas(ext: Extension, start: Snapshot, end: Snapshot) -> tuple[dict[Key, di
     return out, resets
 
 
-def fetch_texts(conn: Any, ext: Extension, queryids: list[int]) -> dict[int, str]:
+def fetch_texts(conn: Conn, ext: Extension, queryids: list[int]) -> dict[int, str]:
     if not queryids:
         return {}
     q = sql.SQL(
@@ -153,17 +165,17 @@ def fetch_texts(conn: Any, ext: Extension, queryids: list[int]) -> dict[int, str
     return {int(qid): str(text or "") for qid, text in conn.execute(q, (queryids,)).fetchall()}
 
 
-def top_keys(changed: dict[Key, dict], top: int = TOP) -> list[Key]:
+def top_keys(changed: dict[Key, Counters], top: int = TOP) -> list[Key]:
     return sorted(changed, key=lambda k: (-changed[k]["total_ms"], k))[:top]
 
 
 def summarize(
     ext: Extension,
-    changed: dict[Key, dict],
+    changed: dict[Key, Counters],
     texts: dict[int, str],
     window_s: float | None,
     top: int = TOP,
-) -> dict[str, Any]:
+) -> StatementsDoc:
     """The `statements` document: totals over the window and the top statements by time."""
     top_level = [d for k, d in changed.items() if k[1]]
     calls = sum(d["calls"] for d in top_level)
@@ -171,28 +183,32 @@ def summarize(
     rows = []
     for key in top_keys(changed, top):
         d = changed[key]
-        entry: dict[str, Any] = {
-            "queryid": str(key[2]),
-            "toplevel": key[1],
-            "text": clip(" ".join(texts.get(key[2], "").split())),
-            "calls": int(d["calls"]),
-            "total_ms": round(d["total_ms"], 3),
-            "mean_ms": round(d["total_ms"] / d["calls"], 6),
-            "share_pct": round(100.0 * d["total_ms"] / total_ms, 2) if total_ms > 0 else None,
+        entry = StatementDoc(
+            queryid=str(key[2]),
+            toplevel=key[1],
+            text=clip(" ".join(texts.get(key[2], "").split())),
+            calls=int(d["calls"]),
+            total_ms=round(d["total_ms"], 3),
+            mean_ms=round(d["total_ms"] / d["calls"], 6),
+            share_pct=round(100.0 * d["total_ms"] / total_ms, 2) if total_ms > 0 else None,
+        )
+        # the server's other counters, each a key of StatementDoc (METRICS' output names)
+        others = {
+            name: round(d[name], 3) if name.endswith("_ms") else int(d[name])
+            for name in ext.columns
+            if name not in ("calls", "total_ms")
         }
-        for name in ext.columns:
-            if name not in ("calls", "total_ms"):
-                entry[name] = round(d[name], 3) if name.endswith("_ms") else int(d[name])
+        entry.update(cast(StatementDoc, others))
         hit, read = d.get("shared_blks_hit", 0.0), d.get("shared_blks_read", 0.0)
         entry["hit_ratio"] = round(100.0 * hit / (hit + read), 2) if hit + read > 0 else None
         rows.append(entry)
-    return {
-        "collected": True,
-        "source": f"pg_stat_statements {ext.version}",
-        "window_s": window_s,
-        "statements": len(changed),
-        "calls": int(calls),
-        "total_ms": round(total_ms, 3),
-        "calls_per_s": round(calls / window_s, 2) if window_s else None,
-        "top": rows,
-    }
+    return StatementsDoc(
+        collected=True,
+        source=f"pg_stat_statements {ext.version}",
+        window_s=window_s,
+        statements=len(changed),
+        calls=int(calls),
+        total_ms=round(total_ms, 3),
+        calls_per_s=round(calls / window_s, 2) if window_s else None,
+        top=rows,
+    )

@@ -16,10 +16,16 @@ together are not independent draws).
 
 from __future__ import annotations
 
-from typing import Any
-
 from pgrig.analysis.proportion import effective_n, share_bounds
-from pgrig.record.documents import WaitSamplingDoc, WaitSamplingFound
+from pgrig.record.documents import (
+    WaitEvent,
+    WaitSamplingDoc,
+    WaitSamplingFound,
+    WaitsDoc,
+    WaitShares,
+)
+
+Series = dict[str, list[float | None]]  # one kind of a run's series: {column: [values]}
 
 WAIT_COLUMN = "wait."  # the samplers' column prefix (metrics.pg_metrics.WAIT_PREFIX)
 TOP = 15
@@ -27,19 +33,19 @@ BOUNDS = "95% Wilson bounds, effective sample size from per-second clusters"
 
 
 def profile(
-    pg: dict[str, list[Any]] | None,
+    pg: Series | None,
     t0: float,
     t1: float,
-    waits: dict[str, list[Any]] | None = None,
+    waits: Series | None = None,
     sampling: WaitSamplingDoc | None = None,
-    wait_sampling: dict[str, list[Any]] | None = None,
-) -> dict[str, Any]:
+    wait_sampling: Series | None = None,
+) -> WaitsDoc:
     """Shares of active time by wait event over rows with t0 < t <= t1: from the "waits"
     series when the run has one, else from the once-a-second "pg" series. `sampling` is
     what the runner chose (RunRecord.extra["wait_sampling"]); pg_wait_sampling's profile
     comes beside it (its own key) when the run has that series."""
     sampling = sampling or {}
-    doc: dict[str, Any] | None = None
+    doc: WaitsDoc | None = None
     if waits and "t" in waits:
         hz = sampling.get("hz")
         source = f"pg_stat_activity, sampled {hz:g} times a second" if hz else "pg_stat_activity"
@@ -51,7 +57,7 @@ def profile(
     if doc is None and pg and "t" in pg:
         doc = _shares(pg, t0, t1, "pg_stat_activity, sampled once a second")
     if doc is None:
-        return {"collected": False, "reason": "not collected: the run has no PostgreSQL samples"}
+        return WaitsDoc(collected=False, reason="not collected: the run has no PostgreSQL samples")
     if sampling.get("why"):
         doc["why"] = sampling["why"]
     ws = sampling.get("pg_wait_sampling")
@@ -70,11 +76,11 @@ def profile(
         doc["pg_wait_sampling"] = sub
     elif ws is not None:
         reason = ws.get("reason") or "the run has no pg_wait_sampling rows"
-        doc["pg_wait_sampling"] = {"collected": False, "reason": f"not collected: {reason}"}
+        doc["pg_wait_sampling"] = WaitShares(collected=False, reason=f"not collected: {reason}")
     return doc
 
 
-def _shares(series: dict[str, list[Any]], t0: float, t1: float, source: str) -> dict[str, Any]:
+def _shares(series: Series, t0: float, t1: float, source: str) -> WaitsDoc:
     ts = series["t"]
     up = series.get("up") or [1] * len(ts)
     picked = [i for i, t in enumerate(ts) if t is not None and t0 < t <= t1 and up[i]]
@@ -87,7 +93,7 @@ def _shares(series: dict[str, list[Any]], t0: float, t1: float, source: str) -> 
     per_second = [sum(col[j] for col in columns.values()) for j in range(len(picked))]
     seen = sum(per_second)
     snapshots = series.get("snapshots")
-    events: list[dict[str, Any]] = []
+    events: list[WaitEvent] = []
     for event, col in columns.items():
         n = sum(col)
         if n <= 0:
@@ -95,31 +101,31 @@ def _shares(series: dict[str, list[Any]], t0: float, t1: float, source: str) -> 
         n_eff = effective_n(col, per_second)
         share, low, high = share_bounds(n, seen, n_eff)
         events.append(
-            {
-                "event": event,
-                "type": _wait_type(event),
-                "seen": int(n),
-                "share_pct": round(share, 2),
-                "low_pct": round(low, 2),
-                "high_pct": round(high, 2),
-                "effective_n": round(n_eff, 1),
-            }
+            WaitEvent(
+                event=event,
+                type=_wait_type(event),
+                seen=int(n),
+                share_pct=round(share, 2),
+                low_pct=round(low, 2),
+                high_pct=round(high, 2),
+                effective_n=round(n_eff, 1),
+            )
         )
     events.sort(key=lambda e: (-e["seen"], e["event"]))
     by_type: dict[str, float] = {}
     for e in events:
         by_type[e["type"]] = by_type.get(e["type"], 0.0) + e["seen"]
-    return {
-        "collected": True,
-        "source": source,
-        "of": "active time",
-        "seconds": len(picked),
-        "samples": int(sum(float(snapshots[i] or 0) for i in picked)) if snapshots else len(picked),
-        "active_seen": int(seen),
-        "bounds": BOUNDS,
-        "events": events[:TOP],
-        "by_type": {k: round(100.0 * v / seen, 2) for k, v in by_type.items()} if seen else {},
-    }
+    return WaitsDoc(
+        collected=True,
+        source=source,
+        of="active time",
+        seconds=len(picked),
+        samples=int(sum(float(snapshots[i] or 0) for i in picked)) if snapshots else len(picked),
+        active_seen=int(seen),
+        bounds=BOUNDS,
+        events=events[:TOP],
+        by_type={k: round(100.0 * v / seen, 2) for k, v in by_type.items()} if seen else {},
+    )
 
 
 def _wait_type(event: str) -> str:
