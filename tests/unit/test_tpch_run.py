@@ -7,6 +7,7 @@ import json
 import math
 import re
 from datetime import date
+from typing import Any
 
 import pytest
 
@@ -123,12 +124,19 @@ def test_refresh_keys_are_ones_dbgen_never_uses_and_pairs_never_collide() -> Non
 STREAM_OUTPUT = "\n".join(json.dumps(e) for e in _events(timeout_q=18)) + "\nTraceback (noise)\n"
 
 
+def _fed(driver: Any, output: str) -> Any:
+    """The driver as the run leaves it: every line of the stream's output read as it came."""
+    for line in output.splitlines():
+        driver.on_line(line)
+    return driver
+
+
 def test_driver_records_every_query_and_warns_of_a_timeout() -> None:
     from pgrig.archive.records import RunRecord
     from pgrig.load.engines.tpch_driver import TpchDriver
 
     spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=60.0)
-    driver = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0})
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), STREAM_OUTPUT)
     assert "--query-timeout" in driver.command() and "60" in driver.command()
     rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
     driver.fill(rec, True, STREAM_OUTPUT, "", {})
@@ -137,6 +145,7 @@ def test_driver_records_every_query_and_warns_of_a_timeout() -> None:
     assert {w["code"] for w in rec.warnings()} == {"tpch_timeout"}
     assert driver.cross_check(rec, STREAM_OUTPUT, "") is None
     short = "\n".join(STREAM_OUTPUT.splitlines()[:5])
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), short)
     driver.fill(rec, True, short, "", {})
     assert "reported 3 of 22" in (driver.cross_check(rec, short, "") or "")
 
@@ -173,7 +182,7 @@ def test_a_query_cancelled_by_the_servers_own_timeout_is_recorded_whole() -> Non
     from pgrig.load.engines.tpch_driver import TpchDriver
 
     spec = from_flags(RunRequest, env_name="e", workload="tpch:power")
-    driver = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0})
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), STREAM_OUTPUT)
     rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
     driver.fill(rec, True, STREAM_OUTPUT, "", {})
     (warning,) = [w for w in rec.warnings() if w["code"] == "tpch_timeout"]
@@ -214,3 +223,111 @@ def test_a_tpch_run_is_refused_with_load_from() -> None:
     spec = from_flags(RunRequest, env_name="e", workload="tpch:power", load_from=["c1"])
     with pytest.raises(PgrigError, match="--load-from: tpch:power runs its query streams"):
         multi_runner.check(spec)
+
+
+def test_the_driver_reads_the_streams_output_once_as_it_comes() -> None:
+    """fill and failure work from the events on_line read (the stdout file is not parsed
+    again): the record's queries carry when each ended, a failure names its step."""
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.engines.tpch_driver import TpchDriver
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power")
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), STREAM_OUTPUT)
+    rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
+    driver.fill(rec, True, "", "", {})  # the file's text is not what the record is made from
+    assert len(rec.extra["tpch"]["queries"]) == 22 and rec.transactions == 21
+    assert all("at_s" in q for q in rec.extra["tpch"]["queries"])
+    broken = _fed(
+        TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}),
+        json.dumps({"event": "session", "stream": "stream 2", "status": "error",
+                    "error": "connection refused"}) + "\nTraceback (most recent call last):",
+    )  # fmt: skip
+    assert "stream 2: connection refused" in broken.failure("", "", 1)
+    noise = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), "a\nb\nc\nd")
+    assert "b" in noise.failure("", "", 1) and "a" not in noise.failure("", "", 1).split(": ")[-1]
+
+
+class _Conn:
+    def execute(self, *_a: Any) -> Any:
+        return self
+
+
+def _fake_sessions(monkeypatch: pytest.MonkeyPatch, connect: Any) -> list[dict]:
+    """stream.throughput against fake sessions: `connect(n)` runs as the n-th connects; each
+    query and refresh function records whether every session had connected when it began."""
+    import contextlib
+    import itertools
+    import threading
+
+    from pgrig.workloads.tpch import stream
+
+    counter = itertools.count()
+    connected: list[int] = []
+    lock = threading.Lock()
+    began: list[dict] = []
+
+    @contextlib.contextmanager
+    def session() -> Any:
+        n = next(counter)
+        connect(n)
+        with lock:
+            connected.append(n)
+        yield _Conn()
+
+    def step(kind: str) -> Any:
+        def run(*_a: Any, **_k: Any) -> bool:
+            with lock:
+                began.append({"step": kind, "sessions": len(connected)})
+            return True
+
+        return run
+
+    monkeypatch.setattr(stream, "_session", session)
+    monkeypatch.setattr(stream, "_query", step("query"))
+    monkeypatch.setattr(stream, "_refresh", step("refresh"))
+    monkeypatch.setattr(refresh, "leftovers", lambda *_a: 0)
+    return began
+
+
+def test_throughput_streams_start_when_every_session_is_connected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The interval Ts starts once every session is connected: with a sleep before the start
+    (the stream process slept 0.2 s), a slow connection's time went into Ts and the other
+    streams began without it."""
+    import threading
+
+    from pgrig.workloads.tpch import stream
+
+    some_began = threading.Event()
+
+    def connect(n: int) -> None:
+        if n == 3:  # the last session (n 0 counts leftovers) waits until a query has begun
+            some_began.wait(timeout=1.0)
+
+    began = _fake_sessions(monkeypatch, connect)
+    events: list[dict] = []
+    rc = stream.throughput(0.01, 7, 7, 2, 0.0, events.append)
+    some_began.set()
+    assert rc == 0 and events[-1]["event"] == "end"
+    assert len(began) == 2 * 22 + 4  # 44 queries, two RF1/RF2 pairs
+    assert all(b["sessions"] == 4 for b in began), began[:3]
+
+
+def test_a_session_that_cannot_connect_fails_the_throughput_run_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import psycopg
+
+    from pgrig.workloads.tpch import stream
+
+    def connect(n: int) -> None:
+        if n == 2:
+            raise psycopg.OperationalError("connection refused")
+
+    began = _fake_sessions(monkeypatch, connect)
+    events: list[dict] = []
+    assert stream.throughput(0.01, 7, 7, 2, 0.0, events.append) == 1
+    assert not began and "end" not in {e["event"] for e in events}
+    (failed,) = [e for e in events if e["event"] == "session"]
+    assert failed["error"] == "connection refused" and failed["stream"].startswith("stream")

@@ -56,7 +56,8 @@ class DatasetRequest(BaseModel):
     database: str | None = flag_field("--db", default=None, min_length=1)  # None: the env's default
     scale: int | None = flag_field("--scale", default=None, ge=1, le=INT_MAX)
     partitions: int | None = flag_field("--partitions", default=None, ge=1, le=INT_MAX)
-    # TPC-H: 0.01 (tests) to 1,000 (workloads/tpch/loader.py says why)
+    # TPC-H: 0.01 (tests) to 1,000: below 0.01 dbgen's tables lose rows, above it is days of
+    # loading (the one place the limits are: workloads/tpch.check_scale_factor asks here)
     scale_factor: float | None = flag_field(
         "--scale-factor", default=None, ge=0.01, le=1000, allow_inf_nan=False
     )

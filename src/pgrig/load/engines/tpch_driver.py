@@ -53,7 +53,11 @@ class TpchDriver:
         self.scale_factor = float(dataset.get("scale_factor") or 1.0)
         self.streams = spec.streams or _minimum_streams(self.scale_factor)
         self.seed = spec.tpch_seed if spec.tpch_seed is not None else secrets.randbelow(2**31)
+        # what the stream process printed, read once as each line arrives (on_line): its
+        # events, each with the second of the run it ended at, and its other lines (a
+        # traceback) for a failure's reason
         self.events: list[dict[str, Any]] = []
+        self.other: list[str] = []
         self.origin_s: float | None = None
 
     def version(self) -> str:
@@ -83,6 +87,8 @@ class TpchDriver:
         if event is not None:
             event["at_s"] = round(time.time() - (self.origin_s or time.time()), 3)
             self.events.append(event)
+        elif line.strip():
+            self.other = [*self.other[-2:], line]
 
     def live(self) -> tuple[float | None, float | None]:
         """(queries completed per second so far, None): what the live view can show."""
@@ -107,7 +113,7 @@ class TpchDriver:
     ) -> None:
         from pgrig.workloads.tpch import metrics
 
-        events = [e for e in (_event(line) for line in stdout.splitlines()) if e is not None]
+        events = self.events
         doc = metrics.summarize(events)
         doc["query_timeout_s"] = self.spec.query_timeout_s
         if self.mode == "throughput":
@@ -145,7 +151,7 @@ class TpchDriver:
                 "tpch_leftovers",
                 "orders left by an earlier run stopped between RF1 and RF2 were deleted first",
             )
-        series = _series(self.events)  # on_line's events carry their times
+        series = _series(events)
         if series["t"]:
             rec.series["pgbench"] = series  # the load's series: one kind whatever the engine
         results.attach_samples(rec, series_raw, self.origin_s)
@@ -165,14 +171,8 @@ class TpchDriver:
     def failure(self, stdout: str, stderr: str, rc: int) -> str:
         from pgrig.load.engines.process import failure_reason
 
-        errs = [
-            f"Q{e['query']}: {e.get('error')}" if e.get("event") == "query"
-            else f"{e.get('function')}: {e.get('error')}"
-            for e in (_event(line) for line in stdout.splitlines())
-            if e is not None and e.get("status") == "error"
-        ]  # fmt: skip
-        other = [ln for ln in stdout.splitlines() if ln.strip() and _event(ln) is None]
-        return failure_reason(rc, errs or other[-3:], "", "TPC-H stream")
+        errs = [f"{_step(e)}: {e.get('error')}" for e in self.events if e.get("status") == "error"]
+        return failure_reason(rc, errs or self.other, "", "TPC-H stream")
 
 
 def _minimum_streams(sf: float) -> int:
@@ -191,6 +191,15 @@ def _event(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) and "event" in found else None
+
+
+def _step(event: dict[str, Any]) -> str:
+    """What an event is about: Q7, RF1, or a session ("stream 2": it could not connect)."""
+    if event.get("event") == "query":
+        return f"Q{event.get('query')}"
+    if event.get("event") == "refresh":
+        return str(event.get("function"))
+    return str(event.get("stream"))
 
 
 def _per_query(queries: list[dict[str, Any]]) -> list[ScriptResult]:
