@@ -148,3 +148,40 @@ def test_throughput_run_runs_every_stream_and_refresh_pair(tpch_env: Environment
     assert doc["order"]["1"] != doc["order"]["2"]
     assert doc["throughput_at_size"] == pytest.approx(2 * 22 * 3600 / doc["interval_s"] * SF)
     assert doc["power_at_size"] is None and len(rec.scripts) == 22
+
+
+def test_performance_test_gives_qphh_from_the_recorded_times(tpch_env: Environment) -> None:
+    """-w tpch: the power test, then the throughput test, in one run; its Power@Size,
+    Throughput@Size and QphH@Size computed again here from the recorded times."""
+    import math
+
+    from pgrig.archive.store import Archive
+    from pgrig.load.core.runner import execute
+    from pgrig.request import RunRequest
+
+    spec = RunRequest(
+        env_name=tpch_env.name, workload="tpch", streams=2, tpch_seed=5, query_timeout_s=120
+    )
+    rec = execute(spec, archive=Archive(None), live=False)
+    assert rec.status == "ok", rec.error
+    doc = rec.extra["tpch"]
+    power_q = [e for e in doc["queries"] if e["test"] == "power"]
+    power_rf = [r for r in doc["refresh"] if r["test"] == "power"]
+    tput_q = [e for e in doc["queries"] if e["test"] == "throughput"]
+    assert [e["query"] for e in power_q] == doc["order"]["0"] and len(tput_q) == 44
+    assert [(r["function"], r["stream"]) for r in doc["refresh"] if r["test"] == "throughput"] == [
+        ("RF1", 1), ("RF2", 1), ("RF1", 2), ("RF2", 2),
+    ]  # fmt: skip
+    times = [e["seconds"] for e in power_q]
+    floor = max(times) / 1000  # clause 5.4.1.4
+    logs = [math.log(max(t, floor)) for t in times] + [math.log(r["seconds"]) for r in power_rf]
+    power = 3600 * SF / math.exp(sum(logs) / 24)
+    ts = doc["throughput"]["interval_s"]
+    for s in (1, 2):  # a stream's queries run one after another inside Ts
+        assert sum(e["seconds"] for e in tput_q if e["stream"] == s) <= ts
+    throughput = 2 * 22 * 3600 / ts * SF
+    assert doc["power_at_size"] == pytest.approx(power, rel=1e-6)
+    assert doc["throughput_at_size"] == pytest.approx(throughput, rel=1e-6)
+    assert doc["qphh_at_size"] == pytest.approx(math.sqrt(power * throughput), rel=1e-6)
+    assert rec.measured_s == pytest.approx(doc["power"]["interval_s"] + ts)
+    assert len(rec.scripts) == 22 and rec.transactions == 66

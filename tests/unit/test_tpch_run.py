@@ -331,3 +331,72 @@ def test_a_session_that_cannot_connect_fails_the_throughput_run_naming_it(
     assert not began and "end" not in {e["event"] for e in events}
     (failed,) = [e for e in events if e["event"] == "session"]
     assert failed["error"] == "connection refused" and failed["stream"].startswith("stream")
+
+
+def _performance_events(streams: int = 2) -> list[dict]:
+    """A performance test's events as the stream process tags them: the power test, then the
+    throughput test (each query of stream s taking s + q / 10 s)."""
+    out = [{**e, "test": "power"} for e in _events()]
+    tput: list[dict] = [{"event": "start", "mode": "throughput", "scale_factor": 1.0, "seed": 7,
+                         "streams": streams}]  # fmt: skip
+    for s in range(1, streams + 1):
+        tput += [{"event": "query", "stream": s, "query": q, "status": "ok",
+                  "seconds": s + q / 10} for q in queries.QUERIES]  # fmt: skip
+    for n in range(1, streams + 1):
+        tput += [{"event": "refresh", "function": f, "stream": n, "status": "ok",
+                  "seconds": 1.5} for f in ("RF1", "RF2")]  # fmt: skip
+    tput.append({"event": "end", "seconds": 90.0})
+    return out + [{**e, "test": "throughput"} for e in tput]
+
+
+def test_a_performance_test_gives_qphh_from_its_power_and_throughput_tests() -> None:
+    """QphH@Size = sqrt(Power@Size x Throughput@Size), each part from its own test's events
+    (computed here again from the recorded times, not through metrics' helpers)."""
+    events = _performance_events()
+    doc = metrics.summarize(events)
+    power_times = [e["seconds"] for e in events if e.get("test") == "power"
+                   and e["event"] in ("query", "refresh")]  # fmt: skip
+    assert len(power_times) == 24
+    power = 3600 * 1.0 / math.exp(sum(math.log(t) for t in power_times) / 24)
+    throughput = 2 * 22 * 3600 / 90.0 * 1.0
+    assert doc["mode"] == "performance" and doc["complete"] is True and doc["streams"] == 2
+    assert doc["power_at_size"] == pytest.approx(power)
+    assert doc["throughput_at_size"] == pytest.approx(throughput)
+    assert doc["qphh_at_size"] == pytest.approx(math.sqrt(power * throughput))
+    assert doc["interval_s"] == pytest.approx(48.0 + 90.0)
+    assert doc["power"]["interval_s"] == 48.0 and doc["throughput"]["interval_s"] == 90.0
+    assert len(doc["queries"]) == 66 and len(doc["refresh"]) == 6
+    assert doc["geomean_s"] == pytest.approx(2.0)  # the power test's queries alone
+    # a timed-out query in the throughput test: Power@Size stands, no Throughput, no QphH
+    late = [dict(e) for e in events]
+    next(e for e in late if e.get("test") == "throughput" and e["event"] == "query")["status"] = (
+        "timeout"
+    )
+    partial = metrics.summarize(late)
+    assert partial["power_at_size"] == pytest.approx(power)
+    assert partial["throughput_at_size"] is None and partial["qphh_at_size"] is None
+    assert partial["complete"] is False and partial["timed_out"] == ["Q1"]
+
+
+def test_tpch_is_the_performance_test_and_takes_streams() -> None:
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.engines.tpch_driver import TpchDriver
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch", streams=3, tpch_seed=5)
+    assert spec.is_tpch and specs.parse_workloads(["tpch"]) == []
+    assert specs.scenario_of([], ["tpch"]) == "tpch"
+    output = "\n".join(json.dumps(e) for e in _performance_events(3))
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), output)
+    argv = driver.command()
+    assert argv[argv.index("--mode") + 1] == "performance"
+    assert argv[argv.index("--streams") + 1] == "3"
+    rec = RunRecord(env_name="e", workload="tpch", clients=1, threads=1)
+    driver.fill(rec, True, output, "", {})
+    assert rec.transactions == 22 * 4 and rec.extra["tpch"]["qphh_at_size"] > 0
+    # runs show's per-query times are the power test's (2 s each), not the streams' mean
+    assert {s.latency.avg for s in rec.scripts} == {2000.0} and len(rec.scripts) == 22
+    assert driver.cross_check(rec, output, "") is None
+    with pytest.raises(PgrigError, match="--streams"):
+        from_flags(RunRequest, env_name="e", workload="tpch", streams=24)  # 24 refresh pairs
+    with pytest.raises(PgrigError, match="--streams applies only to --workload tpch or"):
+        from_flags(RunRequest, env_name="e", workload="tpch:power", streams=2)

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
                 "--workload",
                 "-w",
                 help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
-                "|tpch:power|tpch:throughput"
+                "|tpch|tpch:power|tpch:throughput"
                 "|tickets:read|tickets:write|file.sql[@weight]; repeatable. Backup runs: "
                 "backup:basebackup-full|basebackup-incremental|pgbackrest-full|pgbackrest-diff"
                 "|pgbackrest-incr|restore.",
@@ -60,7 +60,8 @@ def register(app: typer.Typer) -> None:
         streams: Annotated[
             int | None,
             typer.Option(
-                "--streams", help="tpch:throughput: query streams (default: the spec's minimum)."
+                "--streams",
+                help="tpch, tpch:throughput: query streams (default: the spec's minimum).",
             ),
         ] = None,
         tpch_seed: Annotated[

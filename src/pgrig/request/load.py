@@ -38,7 +38,9 @@ from pgrig.request.vocabulary import (
     SYSBENCH_PREFIX,
     TPCC_TYPES,
     TPCC_WORKLOAD,
+    TPCH_MAX_STREAMS,
     TPCH_PREFIX,
+    TPCH_STREAMED,
     TPCH_WORKLOADS,
     VIAS,
     Connect,
@@ -303,7 +305,8 @@ class LoadParams(BaseModel):
 
     @property
     def is_tpch(self) -> bool:
-        return self.workload.strip().startswith(TPCH_PREFIX)
+        w = self.workload.strip()
+        return w in TPCH_WORKLOADS or w.startswith(TPCH_PREFIX)
 
 
 def _check_time(p: LoadParams) -> None:
@@ -434,7 +437,7 @@ _TPCH_REFUSED: dict[str, str] = {
     "duration_s": "a TPC-H run lasts as long as its queries take (bound them with --query-timeout)",
     "transactions_per_client": "a TPC-H stream runs its 22 queries once",
     "warmup_s": "a TPC-H run measures its first query too (the spec's power test is cold)",
-    "clients": "TPC-H sessions are its streams: give --streams with tpch:throughput",
+    "clients": "TPC-H sessions are its streams: give --streams with tpch or tpch:throughput",
     "threads": "TPC-H runs one session per stream",
     "rate": "TPC-H queries are not throttled",
     "latency_limit_ms": "TPC-H has no latency limit: give --query-timeout",
@@ -537,12 +540,12 @@ class RunRequest(LoadParams):
     # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
     # TPC-H (workloads/tpch): a query that runs longer is cancelled and recorded as timed out;
-    # the query streams of tpch:throughput; the seed of the substitution parameters (None: a
-    # new one, recorded with the run)
+    # the query streams of tpch:throughput and tpch; the seed of the substitution parameters
+    # (None: a new one, recorded with the run)
     query_timeout_s: float | None = flag_field(
         "--query-timeout", default=None, gt=0, le=INT_MAX, allow_inf_nan=False
     )
-    streams: int | None = flag_field("--streams", default=None, ge=1, le=24)
+    streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)
     tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
@@ -562,13 +565,13 @@ class RunRequest(LoadParams):
         ]
         if given and not self.is_tpch:
             raise Refusal(
-                lambda n: f"applies only to {n('workload')} tpch:power or tpch:throughput",
+                lambda n: f"applies only to {n('workload')} {', '.join(TPCH_WORKLOADS)}",
                 field=given[0],
                 others=("workload",),
             )
-        if self.streams is not None and self.workload.strip() != "tpch:throughput":
+        if self.streams is not None and self.workload.strip() not in TPCH_STREAMED:
             raise Refusal(
-                lambda n: f"applies only to {n('workload')} tpch:throughput",
+                lambda n: f"applies only to {n('workload')} {' or '.join(TPCH_STREAMED)}",
                 field="streams",
                 others=("workload",),
             )

@@ -206,11 +206,14 @@ def _tpch_items(rec: RunRecord) -> list[tuple[str, str]]:
             ("Power", "power_at_size"), ("Throughput", "throughput_at_size"),
             ("QphH", "qphh_at_size"),
         )
-        if doc.get(key) is not None or key == f"{doc.get('mode')}_at_size"
+        if doc.get(key) is not None or doc.get("mode") in ("performance", key[: -len("_at_size")])
     ]  # fmt: skip
     geo = doc.get("geomean_s")
     label = "query geometric mean"
     queries = [q for q in doc.get("queries") or [] if isinstance(q, dict)]
+    if doc.get("mode") == "performance":  # its geometric mean is the power test's
+        label += " (power test)"
+        queries = [q for q in queries if q.get("test") == "power"]
     ok = sum(1 for q in queries if q.get("status") == "ok")
     if ok < len(queries):  # of the completed ones only: it reads low beside a full run's
         label += f" ({ok} of {len(queries)} queries)"

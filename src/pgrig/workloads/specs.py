@@ -6,7 +6,7 @@ Accepted forms (repeatable, or comma-separated):
   tpcc                                                                             TPC-C mix
   tickets:read | tickets:write                                                     seed 003
   sysbench:oltp_read_write | sysbench:PATH.lua          sysbench (workloads/sysbench.py)
-  tpch:power | tpch:throughput                          TPC-H (workloads/tpch)
+  tpch | tpch:power | tpch:throughput                   TPC-H (workloads/tpch)
 Builtins take a weight too: pgbench:select-only@9.
 """
 
@@ -64,7 +64,7 @@ def parse_workloads(items: list[str]) -> list[ScriptSpec]:
                 raise PgrigError(f"workload {item!r} cannot be mixed with other scripts")
             label, path = sysbench.script_path(item)
             return [ScriptSpec(name=label, path=str(path), weight=1)]
-        if item.startswith(TPCH_PREFIX):  # the queries come from workloads/tpch, per run
+        if item in TPCH_WORKLOADS or item.startswith(TPCH_PREFIX):  # workloads/tpch's queries
             if len(flat) > 1:
                 raise PgrigError(f"workload {item!r} cannot be mixed with other scripts")
             if item not in TPCH_WORKLOADS:
@@ -108,7 +108,7 @@ def scenario_of(scripts: list[ScriptSpec], items: list[str]) -> str:
         return label
     if label.startswith("sysbench:"):
         return "sysbench"
-    if label.startswith(TPCH_PREFIX):
+    if label in TPCH_WORKLOADS or label.startswith(TPCH_PREFIX):
         return "tpch"
     if scripts and all(s.builtin for s in scripts):
         return "pgbench"

@@ -1,5 +1,5 @@
 """Which load driver (load/engines/driver.py) a run request gets: TPC-H's query streams for
-tpch:power and tpch:throughput, sysbench for a sysbench workload,
+tpch, tpch:power and tpch:throughput, sysbench for a sysbench workload,
 else pgbench reading its whole per-transaction log or, above the rate where reading it costs
 throughput, its summary (load/engines/txlog_mode.py decides).
 

@@ -1,4 +1,6 @@
-"""TPC-H behind the driver seam (load/engines/driver.py): the power and throughput runs.
+"""TPC-H behind the driver seam (load/engines/driver.py): the power test (tpch:power), the
+throughput test (tpch:throughput) and the performance test (tpch: the power test, then the
+throughput test, in one run: QphH@Size).
 
 The engine is pgrig's own query-stream process (workloads/tpch/stream.py), started, followed,
 stopped and archived as pgbench and sysbench are (samplers, insights' plans, the lease, the
@@ -9,8 +11,9 @@ status). It prints one JSON line per refresh function and query as each ends; th
   run gives them (workloads/tpch/metrics.py), the geometric mean of the query times, the seed;
 - the run's window: the whole run, from RF1's start to RF2's end (nothing is a warm-up: the
   spec's power test is what a cold start costs); measured_s is its length;
-- scripts: one per query (Q1..Q22; over a throughput run's streams, the mean), so
-  `runs show` lists the 22 times; transactions: the queries that completed.
+- scripts: one per query (Q1..Q22; over a throughput run's streams, the mean; a performance
+  test's power test's), so `runs show` lists the 22 times; transactions: the queries that
+  completed.
 
 A query that exceeds --query-timeout is cancelled by the server (statement_timeout), recorded
 as timed out and named in a warning; Power@Size is then not computed (its time is unknown).
@@ -49,7 +52,8 @@ class TpchDriver:
     ) -> None:
         self.spec = spec
         self.client_env = client_env
-        self.mode = spec.workload.strip().removeprefix("tpch:")
+        workload = spec.workload.strip()
+        self.mode = "performance" if workload == "tpch" else workload.removeprefix("tpch:")
         self.scale_factor = float(dataset.get("scale_factor") or 1.0)
         self.streams = spec.streams or _minimum_streams(self.scale_factor)
         self.seed = spec.tpch_seed if spec.tpch_seed is not None else secrets.randbelow(2**31)
@@ -73,7 +77,7 @@ class TpchDriver:
             sys.executable, "-m", "pgrig.workloads.tpch.stream", "--mode", self.mode,
             "--scale-factor", f"{self.scale_factor:g}", "--seed", str(self.seed),
         ]  # fmt: skip
-        if self.mode == "throughput":
+        if self.mode != "power":
             argv += ["--streams", str(self.streams)]
         if self.spec.query_timeout_s is not None:
             argv += ["--query-timeout", f"{self.spec.query_timeout_s:g}"]
@@ -116,7 +120,7 @@ class TpchDriver:
         events = self.events
         doc = metrics.summarize(events)
         doc["query_timeout_s"] = self.spec.query_timeout_s
-        if self.mode == "throughput":
+        if self.mode != "power":
             doc["order_note"] = (
                 "streams 1..S take a query order drawn from the seed, not the spec's "
                 "Appendix A table"
@@ -133,7 +137,10 @@ class TpchDriver:
         rec.retried = rec.skipped = 0
         rec.measured_s = doc.get("interval_s")
         rec.tps = None  # queries are not transactions: the TPC-H figures are in extra["tpch"]
-        rec.scripts = _per_query(queries)
+        rec.scripts = _per_query(
+            [q for q in queries if q.get("test") == "power"] if self.mode == "performance"
+            else queries
+        )  # fmt: skip
         if doc["timed_out"]:
             limit = self.spec.query_timeout_s  # None: the server's own statement_timeout
             rec.add_warning(
@@ -144,7 +151,11 @@ class TpchDriver:
                     if limit is not None
                     else "exceeded the server's statement_timeout"
                 )
-                + " and were cancelled: no Power@Size or Throughput@Size for this run",
+                + " and were cancelled: "
+                + {"power": "no Power@Size", "throughput": "no Throughput@Size"}.get(
+                    self.mode, "no QphH@Size"
+                )
+                + " for this run",
             )
         if any(int(e.get("leftovers") or 0) for e in events if e.get("event") == "start"):
             rec.add_warning(
@@ -159,7 +170,7 @@ class TpchDriver:
     def cross_check(self, rec: RunRecord, stdout: str, stderr: str) -> str | None:
         """Every planned query must be reported (never one silently dropped)."""
         doc: Any = rec.extra.get("tpch") or {}
-        expected = 22 * (self.streams if self.mode == "throughput" else 1)
+        expected = 22 * {"power": 1, "throughput": self.streams}.get(self.mode, 1 + self.streams)
         found = len(doc.get("queries") or [])
         if found != expected:
             return f"the TPC-H streams reported {found} of {expected} queries"

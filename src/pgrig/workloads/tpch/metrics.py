@@ -3,7 +3,8 @@
 - Power@Size = 3600 x SF / (prod of the 22 query times and the 2 refresh times) ^ (1/24),
   times in seconds; a query time under 1/1000 of the longest query's is raised to it.
 - Throughput@Size = S x 22 x 3600 / Ts x SF, Ts the throughput test's interval in seconds.
-- QphH@Size = sqrt(Power@Size x Throughput@Size).
+- QphH@Size = sqrt(Power@Size x Throughput@Size): a performance test's (clause 5.3.2: the
+  power test, then the throughput test, in one run), each part from its own test's times.
 None where the run does not give them (a query timed out or failed: its time is not known).
 The geometric mean of the query times is given beside them (HammerDB's recommended figure
 for kits that load in bulk and skip the audit, as pgrig does).
@@ -47,6 +48,13 @@ def geomean(values: Iterable[float]) -> float | None:
 
 def summarize(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The run's TPC-H document (record extra["tpch"]) from the stream's events."""
+    if any("test" in e for e in events):  # a performance test: its two tests' events, tagged
+        return _performance(events)
+    return _one_test(events)
+
+
+def _one_test(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A power test's or a throughput test's document."""
     start = next((e for e in events if e.get("event") == "start"), {})
     end = next((e for e in events if e.get("event") == "end"), None)
     mode = str(start.get("mode") or "power")
@@ -91,3 +99,39 @@ def summarize(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     elif mode == "throughput" and out["interval_s"]:
         out["throughput_at_size"] = throughput_at_size(sf, streams, float(out["interval_s"]))
     return out
+
+
+def _performance(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A performance test's document: the power test's and the throughput test's summaries
+    (their figures, intervals and completeness under "power" and "throughput"), every query and
+    refresh function of both (each with its "test"), QphH@Size from the two figures. The query
+    geometric mean and temp bytes are the power test's (one stream: each query's own time)."""
+    power = _one_test([e for e in events if e.get("test") == "power"])
+    tput = _one_test([e for e in events if e.get("test") == "throughput"])
+    parts = [d for d in (power, tput) if d["queries"] or d["refresh"]]
+    intervals = [d["interval_s"] for d in (power, tput)]
+    p, t = power["power_at_size"], tput["throughput_at_size"]
+    order = power["order"]
+    return {
+        "mode": "performance",
+        "scale_factor": power["scale_factor"] or tput["scale_factor"],
+        "seed": power["seed"],
+        "qualification": power["qualification"],
+        "streams": tput["streams"],
+        "order": {"0": order, **(tput["order"] or {})} if order else tput["order"],
+        "queries": [q for d in parts for q in d["queries"]],
+        "refresh": [r for d in parts for r in d["refresh"]],
+        "timed_out": [q for d in parts for q in d["timed_out"]],
+        "failed": [q for d in parts for q in d["failed"]],
+        "interval_s": None if None in intervals else sum(intervals),
+        "geomean_s": power["geomean_s"],
+        "power_at_size": p,
+        "throughput_at_size": t,
+        "qphh_at_size": qphh_at_size(p, t) if p is not None and t is not None else None,
+        "complete": power["complete"] and tput["complete"],
+        "temp_bytes": power["temp_bytes"],
+        **{
+            name: {k: d[k] for k in ("interval_s", "complete", "streams", "geomean_s")}
+            for name, d in (("power", power), ("throughput", tput))
+        },
+    }

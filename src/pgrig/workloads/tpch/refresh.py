@@ -6,8 +6,9 @@ tpchgen-cli, so RF1's new orders copy the rows of existing orders under new keys
 deletes the orders RF1 inserted (the spec's RF2 deletes old orders of the generated data).
 A power run therefore leaves the database exactly as generated: `pgrig db check` stays valid
 and every run starts from the same data. The keys are ones dbgen never uses (of every 32
-order keys it uses the first 8): refresh pair p takes key 32k + 9 + p, so up to 24 pairs of
-a throughput run never collide.
+order keys it uses the first 8): refresh pair p takes key 32k + 9 + p, so up to 24 pairs
+never collide: a power test's (pair 0) and its throughput test's (1..S, request/vocabulary.py's
+TPCH_MAX_STREAMS bounds S).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 
 import psycopg
 
+from pgrig.request.vocabulary import TPCH_MAX_STREAMS
+
 ORDERS_PER_SF = 1_500
-MAX_PAIRS = 24  # the unused keys of one group of 32
+MAX_PAIRS = TPCH_MAX_STREAMS + 1  # the unused keys of one group of 32: 24
 
 
 @dataclass(frozen=True)

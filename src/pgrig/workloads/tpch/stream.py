@@ -1,4 +1,4 @@
-"""The TPC-H load process: `python -m pgrig.workloads.tpch.stream --mode power|throughput ...`.
+"""The TPC-H load process: `python -m pgrig.workloads.tpch.stream --mode MODE ...`.
 
 The run's load engine (load/engines/tpch_driver.py) starts it as it starts pgbench or
 sysbench; it connects through the libpq variables it is given and prints one JSON object per
@@ -12,6 +12,9 @@ Power (clause 5.3.3): RF1, stream 0's 22 queries in the spec's order, RF2, one s
 Throughput (clause 5.3.4): S query streams (1..S, each its own order and parameters), each
 on its own session, and one refresh stream running S pairs RF1/RF2, all started together
 once every session is connected (a barrier: the interval Ts holds no connection time).
+Performance (clause 5.3.2): the power test, then the throughput test on the same data, every
+event tagged with its test ("test": "power" | "throughput"); the throughput test's refresh
+stream takes the refresh sets after the power test's (pairs 1..S).
 """
 
 from __future__ import annotations
@@ -46,12 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     seed = None if args.qualification else args.seed
     if args.mode == "power":
         return power(args.scale_factor, seed, args.seed, args.query_timeout, emit)
+    if args.mode == "performance":
+        return performance(
+            args.scale_factor, seed, args.seed, args.streams, args.query_timeout, emit
+        )
     return throughput(args.scale_factor, seed, args.seed, args.streams, args.query_timeout, emit)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pgrig-tpch-stream")
-    p.add_argument("--mode", choices=("power", "throughput"), required=True)
+    p.add_argument("--mode", choices=("power", "throughput", "performance"), required=True)
     p.add_argument("--scale-factor", type=float, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--streams", type=int, default=1)
@@ -78,10 +85,32 @@ def power(sf: float, params_seed: int | None, seed: int, timeout_s: float, emit:
     return 0 if ok else 1
 
 
-def throughput(
+def performance(
     sf: float, params_seed: int | None, seed: int, streams: int, timeout_s: float, emit: Emit
 ) -> int:
-    sets = [refresh.refresh_set(sf, seed, p) for p in range(streams)]
+    """The power test, then (unless it failed) the throughput test: QphH@Size's two parts."""
+
+    def tagged(test: str) -> Emit:
+        return lambda event: emit({**event, "test": test})
+
+    rc = power(sf, params_seed, seed, timeout_s, tagged("power"))
+    if rc != 0:  # a query or refresh function failed: its error fails the run
+        return rc
+    return throughput(sf, params_seed, seed, streams, timeout_s, tagged("throughput"), first_pair=1)
+
+
+def throughput(
+    sf: float,
+    params_seed: int | None,
+    seed: int,
+    streams: int,
+    timeout_s: float,
+    emit: Emit,
+    first_pair: int = 0,
+) -> int:
+    """`first_pair`: the first refresh set (after a power test's own, pair 0); the refresh
+    events are numbered 1..S whatever it is."""
+    sets = [refresh.refresh_set(sf, seed, p) for p in range(first_pair, first_pair + streams)]
     with _session() as conn:
         left = sum(refresh.leftovers(conn, rs) for rs in sets)
     plans = {s: queries.plan_stream(sf, params_seed, s) for s in range(1, streams + 1)}
@@ -117,9 +146,9 @@ def throughput(
 
     def refresh_stream(conn: psycopg.Connection) -> bool:
         ok = True
-        for rs in sets:
-            ok &= _refresh(conn, "RF1", rs.pair + 1, rs, emit)
-            ok &= _refresh(conn, "RF2", rs.pair + 1, rs, emit)
+        for n, rs in enumerate(sets, 1):
+            ok &= _refresh(conn, "RF1", n, rs, emit)
+            ok &= _refresh(conn, "RF2", n, rs, emit)
         return ok
 
     bodies: dict[str, Callable[[psycopg.Connection], bool]] = {
