@@ -58,6 +58,50 @@ def from_web(page: str) -> Answer:
     return html.unescape(ratio.group(1)) if ratio else "-", html.unescape(verdict.group(1))
 
 
+# --- any figure's row (a TPC-H run's queries): the same ratio and verdict on every surface ---
+
+
+def figure_from_json(doc: dict, key: str) -> Answer:
+    """`pgrig runs compare A B --json`: the engine's comparison of figure `key`."""
+    c = doc["comparisons"][key]
+    return c["text"], c["verdict_text"]
+
+
+def figure_from_text(text: str, label: str) -> Answer:
+    """The row `label` of `pgrig runs compare`'s table (text): its ratio and verdict cells."""
+    row = next(ln for ln in text.splitlines() if ln.strip().startswith(f"{label} "))
+    cells = [c for c in re.split(r"\s{2,}", row.strip()) if c]
+    return cells[-2], cells[-1]
+
+
+def figure_from_markdown(text: str, label: str) -> Answer:
+    """The row `label` of the Figures table of `pgrig report compare` (Markdown): its
+    "B/A, verdict" cell, the ratio over the verdict."""
+    row = next(ln for ln in text.splitlines() if ln.startswith(f"| {label} | "))
+    cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+    ratio, verdict = cells[-1].split("<br>")
+    return _unmark(ratio), _unmark(verdict)
+
+
+def figure_from_report_html(text: str, label: str) -> Answer:
+    """The same row in the HTML of `pgrig report compare`."""
+    for row in re.findall(r"<tr>(.*?)</tr>", text, re.S):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        if cells and html.unescape(cells[0]) == label:
+            ratio, verdict = cells[-1].split("<br>")
+            return _unmark(ratio), _unmark(verdict)
+    raise AssertionError(f"no row {label!r}")
+
+
+def figure_from_web(page: str, label: str) -> Answer:
+    """The row `label` of the web compare page (the second column against the first)."""
+    row = page.split(f"<th>{html.escape(label)}</th>")[1].split("</tr>")[0]
+    ratio = re.search(r'<div class="ratio">(.*?)</div>', row, re.S)
+    verdict = re.search(r'<div class="verdict">(.*?)</div>', row, re.S)
+    assert verdict, row
+    return html.unescape(ratio.group(1)) if ratio else "-", html.unescape(verdict.group(1))
+
+
 # --- what changed (pgrig.insights.changes): the tables every compare surface shows -----------
 
 Rows = list[list[list[str]]]  # table rows, each cell as its lines

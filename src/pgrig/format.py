@@ -156,6 +156,10 @@ _IN_UNIT: dict[str, Callable[[Any, int], str]] = {
     "ms": lambda v, _digits: ms(v),
     "B": lambda v, _digits: size(v),
     "B/s": lambda v, _digits: size(v),
+    # TPC-H's figures: queries per hour x scale factor (composite, power, throughput)
+    "QphH@Size": number,
+    "QppH@Size": number,
+    "QthH@Size": number,
 }
 
 

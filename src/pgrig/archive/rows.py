@@ -228,8 +228,9 @@ def order_clause(order: str) -> list[Any]:
     return [col.is_(None), primary, runs_t.c.id.desc() if desc else runs_t.c.id.asc()]
 
 
-# what run lists show besides the columns: warnings, a backup run's figures, its load
-LIGHT_EXTRA_KEYS = ("warnings", "backup", "during", "topology")
+# what run lists show besides the columns: warnings, a backup run's figures, its load, a
+# TPC-H run's figures (its headline: record/figures.headline)
+LIGHT_EXTRA_KEYS = ("warnings", "backup", "during", "topology", "tpch")
 
 
 def artifact_map(stored: JsonValue) -> dict[str, str]:

@@ -97,8 +97,9 @@ def list_cmd(
             print_json([run_to_json(r) for r in arch.add_warnings(runs)])
             return
         total = arch.count_runs(flt) if len(runs) == limit or offset else len(runs)
-        if any(r.workload.startswith("backup:") for r in runs):
-            arch.add_warnings(runs)  # with the backup figures of backup runs
+        from pgrig.views import runs_list
+
+        runs_list.with_documents(arch, runs)  # a backup run's figures, a TPC-H run's
     if not runs:
         err_console().print("no runs" + (" match" if total or _any(flt) else " archived yet"))
         return
@@ -303,7 +304,7 @@ def _print_compare(view: Any, wide: bool = False) -> None:
         render.print_table(hosts)
     tps = view.verdict
     if tps is not None:
-        line = Text("verdict on TPS: ")
+        line = Text(f"verdict on {tps.label}: ")
         line.append(tps.describe(), style="bold")
         con.print(line)
         if tps.indicative:

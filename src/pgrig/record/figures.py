@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pgrig import format as fmt
 from pgrig.record.run import RunRecord
 
 Better = Literal["higher", "lower"]
@@ -67,6 +68,51 @@ def max_lag_bytes(rec: RunRecord) -> int | None:
     return max(found) if found else None
 
 
+def tpch_figures(rec: RunRecord) -> Mapping[str, Any] | None:
+    """A TPC-H run's document (extra["tpch"]: load/engines/tpch_driver.py), None for others."""
+    doc = rec.extra.get("tpch")
+    return doc if isinstance(doc, dict) and doc else None
+
+
+def _tpch(key: str) -> Callable[[RunRecord], Any]:
+    def get(rec: RunRecord) -> Any:
+        doc = tpch_figures(rec)
+        return None if doc is None else doc.get(key)
+
+    return get
+
+
+TPCH_QUERIES = range(1, 23)
+# The figure a TPC-H run stands for, by its test (tpch:power, tpch:throughput, tpch)
+TPCH_HEADLINE = {
+    "power": "tpch.power_at_size",
+    "throughput": "tpch.throughput_at_size",
+    "performance": "tpch.qphh_at_size",
+}
+
+
+def tpch_query_ms(rec: RunRecord, query: int) -> float | None:
+    """One query's time in a TPC-H run, in ms: a power test's (a performance test's power
+    test's: one stream, the spec's order), a throughput run's mean over its streams; None
+    when any of its executions did not complete (its time is then not known)."""
+    doc = tpch_figures(rec)
+    if doc is None:
+        return None
+    runs = [q for q in doc.get("queries") or [] if isinstance(q, dict) and q.get("query") == query]
+    if doc.get("mode") == "performance":
+        runs = [q for q in runs if q.get("test") == "power"]
+    if not runs or any(q.get("status") != "ok" for q in runs):
+        return None
+    return sum(float(q["seconds"]) for q in runs) / len(runs) * 1000
+
+
+def _tpch_query(q: int) -> Figure:
+    return Figure(
+        f"tpch.q{q}", f"Q{q} time ms", f"TPC-H Q{q}, ms", "ms", "lower",
+        lambda r: tpch_query_ms(r, q), True,
+    )  # fmt: skip
+
+
 def _latency(q: str, judged: bool) -> Figure:
     return Figure(
         f"latency.{q}", f"latency {q} ms", f"Latency {q}, ms", "ms", "lower",
@@ -83,6 +129,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure("tps", "TPS", "TPS", "", "higher", _attr("tps"), True, "tps"),
     Figure("nopm", "NOPM", "NOPM", "", "higher", _attr("nopm"), True),
     Figure("tpm", "TPM", "TPM", "", "higher", _attr("tpm"), True),
+    # TPC-H (clause 5.4): each in its unit, queries per hour x SF
+    Figure("tpch.qphh_at_size", "QphH@Size", "QphH@Size", "QphH@Size", "higher",
+           _tpch("qphh_at_size"), True),
+    Figure("tpch.power_at_size", "Power@Size", "Power@Size, QppH@Size", "QppH@Size", "higher",
+           _tpch("power_at_size"), True),
+    Figure("tpch.throughput_at_size", "Throughput@Size", "Throughput@Size, QthH@Size",
+           "QthH@Size", "higher", _tpch("throughput_at_size"), True),
+    *(_tpch_query(q) for q in TPCH_QUERIES),
     _latency("avg", True),
     _latency("stddev", False),
     _latency("p50", True),
@@ -125,7 +179,22 @@ JUDGED: dict[str, Figure] = {f.key: f for f in FIGURES if f.judged}
 
 
 def headline(rec: RunRecord) -> Figure:
-    """The one figure a run list shows of a run: NOPM for TPC-C runs, TPS for the rest."""
+    """The one figure a run list shows of a run: NOPM for TPC-C runs, a TPC-H run's figure
+    (Power@Size, Throughput@Size or QphH@Size, by its test), TPS for the rest."""
     if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
         return BY_KEY["nopm"]
+    doc = tpch_figures(rec)
+    if doc is not None and doc.get("mode") in TPCH_HEADLINE:
+        return BY_KEY[TPCH_HEADLINE[str(doc["mode"])]]
     return BY_KEY["tps"]
+
+
+def headline_text(rec: RunRecord, figure: Figure | None = None) -> tuple[str, str]:
+    """The headline's value and what follows it: ("4,322", "TPS"), ("2,043", "QppH@Size")
+    (a figure whose unit is a word says it; TPS and NOPM are their own units)."""
+    figure = figure or headline(rec)
+    text = fmt.in_unit(figure.value(rec), figure.unit, figure.digits)
+    return text, figure.unit if figure.unit in WORD_UNITS else figure.label
+
+
+WORD_UNITS = ("QphH@Size", "QppH@Size", "QthH@Size")  # TPC-H's (format.in_unit: numbers)

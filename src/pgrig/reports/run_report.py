@@ -209,7 +209,8 @@ def compare_document(
 ) -> Document:
     """Each group is repeats of one configuration; group 1 is the baseline. The comparison is
     the view every compare surface renders (pgrig.views.compare); the results table adds the
-    TPS centre of each group with its bounds and the evidence beside each verdict."""
+    TPS centre (a TPC-H run's own figure) of each group with its bounds and the evidence
+    beside each verdict."""
     labels = [_group_label(g) for g in groups]
     view = compare.build(groups, threshold, misrate)
     doc = Document(
@@ -217,16 +218,17 @@ def compare_document(
         generated_by="pgrig report compare",
     )
     p95 = next((m for m in view.metrics if m.key == "latency.p95"), None)
+    figure = view.verdict_figure  # TPS, or a TPC-H run's own figure
     rows: list[list[Any]] = []
     comparisons: list[Comparison | None] = []
     for i, (g, label) in enumerate(zip(groups, labels, strict=True)):
         first = g[0]
-        vals = [r.tps for r in g if r.status == "ok" and r.tps]
+        vals = [v for r in g if r.status == "ok" and (v := figure.value(r))]
         if i == 0:
             verdict = Cell(["baseline"], "muted")
             lines, warn = evidence.lines(g), False
         else:
-            c = view.comparisons[i - 1]["tps"]
+            c = view.comparisons[i - 1][figure.key]
             comparisons.append(c)
             verdict = delta_cell(c)
             lines, warn = evidence.against(g, groups[0], labels[0])
@@ -246,15 +248,16 @@ def compare_document(
             ]
         )
     table = Table.build(
-        ["runs", "environment", "load", "ok", "TPS [bounds]", f"vs {labels[0]}", "p95 ms",
-         "evidence"],
+        ["runs", "environment", "load", "ok", f"{figure.label} [bounds]", f"vs {labels[0]}",
+         "p95 ms", "evidence"],
         rows,
         numeric={3, 4, 5, 6},
     )  # fmt: skip
     note = Paragraph(
-        f"TPS is the Hodges-Lehmann centre of each group's ok runs with {(1 - misrate) * 100:g}% "
-        f"bounds. {verdict_rules(threshold)} Evidence: what the runs show (requested "
-        "checkpoints, autovacuum, plan scans, the top wait), per run; 'What changed' below "
+        f"{figure.label} is the Hodges-Lehmann centre of each group's ok runs with "
+        f"{(1 - misrate) * 100:g}% bounds. {verdict_rules(threshold)} Evidence: what the runs "
+        "show (requested checkpoints, autovacuum, plan scans, the top wait), per run; 'What "
+        "changed' below "
         "has the detail.",
         "note",
     )

@@ -25,7 +25,7 @@ from pgrig.analysis.compare import (
 )
 from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import WhatChanged, tables, what_changed
-from pgrig.record.figures import FIGURES, Figure
+from pgrig.record.figures import BY_KEY, FIGURES, Figure, headline
 from pgrig.table import Cell, Table
 from pgrig.views import compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
@@ -217,9 +217,17 @@ class ComparisonView:
         return [r for c in self.columns for r in c.runs]
 
     @property
+    def verdict_figure(self) -> Figure:
+        """The figure the comparison's verdict is on: TPS (TPC-C runs too), a TPC-H run's own
+        (its headline, record/figures.py: Power@Size, Throughput@Size or QphH@Size)."""
+        figure = headline(self.columns[0].runs[0])
+        return figure if figure.key.startswith("tpch.") else BY_KEY["tps"]
+
+    @property
     def verdict(self) -> Comparison | None:
-        """The engine's TPS comparison of the first candidate against the baseline."""
-        return self.comparisons[0].get("tps") if self.comparisons else None
+        """The engine's comparison of the first candidate against the baseline on
+        verdict_figure."""
+        return self.comparisons[0].get(self.verdict_figure.key) if self.comparisons else None
 
     @property
     def paired_note(self) -> str | None:

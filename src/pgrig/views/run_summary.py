@@ -15,7 +15,7 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
-from pgrig.record.figures import headline
+from pgrig.record.figures import headline, headline_text
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import (
     backup_figures,
@@ -93,9 +93,13 @@ def build(rec: RunRecord) -> RunSummary:
 
 
 def headline_of(rec: RunRecord) -> tuple[str, str]:
-    """The run's headline figure and its label: NOPM for TPC-C runs, TPS for the rest."""
+    """The run's headline figure and its label: NOPM for TPC-C runs, a TPC-H run's figure
+    (its value with its unit: "2,043 QppH@Size"), TPS for the rest."""
     figure = headline(rec)
-    return figure.label, fmt.in_unit(figure.value(rec), figure.unit, figure.digits)
+    text, unit = headline_text(rec, figure)
+    if unit != figure.label and text != fmt.MISSING:
+        text += f" {unit}"
+    return figure.label, text
 
 
 def _sysbench_data(rec: RunRecord) -> str:

@@ -2,8 +2,10 @@
 these cells (the CLI in priority order, dropping the last ones on a narrow terminal; the page in
 reading order, with links and sorting). Cells are text formatted by pgrig/format.py.
 
-- The headline figure is record/figures.headline's: NOPM for TPC-C runs, TPS for the rest; the
-  CLI gives TPS and NOPM a column each, the page one "Result" cell with the headline first.
+- The headline figure is record/figures.headline's: NOPM for TPC-C runs, a TPC-H run's
+  Power@Size, Throughput@Size or QphH@Size (with its unit), TPS for the rest; the CLI gives TPS
+  and NOPM a column each (a TPC-H run, which has no TPS, its figure in the tps column), the
+  page one "Result" cell with the headline first.
 - The duration is the measured window (measured_s): the time the run's figures rest on (TPS is
   its transactions over it), known for transaction-bound runs too and for runs that ended early;
   a run that measured nothing shows its planned duration.
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
-from pgrig.record.figures import headline
+from pgrig.record.figures import headline, headline_text
+from pgrig.record.protocol import RunReader
+from pgrig.request.vocabulary import TPCH_WORKLOADS
 from pgrig.views import backup_figures
 from pgrig.views.compare import cpus_of
 
@@ -107,10 +111,13 @@ def _workload_more(r: RunRecord) -> str:
 def row(r: RunRecord) -> RunRow:
     figure = headline(r)
     value = figure.value(r)
+    text, unit = headline_text(r, figure)
     cells = {
         "id": Cell(str(r.id)),
         "status": Cell(r.status),
-        "tps": Cell(fmt.number(r.tps)),
+        "tps": Cell(fmt.number(r.tps))
+        if figure.key in ("tps", "nopm") or value is None
+        else Cell(text, f" {unit}"),
         "nopm": Cell(fmt.number(r.nopm, 0) if r.nopm is not None else ""),
         "started": Cell(fmt.timestamp(r.started_at)),
         "env": Cell(r.env_name),
@@ -128,7 +135,18 @@ def row(r: RunRecord) -> RunRow:
     }
     if value is None:
         return RunRow(r, cells, Cell(fmt.MISSING))
-    return RunRow(r, cells, Cell(cells[figure.key].text, f" {figure.label}"))
+    if figure.key in cells:  # TPS and NOPM: as their own columns show them
+        return RunRow(r, cells, Cell(cells[figure.key].text, f" {figure.label}"))
+    return RunRow(r, cells, Cell(text, f" {unit}"))
+
+
+def with_documents(archive: RunReader, runs: list[RunRecord]) -> list[RunRecord]:
+    """Light records (list_runs) given the documents the list's cells read, when a run of the
+    list has some: a backup run's figures, a TPC-H run's (its headline). The CLI and the page
+    both call this before rows()."""
+    if any(r.workload.startswith("backup:") or r.workload in TPCH_WORKLOADS for r in runs):
+        archive.add_warnings(runs)  # with the archive's LIGHT_EXTRA_KEYS
+    return runs
 
 
 def rows(runs: Sequence[RunRecord]) -> list[RunRow]:

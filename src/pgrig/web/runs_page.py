@@ -186,7 +186,7 @@ def load_page(archive: RunReader, q: RunsQuery) -> RunsPage:
     runs = archive.list_runs(
         q.flt, limit=q.per_page, offset=(q.page - 1) * q.per_page, order=q.order
     )
-    rows = runs_list.rows(runs)
+    rows = runs_list.rows(runs_list.with_documents(archive, runs))
     shown = {c.key for c in runs_list.shown_columns(rows)} | {"result", "note"}  # note: tags too
     columns = tuple(c for c in runs_list.PAGE_COLUMNS if c[0] in shown)
     return RunsPage(q, runs, total, pages, rows, columns)
