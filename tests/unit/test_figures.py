@@ -27,7 +27,11 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "pgrig"
 
 def test_the_engine_judges_the_judged_figures_of_the_registry() -> None:
     assert list(compare.METRICS) == ["tps", "nopm", "tpm", "latency.avg", "latency.p50",
-                                     "latency.p95", "latency.p99"]  # fmt: skip
+                                     "latency.p95", "latency.p99",
+                                     # TPC-H: its tests' figures, then each query's time
+                                     "tpch.qphh_at_size", "tpch.power_at_size",
+                                     "tpch.throughput_at_size",
+                                     *(f"tpch.q{q}" for q in range(1, 23))]  # fmt: skip
     assert all(compare.METRICS[k] is figures.BY_KEY[k] for k in compare.METRICS)
     assert [m.key for m in view.METRIC_SPECS] == [f.key for f in figures.FIGURES]
     assert compare.METRICS["tps"].higher_is_better

@@ -157,3 +157,87 @@ def test_the_runs_list_shows_a_tpch_runs_figure_on_the_cli_and_the_page(
     assert page.status_code == 200
     number = shown.removesuffix(" QppH@Size")
     assert f'{number} <span class="unit">QppH@Size</span>' in page.text
+
+
+STUDY = """
+[study]
+name = "th-work-mem"
+repeats = 2
+
+[environment]
+name = "th"
+create = false
+
+[dataset]
+scenario = "tpch"
+scale_factor = 0.01
+
+[run]
+workload = "{workload}"
+query_timeout = 60
+tpch_seed = 7
+{more}
+
+[[iterations]]
+name = "base"
+
+[[iterations]]
+name = "work_mem 64MB"
+settings = {{ work_mem = "64MB" }}
+{iteration_run}
+"""
+
+
+def _study(workload: str = "tpch:power", more: str = "", iteration_run: str = "") -> Any:
+    from pgrig.study import spec as study_spec
+
+    return study_spec.parse(STUDY.format(workload=workload, more=more, iteration_run=iteration_run))
+
+
+def test_a_study_runs_tpch_and_judges_its_points_on_the_tests_figure() -> None:
+    from pgrig.study import plan as planning
+    from pgrig.views.study_data import compare_points, summarize_point
+
+    spec = _study()
+    assert spec.dataset.scale_factor == 0.01 and spec.run.query_timeout_s == 60
+    plan = planning.build(spec)
+    request = plan.run_request(plan.runs[0])
+    assert (request.workload, request.tpch_seed, request.query_timeout_s) == ("tpch:power", 7, 60)
+    assert request.scenario == "tpch" and request.duration_s is None
+    assert plan.figure is BY_KEY["tpch.power_at_size"]
+    # the points' figures are their runs' Power@Size (a TPC-H run has no TPS)
+    base = [power_run(jitter=0.01, n=i) for i in range(4)]
+    slow = [power_run({18: 3.0, 9: 3.0}, jitter=0.01, n=9 + i) for i in range(4)]
+    for i, rec in enumerate([*base, *slow]):
+        rec.repeat = i % 4  # a point keeps its latest run of each repeat
+    a, b = (summarize_point(p, runs, spec.misrate, {}, plan.figure)
+            for p, runs in zip(plan.points, (base, slow), strict=True))  # fmt: skip
+    power = base[0].extra["tpch"]["power_at_size"]
+    assert a.tps is not None and a.tps.center == pytest.approx(power, rel=0.01)
+    verdict = compare_points(a, b, spec.threshold, spec.misrate)
+    assert verdict is not None and verdict.metric == "tpch.power_at_size"
+    assert verdict.verdict == "slower"
+    streamed = _study("tpch", more="streams = 2")
+    assert planning.build(streamed).figure is BY_KEY["tpch.qphh_at_size"]
+    assert planning.build(streamed).run_request(planning.build(streamed).runs[0]).streams == 2
+
+
+def test_a_study_mixing_tpch_with_another_figure_is_refused_saying_why() -> None:
+    from pgrig.study import plan as planning
+    from pgrig.study.spec import StudySpecError
+
+    mixed = _study(iteration_run='run = { workload = "tpch" }')
+    with pytest.raises(StudySpecError, match=r"run.workload: workloads tpch, tpch:power share no"):
+        planning.build(mixed)
+    with pytest.raises(StudySpecError, match="streams"):
+        _study(more="streams = 2")  # the power test has one stream
+
+
+def test_a_track_refuses_tpch_saying_why_and_what_to_do_instead() -> None:
+    from pgrig.errors import PgrigError
+    from pgrig.track import flow
+
+    with pytest.raises(PgrigError, match=r"TPC-H run needs its own data.*with a study instead"):
+        flow.series_load(
+            workload="tpch:power", clients=1, threads=1, duration=10, warmup=0, protocol="simple"
+        )

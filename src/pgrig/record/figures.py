@@ -12,7 +12,7 @@ of figures stands above it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -129,14 +129,6 @@ FIGURES: tuple[Figure, ...] = (
     Figure("tps", "TPS", "TPS", "", "higher", _attr("tps"), True, "tps"),
     Figure("nopm", "NOPM", "NOPM", "", "higher", _attr("nopm"), True),
     Figure("tpm", "TPM", "TPM", "", "higher", _attr("tpm"), True),
-    # TPC-H (clause 5.4): each in its unit, queries per hour x SF
-    Figure("tpch.qphh_at_size", "QphH@Size", "QphH@Size", "QphH@Size", "higher",
-           _tpch("qphh_at_size"), True),
-    Figure("tpch.power_at_size", "Power@Size", "Power@Size, QppH@Size", "QppH@Size", "higher",
-           _tpch("power_at_size"), True),
-    Figure("tpch.throughput_at_size", "Throughput@Size", "Throughput@Size, QthH@Size",
-           "QthH@Size", "higher", _tpch("throughput_at_size"), True),
-    *(_tpch_query(q) for q in TPCH_QUERIES),
     _latency("avg", True),
     _latency("stddev", False),
     _latency("p50", True),
@@ -171,6 +163,15 @@ FIGURES: tuple[Figure, ...] = (
            _backup("restore_total_s"), digits=2),
     Figure("replication.max_lag_bytes", "max replica replay lag", "Max replica replay lag", "B",
            "lower", max_lag_bytes),
+    # TPC-H (clause 5.4): its tests' figures in their units (queries per hour x SF), then
+    # each query's time
+    Figure("tpch.qphh_at_size", "QphH@Size", "QphH@Size", "QphH@Size", "higher",
+           _tpch("qphh_at_size"), True),
+    Figure("tpch.power_at_size", "Power@Size", "Power@Size, QppH@Size", "QppH@Size", "higher",
+           _tpch("power_at_size"), True),
+    Figure("tpch.throughput_at_size", "Throughput@Size", "Throughput@Size, QthH@Size",
+           "QthH@Size", "higher", _tpch("throughput_at_size"), True),
+    *(_tpch_query(q) for q in TPCH_QUERIES),
 )
 # fmt: on
 
@@ -187,6 +188,33 @@ def headline(rec: RunRecord) -> Figure:
     if doc is not None and doc.get("mode") in TPCH_HEADLINE:
         return BY_KEY[TPCH_HEADLINE[str(doc["mode"])]]
     return BY_KEY["tps"]
+
+
+def tpch_mode(workload: str) -> str | None:
+    """A TPC-H workload's test (power, throughput, performance), None for other workloads."""
+    w = workload.strip()
+    if w == "tpch":
+        return "performance"
+    mode = w.removeprefix("tpch:")
+    return mode if w.startswith("tpch:") and mode in TPCH_HEADLINE else None
+
+
+def judged_figure(workloads: Iterable[str]) -> Figure:
+    """The figure runs of these workloads are judged on together (a study's points): TPS, or
+    a TPC-H test's own (Power@Size, Throughput@Size, QphH@Size). Raises ValueError, saying
+    why, for workloads that share no figure (TPC-H with other workloads, or two TPC-H tests)."""
+    ws = sorted({w.strip() for w in workloads})
+    modes = {w: tpch_mode(w) for w in ws}
+    tpch = [w for w in ws if modes[w] is not None]
+    if not tpch:
+        return BY_KEY["tps"]
+    if len(tpch) < len(ws) or len(tpch) > 1:
+        raise ValueError(
+            f"workloads {', '.join(ws)} share no figure to judge: a TPC-H run has no TPS, and "
+            "each TPC-H test has its own (tpch:power Power@Size, tpch:throughput "
+            "Throughput@Size, tpch QphH@Size); give one TPC-H workload to every point"
+        )
+    return BY_KEY[TPCH_HEADLINE[str(modes[tpch[0]])]]
 
 
 def headline_text(rec: RunRecord, figure: Figure | None = None) -> tuple[str, str]:

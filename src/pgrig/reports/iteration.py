@@ -35,7 +35,11 @@ NUMERIC_HEADERS = ("#", "TPS [bounds]", "runs", "NOPM", "p50 ms", "p95 ms", "p99
 
 def numeric_columns(columns: list[str]) -> set[int]:
     """Right-aligned columns: figures and comparisons."""
-    return {i for i, c in enumerate(columns) if c in NUMERIC_HEADERS or c.startswith("vs ")}
+    return {
+        i
+        for i, c in enumerate(columns)
+        if c in NUMERIC_HEADERS or c.startswith("vs ") or c.endswith(" [bounds]")
+    }
 
 
 def delta_cell(c: Comparison | None) -> Cell:
@@ -99,7 +103,8 @@ def build(data: StudyData) -> Document:
             row.append(p.note or "")
         rows.append(row)
         prev = ps
-    columns = ["#", "iteration", "changes", "TPS [bounds]", "runs", *view.verdict_titles]
+    columns = ["#", "iteration", "changes", f"{view.figure_label} [bounds]", "runs"]
+    columns += view.verdict_titles
     if any_nopm:
         columns.append("NOPM")
     columns += ["p95 ms", "CPU us/sy/wa/id %", "hit %", "stability"]

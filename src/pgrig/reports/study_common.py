@@ -123,7 +123,8 @@ def statistics_note(data: StudyData) -> Paragraph:
     spec = data.spec
     conf = f"{(1 - spec.misrate) * 100:g}%"
     text = (
-        f"TPS is the Hodges-Lehmann centre of the repeats (one value per run, warm-up "
+        f"{data.plan.figure.label} is the Hodges-Lehmann centre of the repeats (one value per "
+        "run, warm-up "
         f"excluded), with distribution-free {conf} bounds. {verdict_rules(spec.threshold)}"
     )
     if any(p.tps is not None and p.tps.insufficient for p in data.points):
@@ -201,7 +202,7 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
                     ps.point.label,
                     str(r.repeat + 1),
                     status,
-                    fmt(r.tps),
+                    fmt(data.plan.figure.value(r)),  # TPS, or a TPC-H test's own
                     format.ms(r.latency.p95),
                     warm,
                     Cell([s.describe()], "warn" if s.drift else None) if s else Cell.of(None),
@@ -210,9 +211,20 @@ def runs_section(data: StudyData, point_title: str = "point") -> Section:
             )
     for r in data.orphans:
         rows.append([str(r.id), f"(not in plan: {r.study_point})", str(r.repeat + 1), r.status,
-                     fmt(r.tps), format.ms(r.latency.p95), "-", "-", r.error or ""])  # fmt: skip
+                     fmt(data.plan.figure.value(r)), format.ms(r.latency.p95), "-", "-",
+                     r.error or ""])  # fmt: skip
     table = Table.build(
-        ["run", point_title, "repeat", "status", "TPS", "p95 ms", "warm-up", "stability", "error"],
+        [
+            "run",
+            point_title,
+            "repeat",
+            "status",
+            data.plan.figure.label,
+            "p95 ms",
+            "warm-up",
+            "stability",
+            "error",
+        ],
         rows,
         caption="Every run, in plan order. Stability is over the measured window: coefficient "
         "of variation of per-second TPS, linear trend, and the last fifth against the first.",

@@ -74,7 +74,8 @@ def build(data: StudyData) -> Document:
             if any_notes:
                 row.append(p.note or "")
             rows.append(row)
-    columns = (["series"] if sweep.series else []) + [x_name, "TPS [bounds]", "runs"]
+    columns = (["series"] if sweep.series else []) + [x_name, f"{view.figure_label} [bounds]"]
+    columns.append("runs")
     columns += view.verdict_titles
     columns += ["p50 ms", "p95 ms", "p99 ms", "CPU us/sy/wa/id %", "hit %", "stability"]
     if any_evidence:

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from pgrig.request.dataset import DatasetRequest
     from pgrig.request.load import (
         LOAD_FIELDS,
+        TPCH_FIELDS,
         LoadParams,
         RunRequest,
         ScriptSpec,
+        TpchLoad,
         load_values,
         tpcc_mix_weights,
         validate_field,
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "DatasetRequest": "dataset",
     "LOAD_FIELDS": "load",
+    "TPCH_FIELDS": "load",
+    "TpchLoad": "load",
     "LoadParams": "load",
     "RunRequest": "load",
     "ScriptSpec": "load",
@@ -42,12 +46,14 @@ _EXPORTS = {
 }
 __all__ = [
     "LOAD_FIELDS",
+    "TPCH_FIELDS",
     "DatasetRequest",
     "LoadParams",
     "Problem",
     "Refusal",
     "RunRequest",
     "ScriptSpec",
+    "TpchLoad",
     "from_flags",
     "load_values",
     "problem_of",

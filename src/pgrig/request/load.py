@@ -514,7 +514,43 @@ def _check_sysbench(p: LoadParams) -> None:
 # --- the full request ----------------------------------------------------------------------------
 
 
-class RunRequest(LoadParams):
+TPCH_FIELDS = ("query_timeout_s", "streams", "tpch_seed")  # TpchLoad's own
+
+
+class TpchLoad(LoadParams):
+    """The load parameters with TPC-H's own (workloads/tpch): what a run request and a study's
+    [run] table both take. Not among LOAD_FIELDS (the record's columns): a TPC-H run records
+    them in extra["tpch"]."""
+
+    # a query that runs longer is cancelled and recorded as timed out; the query streams of
+    # tpch:throughput and tpch; the seed of the substitution parameters (None: a new one,
+    # recorded with the run)
+    query_timeout_s: float | None = flag_field(
+        "--query-timeout", default=None, alias="query_timeout", gt=0, le=INT_MAX,
+        allow_inf_nan=False,
+    )  # fmt: skip
+    streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)
+    tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)
+
+    @model_validator(mode="after")
+    def _tpch_options(self) -> Self:
+        given = [name for name in TPCH_FIELDS if getattr(self, name) is not None]
+        if given and not self.is_tpch:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} {', '.join(TPCH_WORKLOADS)}",
+                field=given[0],
+                others=("workload",),
+            )
+        if self.streams is not None and self.workload.strip() not in TPCH_STREAMED:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} {' or '.join(TPCH_STREAMED)}",
+                field="streams",
+                others=("workload",),
+            )
+        return self
+
+
+class RunRequest(TpchLoad):
     """One run: the load, where it goes, the per-run settings layer, labels and membership."""
 
     env_name: str = flag_field("ENV")
@@ -539,14 +575,6 @@ class RunRequest(LoadParams):
     backup_during: str | None = None
     # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
-    # TPC-H (workloads/tpch): a query that runs longer is cancelled and recorded as timed out;
-    # the query streams of tpch:throughput and tpch; the seed of the substitution parameters
-    # (None: a new one, recorded with the run)
-    query_timeout_s: float | None = flag_field(
-        "--query-timeout", default=None, gt=0, le=INT_MAX, allow_inf_nan=False
-    )
-    streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)
-    tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
@@ -554,27 +582,6 @@ class RunRequest(LoadParams):
     def _weights(self) -> Self:
         if self.scripts and sum(s.weight for s in self.scripts) == 0:
             raise Refusal("all script weights are 0", field="workload")
-        return self
-
-    @model_validator(mode="after")
-    def _tpch_options(self) -> Self:
-        given = [
-            name
-            for name in ("query_timeout_s", "streams", "tpch_seed")
-            if getattr(self, name) is not None
-        ]
-        if given and not self.is_tpch:
-            raise Refusal(
-                lambda n: f"applies only to {n('workload')} {', '.join(TPCH_WORKLOADS)}",
-                field=given[0],
-                others=("workload",),
-            )
-        if self.streams is not None and self.workload.strip() not in TPCH_STREAMED:
-            raise Refusal(
-                lambda n: f"applies only to {n('workload')} {' or '.join(TPCH_STREAMED)}",
-                field="streams",
-                others=("workload",),
-            )
         return self
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pgrig.analysis import rounds
-from pgrig.request import RunRequest, load_values
-from pgrig.study.spec import StudyRun, StudySpec, point_run
+from pgrig.record.figures import Figure, judged_figure
+from pgrig.request import TPCH_FIELDS, RunRequest, load_values
+from pgrig.study.spec import StudyRun, StudySpec, StudySpecError, point_run
 
 # Rough cost of what surrounds a run (connect, checkpoint, stats snapshots), for the ETA only.
 RUN_OVERHEAD_S = 4.0
@@ -56,6 +57,12 @@ class Plan:
     def point(self, key: str) -> Point | None:
         return next((p for p in self.points if p.key == key), None)
 
+    @property
+    def figure(self) -> Figure:
+        """The figure the study judges its points on: TPS, or a TPC-H test's own
+        (record/figures.judged_figure; build() refused points that share none)."""
+        return judged_figure(p.run.workload for p in self.points)
+
     def estimated_seconds(self, runs: list[PlannedRun] | None = None) -> float | None:
         """Planned wall time of `runs` (default: all); None when runs are transaction-bound."""
         total = 0.0
@@ -73,6 +80,7 @@ class Plan:
         tags = dict(self.study.tags) | {"study": self.study.name, "point": p.label[:200]}
         return RunRequest(
             **load_values(p.run),
+            **{name: getattr(p.run, name) for name in TPCH_FIELDS},
             env_name=env.name,
             database=self.study.dataset.database,
             scenario=self.study.dataset.scenario,
@@ -93,7 +101,12 @@ def build(study: StudySpec) -> Plan:
     else:
         order = [(p, rep) for p in points for rep in range(study.repeats)]
     runs = [PlannedRun(i, p, rep) for i, (p, rep) in enumerate(order)]
-    return Plan(study, points, runs)
+    plan = Plan(study, points, runs)
+    try:
+        plan.figure  # noqa: B018 - the points share a figure to judge, or the study is refused
+    except ValueError as e:
+        raise StudySpecError(f"run.workload: {e}") from None
+    return plan
 
 
 def _round_order(study: StudySpec, points: list[Point], rep: int) -> list[Point]:

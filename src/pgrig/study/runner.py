@@ -25,6 +25,7 @@ from pgrig import interrupts
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
+from pgrig.record.figures import headline_text, tpch_mode
 from pgrig.request import RunRequest
 from pgrig.study import plan as planning
 from pgrig.study.plan import Plan, PlannedRun, Point
@@ -342,6 +343,9 @@ class _Walker:
     def _report(self, rec: RunRecord) -> None:
         if rec.status == "ok":
             tps = f"{rec.tps:,.1f} tps" if rec.tps is not None else "no tps"
+            if tpch_mode(rec.workload) is not None:  # a TPC-H run's own figure, no TPS
+                text, unit = headline_text(rec)
+                tps = f"{text} {unit}"
             p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
             self.console.print(f"  run {rec.id}: {tps}{p95}", highlight=False, soft_wrap=True)
         else:

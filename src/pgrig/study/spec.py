@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from pgrig.errors import PgrigError
-from pgrig.request import DatasetRequest, LoadParams, problem_of, validate_field
+from pgrig.request import DatasetRequest, TpchLoad, problem_of, validate_field
 from pgrig.request.problems import in_file, key_of, unknown_key
 
 if TYPE_CHECKING:
@@ -92,9 +92,10 @@ class DatasetSpec(DatasetRequest):
     reset: Literal["study", "point", "run"] = "study"  # once per study (if missing), point, run
 
 
-class StudyRun(LoadParams):
+class StudyRun(TpchLoad):
     """A study's [run] table: the load of every run (changed per iteration or sweep point),
-    and the actions before each run."""
+    TPC-H's own parameters (query_timeout, streams, tpch_seed), and the actions before each
+    run."""
 
     before_each: Actions = ()  # e.g. ("checkpoint",)
     load_from: list[str] = Field(default_factory=list)  # load hosts (`run --load-from`)
@@ -267,6 +268,7 @@ def setting_value(value: Any, path: str) -> str:
 _DATASET_KEYS = (
     "scenario", "scale", "warehouses", "database", "init", "reset", "options",
     "script", "defines",  # sysbench: a Lua script's own prepare, with its options
+    "scale_factor",  # TPC-H
 )  # fmt: skip
 # [run] keys: the run request's load parameters by their study-file names, and before_each.
 _RUN_FIELDS = {key_of(StudyRun, name): name for name in StudyRun.model_fields}

@@ -16,6 +16,7 @@ from rich.markup import escape
 from pgrig.analysis import stats
 from pgrig.analysis.compare import DEFAULT_MISRATE, compare_runs, min_repeats
 from pgrig.errors import Interrupted, PgrigError, first_line, is_interruption
+from pgrig.record.figures import tpch_mode
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, from_flags
 from pgrig.track import bisect as bisecting
@@ -34,6 +35,13 @@ def series_load(
     the run request's own rules (a problem names the flag)."""
     from pgrig.workloads import specs
 
+    if tpch_mode(workload) is not None:
+        raise PgrigError(
+            f"--workload {workload!r}: a series loads pgbench's data at --scale into each "
+            "version's environment and judges TPS; a TPC-H run needs its own data (db generate "
+            "--scenario tpch) and is judged on its own figure. Compare versions with a study "
+            "instead: one environment per version, the same TPC-H workload (docs/tpch.md)"
+        )
     if not workload.startswith("pgbench:"):
         raise PgrigError(
             f"--workload {workload!r}: a series runs pgbench's built-in scripts "

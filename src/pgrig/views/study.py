@@ -137,13 +137,18 @@ class StudyView:
         return f"{self.name} ({self.kind}, {self.status})"
 
     @property
+    def figure_label(self) -> str:
+        """What the points are judged on: "TPS", or a TPC-H test's "Power@Size"..."""
+        return self.data.plan.figure.label
+
+    @property
     def best_text(self) -> str | None:
         """'best: asynchronous commit, TPS 1,650.2 [1,630.0, 1,671.9]; against the runner-up
         shared_buffers=1GB: x1.331 [1.310, 1.352] faster', or None without figures."""
         b = self.best
         if b is None or b.tps is None:
             return None
-        text = f"best: {b.label}, TPS {fmt.number(b.tps.center)}"
+        text = f"best: {b.label}, {self.figure_label} {fmt.number(b.tps.center)}"
         text += f" [{fmt.number(b.tps.lower)}, {fmt.number(b.tps.upper)}]"
         c, r = self.best_against, self.runner_up
         if c is not None and r is not None:
@@ -372,7 +377,8 @@ def points_table(view: StudyView, with_evidence: bool = True) -> Table:
             row.append(p.note or "")
         row.append(", ".join(str(i) for i in p.run_ids) or None)
         rows.append(row)
-    columns = ["#", "point", "runs", "TPS [bounds]", *view.verdict_titles, "p95 ms"]
+    columns = ["#", "point", "runs", f"{view.figure_label} [bounds]", *view.verdict_titles]
+    columns.append("p95 ms")
     columns += [*(["evidence"] if any_evidence else []), *(["note"] if any_notes else [])]
     columns.append("run ids")
     numeric = {0, 2, 3, *range(4, 5 + len(view.verdict_titles))}

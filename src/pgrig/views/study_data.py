@@ -20,6 +20,7 @@ from pgrig.analysis.compare import Comparison, compare_runs
 from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.record.documents import ChangePointDoc
+from pgrig.record.figures import BY_KEY, Figure
 from pgrig.record.json_values import number
 from pgrig.study import plan as planning
 from pgrig.study import spec as study_spec
@@ -82,6 +83,9 @@ class PointSummary:
     point: Point
     runs: list[RunRecord]  # every run of the point (any status), oldest first
     ok: list[RunRecord]  # the successful runs used for the figures (latest per repeat)
+    # what the point is judged on (the study's plan.figure): TPS, or a TPC-H test's figure,
+    # whose interval `tps` then holds
+    figure: Figure = BY_KEY["tps"]
     tps: Interval | None = None
     nopm: float | None = None
     latency: dict[str, float | None] = field(default_factory=dict)  # p50/p95/p99 centres
@@ -98,7 +102,9 @@ class PointSummary:
 
     @property
     def samples(self) -> list[float]:
-        return [r.tps for r in self.ok if r.tps is not None and r.tps > 0]
+        """The point's figure per ok run (TPS, or a TPC-H test's own: StudyData.figure)."""
+        values = [self.figure.value(r) for r in self.ok]
+        return [v for v in values if v is not None and v > 0]
 
     @property
     def failed(self) -> int:
@@ -143,10 +149,11 @@ def interval(values: list[float], misrate: float) -> Interval | None:
 def compare_points(
     baseline: PointSummary, candidate: PointSummary, threshold: float, misrate: float
 ) -> Comparison | None:
-    """TPS of one point's ok runs against another's (the engine picks the method)."""
+    """The study's figure (TPS, or a TPC-H test's own) of one point's ok runs against
+    another's (the engine picks the method)."""
     if not baseline.ok or not candidate.ok:
         return None
-    return compare_runs(baseline.ok, candidate.ok, "tps", threshold, misrate)
+    return compare_runs(baseline.ok, candidate.ok, baseline.figure.key, threshold, misrate)
 
 
 def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunStability:
@@ -205,14 +212,18 @@ def latency_columns(cols: dict[str, Any]) -> list[str]:
 
 
 def summarize_point(
-    point: Point, runs: list[RunRecord], misrate: float, series: dict[int, dict[str, Any]]
+    point: Point,
+    runs: list[RunRecord],
+    misrate: float,
+    series: dict[int, dict[str, Any]],
+    figure: Figure = BY_KEY["tps"],
 ) -> PointSummary:
     latest: dict[int, RunRecord] = {}
     for r in runs:
         if r.status == "ok":
             latest[r.repeat] = r  # runs come oldest first: a re-run replaces its repeat
     ok = [latest[k] for k in sorted(latest)]
-    ps = PointSummary(point, runs, ok)
+    ps = PointSummary(point, runs, ok, figure)
     ps.tps = interval(ps.samples, misrate)
     ps.nopm = robust_center([r.nopm for r in ok if r.nopm is not None])
     for q in ("p50", "p95", "p99"):
@@ -254,7 +265,9 @@ def load_study(
             r.series = archive.run_series(r.id, kinds)
             if with_series:
                 series[r.id] = {"pgbench": r.series.get("pgbench") or {}}
-    points = [summarize_point(p, by_point[p.key], spec.misrate, series) for p in plan.points]
+    points = [
+        summarize_point(p, by_point[p.key], spec.misrate, series, plan.figure) for p in plan.points
+    ]
     return StudyData(record, spec, plan, points, orphans)
 
 
