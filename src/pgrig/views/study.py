@@ -440,6 +440,8 @@ def to_json(view: StudyView) -> dict[str, Any]:
         "created_at": view.created_at,
         "repeats": view.repeats,
         "threshold": view.threshold,
+        # what each point's "tps" figures are: TPS, or a TPC-H test's own (plan.figure)
+        "figure": {"key": view.data.plan.figure.key, "label": view.figure_label},
         "points": points,
         "best": best,
         "notes": view.notes,
