@@ -300,6 +300,21 @@ def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_pat
         space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
 
 
+def test_space_file_times_are_read_as_times(pg15: tuple[Path, str], tmp_path: Path) -> None:
+    """Issue 43 (F6): a time setting's range in time units, through the real parser; the
+    wrong kind is refused naming the key path, whether or not the catalogue has its units."""
+    from pgrig.errors import PgrigError
+    from pgrig.tune import space
+
+    f = tmp_path / "space.toml"
+    f.write_text('[knobs.checkpoint_timeout]\nlow = "30s"\nhigh = "15min"\n')
+    s = space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
+    assert s.knob("checkpoint_timeout").ends() == ["30s", "900s"]
+    f.write_text('[knobs.checkpoint_timeout]\nlow = "30MB"\nhigh = "64MB"\n')
+    with pytest.raises(PgrigError, match=r"knobs\.checkpoint_timeout\.low: "):
+        space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
+
+
 def test_guardrail_stops_a_real_run_early(lab: Path) -> None:
     """The run orchestrator's stop_if: pgbench is stopped, the run archived aborted with why."""
     from pgrig.archive.store import Archive

@@ -202,3 +202,81 @@ def test_env_set_refuses_a_setting_both_set_and_reset_or_reset_twice(pgrig_home:
     with pytest.raises(InvalidSetting, match="--reset work_mem is given twice"):
         env_settings.set_settings("db1", {}, ["WORK_MEM", "work_mem"])
     assert Environment.load("db1").settings == {"work_mem": "2MB"}
+
+
+# --- issue 43, F6 and F8: a space file's values in its setting's kind, each choice once ---------
+_PG_UNITS = {"checkpoint_timeout": "s", "work_mem": "kB", "random_page_cost": None}
+
+
+def _unit_of(name: str) -> str | None:
+    return _PG_UNITS[name]  # KeyError: not known, as the catalogue says it
+
+
+def test_a_space_file_time_setting_takes_times(tmp_path: Path) -> None:
+    from pgrig.tune.space import load_space
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[knobs.checkpoint_timeout]\nlow = "30s"\nhigh = "15min"\n'
+        '[knobs.vacuum_cost_delay]\nlow = "0.5ms"\nhigh = "20ms"\n'
+    )
+    space = load_space(path, unit_of=_unit_of)
+    timeout = space.knob("checkpoint_timeout")
+    assert (timeout.low, timeout.high, timeout.unit, timeout.integer) == (30, 900, "s", True)
+    assert timeout.text(60) == "60s"
+    delay = space.knob("vacuum_cost_delay")  # not in the catalogue: read by its own units
+    assert (delay.low, delay.high, delay.unit, delay.integer) == (0.5, 20.0, "ms", False)
+
+
+@pytest.mark.parametrize(
+    ("table", "says"),
+    [
+        (
+            '[knobs.checkpoint_timeout]\nlow = "30MB"\nhigh = "64MB"\n',
+            "knobs.checkpoint_timeout.low: checkpoint_timeout takes a time "
+            "(us, ms, s, min, h, d), not a size ('30MB')",
+        ),
+        (
+            '[knobs.work_mem]\nlow = "30s"\nhigh = "1min"\n',
+            "knobs.work_mem.low: work_mem takes a size (B, kB, MB, GB, TB), not a time ('30s')",
+        ),
+        (
+            '[knobs.work_mem]\nlow = 1\nhigh = 60\nunit = "s"\n',
+            "knobs.work_mem.unit: work_mem takes a size (B, kB, MB, GB, TB), not a time ('s')",
+        ),
+        (
+            '[knobs.random_page_cost]\nlow = "1s"\nhigh = "4s"\n',
+            "knobs.random_page_cost.low: random_page_cost takes a plain number, not a time",
+        ),
+        (
+            '[knobs.checkpoint_timeout]\nlow = "1s"\nhigh = "4MB"\n',
+            "knobs.checkpoint_timeout: low ('1s') is a time and high ('4MB') a size",
+        ),
+        (
+            '[knobs.checkpoint_timeout]\nlow = "30q"\nhigh = "15min"\n',
+            "knobs.checkpoint_timeout.low: invalid unit 'q' in '30q': valid units are B, kB, MB, "
+            "GB, TB, case-sensitive as in PostgreSQL (for a size; for a time: us, ms, s, min, h, d)",
+        ),
+        (
+            '[knobs.jit]\nchoices = ["on", "ON"]\n',
+            "knobs.jit.choices: 'on' and 'ON' are the same value (PostgreSQL reads booleans and "
+            "enum values case-insensitively): give it once",
+        ),
+        ('[knobs.jit]\nchoices = ["off", "false"]\n', "'off' and 'false' are the same value"),
+        ('[knobs.wal_compression]\nchoices = ["lz4", "LZ4"]\n', "'lz4' and 'LZ4' are the same"),
+        (
+            '[knobs."work_mem "]\nlow = "1MB"\nhigh = "4MB"\n',
+            "'work_mem ' is not a valid setting name",
+        ),
+    ],
+)
+def test_a_space_file_value_of_the_wrong_kind_or_twice_is_refused(
+    tmp_path: Path, table: str, says: str
+) -> None:
+    from pgrig.tune.space import load_space
+
+    path = tmp_path / "s.toml"
+    path.write_text(table)
+    with pytest.raises(PgrigError) as e:
+        load_space(path, unit_of=_unit_of)
+    assert says in str(e.value)

@@ -36,6 +36,7 @@ from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.provision.settings import profiles
 from pgrig.request.problems import in_file
+from pgrig.tune import space_file
 from pgrig.tune.space_file import KnobTable, SpaceFile
 
 MIB = 1024**2
@@ -339,9 +340,15 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 
 # --- a space file ----------------------------------------------------------------------------
-def load_space(path: Path, allow_unsafe: bool = False) -> Space:
+def load_space(
+    path: Path,
+    allow_unsafe: bool = False,
+    unit_of: Callable[[str], str | None] | None = None,
+) -> Space:
     """A TOML space file (space_file.SpaceFile); a problem is one error naming the file and
-    the key path."""
+    the key path. `unit_of(name)`: the setting's pg_settings unit (the catalogue; KeyError:
+    not known), so each knob's values are read in its setting's kind: a time for
+    checkpoint_timeout, a size for work_mem, a plain number for random_page_cost."""
     where = f"--space {path}"
     try:
         data = tomllib.loads(path.read_text())
@@ -351,6 +358,12 @@ def load_space(path: Path, allow_unsafe: bool = False) -> Space:
         file = SpaceFile.model_validate(data)
     except ValidationError as e:
         raise PgrigError(f"{where}: {in_file(e, SpaceFile)}") from None
+    for name, table in file.knobs.items() if unit_of is not None else ():
+        try:
+            unit = unit_of(name)
+        except KeyError:  # not known: the server's parser judges its values (check_space)
+            continue
+        _check_kind(where, name, table, unit)
     knobs = [_knob(name, table) for name, table in file.knobs.items()]
     unsafe = [k.name for k in knobs if k.name in UNSAFE]
     notes = []
@@ -367,6 +380,26 @@ def load_space(path: Path, allow_unsafe: bool = False) -> Space:
             "nothing unsafe is searched"
         )
     return Space(knobs, notes, str(path))
+
+
+def _check_kind(where: str, name: str, table: KnobTable, pg_unit: str | None) -> None:
+    """A range's values in the kind its setting takes (pg_settings unit)."""
+    if table.choices is not None:
+        return
+    wanted, given = space_file.setting_kind(pg_unit), table.kind()
+    if given is None or given == wanted:
+        return
+    key = "unit" if not isinstance(table.low, str) else "low"
+    shown = table.unit if key == "unit" else table.low
+    if wanted is None:
+        raise PgrigError(
+            f"{where}: knobs.{name}.{key}: {name} takes a plain number, not a {given} "
+            f"({shown!r}): give low and high as numbers"
+        )
+    raise PgrigError(
+        f"{where}: knobs.{name}.{key}: {name} takes a {wanted} ({space_file.kind_units(wanted)}"
+        f"), not a {given} ({shown!r})"
+    )
 
 
 def _knob(name: str, table: KnobTable) -> Knob:
@@ -440,6 +473,7 @@ def for_server(
     from pgrig.provision.settings import catalog, validator
 
     major = binaries.major_of(version)
+    cat = catalog.load_catalog(bindir, version)
     if space_arg in CLASS_KNOBS:
         space = class_space(
             space_arg,
@@ -465,8 +499,7 @@ def for_server(
             raise PgrigError(
                 f"--space {space_arg}: no such file (or use --space default, {', '.join(CLASSES)})"
             )
-        space = load_space(path, allow_unsafe)
-    cat = catalog.load_catalog(bindir, version)
+        space = load_space(path, allow_unsafe, unit_of=lambda n: _unit_of(cat, n))
 
     def check(settings: dict[str, str]) -> None:
         norm = validator.normalize(settings)
@@ -474,3 +507,12 @@ def for_server(
         validator.validate(bindir, major, cat, norm)
 
     return check_space(space.with_restart(cat.needs_restart), check)
+
+
+def _unit_of(cat: Any, name: str) -> str | None:
+    """A setting's pg_settings unit; KeyError when the catalogue does not know it (an unknown
+    name, which check_space refuses, or units not read from a server yet)."""
+    setting = cat.get(name)
+    if setting is None or not cat.enriched:
+        raise KeyError(name)
+    return setting.unit

@@ -4,8 +4,15 @@
     low = "128MB"          # sizes with a unit, or numbers (in `unit`, default none)
     high = "2GB"
     log = true             # sample on a log scale
+    [knobs.checkpoint_timeout]
+    low = "30s"            # times with a unit (us, ms, s, min, h, d), as PostgreSQL reads them
+    high = "15min"
     [knobs.wal_compression]
     choices = ["off", "lz4"]
+
+A knob's values are read in the unit kind of its setting (a size for work_mem, a time for
+checkpoint_timeout: pg_settings' unit, space.load_space `unit_of`), with PostgreSQL's units
+(pgrig/units.py), case-sensitive as the server reads them.
 
 A problem is reported like any input file's (request/problems.py): the file, the key path, the
 predicate (`--space s.toml: knobs.work_mem: low (8) must be below high (4)`). Whether the
@@ -23,7 +30,7 @@ from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.request.fields import STRICT
 from pgrig.request.problems import Refusal
-from pgrig.request.tables import SettingValue, one_per_setting
+from pgrig.request.tables import SettingName, SettingValue, one_per_setting
 
 __all__ = ["KnobTable", "SpaceFile"]
 
@@ -42,14 +49,6 @@ def _end(value: Any) -> Any:
     return value
 
 
-def _knob_name(name: Any) -> Any:
-    from pgrig.provision.settings import validator
-
-    try:
-        (normal,) = validator.normalize({name: ""})
-    except PgrigError as e:
-        raise Refusal(str(e)) from None
-    return normal
 
 
 def _unit(value: str) -> str:
@@ -77,6 +76,7 @@ class KnobTable(BaseModel):
         if self.choices is not None:
             if len(self.choices) < 2 or self.model_fields_set != {"choices"}:
                 raise Refusal("must be a list of 2+ values, alone", field="choices")
+            _distinct(self.choices)
             return self
         if self.low is None or self.high is None:
             raise Refusal("needs low and high (or choices)")
@@ -90,17 +90,102 @@ class KnobTable(BaseModel):
             raise Refusal("a log scale needs low > 0", field="log")
         return self
 
+    def kind(self) -> str | None:
+        """What the range's values are: "size", "time" (by their units, or `unit`), None for
+        bare numbers or choices."""
+        if isinstance(self.low, str) and isinstance(self.high, str):
+            return _kind_of(self.low, "low")
+        return _UNIT_KIND.get(self.unit)
+
     def bounds(self) -> tuple[int | float, int | float, str]:
         """The range as numbers in its unit: sizes are counted in MB (or kB where a size is
-        not a whole number of MB)."""
+        not a whole number of MB), times in s (or ms where a time is not whole seconds)."""
         low, high = self.low, self.high
         if isinstance(low, str) and isinstance(high, str):
+            kinds = _kind_of(low, "low"), _kind_of(high, "high")
+            if kinds[0] != kinds[1]:
+                raise Refusal(f"low ({low!r}) is a {kinds[0]} and high ({high!r}) a {kinds[1]}")
+            if kinds[0] == "time":
+                lo_ms, hi_ms = _time_ms(low, "low"), _time_ms(high, "high")
+                if lo_ms % 1000 == 0 and hi_ms % 1000 == 0:
+                    return int(lo_ms // 1000), int(hi_ms // 1000), "s"
+                whole = lo_ms.is_integer() and hi_ms.is_integer()
+                return (int(lo_ms), int(hi_ms), "ms") if whole else (lo_ms, hi_ms, "ms")
             lo_b, hi_b = _size(low, "low"), _size(high, "high")
             unit = "MB" if lo_b % MIB == 0 and hi_b % MIB == 0 else "kB"
             div = MIB if unit == "MB" else 1024
             return lo_b // div, hi_b // div, unit
         assert isinstance(low, int | float) and isinstance(high, int | float)
         return low, high, self.unit
+
+
+_UNIT_KIND = {"kB": "size", "MB": "size", "GB": "size", "ms": "time", "s": "time", "min": "time"}
+_KIND_UNITS = {
+    "size": ", ".join(units.MEMORY_UNITS),
+    "time": ", ".join(units.TIME_UNITS),
+}
+
+
+def setting_kind(pg_unit: str | None) -> str | None:
+    """The kind of values a setting takes from its pg_settings unit ("8kB", "MB": a size;
+    "ms", "s", "min": a time; none: a plain number)."""
+    if not pg_unit:
+        return None
+    if units.memory_bytes(pg_unit) is not None:
+        return "size"
+    return "time" if pg_unit in units.TIME_UNITS else None
+
+
+def kind_units(kind: str) -> str:
+    return _KIND_UNITS[kind]
+
+
+def _kind_of(text: str, key: str) -> str:
+    """A string end's kind by its unit: a time for PostgreSQL's time units, else a size (whose
+    parser names what is wrong with it)."""
+    m = units.amount(text)
+    if m is not None and m.unit and m.unit not in units.TIME_UNITS | units.MEMORY_UNITS:
+        raise Refusal(
+            f"invalid unit {m.unit!r} in {text!r}: valid units are {_KIND_UNITS['size']}, "
+            f"case-sensitive as in PostgreSQL (for a size; for a time: {_KIND_UNITS['time']})",
+            field=key,
+        )
+    return "time" if m is not None and m.unit in units.TIME_UNITS else "size"
+
+
+def _time_ms(text: str, key: str) -> float:
+    """A time as PostgreSQL takes a setting's, in milliseconds ("30s", "15min", "500ms")."""
+    m = units.amount(text)
+    if m is None or m.unit not in units.TIME_UNITS:
+        raise Refusal(f"bad time {text!r}: valid units are {_KIND_UNITS['time']}", field=key)
+    return m.value * units.TIME_UNITS[m.unit] * 1000
+
+
+def _choice_key(value: str) -> str:
+    """What PostgreSQL reads a choice as: booleans (parse_bool: on/off, true/false, yes/no,
+    1/0 and their unique prefixes) and enum values case-insensitively."""
+    text = value.strip().lower()
+    for truth, words in (("on", ("true", "yes")), ("off", ("false", "no"))):
+        if text in (truth, "1" if truth == "on" else "0") or (
+            text and any(w.startswith(text) for w in words)
+        ):
+            return f"bool:{truth}"
+    if text == "of":  # "o" alone is ambiguous, "of" is off
+        return "bool:off"
+    return text
+
+
+def _distinct(choices: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for choice in choices:
+        key = _choice_key(choice)
+        if key in seen:
+            raise Refusal(
+                f"{seen[key]!r} and {choice!r} are the same value (PostgreSQL reads booleans "
+                "and enum values case-insensitively): give it once",
+                field="choices",
+            )
+        seen[key] = choice
 
 
 def _size(text: str, key: str) -> int:
@@ -127,7 +212,7 @@ class SpaceFile(BaseModel):
     model_config = STRICT
 
     knobs: Annotated[
-        dict[Annotated[str, BeforeValidator(_knob_name)], KnobTable],
+        dict[SettingName, KnobTable],  # "work_mem " (a space in it) is no setting's name
         Field(min_length=1),
         BeforeValidator(one_per_setting),  # [knobs.work_mem] beside [knobs.WORK_MEM]
     ]
