@@ -254,8 +254,9 @@ def test_a_space_file_time_setting_takes_times(tmp_path: Path) -> None:
         ),
         (
             '[knobs.checkpoint_timeout]\nlow = "30q"\nhigh = "15min"\n',
-            "knobs.checkpoint_timeout.low: invalid unit 'q' in '30q': valid units are B, kB, MB, "
-            "GB, TB, case-sensitive as in PostgreSQL (for a size; for a time: us, ms, s, min, h, d)",
+            "knobs.checkpoint_timeout.low: invalid unit 'q' in '30q': valid units are B, kB, "
+            "MB, GB, TB, case-sensitive as in PostgreSQL (for a size; for a time: us, ms, s, "
+            "min, h, d)",
         ),
         (
             '[knobs.jit]\nchoices = ["on", "ON"]\n',

@@ -28,7 +28,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -38,6 +38,9 @@ from pgrig.provision.settings import profiles
 from pgrig.request.problems import in_file
 from pgrig.tune import space_file
 from pgrig.tune.space_file import KnobTable, SpaceFile
+
+if TYPE_CHECKING:
+    from pgrig.provision.settings.catalog import Catalog
 
 MIB = 1024**2
 UNSAFE = ("fsync", "synchronous_commit", "full_page_writes")
@@ -358,12 +361,13 @@ def load_space(
         file = SpaceFile.model_validate(data)
     except ValidationError as e:
         raise PgrigError(f"{where}: {in_file(e, SpaceFile)}") from None
-    for name, table in file.knobs.items() if unit_of is not None else ():
+    for name, table in file.knobs.items():
         try:
-            unit = unit_of(name)
+            unit = unit_of(name) if unit_of is not None else None
         except KeyError:  # not known: the server's parser judges its values (check_space)
             continue
-        _check_kind(where, name, table, unit)
+        if unit_of is not None:
+            _check_kind(where, name, table, unit)
     knobs = [_knob(name, table) for name, table in file.knobs.items()]
     unsafe = [k.name for k in knobs if k.name in UNSAFE]
     notes = []
@@ -509,7 +513,7 @@ def for_server(
     return check_space(space.with_restart(cat.needs_restart), check)
 
 
-def _unit_of(cat: Any, name: str) -> str | None:
+def _unit_of(cat: Catalog, name: str) -> str | None:
     """A setting's pg_settings unit; KeyError when the catalogue does not know it (an unknown
     name, which check_space refuses, or units not read from a server yet)."""
     setting = cat.get(name)

@@ -49,8 +49,6 @@ def _end(value: Any) -> Any:
     return value
 
 
-
-
 def _unit(value: str) -> str:
     if value not in UNITS:
         raise Refusal(f"must be one of {', '.join(u for u in UNITS if u)} (got {value!r})")
