@@ -281,3 +281,34 @@ def test_a_space_file_value_of_the_wrong_kind_or_twice_is_refused(
     with pytest.raises(PgrigError) as e:
         load_space(path, unit_of=_unit_of)
     assert says in str(e.value)
+
+
+# --- issue 43, F7: a --define value that is a number in other digits ---------------------------
+@pytest.mark.parametrize("value", [ARABIC_300, f"1{SUPERSCRIPT_2}", f"-{ARABIC_2}.5", FULLWIDTH_3])
+def test_a_define_number_in_other_digits_is_refused(value: str) -> None:
+    """sysbench's Lua and pgbench read numbers in 0-9: `rows=٣٠٠` would reach them as text."""
+    from pgrig.request import DatasetRequest, RunRequest
+
+    with pytest.raises(Exception) as e:
+        RunRequest(
+            env_name="e", workload="sysbench:oltp_read_only", duration_s=5, defines={"rows": value}
+        )
+    said = str(e.value)
+    assert f"value of rows: {value!r} is a number in digits other than 0-9" in said
+    with pytest.raises(Exception) as d:
+        DatasetRequest(scenario="sysbench", script="x.lua", defines={"rows": value})
+    assert "is a number in digits other than 0-9" in str(d.value)
+
+
+def test_a_define_text_with_digits_passes() -> None:
+    from pgrig.request import RunRequest
+    from pgrig.request.values import foreign_digits
+
+    req = RunRequest(
+        env_name="e",
+        workload="sysbench:oltp_read_only",
+        duration_s=5,
+        defines={"rows": "300", "mode": f"v{ARABIC_2}", "table": "t 1"},
+    )
+    assert req.defines["rows"] == "300"
+    assert not foreign_digits("300") and not foreign_digits("") and not foreign_digits("1.2.3")

@@ -29,6 +29,7 @@ from pgrig.request.values import (
     ascii_digits,
     check_cpus,
     cpu_count,
+    foreign_digits,
     number_text,
     parse_cpu_list,
     parse_duration,
@@ -154,6 +155,11 @@ def _defines(value: Any) -> Any:
             out[name] = setting_text(text)
         except ValueError as e:
             raise Refusal(f"value of {name}: {e}") from None
+        if foreign_digits(out[name]):  # sysbench's Lua and pgbench read numbers in 0-9 only
+            raise Refusal(
+                f"value of {name}: {out[name]!r} is a number in digits other than 0-9: "
+                "write it with 0-9"
+            )
     return out
 
 

@@ -33,6 +33,18 @@ def ascii_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def foreign_digits(text: str) -> bool:
+    """Whether `text` is a number written with other scripts' digits ("٣٠٠", "1²", "-٣.٥"):
+    digits to Python's str.isdigit but not to a program that reads 0-9 (PostgreSQL, pgbench,
+    sysbench's Lua), which would take it as text or refuse it late."""
+    parts = text.strip().lstrip("+-").split(".")
+    return (
+        len(parts) <= 2
+        and all(p.isdigit() for p in parts)
+        and not all(ascii_digits(p) for p in parts)
+    )
+
+
 def ascii_number(text: str) -> bool:
     """Whether float() may read `text` as a number a person typed: ASCII only, and no
     "inf"/"nan" (float() takes those, and "٣.٥" as 3.5)."""
