@@ -301,3 +301,20 @@ def test_env_list_shows_damaged_and_incomplete_environments(pgrig_home: Path) ->
     assert status["halfway"].startswith("damaged: incomplete")
     shown = CliRunner().invoke(app, ["show", "typed"])
     assert shown.exit_code != 0 and "port: input should be a valid integer" in str(shown.exception)
+
+
+def test_run_and_tune_take_one_set_of_duration_spellings(pgrig_home: Path) -> None:
+    """Issue 43 (F9): `run -T 2min` as `tune --duration 2min`; "3sec" and "5mins" refused by
+    both, listing what is taken (PostgreSQL's time units, bare seconds, and "m")."""
+    accepted = "a number of seconds, or one with a unit: us, ms, s, min, h, d (or m)"
+    for args in (
+        ["run", "nowhere", "-w", "pgbench:select-only", "-T", "3sec"],
+        ["run", "nowhere", "-w", "pgbench:select-only", "-T", "2min", "--warmup", "5mins"],
+        ["tune", "nowhere", "-w", "pgbench:tpcb", "--duration", "3sec"],
+        ["tune", "nowhere", "-w", "pgbench:tpcb", "--duration", "3min", "--budget", "2mins"],
+    ):
+        line = one_line_error(pgrig(*args))
+        assert accepted in line, (args, line)
+    # a unit is read by run as by tune: the request's error is the next one (no environment)
+    line = one_line_error(pgrig("run", "nowhere", "-w", "pgbench:select-only", "-T", "2min"))
+    assert "duration" not in line and "nowhere" in line

@@ -47,7 +47,12 @@ def register(app: typer.Typer) -> None:
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
         threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
         duration: Annotated[
-            float | None, typer.Option("--duration", "-T", help="Measured seconds.")
+            str | None,
+            typer.Option(
+                "--duration",
+                "-T",
+                help="Measured time: seconds, or with a unit (us, ms, s, min, h, d): 30, 2min.",
+            ),
         ] = None,
         query_timeout: Annotated[
             float | None,
@@ -74,8 +79,11 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--transactions", "-t", help="Per client.")
         ] = None,
         warmup: Annotated[
-            float, typer.Option("--warmup", help="Seconds excluded from every number.")
-        ] = 0.0,
+            str,
+            typer.Option(
+                "--warmup", help="Time excluded from every number: seconds, or with a unit."
+            ),
+        ] = "0",
         rate: Annotated[
             float | None, typer.Option("--rate", "-R", help="Target TPS (Poisson).")
         ] = None,
