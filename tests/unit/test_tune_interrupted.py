@@ -135,3 +135,56 @@ def test_an_interrupted_plain_study_says_so_first_on_every_surface(tmp_path: Any
     md = " ".join(markdown.render(publish.study_document(archive, "s1"), "s1").split())
     setup = md.split("## Set-up", 1)[1].lstrip()
     assert setup.startswith("> This study is interrupted: 4 of 6 runs done;")
+
+
+class _DataFake(TuneFake):
+    """Ctrl-C while the preset's data is generated."""
+
+    def prepare_dataset(self, env: Any, dataset: Any, force: bool) -> bool:
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (
+            "data generation",
+            "interrupted in its data generation (pgbench data, scale 1), before its baseline: "
+            "nothing measured",
+        ),
+        ("baseline", "interrupted in its baseline run, before any trial: nothing measured"),
+    ],
+)
+def test_interrupted_before_its_first_trial_says_where_on_every_surface(
+    archive: Archive, capsys: pytest.CaptureFixture[str], where: str, said: str
+) -> None:
+    """Issue 43 (F10): not only "no completed trial": where it stopped heads `tune show`, the
+    summary, `study show --json` and `pgrig tune`'s own line."""
+    from dataclasses import replace
+
+    from pgrig.cli import tune as tune_cli
+    from pgrig.errors import PgrigError
+    from pgrig.study.spec import DatasetSpec
+
+    req = replace(_request(), dataset=DatasetSpec(scenario="pgbench", scale=1))
+    backend = (
+        _DataFake(running={"e1"})
+        if where == "data generation"
+        else TuneFake(running={"e1"}, interrupt_at=0)
+    )
+    with pytest.raises(TuneInterrupted):
+        run_tune(req, archive=archive, backend=backend)  # type: ignore[arg-type]
+    rec = archive.get_study("t")
+    assert rec.status == "interrupted"
+    assert tune_attribution.unfinished(rec.status, rec.extra, archive.study_runs("t")) == said
+    with pytest.raises(PgrigError) as e:
+        tune_cli.show_recommendation(archive, "t")
+    assert str(e.value) == (
+        f"tuning study 't' {said}; it has no completed trial: nothing to recommend"
+    )
+    assert tune_cli._where_stopped(archive, "t", 0) == said
+    tune_cli.show_study(archive, "t", as_json=True)
+    assert json.loads(capsys.readouterr().out)["unfinished"] == said
+    tune_cli.show_study(archive, "t", as_json=False)
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"tuning study t {said}" in err

@@ -276,7 +276,14 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
     rec = store.get_study(study_name)
     x = rec.extra
     best = x.get("best")
-    if not best:
+    if not best:  # where it stopped still heads what is said of it
+        said = tune_attribution.unfinished(rec.status, x, store.study_runs(study_name))
+        if said is not None:
+            console.print(
+                f"[yellow]tuning study {escape(study_name)} {escape(said)}[/yellow]",
+                highlight=False,
+                soft_wrap=True,
+            )
         return
     a = tune_attribution.build(
         x, store.study_runs(study_name), METRIC_OF[x.get("objective", "tps")], status=rec.status
@@ -368,9 +375,13 @@ def show_recommendation(store: RunStore, name: str) -> None:
         raise PgrigError(f"study {name!r} is a {rec.kind} study, not a tuning study (pgrig tune)")
     x = rec.extra
     best = (x.get("best") or {}).get("settings")
-    if not best:
-        raise PgrigError(f"tuning study {name!r} has no completed trial: nothing to recommend")
     runs = store.study_runs(name)
+    if not best:
+        said = tune_attribution.unfinished(rec.status, x, runs)
+        stopped = f"{said}; it " if said is not None else ""
+        raise PgrigError(
+            f"tuning study {name!r} {stopped}has no completed trial: nothing to recommend"
+        )
     from pgrig.tune.objective import METRIC_OF
 
     a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")], status=rec.status)

@@ -276,6 +276,10 @@ def _tune(
         # SIGTERM/SIGHUP arrive as KeyboardInterrupt (cli/app.py installs that for every command)
         started = backend.ensure_environment(env)
         if req.dataset is not None:
+            # where an interruption now stops it: said first on every surface (unfinished)
+            archive.update_study_extra(
+                req.name, {"phase": "data generation", "dataset": _dataset_text(req.dataset)}
+            )
             backend.prepare_dataset(env, req.dataset, False)
         walker.run()
     except BaseException as e:
@@ -399,6 +403,7 @@ class _Tuner:
         # a baseline changed under it (env set --force) measured no one configuration
         ok = [r for r in runs if r.status == "ok" and not changed_under_run(r)]
         if not ok:
+            self.archive.update_study_extra(self.req.name, {"phase": "baseline"})
             self.console.print("baseline: the environment's own settings", highlight=False)
             self.backend.apply_settings(self.env, {})
             rec = self._execute(BASELINE_POINT, 0)
@@ -702,6 +707,11 @@ class _Tuner:
         p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
         status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
         self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
+
+
+def _dataset_text(dataset: DatasetSpec) -> str:
+    """'pgbench data, scale 10': what a preset's data generation makes."""
+    return f"{dataset.scenario} data, {dataset.size_label()}"
 
 
 def _with_unit(value: str, unit: Any) -> str:

@@ -19,6 +19,7 @@ from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison
 from pgrig.archive.records import RunRecord
 from pgrig.insights.summary import parts
 from pgrig.tune import ablation, confirm
+from pgrig.tune.runner import BASELINE_POINT
 
 WAL_WRITE_EVENTS = ("walwrite",)  # LWLock:WALWrite and IO:WalWrite
 WAL_SYNC_EVENTS = ("walsync",)  # IO:WalSync
@@ -137,7 +138,13 @@ def unfinished(status: str, extra: dict[str, Any], runs: Sequence[RunRecord]) ->
     if status == "done":
         return None
     ok = {(r.study_point or "", r.repeat) for r in runs if r.status == "ok"}
-    if extra.get("confirm_stopped_at") is None:
+    if not any(point == BASELINE_POINT for point, _ in ok):  # before any trial could run
+        if extra.get("phase") == "data generation":
+            made = extra.get("dataset") or "its data"
+            where = f"in its data generation ({made}), before its baseline: nothing measured"
+        else:
+            where = "in its baseline run, before any trial: nothing measured"
+    elif extra.get("confirm_stopped_at") is None:
         rounds = {rep for point, rep in ok if point.startswith(confirm.point_key(""))}
         planned = _planned(extra)
         searched = isinstance(planned, int) and _trials_done(extra) >= planned
