@@ -63,3 +63,21 @@ def test_pgrig_host_add_says_only_why_it_failed(tmp_path: Path) -> None:
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "h1" in lines[0], proc.stderr
+
+
+def test_pgrig_host_add_to_a_closed_port_says_unreachable(tmp_path: Path) -> None:
+    """Issue 43 (F11): without --accept-new-host-key, a closed port is said as such first,
+    not as an unknown host key."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "from pgrig.cli.app import main; main()",
+         "host", "add", "h1", "--ssh", "pgrig@127.0.0.1:1",
+         "--known-hosts", str(tmp_path / "known_hosts")],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PGRIG_HOME": str(tmp_path), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode != 0
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(
+        "error: host h1 (pgrig@127.0.0.1:1): unreachable (connection refused: no sshd on that "
+        "port); its host key is not known either"
+    ), line

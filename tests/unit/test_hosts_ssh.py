@@ -169,6 +169,35 @@ def test_no_known_key_is_refused_before_connecting() -> None:
         ssh.run(host, ["true"])
 
 
+def test_a_closed_port_is_unreachable_first_not_an_unknown_key(tmp_path: Path) -> None:
+    """Issue 43 (F11): no key known and nothing listening: the closed port is the cause said
+    first (--accept-new-host-key cannot help it), its key the second."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # bound, not listening: connections to it are refused
+        port = s.getsockname()[1]
+        kh = tmp_path / "kh"
+        kh.write_text("")
+        host = Host("h1", "root", "127.0.0.1", port, None, str(kh))
+        with pytest.raises(ssh.Unreachable) as e:
+            ssh.run(host, ["true"])
+    assert str(e.value) == (
+        f"host h1 (root@127.0.0.1:{port}): unreachable (connection refused: no sshd on that "
+        f"port); its host key is not known either (not in {kh}): once it answers, check its "
+        "fingerprint and add it, or pass --accept-new-host-key"
+    )
+
+
+def test_a_listening_port_with_no_known_key_is_an_unknown_key(
+    server: _Server, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    with pytest.raises(ssh.HostKeyUnknown) as e:
+        ssh.run(server.host(known_hosts=str(empty)), ["true"])
+    assert not isinstance(e.value, ssh.Unreachable)
+    assert ": unknown host key (not in " in str(e.value)
+
+
 def test_unreachable_with_known_key(server: _Server) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

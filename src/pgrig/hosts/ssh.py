@@ -20,7 +20,9 @@ API (async first; the sync wrappers open one connection per call):
 Rules, kept here so that no caller has to remember them:
 - Host keys are checked against the host's known_hosts file. A host absent from it is refused
   (HostKeyUnknown) unless `accept_new_host_key=True`, which records the key it was offered;
-  a host present with another key is refused always (HostKeyChanged).
+  a host present with another key is refused always (HostKeyChanged). An absent host whose
+  port does not answer is unreachable first (UnreachableUnknownKey: both, the closed port said
+  first), since no key can be checked there.
 - A command is an argv list, quoted with shlex.join for the remote POSIX shell: names with
   spaces, quotes or `$()` stay data. Passwords go on stdin (`input=`), never in argv or logs.
 - Only key (or agent) authentication; pgrig never reads a private key's content, never copies
@@ -88,6 +90,11 @@ class HostKeyChanged(HostError):
 
 class Unreachable(HostError):
     pass
+
+
+class UnreachableUnknownKey(Unreachable, HostKeyUnknown):
+    """A host whose key is not known and whose port does not answer: both are true, and the
+    message leads with the one to fix first (no key can be checked on a closed port)."""
 
 
 class ConnectionLost(HostError):
@@ -396,6 +403,15 @@ async def connect(
     known = _known_keys(host)
     tofu = not known and accept_new_host_key
     if not known and not tofu:
+        # a closed port or a silent host is the cause to say first: "unknown host key" would
+        # send the user to --accept-new-host-key, which cannot help it
+        why = await _unanswered(host, timeout)
+        if why is not None:
+            raise UnreachableUnknownKey(
+                f"{_where(host)}: unreachable ({why}); its host key is not known either (not "
+                f"in {host.known_hosts_path}): once it answers, check its fingerprint and add "
+                "it, or pass --accept-new-host-key"
+            )
         raise HostKeyUnknown(
             f"{_where(host)}: unknown host key (not in {host.known_hosts_path}); check its "
             "fingerprint and add it, or pass --accept-new-host-key"
@@ -435,6 +451,21 @@ async def connect(
     if tofu:
         _record_host_key(host, conn.get_server_host_key())
     return conn
+
+
+async def _unanswered(host: Host, timeout: float) -> str | None:
+    """Why the host's SSH port does not take a TCP connection (None: it does); nothing is
+    said over it, so no key is offered or trusted."""
+    try:
+        _reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host.address, host.port), timeout
+        )
+    except (TimeoutError, OSError) as e:
+        return _why_unreachable(e)
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None
 
 
 def _why_unreachable(e: BaseException) -> str:
