@@ -241,3 +241,10 @@ def test_a_track_refuses_tpch_saying_why_and_what_to_do_instead() -> None:
         flow.series_load(
             workload="tpch:power", clients=1, threads=1, duration=10, warmup=0, protocol="simple"
         )
+
+
+def test_a_tpch_runs_summary_says_its_figures_and_no_tps_it_has_not() -> None:
+    items = dict(run_summary.results(power_run()))
+    assert "TPS" not in items and items["Power@Size (SF 0.01)"] != "-"
+    pgbench = RunRecord(env_name="e", workload="pgbench:tpcb", clients=1, threads=1)
+    assert dict(run_summary.results(pgbench))["TPS"] == "-"  # as before: no TPS measured

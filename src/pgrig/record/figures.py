@@ -50,12 +50,20 @@ def backup_figures(rec: RunRecord) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) and doc else None
 
 
-def _backup(key: str) -> Callable[[RunRecord], Any]:
+def _in(
+    document: Callable[[RunRecord], Mapping[str, Any] | None], key: str
+) -> Callable[[RunRecord], Any]:
+    """The reader of one figure of a run's document (None: the run has no such document)."""
+
     def get(rec: RunRecord) -> Any:
-        b = backup_figures(rec)
-        return None if b is None else b.get(key)
+        doc = document(rec)
+        return None if doc is None else doc.get(key)
 
     return get
+
+
+def _backup(key: str) -> Callable[[RunRecord], Any]:
+    return _in(backup_figures, key)
 
 
 def max_lag_bytes(rec: RunRecord) -> int | None:
@@ -75,11 +83,7 @@ def tpch_figures(rec: RunRecord) -> Mapping[str, Any] | None:
 
 
 def _tpch(key: str) -> Callable[[RunRecord], Any]:
-    def get(rec: RunRecord) -> Any:
-        doc = tpch_figures(rec)
-        return None if doc is None else doc.get(key)
-
-    return get
+    return _in(tpch_figures, key)
 
 
 TPCH_QUERIES = range(1, 23)

@@ -15,7 +15,7 @@ from typing import Any
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
-from pgrig.record.figures import headline, headline_text
+from pgrig.record.figures import headline, headline_text, tpch_figures
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import (
     backup_figures,
@@ -167,10 +167,9 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
 
 def results(rec: RunRecord) -> list[tuple[str, str]]:
     """What the run measured."""
-    items = [
-        ("measured", fmt.duration(rec.measured_s)),
-        ("TPS", fmt.number(rec.tps)),
-    ]
+    items = [("measured", fmt.duration(rec.measured_s))]
+    if rec.tps is not None or tpch_figures(rec) is None:  # a TPC-H run says its own figures
+        items.append(("TPS", fmt.number(rec.tps)))
     if rec.nopm is not None:
         items.append(("NOPM", fmt.number(rec.nopm)))
     items += _tpch_items(rec)
