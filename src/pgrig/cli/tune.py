@@ -41,8 +41,9 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--preset",
-                help="read-heavy | mixed-reporting | write-heavy-slow-disk: workload, clients, "
-                "data, space, trials and durations in one (each flag still overrides).",
+                help="read-heavy | mixed-reporting | write-heavy-slow-disk | analytics: "
+                "workload, clients, data, space, trials and durations in one (each flag still "
+                "overrides).",
             ),
         ] = None,
         workload: Annotated[
@@ -56,6 +57,14 @@ def register(app: typer.Typer) -> None:
                 help="pgbench data scale; generated first when the database has other data.",
             ),
         ] = None,
+        scale_factor: Annotated[
+            float | None,
+            typer.Option(
+                "--scale-factor",
+                help="TPC-H data scale factor (tpch:power); generated first when the "
+                "database has other data.",
+            ),
+        ] = None,
         trials: Annotated[int, typer.Option("--trials", help="Trials of the search.")] = 20,
         budget: Annotated[
             str | None,
@@ -64,14 +73,17 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         objective: Annotated[
-            str, typer.Option("--objective", help="tps | p95 | nopm (TPC-C).")
+            str,
+            typer.Option(
+                "--objective", help="tps | p95 | nopm (TPC-C) | power (TPC-H's Power@Size)."
+            ),
         ] = "tps",
         space: Annotated[
             str,
             typer.Option(
                 "--space",
-                help="default, read, mixed, write (a space per workload class), or a TOML "
-                "file of knobs and ranges.",
+                help="default, read, mixed, write, analytics (a space per workload class), "
+                "or a TOML file of knobs and ranges.",
             ),
         ] = "default",
         allow_unsafe: Annotated[
@@ -87,7 +99,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--restore", help="Only put back ENV's own settings (after a kill)."),
         ] = False,
-        duration: Annotated[str, typer.Option("--duration", help="Measured time per run.")] = "20s",
+        duration: Annotated[
+            str, typer.Option("--duration", help="Measured time per run (not TPC-H's: to its end).")
+        ] = "20s",
         warmup: Annotated[str, typer.Option("--warmup", help="Warm-up per run.")] = "0",
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
         threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
@@ -124,7 +138,8 @@ def register(app: typer.Typer) -> None:
         archive: ArchiveOpt = None,
     ) -> None:
         """Search ENV's knob space with Optuna (TPE), each trial an archived run of a study,
-        then confirm the best against ENV's own settings and pgtune-oltp; ENV's settings are
+        then confirm the best against ENV's own settings and pgtune-oltp (a preset's own
+        reference: pgtune-dw for analytics); ENV's settings are
         put back at the end, after Ctrl-C and SIGTERM (after kill -9: `--restore`)."""
         from pgrig.archive.store import Archive
         from pgrig.reports import publish
@@ -165,7 +180,8 @@ def register(app: typer.Typer) -> None:
         from pgrig.tune import presets
 
         values = {
-            "workload": workload, "scale": scale, "trials": trials, "duration": duration,
+            "workload": workload, "scale": scale, "scale_factor": scale_factor,
+            "objective": objective, "trials": trials, "duration": duration,
             "warmup": warmup, "clients": clients, "threads": threads,
             "confirm_repeats": confirm_repeats, "space": space,
             "ablation_repeats": ablation_repeats, "ablation_units": ablation_units,
@@ -173,6 +189,8 @@ def register(app: typer.Typer) -> None:
         # a flag left at its default does not override the preset's value
         given = {k: (v if _given(ctx, k) else None) for k, v in values.items()}
         opts = presets.resolve(preset, given, values)
+        if given["duration"] is None and any(w.startswith("tpch:") for w in opts["workload"] or []):
+            opts["duration"] = None  # a TPC-H run lasts as long as its queries
         from pgrig.request import from_flags
         from pgrig.request.tune import TuneRequest
         from pgrig.tune import request as tune_request
@@ -182,7 +200,6 @@ def register(app: typer.Typer) -> None:
             env_name=env,
             preset=preset,
             budget=budget,
-            objective=objective,
             allow_unsafe=allow_unsafe,
             name=study_name,
             database=db,
@@ -433,9 +450,9 @@ def unconfirmed(a: Attribution) -> str | None:
             "`pgrig tune` command with --resume confirms it)"
         )
     if a.gain is None:
-        from pgrig.tune.confirm import QUESTIONS
+        from pgrig.tune.confirm import VS_BASELINE
 
-        base = next((v for v in a.verdicts if v.question == QUESTIONS[0][0]), None)
+        base = next((v for v in a.verdicts if v.question == VS_BASELINE), None)
         c = base.comparison if base is not None else None
         said = c.verdict_text() if c is not None else f"no verdict: {base.reason if base else ''}"
         return f"the confirmation did not find it faster than the baseline ({said})"

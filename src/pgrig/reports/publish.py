@@ -91,7 +91,8 @@ def tune_document(archive: RunReader, name: str) -> Document:
     baseline = record.extra.get("baseline_run")
     base = archive.get_run(baseline) if baseline is not None else None
     runs = archive.study_runs(name)
-    confirming = [r for group in confirm.groups(runs).values() for r in group]
+    reference = confirm.reference_of(record.extra)
+    confirming = [r for group in confirm.groups(runs, reference).values() for r in group]
     ablating = [r for r in runs if (r.study_point or "").startswith("ablate-") and r.status == "ok"]
     whole = [archive.get_run(r.id) for r in (*confirming, *ablating) if r.id is not None]
     return tune_report.build(record, runs, base, whole)

@@ -49,7 +49,7 @@ def build(
     doc.sections.append(_best(record.name, x, baseline, obj.label))
     doc.sections.append(_verdicts(x, runs, obj.metric.key, confirmation))
     if confirmation:
-        doc.sections.append(_evidence(confirmation))
+        doc.sections.append(_evidence(confirmation, confirm.reference_of(x)))
     doc.sections.append(_ablation(found))
     doc.sections.append(_importances(x))
     doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
@@ -105,7 +105,7 @@ def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) 
         "confirmation below measures it again. "
         f"{pgrig_command('profile', 'save', 'NAME', '--from-study', name)} keeps it as a profile."
     )
-    table = Table.build(["knob", "best", "environment's own", "pgtune-oltp"], rows)
+    table = Table.build(["knob", "best", "environment's own", confirm.reference_of(x)], rows)
     return Section("Best configuration", [intro, table])
 
 
@@ -116,13 +116,14 @@ def _verdicts(
     their insights, when given)."""
     threshold = float(x.get("threshold") or 0.02)
     metrics = [metric] + (["tps"] if metric != "tps" else [])
-    groups = confirm.groups(runs)
-    evidence_groups = confirm.groups(whole) if whole else groups
-    sides = {q: (base, cand) for q, base, cand in confirm.QUESTIONS}
+    reference = confirm.reference_of(x)
+    groups = confirm.groups(runs, reference)
+    evidence_groups = confirm.groups(whole, reference) if whole else groups
+    sides = {q: (base, cand) for q, base, cand in confirm.questions(reference)}
     rows: list[list[Any]] = []
     misrate = confirm.misrate_of(x)
     for m in metrics:
-        for v in confirm.verdicts(runs, m, threshold, misrate):
+        for v in confirm.verdicts(runs, m, threshold, misrate, reference):
             c = v.comparison
             ev = _verdict_evidence(evidence_groups, *sides[v.question])
             if c is None:
@@ -181,13 +182,13 @@ def _human(value: Any) -> str:
 CPU_BOUND_IDLE_PCT = 5.0
 
 
-def _evidence(confirmation: Sequence[RunRecord]) -> Section:
+def _evidence(confirmation: Sequence[RunRecord], reference: str) -> Section:
     """Why the configurations differ, or do not: per configuration the means over its ok
     confirmation runs of what the server did in the measured window (WAL, checkpoints, buffer
     hits) and how busy the machine was, from each run's own series."""
     rows: list[list[Any]] = []
     idle_all: list[float] = []
-    for config, group in confirm.groups(confirmation).items():
+    for config, group in confirm.groups(confirmation, reference).items():
         if not group:
             continue
         tps = _mean([r.tps for r in group])
@@ -269,7 +270,7 @@ def _answer(x: dict[str, Any], a: attribution.Attribution, label: str) -> Sectio
                 "warn",
             )
         )
-    base = next((v for v in a.verdicts if v.question == confirm.QUESTIONS[0][0]), None)
+    base = next((v for v in a.verdicts if v.question == confirm.VS_BASELINE), None)
     c = base.comparison if base is not None else None
     if c is None or c.ratio is None:
         blocks.append(Paragraph("No verdict against the baseline: nothing to attribute.", "warn"))

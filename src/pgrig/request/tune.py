@@ -60,6 +60,8 @@ class TuneRequest(BaseModel):
     )
     ablation_units: Annotated[int, _at_least(1)] = flag_field("--ablation-units", default=6)
     scale: Annotated[int, _at_least(1)] | None = flag_field("--scale", default=None)
+    # TPC-H's data (tpch:power); its range is the dataset request's, checked when resolved
+    scale_factor: float | None = flag_field("--scale-factor", default=None)
     confirm_repeats: Annotated[int, _at_least(2, ": a verdict needs repeats on each side")] = (
         flag_field("--confirm-repeats", default=4)
     )
@@ -70,7 +72,7 @@ class TuneRequest(BaseModel):
     space: str = flag_field("--space", default="default")  # a space's name or a TOML file
     allow_unsafe: bool = flag_field("--allow-unsafe", default=False)
     # each run's load, checked as a run request's (tune/request.py)
-    duration: str = flag_field("--duration", default="20s")
+    duration: str | None = flag_field("--duration", default="20s")  # None: to completion
     warmup: str = flag_field("--warmup", default="0")
     clients: int = flag_field("--clients", default=1)
     threads: int = flag_field("--threads", default=1)

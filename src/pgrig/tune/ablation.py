@@ -61,6 +61,10 @@ TOGETHER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("background writer", ("bgwriter_delay", "bgwriter_lru_maxpages", "bgwriter_lru_multiplier")),
     ("asynchronous I/O", ("io_method", "io_workers")),
     ("sort and hash memory", ("work_mem", "hash_mem_multiplier")),
+    # whether JIT compiles a query is jit and the thresholds together
+    ("jit", ("jit", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")),
+    ("parallel query", ("max_parallel_workers_per_gather", "parallel_setup_cost",
+                        "parallel_tuple_cost")),
 )  # fmt: skip
 _UNSAFE_OFF = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 

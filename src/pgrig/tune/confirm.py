@@ -1,5 +1,6 @@
 """The confirmation phase: interleaved repeats of the best trial's configuration, the
-environment's own (baseline) and PGTune's OLTP profile, judged by the comparison engine.
+environment's own (baseline) and a reference profile (PGTune's OLTP profile, or the preset's:
+pgtune-dw for analytics), judged by the comparison engine.
 
 A search ranks configurations by single short runs, each picked for being the highest of many
 noisy figures: the winner's own figure is biased upwards. Only fresh repeats, interleaved so
@@ -29,11 +30,26 @@ from pgrig.archive.records import RunRecord
 from pgrig.record.json_values import number
 
 BASELINE, BEST, PGTUNE = "baseline", "best", "pgtune-oltp"
-CONFIGS = (BASELINE, BEST, PGTUNE)
-PGTUNE_PROFILE = "pgtune-oltp"
+PGTUNE_PROFILE = PGTUNE  # the reference profile of studies that name none (their point keys)
 DEFAULT_REPEATS = 4  # the fewest whose bounds reach 95% (compare.min_repeats(0.05))
-# (label, baseline side, candidate side): the best configuration is always the candidate
-QUESTIONS = (("best vs baseline", BASELINE, BEST), ("best vs pgtune-oltp", PGTUNE, BEST))
+VS_BASELINE = "best vs baseline"
+
+
+def configs(reference: str = PGTUNE_PROFILE) -> tuple[str, ...]:
+    """The confirmation's configurations: the reference profile is named by its profile."""
+    return (BASELINE, BEST, reference)
+
+
+def questions(reference: str = PGTUNE_PROFILE) -> tuple[tuple[str, str, str], ...]:
+    """(label, baseline side, candidate side): the best configuration is always the
+    candidate."""
+    return ((VS_BASELINE, BASELINE, BEST), (f"best vs {reference}", reference, BEST))
+
+
+def reference_of(extra: dict[str, object]) -> str:
+    """The study's reference profile (older studies: pgtune-oltp)."""
+    value = extra.get("reference_profile")
+    return value if isinstance(value, str) and value else PGTUNE_PROFILE
 
 
 EARLY_SHARE = 0.6  # of the misrate, spent at the early look; the rest at the last
@@ -67,16 +83,16 @@ def point_key(config: str) -> str:
     return f"confirm-{config}"
 
 
-def round_order(study: str, repeat: int) -> list[str]:
+def round_order(study: str, repeat: int, reference: str = PGTUNE_PROFILE) -> list[str]:
     """The configurations of one round, in an order of the round's own (analysis/rounds.py:
     in one fixed order, the defaults would always follow pgtune and inherit its runs' dead
     tuples and WAL); the same for a resumed study of that name."""
-    return rounds.shuffled(CONFIGS, f"tune-confirm:{study}", repeat)
+    return rounds.shuffled(configs(reference), f"tune-confirm:{study}", repeat)
 
 
-def plan(repeats: int, study: str) -> list[tuple[str, int]]:
+def plan(repeats: int, study: str, reference: str = PGTUNE_PROFILE) -> list[tuple[str, int]]:
     """(config, repeat) in run order: every configuration once per round, round after round."""
-    return [(config, r) for r in range(repeats) for config in round_order(study, r)]
+    return [(config, r) for r in range(repeats) for config in round_order(study, r, reference)]
 
 
 def misrate_of(extra: dict[str, object]) -> float:
@@ -85,11 +101,13 @@ def misrate_of(extra: dict[str, object]) -> float:
     return DEFAULT_MISRATE if value is None else value
 
 
-def groups(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+def groups(
+    runs: Sequence[RunRecord], reference: str = PGTUNE_PROFILE
+) -> dict[str, list[RunRecord]]:
     """The ok confirmation runs per configuration, the latest per repeat (a resumed phase may
     have run a repeat again after an interruption)."""
     out: dict[str, list[RunRecord]] = {}
-    for config in CONFIGS:
+    for config in configs(reference):
         latest: dict[int, RunRecord] = {}
         for r in runs:
             if r.study_point == point_key(config) and r.status == "ok":
@@ -106,13 +124,18 @@ class Verdict:
 
 
 def verdicts(
-    runs: Sequence[RunRecord], metric: str, threshold: float, misrate: float = DEFAULT_MISRATE
+    runs: Sequence[RunRecord],
+    metric: str,
+    threshold: float,
+    misrate: float = DEFAULT_MISRATE,
+    reference: str = PGTUNE_PROFILE,
 ) -> list[Verdict]:
-    """The best configuration against the baseline and against pgtune-oltp on `metric`, at
-    `misrate` (the study's: the misrate of the look that ended its confirmation)."""
-    by = groups(runs)
+    """The best configuration against the baseline and against the reference profile on
+    `metric`, at `misrate` (the study's: the misrate of the look that ended its
+    confirmation)."""
+    by = groups(runs, reference)
     out = []
-    for question, base, cand in QUESTIONS:
+    for question, base, cand in questions(reference):
         if not by[base] or not by[cand]:
             missing = base if not by[base] else cand
             out.append(Verdict(question, None, f"no ok confirmation run of {missing}"))

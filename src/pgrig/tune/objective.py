@@ -1,4 +1,5 @@
-"""What a tuning study optimises: TPS, p95 latency or NOPM of a trial's run.
+"""What a tuning study optimises: TPS, p95 latency or NOPM of a trial's run, or a TPC-H power
+test's Power@Size.
 
 Each objective names a judged figure of the registry (record/figures.py: its reader and
 polarity), so a trial's value, the confirmation verdicts and every report read the same figure
@@ -15,8 +16,16 @@ from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.record.figures import JUDGED, Figure
 
-ObjectiveName = Literal["tps", "p95", "nopm"]
-METRIC_OF: dict[str, str] = {"tps": "tps", "p95": "latency.p95", "nopm": "nopm"}
+ObjectiveName = Literal["tps", "p95", "nopm", "power"]
+METRIC_OF: dict[str, str] = {
+    "tps": "tps",
+    "p95": "latency.p95",
+    "nopm": "nopm",
+    # TPC-H's own figure of a power test (3600 x SF / the geometric mean of the 22 query and
+    # 2 refresh times): the spec's, and the one `runs compare` judges power runs on
+    "power": "tpch.power_at_size",
+}
+TPCH_POWER = "tpch:power"
 OBJECTIVES = tuple(METRIC_OF)
 
 
@@ -46,9 +55,21 @@ class Objective:
 
 
 def objective(name: str, workload: str) -> Objective:
-    """--objective NAME for this workload (NOPM only exists for TPC-C)."""
+    """--objective NAME for this workload (NOPM only exists for TPC-C, Power@Size only for
+    TPC-H's power test, which has no TPS or latency)."""
     if name not in METRIC_OF:
         raise PgrigError(f"--objective {name!r}: use one of {', '.join(OBJECTIVES)}")
     if name == "nopm" and workload != "tpcc":
         raise PgrigError("--objective nopm needs --workload tpcc (NOPM is a TPC-C figure)")
+    power = workload.strip() == TPCH_POWER
+    if name == "power" and not power:
+        raise PgrigError(
+            f"--objective power needs --workload {TPCH_POWER} (Power@Size is the figure of "
+            "TPC-H's power test)"
+        )
+    if power and name != "power":
+        raise PgrigError(
+            f"--objective {name}: a {TPCH_POWER} run has no TPS or latency; use --objective "
+            "power (Power@Size)"
+        )
     return Objective(name, JUDGED[METRIC_OF[name]])

@@ -34,6 +34,12 @@ behind each choice:
   the defaults 190-225 TPS, pgtune-oltp the same (it cuts WAL bytes, not flushes),
   commit_delay=1000 with commit_siblings=1 x1.31-1.35 in each round (more commits per flush),
   synchronous_commit=off (unsafe) x5-6.
+- analytics: TPC-H's power test (`-w tpch:power`: RF1, the 22 queries, RF2) at scale factor 1,
+  one session, objective Power@Size, the analytics space (memory per sort and hash, JIT and
+  its thresholds, parallel query and its costs, planner I/O costs, shared_buffers), judged
+  against the defaults and against PGTune's data-warehouse profile (pgtune-dw). A run lasts
+  as long as its queries (no --duration). Its ceiling: bench/analytics_ceiling.py
+  (docs/tuning.md).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
-from pgrig.tune import ablation
+from pgrig.tune import ablation, confirm
 
 # shipped with the package: pgrig/workloads/reporting/
 WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads" / "reporting"
@@ -56,11 +62,12 @@ class Preset:
     name: str
     description: str
     workload: tuple[str, ...]
-    scale: int  # pgbench scale of the data (generated when the database lacks it)
+    # the data, generated when the database lacks it: pgbench's scale, or TPC-H's scale factor
+    scale: int | None
     clients: int
     threads: int
     trials: int
-    duration: str
+    duration: str | None  # None: a run to completion (TPC-H)
     warmup: str
     confirm_repeats: int
     space: str  # a workload class of tune/space.CLASS_KNOBS
@@ -68,12 +75,18 @@ class Preset:
     ablation_units: int = ablation.DEFAULT_MAX_UNITS
     needs_disk_limit: bool = False
     suggested_disk_limit: str = ""
+    scale_factor: float | None = None
+    objective: str = "tps"
+    # the profile the confirmation measures beside the defaults (tune/confirm.py)
+    reference: str = confirm.PGTUNE_PROFILE
 
     def values(self) -> dict[str, Any]:
         """The tune options this preset fills (flag name -> value)."""
         return {
             "workload": list(self.workload),
             "scale": self.scale,
+            "scale_factor": self.scale_factor,
+            "objective": self.objective,
             "clients": self.clients,
             "threads": self.threads,
             "trials": self.trials,
@@ -137,6 +150,25 @@ PRESETS: dict[str, Preset] = {
             ablation_units=3,
             needs_disk_limit=True,
             suggested_disk_limit="wiops=300,riops=1000",
+        ),
+        Preset(
+            "analytics",
+            "TPC-H's power test at scale factor 1 (22 queries, one session), judged on "
+            "Power@Size against the defaults and pgtune-dw",
+            ("tpch:power",),
+            scale=None,
+            scale_factor=1.0,
+            clients=1,
+            threads=1,
+            trials=10,
+            duration=None,
+            warmup="0",
+            confirm_repeats=4,
+            space="analytics",
+            objective="power",
+            reference="pgtune-dw",
+            ablation_repeats=5,
+            ablation_units=4,
         ),
     )
 }

@@ -27,30 +27,45 @@ def build(asked: TuneRequest) -> TunePlan:
     from pgrig.study.spec import DatasetSpec
     from pgrig.workloads import specs
 
+    label = specs.workload_label(asked.workload)
+    # TPC-H: every run of a study asks the same queries (the study's seed gives the
+    # substitution parameters), so runs differ by their settings alone
+    tpch = {"tpch_seed": asked.seed} if label.strip().startswith("tpch:") else {}
     load = from_flags(
         RunRequest,
         env_name=asked.env_name,
-        workload=specs.workload_label(asked.workload),
+        workload=label,
         database=asked.database,
         clients=asked.clients,
         threads=asked.threads,
         duration_s=asked.duration,
         warmup_s=asked.warmup,
+        **tpch,
     )
-    run_s = _run_seconds(load.duration_s or 0.0, load.warmup_s, asked.duration)
+    run_s = _run_seconds(load.duration_s or 0.0, load.warmup_s, asked.duration or "")
     budget_s = _budget(asked.budget, run_s)
     obj = objective(asked.objective, load.workload)
     env = cluster.get_environment(asked.env_name)
     require_managed(env, "tune it (tuning changes its settings and restarts it)")
+    reference = confirm.PGTUNE_PROFILE
     if asked.preset is not None:
-        presets.check_disk_limit(
-            presets.get(asked.preset), asked.env_name, getattr(env, "disk_limit", None)
-        )
+        preset = presets.get(asked.preset)
+        presets.check_disk_limit(preset, asked.env_name, getattr(env, "disk_limit", None))
+        reference = preset.reference
     dataset = None
     if asked.scale is not None:
         if not load.workload.startswith("pgbench:") and "pgbench:" not in load.workload:
             raise PgrigError("--scale generates pgbench data: use it with a pgbench workload")
         dataset = DatasetSpec(scenario="pgbench", database=asked.database, scale=asked.scale)
+    if asked.scale_factor is not None:
+        if not load.is_tpch:
+            raise PgrigError(
+                "--scale-factor generates TPC-H data: use it with --workload tpch:power"
+            )
+        dataset = from_flags(
+            DatasetSpec, scenario="tpch", database=asked.database,
+            scale_factor=asked.scale_factor,
+        )  # fmt: skip
     space = sp.for_server(
         env.bindir or "",
         env.version or "",
@@ -58,7 +73,7 @@ def build(asked: TuneRequest) -> TunePlan:
         asked.allow_unsafe,
         disk_path=env.datadir,
     )
-    pgtune, _notes = cluster.resolve_profile(confirm.PGTUNE_PROFILE, env.major or 0, env.bindir)
+    pgtune, _notes = cluster.resolve_profile(reference, env.major or 0, env.bindir)
     return TunePlan(
         name=asked.name,
         load=load,
@@ -69,6 +84,7 @@ def build(asked: TuneRequest) -> TunePlan:
         confirm_repeats=asked.confirm_repeats,
         allow_unsafe=asked.allow_unsafe,
         pgtune_settings=pgtune,
+        reference=reference,
         seed=asked.seed,
         ablation_repeats=asked.ablation_repeats,
         ablation_max_units=asked.ablation_units,

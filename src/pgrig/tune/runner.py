@@ -57,7 +57,7 @@ BASELINE_POINT = "baseline"
 class TunePlan:
     """A tuning study to run: the request (request.TuneRequest) resolved against its
     environment by tune/request.py (the load as a run request, the space checked against the
-    server, pgtune-oltp's settings)."""
+    server, the reference profile's settings: pgtune-oltp's, or the preset's)."""
 
     name: str
     load: RunRequest  # the run of every trial (env, workload, clients, duration, ...)
@@ -67,17 +67,18 @@ class TunePlan:
     budget_s: float | None = None  # of the search; the confirmation comes on top
     confirm_repeats: int = confirm.DEFAULT_REPEATS
     allow_unsafe: bool = False
-    pgtune_settings: dict[str, str] = field(default_factory=dict)
+    pgtune_settings: dict[str, str] = field(default_factory=dict)  # the reference profile's
+    reference: str = confirm.PGTUNE_PROFILE  # the profile the confirmation measures beside
     threshold: float = 0.02
     seed: int = 0
     # the ablation after the confirmation (tune/ablation.py): rounds (0: none; the CLI's
     # default is ablation.DEFAULT_REPEATS), most units taken back one by one
     ablation_repeats: int = 0
     ablation_max_units: int = ablation.DEFAULT_MAX_UNITS
-    # the search's first trial (Optuna parameters: pgtune-oltp's point in the space,
+    # the search's first trial (Optuna parameters: the reference's point in the space,
     # space.warm_start), so the search begins where the rule of thumb ends
     warm_start: dict[str, Any] = field(default_factory=dict)
-    dataset: DatasetSpec | None = None  # pgbench data to generate when the database lacks it
+    dataset: DatasetSpec | None = None  # data to generate when the database lacks it
 
     def spec_text(self) -> str:
         """What defines the search: a resumed study must be asked the same question."""
@@ -260,7 +261,9 @@ def _tune(
             "objective": req.objective.name,
             "trials_planned": req.trials,
             # baseline, trials (pruned ones are runs too) and the confirmation at most
-            "runs": 1 + req.trials + len(confirm.plan(req.confirm_repeats, req.name)),
+            "runs": 1
+            + req.trials
+            + len(confirm.plan(req.confirm_repeats, req.name, req.reference)),
             "confirm_looks": [
                 {"rounds": look.rounds, "misrate": look.misrate}
                 for look in confirm.looks(req.confirm_repeats)
@@ -268,6 +271,7 @@ def _tune(
             "confirm_repeats": req.confirm_repeats,
             "threshold": req.threshold,
             "pgtune_settings": req.pgtune_settings,
+            "reference_profile": req.reference,
         },
     )
     walker = _Tuner(req, archive, backend, console, clock, study, on_trial)
@@ -371,6 +375,7 @@ class _Tuner:
         self.env = env_spec(req.load.env_name)
         self.t0 = clock()
         self.baseline_run: int | None = None
+        self.baseline_s: float | None = None  # the baseline run's measured length
         self.guard = Guardrails(None)
         self._confirmed = False
 
@@ -421,13 +426,14 @@ class _Tuner:
                 )
             ok = [rec]
         self.baseline_run = ok[-1].id
+        self.baseline_s = ok[-1].measured_s
         self.guard = Guardrails(ok[-1].latency.p95)
 
     def _search(self) -> None:
         if self.req.warm_start and not self.study.get_trials(deepcopy=False):
             self.study.enqueue_trial(dict(self.req.warm_start), skip_if_exists=False)
             self.console.print(
-                "trial 1 starts from pgtune-oltp's point: "
+                f"trial 1 starts from {self.req.reference}'s point: "
                 + _settings_text(self.req.space.settings(self.req.warm_start)),
                 highlight=False,
                 soft_wrap=True,
@@ -503,7 +509,7 @@ class _Tuner:
         configs = {
             confirm.BASELINE: {},
             confirm.BEST: best["settings"],
-            confirm.PGTUNE: self.req.pgtune_settings,
+            self.req.reference: self.req.pgtune_settings,
         }
         x = self.archive.get_study(self.req.name).extra
         if x.get("confirm_stopped_at") is not None:  # a resumed study: the phase had ended
@@ -511,7 +517,8 @@ class _Tuner:
             return
         done = completed_runs(self.archive.study_runs(self.req.name))
         schedule = {look.rounds: look for look in confirm.looks(self.req.confirm_repeats)}
-        todo = len([p for p in confirm.plan(self.req.confirm_repeats, self.req.name)
+        reference = self.req.reference
+        todo = len([p for p in confirm.plan(self.req.confirm_repeats, self.req.name, reference)
                     if (confirm.point_key(p[0]), p[1]) not in done])  # fmt: skip
         if todo:
             looks_text = ", ".join(
@@ -519,12 +526,13 @@ class _Tuner:
             )
             self.console.print(
                 f"confirmation: up to {self.req.confirm_repeats} interleaved rounds of "
-                f"{', '.join(confirm.CONFIGS)} ({todo} runs to go); looks {looks_text}",
+                f"{', '.join(confirm.configs(reference))} ({todo} runs to go); looks "
+                f"{looks_text}",
                 highlight=False,
             )
         i = 0
         for repeat in range(self.req.confirm_repeats):
-            for config in confirm.round_order(self.req.name, repeat):
+            for config in confirm.round_order(self.req.name, repeat, reference):
                 if (confirm.point_key(config), repeat) in done:
                     continue
                 if self.on_trial:
@@ -541,6 +549,7 @@ class _Tuner:
                 self.req.objective.metric.key,
                 self.req.threshold,
                 look.misrate,
+                reference,
             )
             last = look.rounds == self.req.confirm_repeats
             if confirm.decisive(found) or last:
@@ -643,7 +652,9 @@ class _Tuner:
             self.study.tell(t.number, state=optuna.trial.TrialState.FAIL)
 
     def _trial_estimate(self) -> float:
-        return self.req.load.planned_seconds() or 0.0
+        """A run's planned length; a run to completion (TPC-H's power test) has none: the
+        baseline's measured length instead."""
+        return self.req.load.planned_seconds() or self.baseline_s or 0.0
 
     def finished_trials(self) -> list[Any]:
         import optuna

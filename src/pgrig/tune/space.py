@@ -167,7 +167,27 @@ CLASS_KNOBS: dict[str, tuple[str, ...]] = {
               "wal_sync_method", "commit_delay", "commit_siblings", "bgwriter_delay",
               "bgwriter_lru_maxpages", "bgwriter_lru_multiplier", "effective_io_concurrency",
               "io_method", "io_workers"),
+    # few sessions running large queries (TPC-H): memory per sort and hash, JIT and when it
+    # compiles, parallel query and what the planner thinks it costs, the planner's view of I/O
+    "analytics": ("shared_buffers", "effective_cache_size", "work_mem", "hash_mem_multiplier",
+                  "jit", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost",
+                  "max_parallel_workers_per_gather", "parallel_setup_cost",
+                  "parallel_tuple_cost", "random_page_cost", "effective_io_concurrency"),
 }  # fmt: skip
+# Knobs only the class spaces search (not in the default space): name -> the knob. The JIT
+# thresholds around their defaults (100,000 and 500,000) on a log scale, the parallel costs
+# around theirs (1,000 and 0.1).
+CLASS_ONLY: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        Knob("hash_mem_multiplier", 1.0, 8.0, integer=False, group="memory"),
+        Knob("jit_above_cost", 10_000, 10_000_000, log=True, group="planner"),
+        Knob("jit_inline_above_cost", 50_000, 50_000_000, log=True, group="planner"),
+        Knob("jit_optimize_above_cost", 50_000, 50_000_000, log=True, group="planner"),
+        Knob("parallel_setup_cost", 10.0, 10_000.0, integer=False, log=True, group="parallel"),
+        Knob("parallel_tuple_cost", 0.001, 1.0, integer=False, log=True, group="parallel"),
+    )
+}
 CLASSES = tuple(CLASS_KNOBS)
 READ_SHARED_BUFFERS = 0.6  # of RAM: read-heavy data may want most of it cached by the server
 
@@ -182,8 +202,9 @@ def class_space(
     io_uring: bool = False,
     allow_unsafe: bool = False,
 ) -> Space:
-    """The default space cut to the class's knobs (CLASS_KNOBS), with hash_mem_multiplier for
-    reports and shared_buffers up to READ_SHARED_BUFFERS of RAM for reads."""
+    """The default space cut to the class's knobs (CLASS_KNOBS), with the class-only knobs it
+    names (CLASS_ONLY: hash_mem_multiplier, JIT thresholds, parallel costs) and
+    shared_buffers up to READ_SHARED_BUFFERS of RAM for reads."""
     if workload_class not in CLASS_KNOBS:
         raise PgrigError(
             f"--space {workload_class}: use default, {', '.join(CLASSES)} or a TOML file"
@@ -199,8 +220,7 @@ def class_space(
             k = replace(k, high=max(256, int(ram_bytes // MIB * READ_SHARED_BUFFERS)))
         if k.name in wanted or k.group == "unsafe":
             knobs.append(k)
-    if "hash_mem_multiplier" in wanted:
-        knobs.append(Knob("hash_mem_multiplier", 1.0, 8.0, integer=False, group="memory"))
+    knobs += [CLASS_ONLY[name] for name in wanted if name in CLASS_ONLY]
     if "work_mem" in wanted:  # reports: up to 1/32 of RAM per sort or hash (8 clients, 2 nodes)
         knobs = [
             replace(k, high=_clamp(ram_bytes // MIB // 32, 64, 2048)) if k.name == "work_mem" else k
@@ -465,6 +485,21 @@ def check_space(space: Space, check: Validator) -> Space:
     return Space(knobs, notes, space.origin)
 
 
+JIT_KNOBS = ("jit", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
+
+
+def without_jit(space: Space) -> Space:
+    """A space for a build without a JIT provider: its JIT settings change nothing there."""
+    left = [k for k in space.knobs if k.name not in JIT_KNOBS]
+    if len(left) == len(space.knobs):
+        return space
+    note = (
+        "jit and its thresholds left out: this build has no JIT provider (llvmjit.so, built "
+        "without --with-llvm), so they change nothing"
+    )
+    return Space(left, [*space.notes, note], space.origin)
+
+
 def for_server(
     bindir: str | Path, version: str, space_arg: str, allow_unsafe: bool, disk_path: Path
 ) -> Space:
@@ -474,7 +509,7 @@ def for_server(
     import shutil
 
     from pgrig.provision.server import binaries
-    from pgrig.provision.settings import catalog, validator
+    from pgrig.provision.settings import catalog, insights_layer, validator
 
     major = binaries.major_of(version)
     cat = catalog.load_catalog(bindir, version)
@@ -504,6 +539,8 @@ def for_server(
                 f"--space {space_arg}: no such file (or use --space default, {', '.join(CLASSES)})"
             )
         space = load_space(path, allow_unsafe, unit_of=lambda n: _unit_of(cat, n))
+    if not space.origin and not insights_layer.jit_available(str(bindir)):
+        space = without_jit(space)
 
     def check(settings: dict[str, str]) -> None:
         norm = validator.normalize(settings)

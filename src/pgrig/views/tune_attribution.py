@@ -94,12 +94,13 @@ def build(
     and insights (the evidence), when loaded; `status`: the study's (interrupted, ...)."""
     threshold = float(extra.get("threshold") or 0.02)
     misrate = confirm.misrate_of(extra)
-    found = confirm.verdicts(runs, metric, threshold, misrate)
+    reference = confirm.reference_of(extra)
+    found = confirm.verdicts(runs, metric, threshold, misrate, reference)
     gain = next(
         (
             v.comparison
             for v in found
-            if v.question == confirm.QUESTIONS[0][0]
+            if v.question == confirm.VS_BASELINE
             and v.comparison is not None
             and v.comparison.verdict == "faster"
         ),
@@ -127,7 +128,7 @@ def build(
                 (s for s in out.shares if off and set(s.unit.knobs) == set(off)), None
             )
         out.ablation_repeats = int(plan.get("repeats") or 0)
-    out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))])
+    out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))], reference)
     out.reasons = reasons(extra, out)
     return out
 
@@ -202,10 +203,12 @@ def ablation_names(plan: dict[str, Any]) -> list[str]:
     return list(plan.get("configs") or {})
 
 
-def evidence_rows(whole: Sequence[RunRecord], ablated: Sequence[str]) -> list[EvidenceRow]:
+def evidence_rows(
+    whole: Sequence[RunRecord], ablated: Sequence[str], reference: str = confirm.PGTUNE_PROFILE
+) -> list[EvidenceRow]:
     """Per configuration (the confirmation's, then the ablation's)."""
     rows = []
-    named: list[tuple[str, list[RunRecord]]] = list(confirm.groups(whole).items())
+    named: list[tuple[str, list[RunRecord]]] = list(confirm.groups(whole, reference).items())
     for name, group in ablation.groups(whole, ablated).items():
         label = {ablation.BEST: "ablation: best", ablation.DURABLE: "ablation: durable only"}.get(
             name, f"ablation: without {name}"

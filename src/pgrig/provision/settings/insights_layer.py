@@ -81,6 +81,14 @@ def available_libraries(bindir: str) -> tuple[str, ...]:
     return tuple(lib for lib in LIBRARIES if (libdir / f"{lib}.so").exists())
 
 
+@functools.lru_cache(maxsize=16)
+def jit_available(bindir: str) -> bool:
+    """Whether this build can JIT-compile queries: its provider (llvmjit.so) is installed. A
+    build without LLVM accepts jit = on and compiles nothing."""
+    libdir = _pkglibdir(bindir)
+    return libdir is not None and (libdir / "llvmjit.so").exists()
+
+
 def _pkglibdir(bindir: str) -> Path | None:
     try:
         out = subprocess.run(
