@@ -5,6 +5,7 @@ tpch:power`, not raw pgbench).
 
     python bench/analytics_ceiling.py [--scale-factor 1] [--rounds 3] [--pg 18]
         [--lock /work/wt/measure.lock] [--variants defaults,pgtune-dw,jit=off,...]
+        (variant names: VARIANTS; the defaults always run)
 
 In a scratch pgrig home: an environment with PostgreSQL's defaults, TPC-H data generated at
 nice 19, the server stopped; then (inside `--lock` when given) the server started at this
@@ -58,8 +59,8 @@ VARIANTS: dict[str, dict[str, str] | str] = {
     "defaults": {},
     "pgtune-dw": "pgtune-dw",
     "jit=off": {"jit": "off"},
-    "work_mem=256MB, hash_mem_multiplier=4": {"work_mem": "256MB", "hash_mem_multiplier": "4"},
-    "no parallel query": {"max_parallel_workers_per_gather": "0"},
+    "work_mem=256MB+hash_mem_multiplier=4": {"work_mem": "256MB", "hash_mem_multiplier": "4"},
+    "no-parallel-query": {"max_parallel_workers_per_gather": "0"},
     "hand-picked": GOOD,
 }
 
@@ -160,7 +161,10 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--lock", default=None, help="flock this file around the timed part only")
     a = ap.parse_args()
-    names = a.variants.split(",")
+    names = list(dict.fromkeys(["defaults", *a.variants.split(",")]))
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"--variants: no such variant {unknown[0]!r}; use {', '.join(VARIANTS)}")
     with scratch_home("pgrig-anaceiling-", ENV):
         subprocess.run([*NICE, "pgrig", "env", "create", ENV, "--pg", a.pg, "--profile",
                         "default"], check=True, capture_output=True)  # fmt: skip

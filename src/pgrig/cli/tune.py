@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from pgrig.archive.protocol import RunStore
+    from pgrig.archive.records import RunRecord
     from pgrig.views.tune_attribution import Attribution
 
 
@@ -385,7 +386,8 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
 
 # --- `pgrig tune show NAME`: the recommendation, with a reason per setting ------------------
 def show_recommendation(store: RunStore, name: str) -> None:
-    from pgrig.views import tune_attribution
+    from pgrig.tune import confirm
+    from pgrig.views import tune_attribution, tune_queries
 
     rec = store.get_study(name)
     if rec.kind != "tune":
@@ -403,7 +405,27 @@ def show_recommendation(store: RunStore, name: str) -> None:
 
     a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")], status=rec.status)
     env = runs[0].env_name if runs else "ENV"
-    common.out_console().print(render(name, env, best, a), highlight=False, soft_wrap=True)
+    text = render(name, env, best, a)
+    if tune_queries.is_tpch_study(runs):
+        text += "\n\n" + per_query(store, runs, confirm.reference_of(x))
+    common.out_console().print(text, highlight=False, soft_wrap=True)
+
+
+def per_query(store: RunStore, runs: list[RunRecord], reference: str) -> str:
+    """A TPC-H study's per-query evidence (views/tune_queries.py) as comment lines."""
+    from pgrig.tune import confirm
+    from pgrig.views import tune_queries
+
+    light = confirm.groups(runs, reference)
+    groups = {c: [store.get_run(r.id) for r in rs if r.id is not None] for c, rs in light.items()}
+    head, cells = tune_queries.table(tune_queries.query_rows(groups), list(groups))
+    if not any(groups.values()):
+        return "# per query: no confirmation run yet"
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(head)]
+    lines = ["# per query (medians over the confirmation runs; speed-up = other's time / best's)"]
+    for row in [head, *cells]:
+        lines.append("# " + "  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)))
+    return "\n".join(lines)
 
 
 def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:

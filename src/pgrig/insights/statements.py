@@ -4,10 +4,10 @@ The snapshots call pg_stat_statements(false) (no query texts: the texts file is 
 the end, for the top statements only) and keep the counters of the run's database. Columns
 are picked from what the installed extension version has, so the same code reads 1.9 (14)
 through 1.12 (18): total_exec_time, wal_* (13+), blk_read_time renamed shared_blk_read_time in
-17, wal_buffers_full in 18. Entries are keyed by (userid, toplevel, queryid); one missing at
-the start is new (its counters count whole), one whose calls went down was reset (skipped).
-Entries evicted meanwhile (more distinct statements than pg_stat_statements.max) show in
-pg_stat_statements_info.dealloc, reported as a note.
+17, wal_buffers_full in 18, jit_* (1.10+). Entries are keyed by (userid, toplevel, queryid);
+one missing at the start is new (its counters count whole), one whose calls went down was
+reset (skipped). Entries evicted meanwhile (more distinct statements than
+pg_stat_statements.max) show in pg_stat_statements_info.dealloc, reported as a note.
 """
 
 from __future__ import annotations
@@ -45,7 +45,14 @@ METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("wal_fpi", ("wal_fpi",)),
     ("wal_bytes", ("wal_bytes",)),
     ("wal_buffers_full", ("wal_buffers_full",)),
+    # JIT (1.10+): functions compiled and the time of each compilation phase
+    ("jit_functions", ("jit_functions",)),
+    ("jit_generation_ms", ("jit_generation_time",)),
+    ("jit_inlining_ms", ("jit_inlining_time",)),
+    ("jit_optimization_ms", ("jit_optimization_time",)),
+    ("jit_emission_ms", ("jit_emission_time",)),
 )
+JIT_MS = ("jit_generation_ms", "jit_inlining_ms", "jit_optimization_ms", "jit_emission_ms")
 Key = tuple[int, bool, int]
 _THIS_DB = " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
 

@@ -23,7 +23,7 @@ from pgrig.reports.svg import INK, PALETTE, Chart, Reference, Trace
 from pgrig.tune import confirm
 from pgrig.tune.importance import METHOD
 from pgrig.tune.objective import objective as objective_of
-from pgrig.views import evidence
+from pgrig.views import evidence, tune_queries
 from pgrig.views import tune_attribution as attribution
 
 
@@ -50,6 +50,8 @@ def build(
     doc.sections.append(_verdicts(x, runs, obj.metric.key, confirmation))
     if confirmation:
         doc.sections.append(_evidence(confirmation, confirm.reference_of(x)))
+        if tune_queries.is_tpch_study(runs):
+            doc.sections.append(_queries(confirmation, confirm.reference_of(x)))
     doc.sections.append(_ablation(found))
     doc.sections.append(_importances(x))
     doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
@@ -180,6 +182,19 @@ def _human(value: Any) -> str:
 
 # Below this mean share of idle CPU the load was bound by the machine's CPUs, not by I/O or WAL.
 CPU_BOUND_IDLE_PCT = 5.0
+
+
+def _queries(confirmation: Sequence[RunRecord], reference: str) -> Section:
+    """TPC-H: per query and configuration, where the time went (views/tune_queries.py)."""
+    groups = confirm.groups(confirmation, reference)
+    head, cells = tune_queries.table(tune_queries.query_rows(groups), list(groups))
+    intro = Paragraph(
+        "Per query, the median over each configuration's confirmation runs: its time, the "
+        "best configuration's speed-up (the other's time / the best's), the temp files it "
+        "wrote, its JIT compilation time (pg_stat_statements) and whether its sampled plans "
+        "differ from the baseline's (not sampled: no plan of it was caught in a run)."
+    )
+    return Section("Per query", [intro, Table.build(head, cells)])
 
 
 def _evidence(confirmation: Sequence[RunRecord], reference: str) -> Section:

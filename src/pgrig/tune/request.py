@@ -42,6 +42,8 @@ def build(asked: TuneRequest) -> TunePlan:
         warmup_s=asked.warmup,
         **tpch,
     )
+    if asked.scale_factor is not None and not load.is_tpch:
+        raise PgrigError("--scale-factor generates TPC-H data: use it with --workload tpch:power")
     run_s = _run_seconds(load.duration_s or 0.0, load.warmup_s, asked.duration or "")
     budget_s = _budget(asked.budget, run_s)
     obj = objective(asked.objective, load.workload)
@@ -58,10 +60,6 @@ def build(asked: TuneRequest) -> TunePlan:
             raise PgrigError("--scale generates pgbench data: use it with a pgbench workload")
         dataset = DatasetSpec(scenario="pgbench", database=asked.database, scale=asked.scale)
     if asked.scale_factor is not None:
-        if not load.is_tpch:
-            raise PgrigError(
-                "--scale-factor generates TPC-H data: use it with --workload tpch:power"
-            )
         dataset = from_flags(
             DatasetSpec, scenario="tpch", database=asked.database,
             scale_factor=asked.scale_factor,

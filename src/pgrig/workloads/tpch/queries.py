@@ -12,7 +12,9 @@ take a permutation drawn from the seed, not the spec's table of Appendix A (said
 
 from __future__ import annotations
 
+import difflib
 import random
+import re
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -121,6 +123,44 @@ def text(query: int, params: Params) -> str:
 def _template(query: int) -> str:
     raw = resources.files("pgrig.workloads.tpch").joinpath(f"queries/q{query:02d}.sql")
     return "\n".join(line for line in raw.read_text().splitlines() if not line.startswith("--"))
+
+
+MATCH = 0.9
+_QUOTED = re.compile(r"'[^']*'|\{[a-z_0-9]+\}")
+_WORD = re.compile(r"[a-z_][a-z_0-9]*")
+
+
+def words(sql: str) -> list[str]:
+    """The words of a query's text without its constants: the same for the template, the
+    query sent and pg_stat_statements' normalised text ($1 for each constant)."""
+    return _WORD.findall(_QUOTED.sub(" ", sql.lower()).replace("$", " 0"))
+
+
+@cache
+def _signatures() -> dict[int, list[str]]:
+    return {q: words(_template(q)) for q in range(1, 23)}
+
+
+def query_of(text: str) -> int | None:
+    """Which of the 22 queries a statement's text is (pg_stat_statements' normalised and
+    maybe clipped text, or the query sent), None for any other statement. Normalising turns
+    some words into constants (extract(year from ...) becomes extract($1 from ...)), so the
+    words are compared by similarity with each template's words as far as the text goes: the
+    one query at least MATCH similar wins."""
+    seen = words(text)
+    if text.rstrip().endswith("\u2026"):  # clipped (insights/plans.clip): its last word may be cut
+        seen = seen[:-1]
+    if len(seen) < 8:
+        return None
+    scores = {
+        q: difflib.SequenceMatcher(None, seen, sig[: len(seen)], autojunk=False).ratio()
+        for q, sig in _signatures().items()
+    }
+    ranked = sorted(scores, key=lambda q: -scores[q])
+    best, second = ranked[0], ranked[1]
+    if scores[best] < MATCH or scores[second] >= scores[best]:
+        return None
+    return best
 
 
 @dataclass(frozen=True)
