@@ -132,6 +132,11 @@ class StatementDoc(TypedDict, total=False):
     wal_fpi: int
     wal_bytes: int
     wal_buffers_full: int
+    jit_functions: int
+    jit_generation_ms: float
+    jit_inlining_ms: float
+    jit_optimization_ms: float
+    jit_emission_ms: float
 
 
 class StatementsDoc(InsightPart, total=False):

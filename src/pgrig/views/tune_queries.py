@@ -61,9 +61,10 @@ def _jit(rec: RunRecord) -> dict[int, float]:
     doc = rec.insights.get("statements") or {}
     out: dict[int, float] = {}
     for s in doc.get("top") or []:
-        q = queries.query_of(str(s.get("text") or ""))
-        if q is not None and any(k in s for k in JIT_MS):
-            out[q] = out.get(q, 0.0) + sum(float(s.get(k) or 0) for k in JIT_MS)
+        entry: Mapping[str, Any] = s
+        q = queries.query_of(str(entry.get("text") or ""))
+        if q is not None and any(k in entry for k in JIT_MS):
+            out[q] = out.get(q, 0.0) + sum(float(entry.get(k) or 0) for k in JIT_MS)
     return out
 
 
