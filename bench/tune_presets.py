@@ -3,7 +3,8 @@ PostgreSQL's own settings, its report written to docs/reports/tune-<preset>.md.
 
 In a scratch pgrig home per preset: an environment (profile `default`; for
 write-heavy-slow-disk created with `--disk-limit`), then the preset, which generates its data,
-searches, confirms (best vs the defaults and vs pgtune-oltp, interleaved, sequential looks) and
+searches, confirms (best vs the defaults and vs pgtune-oltp, or the preset's reference:
+pgtune-dw for analytics; interleaved, sequential looks) and
 ablates (each changed knob or group put back, interleaved with the best). The report keeps the
 verdicts with bounds, the ablation's shares, the search importances and the evidence; the bench
 prints the verdicts and the wall time, and says when a run did not finish.
@@ -36,6 +37,9 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "reports"
 ENV = "preset"
 SMOKE = ["--scale", "2", "--trials", "2", "--duration", "3s", "--warmup", "0",
          "--confirm-repeats", "2", "--ablation-repeats", "2", "--ablation-units", "2"]  # fmt: skip
+# TPC-H's power test runs to its end: no --duration, its data by scale factor
+SMOKE_TPCH = ["--scale-factor", "0.01", "--trials", "2", "--confirm-repeats", "2",
+              "--ablation-repeats", "2", "--ablation-units", "2"]  # fmt: skip
 
 
 def pgrig(*args: str, stream: bool = False) -> subprocess.CompletedProcess[str]:
@@ -67,7 +71,8 @@ def run_preset(name: str, a: argparse.Namespace) -> None:
             print(f"{name}: SKIPPED: this pgrig has no `env create --disk-limit` (issue 32 item 3)")
             return
         create += ["--disk-limit", a.disk_limit or preset.suggested_disk_limit]
-    extra = SMOKE if a.smoke else []
+    smoke = SMOKE_TPCH if preset.scale_factor is not None else SMOKE
+    extra = smoke if a.smoke else []
     what = SEED000_TUNE if seed else ["--preset", name]
     command = ["tune", ENV, *what, *extra, *a.tune_args, "--name", study]
     t0 = time.monotonic()
