@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,8 +67,8 @@ def test_both_comparisons_and_the_per_query_evidence_are_reported(tuned: dict) -
     show = tuned["show"]
     assert show.returncode == 0, show.stderr
     assert "# best vs baseline: " in show.stdout and "# best vs pgtune-dw: " in show.stdout
-    lines = [x for x in show.stdout.splitlines() if x.startswith("#   Q")]
-    assert [x.split()[1] for x in lines] == [f"Q{q}" for q in range(1, 23)]
+    lines = [x.split() for x in show.stdout.splitlines() if re.match(r"#\s+Q\d+\s", x)]
+    assert [x[1] for x in lines] == [f"Q{q}" for q in range(1, 23)], show.stdout
     report = tuned["report"]
     assert "best vs pgtune-dw" in report and "Per query" in report
     assert "Power@Size" in report
