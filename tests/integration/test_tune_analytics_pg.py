@@ -11,7 +11,6 @@ import functools
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import servers
