@@ -160,7 +160,7 @@ PRESETS: dict[str, Preset] = {
             scale_factor=1.0,
             clients=1,
             threads=1,
-            trials=10,
+            trials=8,
             duration=None,
             warmup="0",
             confirm_repeats=4,
@@ -168,7 +168,7 @@ PRESETS: dict[str, Preset] = {
             objective="power",
             reference="pgtune-dw",
             ablation_repeats=5,
-            ablation_units=4,
+            ablation_units=3,
         ),
     )
 }
