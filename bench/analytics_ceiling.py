@@ -179,20 +179,31 @@ def main() -> None:
             libpq = client_env(ENV)
             psql(libpq, "create extension if not exists pg_stat_statements")
             current: dict[str, str] = {}
-            for r in range(a.rounds):
-                seed = 1000 + r
-                for name in rounds.shuffled(tuple(names), "analytics-ceiling", r):
-                    apply(current, settings_of(VARIANTS[name]))
-                    res = one_run(seed, a.scale_factor, libpq, a.query_timeout)
-                    results[name].append(res)
-                    temp = sum(q["temp"] for q in res["q"].values())
-                    jit = sum(q["jit_ms"] for q in res["q"].values())
-                    print(f"round {r + 1} {name}: Power@Size {res['power'] or 0:,.1f}, geomean "
-                          f"{res['geomean']:.3f} s, temp {temp / 2**20:,.0f} MiB, JIT "
-                          f"{jit / 1000:.1f} s (run {res['id']})", flush=True)  # fmt: skip
+            try:
+                for r in range(a.rounds):
+                    seed = 1000 + r
+                    for name in rounds.shuffled(tuple(names), "analytics-ceiling", r):
+                        apply(current, settings_of(VARIANTS[name]))
+                        res = one_run(seed, a.scale_factor, libpq, a.query_timeout)
+                        results[name].append(res)
+                        say(r, name, res)
+            except KeyboardInterrupt:  # Ctrl-C: report the whole rounds done
+                done = min(len(v) for v in results.values()) if results else 0
+                print(f"interrupted: reporting the {done} whole rounds", flush=True)
+                for name in results:
+                    results[name] = results[name][:done]
+                a.rounds = done
             pgrig("env", "stop", ENV)
             wall = time.monotonic() - t0
         report(a, results, wall)
+
+
+def say(r: int, name: str, res: dict[str, Any]) -> None:
+    temp = sum(q["temp"] for q in res["q"].values())
+    jit = sum(q["jit_ms"] for q in res["q"].values())
+    print(f"round {r + 1} {name}: Power@Size {res['power'] or 0:,.1f}, geomean "
+          f"{res['geomean']:.3f} s, temp {temp / 2**20:,.0f} MiB, JIT {jit / 1000:.1f} s "
+          f"(run {res['id']})", flush=True)  # fmt: skip
 
 
 def report(a: argparse.Namespace, results: dict[str, list[dict[str, Any]]], wall: float) -> None:

@@ -38,8 +38,10 @@ behind each choice:
   one session, objective Power@Size, the analytics space (memory per sort and hash, JIT and
   its thresholds, parallel query and its costs, planner I/O costs, shared_buffers), judged
   against the defaults and against PGTune's data-warehouse profile (pgtune-dw). A run lasts
-  as long as its queries (no --duration). Its ceiling: bench/analytics_ceiling.py
-  (docs/tuning.md).
+  as long as its queries (no --duration). Its ceiling, measured first (bench/analytics_ceiling.py,
+  2026-12-07, SF 1, PostgreSQL 18.6, 2 rounds plus one, loaded machine): no parallel workers
+  x0.44-0.62 of the defaults' Power@Size, pgtune-dw x1.19-1.34 in each round, work_mem 256 MB
+  (no spill left) x0.97-1.28, jit=off x0.94 (this build has no LLVM: JIT never runs).
 """
 
 from __future__ import annotations
