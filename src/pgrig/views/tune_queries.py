@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgrig import format
 from pgrig.archive.records import RunRecord
 from pgrig.insights.statements import JIT_MS
 from pgrig.workloads.tpch import queries
@@ -99,12 +100,6 @@ def query_rows(groups: Mapping[str, Sequence[RunRecord]]) -> list[QueryRow]:
     return [rows[q] for q in queries.QUERIES]
 
 
-def _num(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.2f}{unit}" if unit == " s" else f"{value:,.0f}{unit}"
-
-
 def table(rows: Sequence[QueryRow], configs: Sequence[str]) -> tuple[list[str], list[list[str]]]:
     """Headings and cells: per query each configuration's time, then best vs the others
     (base time / best time), temp MiB, JIT ms and whether the plan changed against the
@@ -116,14 +111,14 @@ def table(rows: Sequence[QueryRow], configs: Sequence[str]) -> tuple[list[str], 
     head.append("plan vs baseline")
     cells = []
     for r in rows:
-        line = [f"Q{r.query}", *(_num(r.seconds.get(c), " s") for c in configs)]
+        line = [f"Q{r.query}", *(format.number(r.seconds.get(c), 2) for c in configs)]
         for c in (base, *others):
             x = r.ratio(c, best)
             line.append(f"x{x:.2f}" if x is not None else "-")
         for c in configs:
             t = r.temp_bytes.get(c)
-            line.append(_num(None if t is None else t / 2**20))
-        line += [_num(r.jit_ms.get(c)) for c in configs]
+            line.append(format.number(None if t is None else t / 2**20, 0))
+        line += [format.number(r.jit_ms.get(c), 0) for c in configs]
         changed = {c: r.plan_changed(base, c) for c in (best, *others)}
         said = [f"{c}: {'changed' if v else 'same'}" for c, v in changed.items() if v is not None]
         line.append("; ".join(said) or "not sampled")
