@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
                 "--workload",
                 "-w",
                 help="pgbench:tpcb|pgbench:simple-update|pgbench:select-only|tpcc"
-                "|tpch|tpch:power|tpch:throughput"
+                "|chbench|tpch|tpch:power|tpch:throughput"
                 "|tickets:read|tickets:write|file.sql[@weight]; repeatable. Backup runs: "
                 "backup:basebackup-full|basebackup-incremental|pgbackrest-full|pgbackrest-diff"
                 "|pgbackrest-incr|restore.",
@@ -58,8 +58,8 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(
                 "--query-timeout",
-                help="TPC-H: seconds a query may run; one that runs longer is cancelled and "
-                "recorded as timed out.",
+                help="TPC-H and chbench's analytic queries: seconds a query may run; one that "
+                "runs longer is cancelled and recorded as timed out.",
             ),
         ] = None,
         streams: Annotated[
@@ -67,6 +67,14 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--streams",
                 help="tpch, tpch:throughput: query streams (default: the spec's minimum).",
+            ),
+        ] = None,
+        analytic_clients: Annotated[
+            int | None,
+            typer.Option(
+                "--analytic-clients",
+                help="chbench: analytic streams cycling through the 22 CH queries beside the "
+                "TPC-C clients (0: the TPC-C mix alone on the same data).",
             ),
         ] = None,
         tpch_seed: Annotated[
@@ -289,6 +297,7 @@ def register(app: typer.Typer) -> None:
             query_timeout_s=query_timeout,
             streams=streams,
             tpch_seed=tpch_seed,
+            analytic_clients=analytic_clients,
         )
         if emit is not None:
             _emit(emit, request)
@@ -430,7 +439,7 @@ def _emit(emit: tuple[str, str], request: object) -> None:
 def _print_human(rec: RunRecord) -> None:
     from rich.markup import escape
 
-    from pgrig.views import harness_cost, run_summary
+    from pgrig.views import chbench, harness_cost, run_summary
 
     console = common.out_console()  # the result is data: stdout (progress stays on stderr)
     colour = common.STATUS_STYLE.get(rec.status, "white")
@@ -447,6 +456,8 @@ def _print_human(rec: RunRecord) -> None:
         if rec.nopm is not None:
             line += f"  NOPM {rec.nopm:,.0f}  TPM {rec.tpm or 0:,.0f}"
         console.print(line, highlight=False)
+    if (analytic := chbench.line(rec)) is not None:  # CH-benCHmark: as `runs show` says it
+        console.print(f"  {escape(analytic)}", highlight=False, soft_wrap=True)
     if any(v is not None for v in lat.as_dict().values()):  # as `runs show` says it
         console.print(f"  latency ms {run_summary.latency_text(rec)}", highlight=False)
     console.print(f"  {escape(harness_cost.of(rec).line)}", highlight=False, soft_wrap=True)

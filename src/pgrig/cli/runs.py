@@ -197,6 +197,8 @@ def _print_run(rec: RunRecord) -> None:
             render.show(render.items(title, items))
     if v.scripts is not None:
         render.show(render.table(v.scripts))
+    if v.analytic is not None:
+        render.show(render.table(v.analytic))
     st = v.settings_table()
     render.print_table(st) if st.rows else render.note(v.settings_note)
     if v.host:

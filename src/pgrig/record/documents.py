@@ -223,6 +223,9 @@ class RunExtra(TypedDict, total=False):
     # TPC-H's run (load/engines/tpch_driver.py, workloads/tpch/metrics.summarize): every query
     # and refresh function's time and status, Power@Size, Throughput@Size, the seed
     tpch: dict[str, Any]
+    # CH-benCHmark's analytic side (load/engines/chbench_driver.py, workloads/chbench/metrics
+    # .summarize): every query with its status and times, queries per hour, per query
+    chbench: dict[str, Any]
     cpu_steal: float  # % of the window the hypervisor took (/proc/stat)
     # CPU per process group (metrics/cpu_share.py): "<group>_cpu_pct_core" for pgbench,
     # server, pooler, pgrig and other; client_share_pct, cpus, other_cpu_pct_host

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pgrig import format as fmt
+from pgrig.record.json_values import number
 from pgrig.record.run import RunRecord
 
 Better = Literal["higher", "lower"]
@@ -117,6 +118,13 @@ def _tpch_query(q: int) -> Figure:
     )  # fmt: skip
 
 
+def analytic_qph(rec: RunRecord) -> float | None:
+    """CH-benCHmark's analytic queries per hour (extra["chbench"]; None: not such a run, or
+    no analytic stream)."""
+    doc = rec.extra.get("chbench")
+    return number(doc.get("qph")) if isinstance(doc, dict) else None
+
+
 def _latency(q: str, judged: bool) -> Figure:
     return Figure(
         f"latency.{q}", f"latency {q} ms", f"Latency {q}, ms", "ms", "lower",
@@ -146,6 +154,8 @@ FIGURES: tuple[Figure, ...] = (
     Figure("retried", "retried", "Retried", "", "lower", _attr("retried")),
     Figure("skipped", "skipped", "Skipped", "", "lower", _attr("skipped")),
     Figure("rollbacks", "rollbacks", "Rollbacks", "", "lower", _attr("rollbacks")),
+    Figure("chbench.qph", "analytic queries per hour", "Analytic queries per hour", "",
+           "higher", analytic_qph),
     Figure("cpu_user", "CPU user %", "CPU user %", "%", None, _attr("cpu_user")),
     Figure("cpu_system", "CPU system %", "CPU system %", "%", None, _attr("cpu_system")),
     Figure("cpu_iowait", "CPU iowait %", "CPU iowait %", "%", "lower", _attr("cpu_iowait")),
@@ -184,9 +194,10 @@ JUDGED: dict[str, Figure] = {f.key: f for f in FIGURES if f.judged}
 
 
 def headline(rec: RunRecord) -> Figure:
-    """The one figure a run list shows of a run: NOPM for TPC-C runs, a TPC-H run's figure
-    (Power@Size, Throughput@Size or QphH@Size, by its test), TPS for the rest."""
-    if rec.nopm is not None or (rec.scenario or "").lower() == "tpcc":
+    """The one figure a run list shows of a run: NOPM for TPC-C runs (CH-benCHmark's
+    transactions too), a TPC-H run's figure (Power@Size, Throughput@Size or QphH@Size, by its
+    test), TPS for the rest."""
+    if rec.nopm is not None or (rec.scenario or "").lower() in ("tpcc", "chbench"):
         return BY_KEY["nopm"]
     doc = tpch_figures(rec)
     if doc is not None and doc.get("mode") in TPCH_HEADLINE:

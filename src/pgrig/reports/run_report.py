@@ -39,7 +39,7 @@ from pgrig.reports.summary import (
 )
 from pgrig.reports.svg import Chart
 from pgrig.study.plan import display_value
-from pgrig.views import compare, evidence, run_hosts, run_summary
+from pgrig.views import chbench, compare, evidence, run_hosts, run_summary
 from pgrig.views.settings import settings_diff
 
 
@@ -120,6 +120,9 @@ def run_document(rec: RunRecord) -> Document:
     scripts = run_summary.scripts_table(rec)
     if scripts is not None:
         doc.sections.append(Section(scripts.title, [replace(scripts, caption=None)]))
+    analytic = chbench.table(rec)  # CH-benCHmark's queries (views/chbench.py)
+    if analytic is not None:
+        doc.sections.append(Section(analytic.title, [replace(analytic, caption=None)]))
     doc.sections += _metric_sections(rec)
     doc.sections.append(_settings_section(rec))
     doc.sections.append(why_section(rec))

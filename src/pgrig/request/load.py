@@ -36,6 +36,7 @@ from pgrig.request.values import (
     setting_text,
 )
 from pgrig.request.vocabulary import (
+    CHBENCH_WORKLOAD,
     SYSBENCH_PREFIX,
     TPCC_TYPES,
     TPCC_WORKLOAD,
@@ -64,6 +65,7 @@ __all__ = [
     "validate_field",
 ]
 
+MAX_ANALYTIC_CLIENTS = 64  # CH-benCHmark's analytic streams: each is a session and a thread
 MAX_REPEATS = 100  # runs of one point: past this, a comparison resolves nothing more here
 
 
@@ -303,7 +305,12 @@ class LoadParams(BaseModel):
 
     @property
     def is_tpcc(self) -> bool:
-        return self.workload == TPCC_WORKLOAD
+        """The run's transactions are TPC-C's: tpcc, and chbench's transactional side."""
+        return self.workload in (TPCC_WORKLOAD, CHBENCH_WORKLOAD)
+
+    @property
+    def is_chbench(self) -> bool:
+        return self.workload == CHBENCH_WORKLOAD
 
     @property
     def is_sysbench(self) -> bool:
@@ -384,7 +391,7 @@ def _check_txlog(p: LoadParams) -> None:
     if p.is_tpcc and p.txlog in ("sampled", "off"):
         raise Refusal(
             lambda n: (
-                f"{p.txlog} is not available with {n('workload')} tpcc: NOPM and "
+                f"{p.txlog} is not available with {n('workload')} {p.workload}: NOPM and "
                 "rollbacks are counted from its per-transaction log"
             ),
             field="txlog",
@@ -404,10 +411,21 @@ def _check_workload_options(p: LoadParams) -> None:
         _check_sysbench(p)
     if p.is_tpch:
         _check_tpch(p)
+    if p.is_chbench and p.transactions_per_client is not None:
+        raise Refusal(
+            lambda n: (
+                f"does not apply to {n('workload')} chbench: its analytic streams run over a "
+                f"timed window; give {n('duration_s')}"
+            ),
+            field="transactions_per_client",
+            others=("workload", "duration_s"),
+        )
     if p.is_tpcc:
         if p.defines:
             raise Refusal(
-                lambda n: f"does not apply to {n('workload')} tpcc: TPC-C sets its own variables",
+                lambda n: (
+                    f"does not apply to {n('workload')} {p.workload}: TPC-C sets its own variables"
+                ),
                 field="defines",
                 others=("workload",),
             )
@@ -540,7 +558,13 @@ class TpchLoad(LoadParams):
 
     @model_validator(mode="after")
     def _tpch_options(self) -> Self:
-        given = [name for name in TPCH_FIELDS if getattr(self, name) is not None]
+        given = [
+            name
+            for name in TPCH_FIELDS
+            if getattr(self, name) is not None
+            # CH-benCHmark's analytic queries take the timeout too (workloads/chbench)
+            and not (name == "query_timeout_s" and self.is_chbench)
+        ]
         if given and not self.is_tpch:
             raise Refusal(
                 lambda n: f"applies only to {n('workload')} {', '.join(TPCH_WORKLOADS)}",
@@ -581,6 +605,11 @@ class RunRequest(TpchLoad):
     backup_during: str | None = None
     # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
+    # CH-benCHmark (workloads/chbench): analytic streams beside the TPC-C clients (0: TPC-C
+    # alone on the same data); required with -w chbench, refused elsewhere
+    analytic_clients: int | None = flag_field(
+        "--analytic-clients", default=None, ge=0, le=MAX_ANALYTIC_CLIENTS
+    )
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
@@ -588,6 +617,40 @@ class RunRequest(TpchLoad):
     def _weights(self) -> Self:
         if self.scripts and sum(s.weight for s in self.scripts) == 0:
             raise Refusal("all script weights are 0", field="workload")
+        return self
+
+    @model_validator(mode="after")
+    def _chbench_options(self) -> Self:
+        if self.is_chbench and self.analytic_clients is None:
+            raise Refusal(
+                lambda n: (
+                    f"is required with {n('workload')} chbench: how many analytic streams run "
+                    "beside the TPC-C clients (0: the TPC-C mix alone on the same data)"
+                ),
+                field="analytic_clients",
+                others=("workload",),
+            )
+        if self.analytic_clients is not None and not self.is_chbench:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} chbench (got {self.workload!r})",
+                field="analytic_clients",
+                others=("workload",),
+            )
+        if self.is_chbench and self.analytic_clients == 0 and self.query_timeout_s is not None:
+            raise Refusal(
+                lambda n: f"bounds the analytic queries: {n('analytic_clients')} 0 runs none",
+                field="query_timeout_s",
+                others=("analytic_clients",),
+            )
+        if self.is_chbench and self.load_from:
+            raise Refusal(
+                lambda n: (
+                    f"does not apply to {n('workload')} chbench: its analytic streams run "
+                    "from this machine beside pgbench"
+                ),
+                field="load_from",
+                others=("workload",),
+            )
         return self
 
 

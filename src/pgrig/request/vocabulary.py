@@ -30,6 +30,8 @@ TPCC_STOCK_LEVELS: tuple[str, ...] = get_args(TpccStockLevel)
 TXLOG_MODES: tuple[str, ...] = get_args(TxlogMode)
 SCENARIOS: tuple[str, ...] = get_args(Scenario)
 TPCC_WORKLOAD = "tpcc"
+# CH-benCHmark (workloads/chbench): TPC-C's transactions and M analytic streams at once
+CHBENCH_WORKLOAD = "chbench"
 TPCH_PREFIX = "tpch:"  # tpch:power | tpch:throughput (workloads/tpch)
 # tpch: the performance test (clause 5.3.2: the power test, then the throughput test: QphH)
 TPCH_WORKLOADS = ("tpch", "tpch:power", "tpch:throughput")

@@ -27,7 +27,7 @@ from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import WhatChanged, tables, what_changed
 from pgrig.record.figures import BY_KEY, FIGURES, Figure, headline
 from pgrig.table import Cell, Table
-from pgrig.views import compare_hosts, disk_limit, harness_cost, latency
+from pgrig.views import chbench, compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
 from pgrig.views.compare_hosts import HostFigures
 from pgrig.views.settings import SettingDiff, settings_diff
@@ -70,7 +70,9 @@ def duration_of(rec: RunRecord) -> float | None:
 
 
 def _clients(r: RunRecord) -> str:
-    return f"{r.clients} / {r.threads}"
+    """Clients / threads, and CH-benCHmark's analytic streams beside them (views/chbench.py)."""
+    streams = chbench.analytic_clients(r)
+    return f"{r.clients} / {r.threads}" + (f" + {streams} analytic" if streams is not None else "")
 
 
 def _options(r: RunRecord) -> str | None:

@@ -19,6 +19,7 @@ from pgrig.record.figures import headline, headline_text, tpch_figures
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import (
     backup_figures,
+    chbench,
     disk_limit,
     harness_cost,
     latency,
@@ -49,6 +50,7 @@ class RunSummary:
     topology: list[tuple[str, str]] = field(default_factory=list)  # replicas and their lag
     latency_basis: list[tuple[str, str]] = field(default_factory=list)  # also in results
     headline: tuple[str, str] = ("TPS", fmt.MISSING)  # record/figures.headline: label, value
+    analytic: Table | None = None  # CH-benCHmark's queries (views/chbench.py)
 
     @property
     def items(self) -> list[tuple[str, str]]:
@@ -89,6 +91,7 @@ def build(rec: RunRecord) -> RunSummary:
         topology=backup_figures.topology_rows(rec),
         latency_basis=latency.items(rec),
         headline=headline_of(rec),
+        analytic=chbench.table(rec),
     )
 
 
@@ -125,12 +128,15 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
         started += f" (wall time {fmt.duration((rec.ended_at - rec.started_at).total_seconds())})"
     data = rec.scenario or fmt.MISSING
     if rec.scale:
-        data += f", {'warehouses' if rec.scenario == 'tpcc' else 'scale'} {fmt.number(rec.scale)}"
+        size = "warehouses" if rec.scenario in ("tpcc", "chbench") else "scale"
+        data += f", {size} {fmt.number(rec.scale)}"
     data += _sysbench_data(rec)
     if rec.db_size_bytes:
         data += f", {fmt.size(rec.db_size_bytes)}"
     data += f", database {rec.database or fmt.MISSING}"
     load = f"{rec.clients} clients, {rec.threads} threads"
+    if (streams := chbench.analytic_clients(rec)) is not None:
+        load += f", {streams} analytic stream{'' if streams == 1 else 's'}"
     if rec.duration_s is not None:
         load += f", {fmt.duration(rec.duration_s)}"
     elif rec.transactions_per_client is not None:
@@ -173,6 +179,7 @@ def results(rec: RunRecord) -> list[tuple[str, str]]:
     if rec.nopm is not None:
         items.append(("NOPM", fmt.number(rec.nopm)))
     items += _tpch_items(rec)
+    items += chbench.items(rec)
     if rec.tpm is not None:
         items.append(("TPM", fmt.number(rec.tpm)))
     items += [
@@ -367,6 +374,8 @@ def to_json(rec: RunRecord) -> dict[str, Any]:
     tpch = rec.extra.get("tpch") if isinstance(rec.extra, dict) else None
     if isinstance(tpch, dict):  # every query's time, Power@Size... (load/engines/tpch_driver)
         doc["tpch"] = json_safe(tpch)
+    if (ch := chbench.doc_of(rec)) is not None:  # every analytic query, QpH, per query
+        doc["chbench"] = json_safe(ch)
     return doc
 
 

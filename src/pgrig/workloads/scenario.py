@@ -114,6 +114,34 @@ class Tpcc:
         rec.extra["tpcc"] = figures
 
 
+class Chbench(Tpcc):
+    """CH-benCHmark: TPC-C's transactions, scripts and figures (NOPM) on CH-benCHmark's data;
+    the analytic streams beside them are the load engine's (load/engines/chbench_driver.py)."""
+
+    name = "chbench"
+
+    def run_scripts(
+        self,
+        spec: RunRequest,
+        env: Environment,
+        dbname: str,
+        work: Path,
+        dataset: Mapping[str, Any],
+    ) -> RunScripts:
+        if dataset.get("scenario") != "chbench":  # TPC-C's tables alone lack the queries' three
+            cmd = pgrig_command(
+                "db", "generate", env.name, "--db", dbname, "--scenario", "chbench",
+                rest="--warehouses W",
+            )  # fmt: skip
+            found = dataset.get("scenario")
+            raise PgrigError(
+                f"database {dbname!r} of {env.name} holds no CH-benCHmark data"
+                + (f" (it holds {found})" if found else "")
+                + f": run `{cmd}` first"
+            )
+        return super().run_scripts(spec, env, dbname, work, dataset)
+
+
 class Tpch:
     """TPC-H: its queries come from workloads/tpch (the load engine runs them,
     load/engines/tpch_driver.py), which also records its figures; here the data is checked."""
@@ -169,6 +197,8 @@ def of(workload: str, script_names: Iterable[str]) -> Scenario:
     """The scenario a run of `workload` with these scripts belongs to."""
     if workload == "tpcc":
         return Tpcc()
+    if workload == "chbench":
+        return Chbench()
     if workload.startswith("tpch:"):
         return Tpch()
     if any(name.startswith("tickets:") for name in script_names):

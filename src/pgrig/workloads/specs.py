@@ -4,6 +4,7 @@ Accepted forms (repeatable, or comma-separated):
   pgbench:tpcb | pgbench:tpcb-like | pgbench:simple-update | pgbench:select-only   builtins
   path/script.sql[@weight]                                                         a script file
   tpcc                                                                             TPC-C mix
+  chbench                                  TPC-C mix and CH analytic streams (--analytic-clients)
   tickets:read | tickets:write                                                     seed 003
   sysbench:oltp_read_write | sysbench:PATH.lua          sysbench (workloads/sysbench.py)
   tpch | tpch:power | tpch:throughput                   TPC-H (workloads/tpch)
@@ -20,6 +21,7 @@ from pgrig.errors import PgrigError
 from pgrig.request import ScriptSpec
 from pgrig.request.values import ascii_digits
 from pgrig.request.vocabulary import (
+    CHBENCH_WORKLOAD,
     PGBENCH_BUILTINS,
     TPCC_WORKLOAD,
     TPCH_PREFIX,
@@ -30,7 +32,7 @@ from pgrig.request.vocabulary import (
 # pgbench:NAME for each builtin, plus the short pgbench:tpcb
 BUILTINS: dict[str, PgbenchBuiltin] = {"tpcb": "tpcb-like", **{n: n for n in PGBENCH_BUILTINS}}
 # Workloads whose scripts come from a scenario module rather than from the command line.
-SCENARIO_WORKLOADS = {TPCC_WORKLOAD}
+SCENARIO_WORKLOADS = {TPCC_WORKLOAD, CHBENCH_WORKLOAD}
 # The one variable a builtin script takes from outside (-D scale=N); it \sets the others.
 BUILTIN_VARIABLES = frozenset({"scale"})
 # :name, :'name', :"name" and :{?name} in a pgbench script (a "::int" cast reads as "int",

@@ -48,12 +48,12 @@ def measure(ctx: RunContext, driver: LoadDriver) -> RunRecord:
         try:
             view = LiveView(ctx.console, driver.total_s, driver.lead_in_s, ctx.env.name)
             run.load_span(
-                lambda: [proc.pid] if proc else [],
+                lambda: [proc.pid, *driver.other_pids()] if proc else driver.other_pids(),
                 lambda: {"pgbench": driver.partial_series(rec.warmup_s)},
             )
             run.enter(_engine_reading(driver, run.art_dir, rec))
             proc = run.enter(_client_process(argv, driver, ctx.work))
-            run.track_client("pgbench", proc.pid)
+            run.track_client("pgbench", proc.pid, *driver.other_pids())
             stopped, overran = _follow(proc, driver, view, ctx.live, ctx.stop_if)
             rc = proc.wait()
         except KeyboardInterrupt as stop:

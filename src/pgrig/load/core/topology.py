@@ -99,7 +99,9 @@ def lag_results(rec: RunRecord, env: Environment, sampler: Sampler) -> None:
 
 # --- load on replicas: --target replica | split --------------------------------------------------
 
-WRITING_WORKLOADS = ("pgbench:tpcb", "pgbench:simple-update", "tpcc", "tickets:write")
+WRITING_WORKLOADS = (
+    "pgbench:tpcb", "pgbench:simple-update", "tpcc", "chbench", "tickets:write"
+)  # fmt: skip
 LOAD_BALANCE_MAJOR = 16  # libpq's load_balance_hosts, which spreads pgbench's connections
 
 

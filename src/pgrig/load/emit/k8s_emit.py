@@ -205,6 +205,11 @@ def emit(spec: RunRequest, out_dir: Path) -> list[Path]:
     from pgrig.provision.state.environment import Environment
     from pgrig.workloads import datasets
 
+    if spec.is_chbench or spec.is_tpch:  # the manifests run pgbench alone: never half the load
+        raise PgrigError(
+            f"--emit k8s: workload {spec.workload} runs pgrig's own query streams, which the "
+            "manifests (pgbench only) cannot carry"
+        )
     spec = runner._with_scripts(spec)
     env = Environment.load(spec.env_name)
     if env.major is None:

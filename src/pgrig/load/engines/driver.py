@@ -24,7 +24,9 @@ Stream = Literal["stdout", "stderr"]
 
 
 class LoadDriver(Protocol):
-    engine: str  # "pgbench" | "sysbench" | "tpch": recorded with the run (extra["load_engine"])
+    # "pgbench" (chbench's transactions too) | "sysbench" | "tpch": recorded with the run
+    # (extra["load_engine"])
+    engine: str
     progress_on: Stream  # where the engine prints its per-second reports
     lead_in_s: int  # seconds before the measured window (warm-up and start-up)
     total_s: int | None  # the whole run's seconds (None: bounded by transactions)
@@ -50,6 +52,11 @@ class LoadDriver(Protocol):
 
     def on_line(self, line: str) -> None:
         """One line of the progress stream (called from the reader thread)."""
+        ...
+
+    def other_pids(self) -> list[int]:
+        """The load's processes beside the engine's own, started by start() (CH-benCHmark's
+        analytic streams): counted as the benchmark's client, never as neighbours."""
         ...
 
     def live(self) -> tuple[float | None, float | None]:

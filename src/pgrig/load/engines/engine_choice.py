@@ -1,5 +1,6 @@
 """Which load driver (load/engines/driver.py) a run request gets: TPC-H's query streams for
-tpch, tpch:power and tpch:throughput, sysbench for a sysbench workload,
+tpch, tpch:power and tpch:throughput, sysbench for a sysbench workload, TPC-C's
+pgbench with the analytic streams beside it for chbench,
 else pgbench reading its whole per-transaction log or, above the rate where reading it costs
 throughput, its summary (load/engines/txlog_mode.py decides).
 
@@ -44,6 +45,11 @@ def for_request(
     from pgrig.load.engines import txlog_mode
     from pgrig.load.engines.pgbench_driver import PgbenchDriver
 
+    if spec.is_chbench:  # TPC-C's pgbench, and the analytic streams beside it
+        from pgrig.load.engines.chbench_driver import ChbenchDriver
+
+        tpcc = PgbenchDriver(spec, env, work, client_env, prefix)
+        return ChbenchDriver(spec, tpcc, client_env, prefix, work)
     # --load-from merges every load host's full log (load/core/multi_runner.py): no probe
     if spec.txlog == "full" or spec.keep_txlog or spec.is_tpcc or spec.load_from:
         return PgbenchDriver(spec, env, work, client_env, prefix)

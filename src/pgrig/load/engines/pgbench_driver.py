@@ -120,6 +120,9 @@ class PgbenchDriver:
         if point is not None:
             self.points.append(point)
 
+    def other_pids(self) -> list[int]:
+        return []
+
     def live(self) -> tuple[float | None, float | None]:
         tps = self.points[-1].tps if self.points else None
         return tps, self.stream.live()[1]  # p95 of the latest second the log reader closed

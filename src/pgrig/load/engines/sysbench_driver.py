@@ -118,6 +118,9 @@ class SysbenchDriver:
         if report is not None:
             self.intervals.append(report)
 
+    def other_pids(self) -> list[int]:
+        return []
+
     def live(self) -> tuple[float | None, float | None]:
         if not self.intervals:
             return None, None

@@ -94,6 +94,9 @@ class TpchDriver:
         elif line.strip():
             self.other = [*self.other[-2:], line]
 
+    def other_pids(self) -> list[int]:
+        return []
+
     def live(self) -> tuple[float | None, float | None]:
         """(queries completed per second so far, None): what the live view can show."""
         done = [e for e in self.events if e.get("event") == "query"]

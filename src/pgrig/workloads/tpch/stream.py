@@ -37,8 +37,9 @@ from pgrig.workloads.tpch import queries, refresh
 Emit = Callable[[dict[str, Any]], None]
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def stdout_lines() -> Emit:
+    """One JSON object a line on stdout, whole whichever thread writes it (the engine reads
+    each line as it comes)."""
     lock = threading.Lock()
 
     def emit(event: dict[str, Any]) -> None:
@@ -46,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(json.dumps(event) + "\n")
             sys.stdout.flush()
 
+    return emit
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    emit = stdout_lines()
     seed = None if args.qualification else args.seed
     if args.mode == "power":
         return power(args.scale_factor, seed, args.seed, args.query_timeout, emit)
@@ -205,6 +212,10 @@ def _query(
     event["params"] = planned.params
     emit(event)
     return bool(event["status"] != "error")
+
+
+# The one query step, also CH-benCHmark's analytic streams' (workloads/chbench/stream.py)
+run_query = _query
 
 
 def _refresh(
