@@ -30,7 +30,7 @@ from pgrig.archive.records import (
 )
 from pgrig.errors import PgrigError
 from pgrig.record.doc_read import read_document
-from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra
+from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra, SettingDoc
 from pgrig.record.json_values import JsonValue
 
 RUN_STATUSES = ("running", "ok", "failed", "aborted", "lost")
@@ -238,11 +238,11 @@ def artifact_map(stored: JsonValue) -> dict[str, str]:
     return {str(k): str(v) for k, v in stored.items()} if isinstance(stored, dict) else {}
 
 
-def _objects(stored: JsonValue) -> dict[str, Any]:
-    """{name: object}: the settings blob (pg_settings rows, whose columns are the server's)."""
+def _settings(stored: JsonValue) -> dict[str, SettingDoc]:
+    """{name: pg_settings row}: the settings blob, each row validated (record/doc_read.py)."""
     if not isinstance(stored, dict):
         return {}
-    return {str(k): v for k, v in stored.items() if isinstance(v, dict)}
+    return {str(k): read_document(SettingDoc, v) for k, v in stored.items() if isinstance(v, dict)}
 
 
 def _layers(stored: JsonValue) -> dict[str, dict[str, str]]:
@@ -268,7 +268,7 @@ def set_blob(rec: RunRecord, kind: str, stored: JsonValue) -> None:
     elif kind == "artifacts":
         rec.artifacts = artifact_map(stored)
     elif kind == "settings":
-        rec.settings = _objects(stored)
+        rec.settings = _settings(stored)
     elif kind == "settings_layers":
         rec.settings_layers = _layers(stored)
     else:

@@ -33,6 +33,7 @@ from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 from pgrig.record.doc_read import read_document
 from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra
+from pgrig.record.run import RunSeries
 from pgrig.request.values import INT64_MAX
 
 __all__ = [
@@ -63,7 +64,7 @@ class PartialSeries:
         self.path = run_dir / PARTIAL_SERIES
         self._written: dict[str, int] = {}
 
-    def append(self, series: dict[str, dict[str, list[Any]]]) -> None:
+    def append(self, series: RunSeries) -> None:
         """`series`: columnar, as gathered so far ({kind: {column: [values]}}, equal lengths)."""
         lines = []
         for kind, cols in series.items():
@@ -80,7 +81,7 @@ class PartialSeries:
         self.path.unlink(missing_ok=True)
 
 
-def read_partial_series(run_id: int, *, archive: str) -> dict[str, dict[str, list[Any]]]:
+def read_partial_series(run_id: int, *, archive: str) -> RunSeries:
     """The columnar series of a run's partial file ({} when there is none). A line cut by the
     death of the writer is skipped."""
     path = run_artifacts_dir(run_id, create=False, archive=archive) / PARTIAL_SERIES
@@ -93,7 +94,7 @@ def read_partial_series(run_id: int, *, archive: str) -> dict[str, dict[str, lis
                     rows.setdefault(str(item["k"]), []).append(dict(item["r"]))
     except OSError:
         return {}
-    out: dict[str, dict[str, list[Any]]] = {}
+    out: RunSeries = {}
     for kind, kind_rows in rows.items():
         columns = list(dict.fromkeys(c for r in kind_rows for c in r))
         out[kind] = {c: [r.get(c) for r in kind_rows] for c in columns}

@@ -20,7 +20,7 @@ BUSY_HOST_CORE_PCT of one core AND more than BUSY_HOST_MACHINE_PCT of the whole 
 
 from __future__ import annotations
 
-from typing import Any
+from pgrig.record.run import SeriesColumns
 
 # % of one core and % of the machine; both must be exceeded (module docstring).
 BUSY_HOST_CORE_PCT = 20.0
@@ -31,9 +31,7 @@ _GROUPS = ("pgbench", "server", "pooler", "pgrig", "other")
 _LOAD = ("pgbench", "server", "pooler")  # what the benchmark itself is made of
 
 
-def cpu_share(
-    os_cols: dict[str, list[Any]], t0: float, t1: float, cpus: int | None
-) -> dict[str, float]:
+def cpu_share(os_cols: SeriesColumns, t0: float, t1: float, cpus: int | None) -> dict[str, float]:
     """Mean CPU (% of one core) of each process group over ts in (t0, t1], the client's share
     of the benchmark's CPU (pgbench must stay small or it is the bottleneck), and other
     processes' CPU also in % of the `cpus` logical CPUs of the machine."""
@@ -43,7 +41,11 @@ def cpu_share(
         values = os_cols.get(f"proc_{name}_cpu")
         if not values:
             continue
-        picked = [v for t, v in zip(ts, values, strict=False) if t0 < t <= t1 and v is not None]
+        picked = [
+            v
+            for t, v in zip(ts, values, strict=False)
+            if t is not None and t0 < t <= t1 and v is not None
+        ]
         if picked:
             out[f"{name}_cpu_pct_core"] = round(sum(picked) / len(picked), 2)
     load = sum(out.get(f"{name}_cpu_pct_core", 0.0) for name in _LOAD)

@@ -10,12 +10,13 @@ readings in one transaction still differ.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
 
 from pgrig.errors import PgrigError, first_line
+from pgrig.record.documents import SettingDoc
 
 SETTING_FIELDS = ("setting", "unit", "boot_val", "reset_val", "source", "context", "vartype")
 
@@ -112,13 +113,14 @@ def short_version(server_version_num: int) -> str:
     return f"{n // 10000}.{n // 100 % 100}.{n % 100}"
 
 
-def settings_snapshot(conn: psycopg.Connection) -> dict[str, dict[str, Any]]:
+def settings_snapshot(conn: psycopg.Connection) -> dict[str, SettingDoc]:
     """The full pg_settings view: name -> {setting, unit, boot_val, reset_val, source, ...}."""
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in SETTING_FIELDS)
     query = sql.SQL("SELECT name, {} FROM pg_settings ORDER BY name").format(cols)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SettingDoc] = {}
     for row in conn.execute(query):
-        out[row[0]] = dict(zip(SETTING_FIELDS, row[1:], strict=True))
+        # the columns of SettingDoc, in its order: pg_settings' text columns
+        out[row[0]] = cast(SettingDoc, dict(zip(SETTING_FIELDS, row[1:], strict=True)))
     return out
 
 

@@ -22,9 +22,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pgrig import interrupts
 from pgrig.errors import first_line
+from pgrig.record.run import RunSeries, SeriesColumns
 
 Value = float | int | None
-Series = dict[str, dict[str, list[Any]]]
+Series = RunSeries
 
 
 @runtime_checkable
@@ -42,7 +43,7 @@ class _Columns:
 
     def __init__(self, sparse_prefixes: Iterable[str]) -> None:
         self.sparse = tuple(sparse_prefixes)
-        self.data: dict[str, list[Any]] = {"ts": [], "up": []}
+        self.data: SeriesColumns = {"ts": [], "up": []}
         self.n = 0
 
     def append(self, ts: float, row: dict[str, Value] | None) -> None:
@@ -66,7 +67,7 @@ class _Columns:
                     col.append(0 if up and key.startswith(self.sparse) else None)
         self.n = n + 1
 
-    def snapshot(self, n: int) -> dict[str, list[Any]]:
+    def snapshot(self, n: int) -> SeriesColumns:
         """Copies of the first n rows, while another thread may still be appending."""
         return {key: col[:n] for key, col in list(self.data.items()) if len(col) >= n}
 
@@ -213,8 +214,8 @@ def window_summary(series: Series, t0: float, t1: float) -> dict[str, float | No
     return out
 
 
-def _window(kind: dict[str, list[Any]], col: str, t0: float, t1: float) -> list[Any]:
+def _window(kind: SeriesColumns, col: str, t0: float, t1: float) -> list[float | None]:
     ts, values = kind.get("ts", []), kind.get(col)
     if values is None:
         return []
-    return [v for t, v in zip(ts, values, strict=True) if t0 < t <= t1]
+    return [v for t, v in zip(ts, values, strict=True) if t is not None and t0 < t <= t1]

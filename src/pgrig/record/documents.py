@@ -144,6 +144,7 @@ __all__ = [
     "RowCount",
     "RunExtra",
     "RunWarning",
+    "SettingDoc",
     "StabilityDoc",
     "StatementDoc",
     "StatementsDoc",
@@ -164,6 +165,19 @@ __all__ = [
     "WaitsDoc",
     "WindowDoc",
 ]
+
+
+class SettingDoc(TypedDict, total=False):
+    """One row of pg_settings as a run records it (RunRecord.settings[name];
+    metrics/pg_snapshot.SETTING_FIELDS): PostgreSQL's text columns."""
+
+    setting: str | None
+    unit: str | None
+    boot_val: str | None
+    reset_val: str | None
+    source: str | None
+    context: str | None
+    vartype: str | None
 
 
 class RunWarning(TypedDict):

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra, RunWarning
+from pgrig.record.documents import (
+    DiskLimitDoc,
+    HostDoc,
+    InsightsDoc,
+    RunExtra,
+    RunWarning,
+    SettingDoc,
+)
 
 RunStatus = Literal["running", "ok", "failed", "aborted", "lost"]
 
@@ -36,6 +43,11 @@ def settings_layer_order(lowest: str = "PostgreSQL defaults") -> str:
     """The order in words: "PostgreSQL defaults < insights < topology < ... < run"."""
     return " < ".join([lowest, *SETTINGS_LAYERS[1:]])
 
+
+# One kind of a run's series, columnar: {column: [values]} ("t" first: seconds from the window's
+# start), and all of them by kind (RunRecord.series)
+SeriesColumns = dict[str, list[float | None]]
+RunSeries = dict[str, SeriesColumns]
 
 LATENCY_FIELDS = ("avg", "stddev", "p50", "p90", "p95", "p99", "p999", "max")
 
@@ -148,12 +160,12 @@ class RunRecord:
     hit_ratio: float | None = None
     scripts: list[ScriptResult] = field(default_factory=list)
     # context
-    settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # full pg_settings snapshot
+    settings: dict[str, SettingDoc] = field(default_factory=dict)  # full pg_settings snapshot
     settings_layers: dict[str, dict[str, str]] = field(default_factory=dict)
     # the server's disk limit and what the kernel held of it (None: not recorded)
     disk_limit: DiskLimitDoc | None = None
     host: HostDoc = field(default_factory=lambda: HostDoc())
-    series: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
+    series: RunSeries = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)  # name -> path
     extra: RunExtra = field(default_factory=lambda: RunExtra())
     # why: statements, plans, log_digest, waits (pgrig.insights); {} when not collected
@@ -172,7 +184,7 @@ class RunRecord:
         kept = [w for w in self.warnings() if w.get("code") != code]
         self.extra["warnings"] = [*kept, RunWarning(code=code, message=message)]
 
-    def non_default_settings(self) -> dict[str, dict[str, Any]]:
+    def non_default_settings(self) -> dict[str, SettingDoc]:
         """Settings whose value differs from PostgreSQL's built-in default (boot_val)."""
         # "client"/"session" values (application_name, ...) belong to the sampling connection,
         # not to the server's configuration.

@@ -20,6 +20,7 @@ from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import NetworkPath
 from pgrig.record.json_values import number, whole
+from pgrig.record.run import SeriesColumns
 from pgrig.table import Cell, CellValue, Table
 
 COLUMNS = [
@@ -119,7 +120,7 @@ class RunHosts:
         }
 
 
-def window_mean(cols: dict[str, list[Any]], values: list[float | None], end: float) -> float | None:
+def window_mean(cols: SeriesColumns, values: list[float | None], end: float) -> float | None:
     kept = [
         v for t, v in zip(cols.get("t", []), values, strict=False)
         if v is not None and t is not None and 0.0 < float(t) <= end + 0.5

@@ -30,6 +30,7 @@ from pgrig.load.core import guard, lifecycle, run_steps
 from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.record.documents import BackupDoc
 from pgrig.record.protocol import RunStore
+from pgrig.record.run import RunSeries
 
 PREFIX = "backup:"
 WHATS = (
@@ -354,13 +355,13 @@ def _start_sampler(env: Environment, dbname: str) -> Any:
     return sampler
 
 
-def _rebased(raw: dict[str, dict[str, list[Any]]], t0: float) -> dict[str, Any]:
-    out = {}
+def _rebased(raw: RunSeries, t0: float) -> RunSeries:
+    out: RunSeries = {}
     for kind, cols in raw.items():
         cols = dict(cols)
         ts = cols.pop("ts", None)
         if ts:
-            out[kind] = {"t": [round(x - t0, 3) for x in ts], **cols}
+            out[kind] = {"t": [None if x is None else round(x - t0, 3) for x in ts], **cols}
     return out
 
 

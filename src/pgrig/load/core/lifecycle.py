@@ -20,7 +20,6 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pgrig import interrupts
 from pgrig.archive import lease, spool
@@ -28,6 +27,7 @@ from pgrig.archive.artifacts import run_artifacts_dir
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.record.protocol import RunStore
+from pgrig.record.run import RunSeries
 
 __all__ = [
     "RunLease",
@@ -105,7 +105,7 @@ def remove_orphan_work_dirs() -> list[Path]:
     return removed
 
 
-SeriesSource = Callable[[], dict[str, dict[str, list[Any]]]]
+SeriesSource = Callable[[], RunSeries]
 
 
 class RunLease:

@@ -45,7 +45,7 @@ from pgrig.provision.state.environment import (
     require_managed,
     without_libpq_vars,
 )
-from pgrig.record.documents import DiskLimitDoc, PoolerDoc, PrewarmDoc, RunExtra
+from pgrig.record.documents import DiskLimitDoc, PoolerDoc, PrewarmDoc, RunExtra, SettingDoc
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
@@ -235,7 +235,7 @@ class _Found:
     restored: list[str]
     disk: DiskLimitDoc | None
     warmed: PrewarmDoc | None
-    settings: dict[str, dict[str, Any]]
+    settings: dict[str, SettingDoc]
     db_size: int | None
 
 

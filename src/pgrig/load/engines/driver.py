@@ -13,12 +13,13 @@ load/engines/engine_choice.py's `for_request` (this module imports no engine: th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from pgrig.archive.records import RunRecord
+    from pgrig.record.run import SeriesColumns
 
 Stream = Literal["stdout", "stderr"]
 
@@ -67,7 +68,7 @@ class LoadDriver(Protocol):
         """After the process ended: read what is left (log files, ...)."""
         ...
 
-    def partial_series(self, warmup_s: float) -> dict[str, list[Any]]:
+    def partial_series(self, warmup_s: float) -> SeriesColumns:
         """The per-second series gathered so far (a lost run keeps it)."""
         ...
 

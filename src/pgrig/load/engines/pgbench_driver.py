@@ -24,6 +24,7 @@ from pgrig.load.engines.driver import Stream
 from pgrig.load.engines.process import die_with_parent
 from pgrig.load.engines.txlog_follower import TxlogFollower
 from pgrig.load.engines.txlog_mode import TxlogChoice
+from pgrig.record.run import SeriesColumns
 
 HDR_RESOLUTION = (
     f"latencies in microseconds, bucketed within {hdr.RELATIVE_ERROR:.3%} (analysis/hdr.py)"
@@ -130,7 +131,7 @@ class PgbenchDriver:
     def stop(self) -> None:
         self.follow = self.follower.stop() if self.follower is not None else None
 
-    def partial_series(self, warmup_s: float) -> dict[str, list[Any]]:
+    def partial_series(self, warmup_s: float) -> SeriesColumns:
         return results.progress_series(list(self.points), warmup_s)
 
     def fill(

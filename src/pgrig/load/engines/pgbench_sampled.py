@@ -34,6 +34,7 @@ from pgrig.load.engines import pgbench_output, progress_totals, results
 from pgrig.load.engines.pgbench_driver import HDR_RESOLUTION, PgbenchDriver
 from pgrig.load.engines.txlog_follower import TxlogFollower
 from pgrig.load.engines.txlog_mode import TxlogChoice
+from pgrig.record.run import SeriesColumns
 
 if TYPE_CHECKING:
     from pgrig.archive.records import RunRecord
@@ -97,7 +98,7 @@ class PgbenchSummaryDriver(PgbenchDriver):
         p95 = self.stream.live()[1] if self.choice.mode == "sampled" else None
         return tps, p95
 
-    def partial_series(self, warmup_s: float) -> dict[str, list[Any]]:
+    def partial_series(self, warmup_s: float) -> SeriesColumns:
         return results.progress_series(list(self.points), 0.0)
 
     def fill(

@@ -16,6 +16,7 @@ from pgrig.analysis.txlog import TxlogSummary
 from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.load.engines import pgbench_output
 from pgrig.record.documents import StabilityDoc, TxlogDoc
+from pgrig.record.run import SeriesColumns
 from pgrig.request import RunRequest
 
 
@@ -113,7 +114,7 @@ def cross_check(
     return found.message
 
 
-def progress_series(points: list[Any], warmup_s: float) -> dict[str, list[Any]]:
+def progress_series(points: list[Any], warmup_s: float) -> SeriesColumns:
     """pgbench's own per-second progress (-P 1) as a series, t from the window's start."""
     return {
         "t": [p.elapsed_s - warmup_s for p in points],
@@ -127,13 +128,13 @@ def sample_origin(rec: RunRecord) -> float | None:
     return rec.started_at.timestamp() + rec.warmup_s if rec.started_at is not None else None
 
 
-def rebased(cols: dict[str, list[Any]], origin: float) -> dict[str, list[Any]] | None:
+def rebased(cols: SeriesColumns, origin: float) -> SeriesColumns | None:
     """A sampler's columns with epoch "ts" replaced by "t", seconds from `origin`."""
     cols = dict(cols)
     ts = cols.pop("ts", None)
     if ts is None:
         return None
-    return {"t": [round(x - origin, 3) for x in ts], **cols}
+    return {"t": [None if x is None else round(x - origin, 3) for x in ts], **cols}
 
 
 def stability_record(t: list[float], tps: list[float]) -> StabilityDoc:

@@ -33,6 +33,7 @@ from pgrig.load.engines import results, sysbench_output
 from pgrig.load.engines.driver import Stream
 from pgrig.provision.state.environment import DEFAULT_DATABASE
 from pgrig.record.documents import LatencyBasisDoc, PercentileCheck
+from pgrig.record.run import SeriesColumns
 from pgrig.request.values import number_text
 from pgrig.workloads import sysbench, sysbench_dataset, sysbench_lua
 
@@ -130,7 +131,7 @@ class SysbenchDriver:
     def stop(self) -> None:
         return None
 
-    def partial_series(self, warmup_s: float) -> dict[str, list[Any]]:
+    def partial_series(self, warmup_s: float) -> SeriesColumns:
         return _series(list(self.intervals), self.lead_in_s)
 
     def fill(

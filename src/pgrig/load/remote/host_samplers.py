@@ -11,6 +11,7 @@ from typing import Any
 
 from pgrig.load.remote import load_hosts
 from pgrig.load.remote.agent_client import AgentClient
+from pgrig.record.run import RunSeries, SeriesColumns
 
 REMOTE_HOME = "/var/lib/pgrig"  # the home of the pgrig that `pgrig host provision` installs
 SILENT_S = 5.0  # a sampler without a row this long at the end of a run: its host went away
@@ -84,7 +85,7 @@ class HostSamplers:
         if self.lost_line and rec.status == "failed":
             rec.error = f"{self.lost_line}; {rec.error}"[:2000]
 
-    def stop(self) -> dict[str, dict[str, list[Any]]]:
+    def stop(self) -> RunSeries:
         """The samplers' series; a silent host is named (lost_line) and given up, not waited
         for."""
         self.lost_line = self.lost(lost_after_s())
@@ -99,14 +100,14 @@ class HostSamplers:
 
 def columns(rows: dict[str, list[tuple[float, dict[str, Any]]]]) -> dict[str, dict[str, list]]:
     """Rows per host -> columnar series "os@HOST" (epoch "ts"; a late column backfilled)."""
-    out: dict[str, dict[str, list[Any]]] = {}
+    out: RunSeries = {}
     for host, kept in rows.items():
         if not kept:
             continue
         keys: list[str] = []
         for _ts, row in kept:
             keys += [k for k in row if k not in keys]
-        cols: dict[str, list[Any]] = {"ts": [ts for ts, _ in kept]}
+        cols: SeriesColumns = {"ts": [ts for ts, _ in kept]}
         cols["up"] = [1 if row else 0 for _, row in kept]
         for k in keys:
             cols[k] = [row.get(k) for _, row in kept]

@@ -33,6 +33,7 @@ from pgrig.load.remote import agent_program, host_samplers
 from pgrig.load.remote.agent_client import AgentClient, Transport
 from pgrig.load.remote.network import RTT_SAMPLES, path_facts
 from pgrig.record.documents import LoadDoc, LoadHost, NetworkPath
+from pgrig.record.run import RunSeries
 
 START_MARGIN_S = 0.3  # the start instant is this far ahead, plus the slowest round trip x 3
 SKEW_WARNING_MS = 100.0
@@ -227,7 +228,7 @@ class MultiHostLoad:
             return sysbench_output.error_lines(state.stdout, "\n".join(state.stderr_lines))
         return errs_of(state)
 
-    def os_series(self) -> dict[str, dict[str, list[Any]]]:
+    def os_series(self) -> RunSeries:
         """Columnar OS rows per host, kind "os@HOST" (epoch "ts", as the local sampler's)."""
         with self._lock:
             return host_samplers.columns(self.os_rows)
@@ -302,7 +303,7 @@ def open_transports(names: Sequence[str], opener: Callable[[str], Transport]) ->
 
 
 def saturated_hosts(
-    series: dict[str, dict[str, list[Any]]], hosts: Sequence[str], start_s: float, end_s: float
+    series: RunSeries, hosts: Sequence[str], start_s: float, end_s: float
 ) -> dict[str, float]:
     """Load hosts whose CPUs were busy more than SATURATED_PCT on average over [start, end]
     (busy = 100 - idle - iowait, of all the host's CPUs): host -> busy %."""
@@ -318,7 +319,7 @@ def saturated_hosts(
                 cols.get("ts", []), cols.get("cpu_idle", []), cols.get("cpu_iowait", []),
                 strict=False,
             )
-            if idle is not None and start_s < ts <= end_s + 0.5
+            if idle is not None and ts is not None and start_s < ts <= end_s + 0.5
         ]  # fmt: skip
         if busy and sum(busy) / len(busy) > SATURATED_PCT:
             out[kind[3:]] = round(sum(busy) / len(busy), 1)
