@@ -99,3 +99,21 @@ def test_an_insights_part_of_the_wrong_shape_reads_as_missing() -> None:
         "waits": {"collected": False, "reason": "not collected: no samples"},
     }
     assert read_document(InsightsDoc, stored) == {"waits": stored["waits"]}
+
+
+def test_a_study_extra_is_read_once_without_its_lease() -> None:
+    from pgrig.archive.rows import study_from_row
+
+    extra = {
+        "lease": {"host": "h", "pid": 1},
+        "objective": "tps",
+        "trials": [{"number": 0, "state": "complete", "value": 812, "run_id": 3,
+                    "settings": {"work_mem": "8MB"}, "reason": None}],
+        "best": None,
+        "threshold": "2%",  # a float declared: left out
+        "versions": [{"label": "18.1", "ref": {"any": "json"}}],
+    }  # fmt: skip
+    row = {"id": 1, "name": "s", "kind": "tune", "spec": "", "status": "done",
+           "created_at": None, "extra": json.dumps(extra)}  # fmt: skip
+    read = study_from_row(row)  # type: ignore[arg-type]
+    assert read.extra == {k: v for k, v in extra.items() if k not in ("lease", "threshold")}

@@ -30,7 +30,7 @@ from pgrig.archive.records import (
 )
 from pgrig.errors import PgrigError
 from pgrig.record.doc_read import read_document
-from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra, SettingDoc
+from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra, SettingDoc, StudyExtra
 from pgrig.record.json_values import JsonValue
 
 RUN_STATUSES = ("running", "ok", "failed", "aborted", "lost")
@@ -179,9 +179,11 @@ def study_from_row(row: RowMapping) -> StudyRecord:
 STUDY_LEASE = "lease"  # a running study's extra: its process (archive/studies.py), not shown
 
 
-def _without_lease(extra: dict[str, Any]) -> dict[str, Any]:
-    extra.pop(STUDY_LEASE, None)
-    return extra
+def _without_lease(stored: JsonValue) -> StudyExtra:
+    """The study's extra, validated once here (record/doc_read.py), without its lease."""
+    if isinstance(stored, dict):
+        stored.pop(STUDY_LEASE, None)
+    return read_document(StudyExtra, stored)
 
 
 def filter_clauses(flt: RunFilter | None) -> list[Any]:

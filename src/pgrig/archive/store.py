@@ -18,7 +18,7 @@ studies.py; which running runs are alive: live_runs.py; what dead runs left: rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from pgrig.archive.schema import (
     alembic_main,
 )
 from pgrig.archive.studies import StudyTable
+from pgrig.record.documents import StudyExtra
 
 __all__ = [
     "LIGHT_EXTRA_KEYS",
@@ -186,5 +187,5 @@ class Archive:
     def delete_empty_study(self, name: str) -> bool:
         return self._studies.delete_empty_study(name)
 
-    def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None:
+    def update_study_extra(self, name: str, values: StudyExtra) -> None:
         self._studies.update_study_extra(name, values)

@@ -10,9 +10,7 @@ death tells, so recovery.py ends it "interrupted" by its lease. Other statuses d
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +30,7 @@ from pgrig.archive.rows import (
 )
 from pgrig.archive.runs import RunTable
 from pgrig.errors import NotFound, PgrigError
+from pgrig.record.documents import StudyExtra
 
 
 class StudyTable:
@@ -83,7 +82,7 @@ class StudyTable:
             id=sid,
             created_at=record_time(created),
             status=rec.status,
-            extra=dict(rec.extra),
+            extra=rec.extra.copy(),
         )
 
     def get_study(self, name: str) -> StudyRecord:
@@ -127,7 +126,7 @@ class StudyTable:
             conn.execute(delete(studies_t).where(studies_t.c.id == sid))
             return True
 
-    def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None:
+    def update_study_extra(self, name: str, values: StudyExtra) -> None:
         """Merge `values` into a study's extra (a tuning study keeps its trials there)."""
         with self._db.write() as conn:
             row = conn.execute(select(studies_t.c.extra).where(studies_t.c.name == name)).first()

@@ -6,9 +6,10 @@ double (or another backend) only has to provide these methods, and mypy checks e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from pgrig.record.documents import StudyExtra
 from pgrig.record.run import RunFilter, RunRecord, StudyRecord
 
 
@@ -65,4 +66,4 @@ class RunStore(RunReader, Protocol):
 
     def delete_empty_study(self, name: str) -> bool: ...
 
-    def update_study_extra(self, name: str, values: Mapping[str, Any]) -> None: ...
+    def update_study_extra(self, name: str, values: StudyExtra) -> None: ...

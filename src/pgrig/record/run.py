@@ -28,6 +28,7 @@ from pgrig.record.documents import (
     RunExtra,
     RunWarning,
     SettingDoc,
+    StudyExtra,
 )
 
 RunStatus = Literal["running", "ok", "failed", "aborted", "lost"]
@@ -217,4 +218,4 @@ class StudyRecord:
     id: int | None = None
     created_at: datetime | None = None
     status: str = "running"  # running | done | interrupted
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: StudyExtra = field(default_factory=lambda: StudyExtra())

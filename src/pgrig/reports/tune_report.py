@@ -16,6 +16,7 @@ from pgrig import format, units
 from pgrig.analysis.compare import METRICS
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.format import pgrig_command
+from pgrig.record.documents import StudyExtra
 from pgrig.reports.document import Cell, Document, Figure, KeyValues, Paragraph, Section, Table
 from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import fmt, verdict_style
@@ -62,7 +63,7 @@ def _workload(runs: list[RunRecord]) -> str:
     return runs[0].workload if runs else ""
 
 
-def _done(x: dict[str, Any]) -> int:
+def _done(x: StudyExtra) -> int:
     return sum(1 for t in x.get("trials") or [] if t.get("state") in ("complete", "pruned"))
 
 
@@ -91,7 +92,7 @@ def _setup(record: StudyRecord, runs: list[RunRecord]) -> Section:
     return Section("Setup", blocks)
 
 
-def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) -> Section:
+def _best(name: str, x: StudyExtra, baseline: RunRecord | None, label: str) -> Section:
     best = x.get("best")
     if not best:
         return Section("Best configuration", [Paragraph("no trial completed", "warn")])
@@ -112,7 +113,7 @@ def _best(name: str, x: dict[str, Any], baseline: RunRecord | None, label: str) 
 
 
 def _verdicts(
-    x: dict[str, Any], runs: list[RunRecord], metric: str, whole: Sequence[RunRecord] = ()
+    x: StudyExtra, runs: list[RunRecord], metric: str, whole: Sequence[RunRecord] = ()
 ) -> Section:
     """The verdicts, each with both sides' evidence (from `whole`: the confirmation runs with
     their insights, when given)."""
@@ -270,7 +271,7 @@ def _window_sum(rec: RunRecord, column: str) -> float:
     return float(sum(_window(rec, column)))
 
 
-def _answer(x: dict[str, Any], a: attribution.Attribution, label: str) -> Section:
+def _answer(x: StudyExtra, a: attribution.Attribution, label: str) -> Section:
     """Seed 000's question in its own terms: what was reached, each setting to what and why,
     and what durable settings alone keep."""
     blocks: list[Any] = []
@@ -411,7 +412,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:.1f}"
 
 
-def _importances(x: dict[str, Any]) -> Section:
+def _importances(x: StudyExtra) -> Section:
     imp = x.get("importances") or {}
     if not imp:
         why = x.get("importances_note") or "not computed"
@@ -430,7 +431,7 @@ def _importances(x: dict[str, Any]) -> Section:
     )
 
 
-def _trials(x: dict[str, Any], runs: list[RunRecord], metric: str, label: str) -> Section:
+def _trials(x: StudyExtra, runs: list[RunRecord], metric: str, label: str) -> Section:
     by_id = {r.id: r for r in runs}
     value = METRICS[metric].value
     rows, figures = [], []
@@ -456,7 +457,7 @@ def _trials(x: dict[str, Any], runs: list[RunRecord], metric: str, label: str) -
 
 
 def trials_chart(
-    x: dict[str, Any], by_id: dict[int | None, RunRecord], metric: str, label: str
+    x: StudyExtra, by_id: dict[int | None, RunRecord], metric: str, label: str
 ) -> Chart | None:
     """The objective per trial: completed and pruned trials, the best so far, the baseline."""
     m = METRICS[metric]

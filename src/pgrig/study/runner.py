@@ -25,6 +25,7 @@ from pgrig import interrupts
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
+from pgrig.record.documents import StudyExtra
 from pgrig.record.figures import headline_text, tpch_mode
 from pgrig.request import RunRequest
 from pgrig.study import plan as planning
@@ -208,12 +209,12 @@ def _open_study(study: StudySpec, plan: Plan, archive: RunStore, resume: bool) -
             )
         archive.set_study_status(study.name, "running")
         return existing
-    extra = {
-        "points": len(plan.points),
-        "repeats": study.repeats,
-        "runs": len(plan.runs),
-        "base_dir": str(study.base_dir),
-    }
+    extra = StudyExtra(
+        points=len(plan.points),
+        repeats=study.repeats,
+        runs=len(plan.runs),
+        base_dir=str(study.base_dir),
+    )
     rec = StudyRecord(name=study.name, kind=study.kind, spec=study.source, extra=extra)
     return archive.create_study(rec)
 

@@ -27,6 +27,7 @@ from pgrig.analysis import rounds
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison, compare_runs
 from pgrig.analysis.compare_paired import min_pairs
 from pgrig.archive.records import RunRecord
+from pgrig.record.documents import StudyExtra
 from pgrig.record.json_values import number
 
 BASELINE, BEST, PGTUNE = "baseline", "best", "pgtune-oltp"
@@ -95,7 +96,7 @@ def plan(repeats: int, study: str, reference: str = PGTUNE_PROFILE) -> list[tupl
     return [(config, r) for r in range(repeats) for config in round_order(study, r, reference)]
 
 
-def misrate_of(extra: dict[str, object]) -> float:
+def misrate_of(extra: StudyExtra) -> float:
     """The misrate a study's verdicts are judged at (older studies: the default)."""
     value = number(extra.get("confirm_misrate"))
     return DEFAULT_MISRATE if value is None else value

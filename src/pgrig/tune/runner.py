@@ -35,6 +35,7 @@ from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.format import pgrig_command
+from pgrig.record.documents import BestTrial, TrialDoc
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
@@ -101,7 +102,7 @@ class TuneResult:
     name: str
     status: str  # done | interrupted | failed
     trials_done: int = 0
-    best: dict[str, Any] | None = None
+    best: BestTrial | None = None
     error: str | None = None
 
 
@@ -668,30 +669,30 @@ class _Tuner:
     def confirmed(self) -> bool:
         return self._confirmed
 
-    def best(self) -> dict[str, Any] | None:
+    def best(self) -> BestTrial | None:
         import optuna
 
         complete = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
         if not complete:
             return None
         t = self.study.best_trial
-        return {
-            "trial": t.number,
-            "value": t.value,
-            "run_id": t.user_attrs.get("run_id"),
-            "settings": self.req.space.settings(t.params),
-        }
+        return BestTrial(
+            trial=t.number,
+            value=t.value,
+            run_id=t.user_attrs.get("run_id"),
+            settings=self.req.space.settings(t.params),
+        )
 
-    def trials(self) -> list[dict[str, Any]]:
+    def trials(self) -> list[TrialDoc]:
         return [
-            {
-                "number": t.number,
-                "state": t.state.name.lower(),
-                "value": t.value,
-                "run_id": t.user_attrs.get("run_id"),
-                "settings": t.user_attrs.get("settings") or self.req.space.settings(t.params),
-                "reason": t.user_attrs.get("reason"),
-            }
+            TrialDoc(
+                number=t.number,
+                state=t.state.name.lower(),
+                value=t.value,
+                run_id=t.user_attrs.get("run_id"),
+                settings=t.user_attrs.get("settings") or self.req.space.settings(t.params),
+                reason=t.user_attrs.get("reason"),
+            )
             for t in self.study.get_trials(deepcopy=False)
             if t.state.name != "WAITING"
         ]

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from pgrig import units
 from pgrig.errors import PgrigError
 from pgrig.provision.settings import profiles
+from pgrig.record.documents import SpaceKnobDoc
 from pgrig.request.problems import in_file
 from pgrig.tune import space_file
 from pgrig.tune.space_file import KnobTable, SpaceFile
@@ -137,10 +138,10 @@ class Space:
     def unsafe_names(self) -> list[str]:
         return [k.name for k in self.knobs if k.name in UNSAFE]
 
-    def as_dicts(self) -> list[dict[str, Any]]:
+    def as_dicts(self) -> list[SpaceKnobDoc]:
         """What the archive keeps with the study and the report shows."""
         return [
-            {"name": k.name, "group": k.group, "range": k.describe(), "restart": k.restart}
+            SpaceKnobDoc(name=k.name, group=k.group, range=k.describe(), restart=k.restart)
             for k in self.knobs
         ]
 

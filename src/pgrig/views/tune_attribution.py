@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison
 from pgrig.archive.records import RunRecord
 from pgrig.insights.summary import parts
+from pgrig.record.documents import AblationDoc, StudyExtra
 from pgrig.tune import ablation, confirm
 from pgrig.tune.runner import BASELINE_POINT
 
@@ -84,7 +84,7 @@ class Attribution:
 
 
 def build(
-    extra: dict[str, Any],
+    extra: StudyExtra,
     runs: Sequence[RunRecord],
     metric: str,
     whole: Sequence[RunRecord] = (),
@@ -133,7 +133,7 @@ def build(
     return out
 
 
-def unfinished(status: str, extra: dict[str, Any], runs: Sequence[RunRecord]) -> str | None:
+def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str | None:
     """Where a study that did not end stopped, in words ("interrupted in its confirmation
     after 1 of 4 rounds: ..."); None for a study that ended (done)."""
     if status == "done":
@@ -173,11 +173,11 @@ def unfinished(status: str, extra: dict[str, Any], runs: Sequence[RunRecord]) ->
     return f"{status} {where}"
 
 
-def _trials_done(extra: dict[str, Any]) -> int:
+def _trials_done(extra: StudyExtra) -> int:
     return sum(1 for t in extra.get("trials") or [] if t.get("state") in ("complete", "pruned"))
 
 
-def _planned(extra: dict[str, Any]) -> int | str:
+def _planned(extra: StudyExtra) -> int | str:
     planned = extra.get("trials_planned")
     return planned if isinstance(planned, int) else "?"
 
@@ -199,7 +199,7 @@ def holm_text(a: Attribution) -> str:
     )
 
 
-def ablation_names(plan: dict[str, Any]) -> list[str]:
+def ablation_names(plan: AblationDoc) -> list[str]:
     return list(plan.get("configs") or {})
 
 
@@ -252,7 +252,7 @@ def wait_pct(group: Sequence[RunRecord], names: Sequence[str]) -> float | None:
     return 100.0 * seen / active if active else None
 
 
-def reasons(extra: dict[str, Any], a: Attribution) -> list[Reason]:
+def reasons(extra: StudyExtra, a: Attribution) -> list[Reason]:
     """One reason per setting of the best configuration (module docstring)."""
     best = (extra.get("best") or {}).get("settings") or {}
     by_knob = {k: s for s in a.shares for k in s.unit.knobs}
