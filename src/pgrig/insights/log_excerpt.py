@@ -19,10 +19,11 @@ import re
 from collections import Counter, deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pgrig.format import size as byte_size
 from pgrig.insights.server_log import PART_SEVERITIES, line_severity
+from pgrig.record.documents import LogExcerptDoc
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -164,7 +165,7 @@ class LogExcerpt:
             return
         self.kept_bytes += len(text.encode())
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> LogExcerptDoc:
         """The rest written and the file closed; raises the OSError that stopped the writing
         (the caller records it and removes the file), if one did."""
         if not self.closed:
@@ -185,18 +186,18 @@ class LogExcerpt:
             raise self.error
         return self.summary()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LogExcerptDoc:
         """What the server wrote during the run and what the kept file holds."""
-        return {
-            "written_bytes": self.read_bytes,
-            "kept_bytes": self.kept_bytes,
-            "records": dict(_ordered(self.records)),
-            "dropped": dict(_ordered(self.dropped)),
-            "dropped_bytes": self.dropped_bytes,
-        }
+        return LogExcerptDoc(
+            written_bytes=self.read_bytes,
+            kept_bytes=self.kept_bytes,
+            records=dict(_ordered(self.records)),
+            dropped=dict(_ordered(self.dropped)),
+            dropped_bytes=self.dropped_bytes,
+        )
 
 
-def describe(doc: dict[str, Any]) -> str:
+def describe(doc: LogExcerptDoc) -> str:
     """The run's extra["server_log"] in a line: '1.2 GiB written, 3.1 MiB kept, 812,004 plans,
     12 errors left out'."""
     text = f"{byte_size(doc.get('written_bytes'))} written, {byte_size(doc.get('kept_bytes'))} kept"

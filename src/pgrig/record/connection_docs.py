@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing_extensions import TypedDict
 
+from pgrig.record.insight_docs import PoolerLogDoc
+
 __all__ = [
     "BackendEnded",
     "ConnectionDoc",
@@ -47,6 +49,7 @@ class PoolerDoc(TypedDict, total=False):
     # processes, samples, then SHOW STATS' totals and peaks by their own names (xact_count,
     # wait_time_s, max_cl_waiting...), and last_error when the pooler stopped answering
     totals: dict[str, int | float | str]
+    log: PoolerLogDoc  # what the run kept of the pooler's log (load/core/pooler_log.py)
 
 
 # "from" is a keyword: the functional form

@@ -48,6 +48,7 @@ from pgrig.record.insight_docs import (
     LogDigestDoc,
     LogErrorsDoc,
     LogExample,
+    LogExcerptDoc,
     LogFirst,
     LogInterval,
     LogMessage,
@@ -61,6 +62,8 @@ from pgrig.record.insight_docs import (
     PlanStatement,
     PlanTopUpDoc,
     PlanTopUpScript,
+    PoolerLogDoc,
+    ServerLogDoc,
     StatementDoc,
     StatementsDoc,
     TempFilesDoc,
@@ -134,6 +137,7 @@ __all__ = [
     "LogDigestDoc",
     "LogErrorsDoc",
     "LogExample",
+    "LogExcerptDoc",
     "LogFirst",
     "LogInterval",
     "LogMessage",
@@ -151,12 +155,14 @@ __all__ = [
     "PlanTopUpScript",
     "PlansDoc",
     "PoolerDoc",
+    "PoolerLogDoc",
     "PrewarmDoc",
     "ReplicaDoc",
     "ReplicaLag",
     "RowCount",
     "RunExtra",
     "RunWarning",
+    "ServerLogDoc",
     "SettingDoc",
     "SpaceKnobDoc",
     "StabilityDoc",
@@ -266,7 +272,7 @@ class RunExtra(TypedDict, total=False):
     wait_sampling: WaitSamplingDoc
     plan_top_up: PlanTopUpDoc
     # the server log during the run: written, kept, left out (load/core/server_log_follow.py)
-    server_log: dict[str, Any]
+    server_log: ServerLogDoc
     # what pgrig itself took from the run (load/core/harness_meter.py)
     harness_cost: HarnessCostDoc
     # the run's backends left on its servers after the client ended, terminated

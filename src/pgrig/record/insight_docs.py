@@ -16,6 +16,7 @@ __all__ = [
     "LogDigestDoc",
     "LogErrorsDoc",
     "LogExample",
+    "LogExcerptDoc",
     "LogFirst",
     "LogInterval",
     "LogMessage",
@@ -29,6 +30,8 @@ __all__ = [
     "PlanTopUpDoc",
     "PlanTopUpScript",
     "PlansDoc",
+    "PoolerLogDoc",
+    "ServerLogDoc",
     "StatementDoc",
     "StatementsDoc",
     "TempFilesDoc",
@@ -101,6 +104,34 @@ class InsightPart(TypedDict, total=False):
 
     collected: bool
     reason: str
+
+
+class LogExcerptDoc(TypedDict, total=False):
+    """What a server (or pooler) wrote during the run and what its kept excerpt holds
+    (insights/log_excerpt.py LogExcerpt.summary): bytes, and records by kind."""
+
+    written_bytes: int
+    kept_bytes: int
+    records: dict[str, int]
+    dropped: dict[str, int]
+    dropped_bytes: int
+
+
+class ServerLogDoc(LogExcerptDoc, total=False):
+    """extra["server_log"]: the run's part of the server log (load/core/server_log_follow.py)."""
+
+    server_file_cut_bytes: int
+    problems: list[str]
+
+
+class PoolerLogDoc(LogExcerptDoc, total=False):
+    """extra["pooler"]["log"]: the run's part of the pooler's log (load/core/pooler_log.py)."""
+
+    collected: bool
+    where: str  # "here", or the pooler's host
+    reason: str
+    truncated: bool
+    cut: str  # why the log was not read to its end
 
 
 # --- the four parts (insights/*.py): each an InsightPart with its own keys -------------------

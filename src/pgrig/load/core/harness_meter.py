@@ -24,6 +24,7 @@ from pgrig.errors import first_line
 from pgrig.metrics import harness_cost
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import HarnessCostDoc, HarnessLoadHost
+from pgrig.record.run import RunRecord
 
 OWN_SESSIONS_SQL = (
     "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
@@ -105,14 +106,14 @@ def metering(
             rec.extra["harness_cost"] = meter.stop(exclude())
 
 
-def add_load_hosts(rec: Any, hosts: dict[str, HarnessLoadHost]) -> None:
+def add_load_hosts(rec: RunRecord, hosts: dict[str, HarnessLoadHost]) -> None:
     """The load hosts' agents' CPU (load/core/multi_runner.py)."""
     doc = rec.extra.get("harness_cost")
     if isinstance(doc, dict) and hosts:
         doc["load_hosts"] = hosts
 
 
-def add_server_log(rec: Any) -> None:
+def add_server_log(rec: RunRecord) -> None:
     """Plans and bytes the server logged during the run, from what the run read of its log
     (extra["server_log"], load/core/server_log_follow.py)."""
     doc = rec.extra.get("harness_cost")

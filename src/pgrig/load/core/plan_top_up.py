@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import subprocess
 import time
-from typing import Any
 
 from pgrig.insights import sampling
+from pgrig.insights.collector import Collection
 from pgrig.load.engines import command as pgbench_command
 from pgrig.load.engines.process import die_with_parent
 from pgrig.provision.state.environment import Environment, without_libpq_vars
 from pgrig.record.documents import PlanTopUpDoc, PlanTopUpScript
+from pgrig.record.run import RunRecord
 from pgrig.request import RunRequest
 
 MAX_SCRIPTS = 10
@@ -30,7 +31,9 @@ TIMEOUT_S = 30.0
 EXPLAIN_ALL = "-c auto_explain.log_min_duration=0 -c auto_explain.sample_rate=1"
 
 
-def run(collection: Any, spec: RunRequest, env: Environment, dbname: str, rec: Any) -> None:
+def run(
+    collection: Collection, spec: RunRequest, env: Environment, dbname: str, rec: RunRecord
+) -> None:
     """Top up the plans of the scripts that lack them (never raises: a failure is recorded)."""
     if not env.managed or spec.is_sysbench or not spec.scripts or not rec.scripts:
         return

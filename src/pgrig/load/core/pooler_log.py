@@ -13,11 +13,12 @@ import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pgrig.errors import PgrigError, first_line
 from pgrig.insights.log_excerpt import LogExcerpt
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import PoolerLogDoc
+from pgrig.record.run import RunRecord
 
 ARTIFACT = "pooler.log"
 # "2026-11-26 01:00:00.000 UTC [7] WARNING C-0x55d: pgrig/pgrig_pool@10.0.0.1:4242 ..."
@@ -54,7 +55,7 @@ def mark(env: Environment, via: str) -> LogMark | None:
         return LogMark((), where, first_line(e))
 
 
-def keep(rec: Any, env: Environment, start: LogMark | None, art_dir: Path) -> None:
+def keep(rec: RunRecord, env: Environment, start: LogMark | None, art_dir: Path) -> None:
     """The run's segment of the pooler's log into art_dir/pooler.log (rec.artifacts), and what
     was kept into rec.extra["pooler"]["log"]. Never raises: the log is not the run."""
     if start is None:
@@ -79,8 +80,9 @@ def keep(rec: Any, env: Environment, start: LogMark | None, art_dir: Path) -> No
     except OSError as e:  # a full disk: the run keeps its figures, the log is said lost
         with contextlib.suppress(OSError):
             path.unlink()
-        doc["log"] = {"collected": False, "where": start.where,
-                      "reason": f"not kept: {first_line(e)}"}  # fmt: skip
+        doc["log"] = PoolerLogDoc(
+            collected=False, where=start.where, reason=f"not kept: {first_line(e)}"
+        )
         return
     if not summary["written_bytes"]:
         with contextlib.suppress(OSError):
@@ -91,9 +93,10 @@ def keep(rec: Any, env: Environment, start: LogMark | None, art_dir: Path) -> No
     else:
         rec.artifacts[ARTIFACT] = ARTIFACT
     truncated = bool(summary["dropped_bytes"]) or cut is not None
-    doc["log"] = {"collected": True, "where": start.where, **summary, "truncated": truncated,
-                  **({"cut": cut} if cut is not None else {})}  # fmt: skip
+    doc["log"] = PoolerLogDoc(collected=True, where=start.where, **summary, truncated=truncated)
+    if cut is not None:
+        doc["log"]["cut"] = cut
 
 
-def _not_collected(start: LogMark, why: str) -> dict[str, Any]:
-    return {"collected": False, "where": start.where, "reason": f"not collected: {why}"}
+def _not_collected(start: LogMark, why: str) -> PoolerLogDoc:
+    return PoolerLogDoc(collected=False, where=start.where, reason=f"not collected: {why}")

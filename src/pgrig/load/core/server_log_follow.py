@@ -34,6 +34,7 @@ from pgrig.insights.log_excerpt import LogExcerpt
 from pgrig.load.core import run_files
 from pgrig.provision.server import log_file
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import ServerLogDoc
 
 FOLLOW_BYTES = 32 * 1024 * 1024  # read during the load only when this much waits
 POLL_S = 2.0
@@ -137,11 +138,12 @@ class RunServerLog:
         self.stop()
         self._read_and_cut()
         try:
-            doc: dict[str, Any] = self.excerpt.close()
+            doc = ServerLogDoc(**self.excerpt.close())
             files.rec.artifacts[ARTIFACT] = ARTIFACT
         except OSError as e:
             files.failed(self.excerpt.path, e)
-            doc = {**self.excerpt.summary(), "kept_bytes": 0}
+            doc = ServerLogDoc(**self.excerpt.summary())
+            doc["kept_bytes"] = 0
         doc["server_file_cut_bytes"] = self.removed_before + self.removed
         if self.problems:
             doc["problems"] = self.problems

@@ -5,7 +5,7 @@ stopped streaming while the run lasted."""
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import cast
 
 from pgrig.archive.records import RunRecord
 from pgrig.metrics.replication_metrics import ReplicationSampler
@@ -13,6 +13,7 @@ from pgrig.metrics.sampler import Sampler
 from pgrig.provision.server import replicas
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import ReplicaDoc, TargetServer, TopologyDoc
+from pgrig.request import RunRequest
 
 BEHIND_BYTES = 64 * 1024 * 1024  # replay lag at the end of a run that counts as "behind"
 
@@ -115,7 +116,7 @@ def targets(env: Environment, role: str) -> list[Environment]:
     return [env]
 
 
-def check_target(env: Environment, spec: Any, pgbench_major: int | None) -> None:
+def check_target(env: Environment, spec: RunRequest, pgbench_major: int | None) -> None:
     """--target replica/split: refused before anything starts when it cannot work."""
     role = spec.target_role
     if role == "primary":
@@ -213,7 +214,7 @@ class TargetCommits:
     """Transactions per target server over the run (extra["targets"]); nothing without
     replicas."""
 
-    def __init__(self, env: Environment, spec: Any, dbname: str, rec: RunRecord) -> None:
+    def __init__(self, env: Environment, spec: RunRequest, dbname: str, rec: RunRecord) -> None:
         self.env, self.role, self.dbname = env, spec.target_role, dbname
         self.before: dict[str, int | None] | None = None
         self.t0 = time.monotonic()

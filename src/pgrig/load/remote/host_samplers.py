@@ -11,7 +11,8 @@ from typing import Any
 
 from pgrig.load.remote import load_hosts
 from pgrig.load.remote.agent_client import AgentClient
-from pgrig.record.run import RunSeries, SeriesColumns
+from pgrig.provision.state.environment import Environment
+from pgrig.record.run import RunRecord, RunSeries, SeriesColumns
 
 REMOTE_HOME = "/var/lib/pgrig"  # the home of the pgrig that `pgrig host provision` installs
 SILENT_S = 5.0  # a sampler without a row this long at the end of a run: its host went away
@@ -26,7 +27,7 @@ def lost_after_s() -> float:
     return min(SILENT_LOST_S, silence_s())
 
 
-def db_host(env: Any) -> str | None:
+def db_host(env: Environment) -> str | None:
     """The registered host an environment's server runs on (None: this machine)."""
     on = getattr(env, "on", None)
     return str(on) if on else None
@@ -79,7 +80,7 @@ class HostSamplers:
                 return None
             time.sleep(0.2)
 
-    def blame(self, rec: Any) -> None:
+    def blame(self, rec: RunRecord) -> None:
         """A failed run whose host was lost says so first (the cause before its consequence:
         pgbench's connections to that host timing out)."""
         if self.lost_line and rec.status == "failed":
@@ -115,7 +116,7 @@ def columns(rows: dict[str, list[tuple[float, dict[str, Any]]]]) -> dict[str, di
     return out
 
 
-def pooler_host(env: Any) -> str | None:
+def pooler_host(env: Environment) -> str | None:
     """The registered host an environment's pooler runs on (None: none, or this machine)."""
     pooler = getattr(env, "pooler", None) or {}
     if not db_host(env) or not pooler:
@@ -150,7 +151,7 @@ def for_env(env: Any, via: str = "direct") -> HostSamplers:
     return samplers
 
 
-def record(rec: Any, samplers: HostSamplers, load_hosts_: list[str] | None = None) -> None:
+def record(rec: RunRecord, samplers: HostSamplers, load_hosts_: list[str] | None = None) -> None:
     """The roles of the run's hosts (extra["host_roles"]) and samplers that could not start."""
     roles = {h: ["load"] for h in load_hosts_ or []}
     for host, rs in samplers.roles.items():
