@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pgrig.archive.records import RunRecord
     from pgrig.archive.store import Archive
     from pgrig.insights.plan_changes import PlanChange
+    from pgrig.views.compare import ComparisonView
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -289,7 +290,7 @@ def compare_cmd(
         )
 
 
-def _print_compare(view: Any, wide: bool = False) -> None:
+def _print_compare(view: ComparisonView, wide: bool = False) -> None:
     """The comparison view (pgrig.views.compare) on the terminal: context, figures with the
     engine's ratios and verdicts, the settings that differ, then what changed."""
     from rich.text import Text

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -17,6 +17,9 @@ from typer.core import TyperGroup
 from pgrig.cli.common import ArchiveOpt, err_console, out_console, print_json, read_upto
 from pgrig.errors import PgrigError
 from pgrig.request.values import ascii_number
+
+if TYPE_CHECKING:
+    from pgrig.record.protocol import RunStore
 
 # a percentage or a fraction (track/ parses both), unlike runs compare's float --threshold
 ThresholdOpt = Annotated[
@@ -284,7 +287,7 @@ def measure(
         sys.exit(1)
 
 
-def _destroy(store: Any, name: str, yes: bool, force: bool, as_json: bool) -> None:
+def _destroy(store: RunStore, name: str, yes: bool, force: bool, as_json: bool) -> None:
     from pgrig.cli import common
     from pgrig.track import cleanup, runner
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from pgrig.archive.protocol import RunStore
     from pgrig.archive.records import RunRecord
+    from pgrig.tune.runner import TuneRequest, TuneResult
     from pgrig.views.tune_attribution import Attribution
 
 
@@ -261,7 +262,7 @@ def print_space_notes(console: Console, notes: list[str]) -> None:
             console.print(f"space: {escape(note)}", highlight=False, soft_wrap=True)
 
 
-def _with_progress(console: Console, req: Any, store: RunStore, resume: bool) -> Any:
+def _with_progress(console: Console, req: TuneRequest, store: RunStore, resume: bool) -> TuneResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pgrig.tune import runner

@@ -23,9 +23,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import first_line
+
+if TYPE_CHECKING:
+    import psycopg
 
 Row = dict[str, float | int | None]
 LEVELS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login")
@@ -173,7 +176,7 @@ class PoolerSampler:
             self._close(i)
 
 
-def _rows(conn: Any, query: str) -> list[dict[str, Any]]:
+def _rows(conn: psycopg.Connection, query: str) -> list[dict[str, Any]]:
     cur = conn.cursor()
     cur.execute(query)
     names = [d.name for d in cur.description or []]

@@ -24,13 +24,16 @@ import contextlib
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig import interrupts
 from pgrig.errors import first_line
 from pgrig.metrics.pg_metrics import WAIT_PREFIX
 from pgrig.metrics.pg_snapshot import WORKLOAD_BACKENDS_SQL
 from pgrig.record.documents import WaitSamplerStats, WaitSamplingFound
+
+if TYPE_CHECKING:
+    import psycopg
 
 APPLICATION_NAME = "pgrig-waits"
 MAX_HZ = 50
@@ -184,7 +187,7 @@ class WaitSamplingSource:
     name = "wait_sampling"
     sparse_prefixes: tuple[str, ...] = (WAIT_PREFIX,)
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: psycopg.Connection | None) -> None:
         self._conn = conn
         self._prev: dict[tuple[int, str], int] | None = None
         self.last_error: str | None = None
@@ -239,12 +242,13 @@ def open_wait_sampling(conninfo: str, dbname: str, managed: bool) -> tuple[Any, 
     return source, found
 
 
-def _wait_sampling_state(conn: Any, dbname: str, managed: bool) -> WaitSamplingFound:
+def _wait_sampling_state(conn: psycopg.Connection, dbname: str, managed: bool) -> WaitSamplingFound:
     row = conn.execute(
         "SELECT current_setting('shared_preload_libraries'),"
         " (SELECT default_version FROM pg_available_extensions WHERE name = 'pg_wait_sampling'),"
         " (SELECT extversion FROM pg_extension WHERE extname = 'pg_wait_sampling')"
     ).fetchone()
+    assert row is not None  # a SELECT without FROM: one row
     libraries = [x.strip().strip('"') for x in (row[0] or "").split(",")]
     available, created = row[1], row[2]
     if "pg_wait_sampling" not in libraries:
@@ -269,20 +273,22 @@ def _wait_sampling_state(conn: Any, dbname: str, managed: bool) -> WaitSamplingF
             }
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_wait_sampling")
         notes.append(f"created extension pg_wait_sampling in database {dbname}")
-    settings = dict(
-        conn.execute(
+    settings: dict[str, str] = {
+        str(name): str(value)
+        for name, value in conn.execute(
             "SELECT name, setting FROM pg_settings WHERE name LIKE 'pg\\_wait\\_sampling.%'"
         ).fetchall()
-    )
+    }
     if settings.get("pg_wait_sampling.profile_pid", "on") != "on":
         return {
             "used": False,
             "reason": "pg_wait_sampling.profile_pid is off: its profile cannot be told apart "
             "per backend",
         }
-    version = conn.execute(
+    found = conn.execute(
         "SELECT extversion FROM pg_extension WHERE extname = 'pg_wait_sampling'"
-    ).fetchone()[0]
+    ).fetchone()
+    version = found[0] if found else None  # dropped meanwhile by another session
     period = settings.get("pg_wait_sampling.profile_period")
     cpu = settings.get("pg_wait_sampling.sample_cpu")
     return {

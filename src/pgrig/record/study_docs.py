@@ -11,6 +11,7 @@ __all__ = [
     "AblationUnit",
     "BestTrial",
     "ConfirmLook",
+    "DestroyedDoc",
     "SpaceKnobDoc",
     "StudyExtra",
     "TrialDoc",
@@ -64,6 +65,11 @@ class AblationDoc(TypedDict, total=False):
     repeats: int
 
 
+class DestroyedDoc(TypedDict, total=False):
+    at: str  # ISO 8601
+    names: list[str]
+
+
 class StudyExtra(TypedDict, total=False):
     """StudyRecord.extra: what a study records beside its spec (total=False: each kind writes
     its own keys, and a study of an older pgrig may lack any)."""
@@ -97,3 +103,4 @@ class StudyExtra(TypedDict, total=False):
     versions: list[dict[str, JsonValue]]
     last_check: dict[str, JsonValue]
     bisections: list[dict[str, JsonValue]]
+    environments_destroyed: DestroyedDoc  # track/cleanup.py

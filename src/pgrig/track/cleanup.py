@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from pgrig import paths
 from pgrig.errors import NotFound, PgrigError
+from pgrig.record.protocol import RunStore
 from pgrig.track.runner import Series, load_series
 from pgrig.track.spec import ENV_PREFIX, env_name
 
@@ -41,7 +41,7 @@ def environments(series: Series) -> list[str]:
 
 
 def destroy(
-    archive: Any, name: str, force: bool = False, say: Callable[[str], None] | None = None
+    archive: RunStore, name: str, force: bool = False, say: Callable[[str], None] | None = None
 ) -> list[str]:
     """Destroy every environment of the series `name`; returns their names. Refuses, before
     destroying any, while a run holds one of them (unless `force`)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +26,9 @@ from pgrig.format import pgrig_command
 from pgrig.record.protocol import RunReader, RunStore
 from pgrig.track.spec import KIND, TrackSpec, env_name
 from pgrig.track.versions import VersionPoint
+
+if TYPE_CHECKING:
+    from pgrig.provision.state.environment import Environment
 
 SERIES_MARK = "track-series"  # in a trk- environment's directory: the series that made it
 SERVER_ONLY_NOTE = (
@@ -243,7 +246,7 @@ class Measurer:
         cluster.ensure_running(env)
         self.running = point.env  # ours now: stopped when we move on
 
-    def verify(self, env: Any, point: VersionPoint) -> None:
+    def verify(self, env: Environment, point: VersionPoint) -> None:
         """An existing trk-NAME-VERSION environment is reused only as the series made it:
         one the series did not make is refused (never taken over); settings changed since
         (`env set`) are put back to the series' and said; another profile or insights layer

@@ -4,14 +4,17 @@ from its values overall, as shares summing to 1. Pruned trials are left out."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import optuna
 
 MIN_TRIALS = 3  # fewer completed trials say nothing about which knob matters
 METHOD = "PED-ANOVA (Optuna)"
 
 
-def knob_importances(study: Any) -> tuple[dict[str, float], str | None]:
-    """({knob: share}, None), or ({}, why there are none). `study`: an optuna.Study."""
+def knob_importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
+    """({knob: share}, None), or ({}, why there are none)."""
     import optuna
 
     complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))

@@ -48,6 +48,8 @@ from pgrig.tune.objective import Objective
 from pgrig.tune.space import RESTART_GROUP, Space
 
 if TYPE_CHECKING:
+    import optuna
+
     from pgrig.load.core.run_steps import StopIf
 
 KIND = "tune"
@@ -368,7 +370,7 @@ class _Tuner:
         backend: Backend,
         console: Console,
         clock: Callable[[], float],
-        study: Any,
+        study: optuna.Study,
         on_trial: Callable[[int, int, str], None] | None,
     ) -> None:
         self.req, self.archive, self.backend, self.console = req, archive, backend, console

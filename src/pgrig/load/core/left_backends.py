@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from pgrig.record.documents import BackendEnded
 
 if TYPE_CHECKING:
+    import psycopg
+
     from pgrig.archive.records import RunRecord
     from pgrig.provision.state.environment import Environment
     from pgrig.request import RunRequest
@@ -73,7 +75,9 @@ def end_left_backends(
     return ended
 
 
-def _end_on(conn: Any, server: str, name: str, settle_s: float) -> list[BackendEnded]:
+def _end_on(
+    conn: psycopg.Connection, server: str, name: str, settle_s: float
+) -> list[BackendEnded]:
     query = (
         "SELECT pid, state, wait_event_type || ':' || wait_event, "
         "extract(epoch FROM now() - query_start)::float8 FROM pg_stat_activity "

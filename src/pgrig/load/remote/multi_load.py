@@ -30,7 +30,7 @@ from pgrig.analysis.txlog_merge import ClockOffset, TxlogMerge, launch_skew_us
 from pgrig.load.engines import pgbench_output, sysbench_output
 from pgrig.load.engines.process import failure_reason
 from pgrig.load.remote import agent_program, host_samplers
-from pgrig.load.remote.agent_client import AgentClient, Transport
+from pgrig.load.remote.agent_client import AgentClient, AgentState, Transport
 from pgrig.load.remote.network import RTT_SAMPLES, path_facts
 from pgrig.record.documents import LoadDoc, LoadHost, NetworkPath
 from pgrig.record.run import RunSeries
@@ -222,7 +222,7 @@ class MultiHostLoad:
             out += [f"load host {name}: {e}" for e in st.errors[:2]]
         return "; ".join(first + out) or None
 
-    def errors_of(self, state: Any) -> list[str]:
+    def errors_of(self, state: AgentState) -> list[str]:
         """The error lines of one host's load generator."""
         if self.program == "sysbench":
             return sysbench_output.error_lines(state.stdout, "\n".join(state.stderr_lines))
@@ -326,6 +326,6 @@ def saturated_hosts(
     return out
 
 
-def errs_of(state: Any) -> list[str]:
+def errs_of(state: AgentState) -> list[str]:
     """pgbench's own error lines of one host."""
     return pgbench_output.error_lines("\n".join(state.stderr_lines))

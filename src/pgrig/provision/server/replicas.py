@@ -16,7 +16,7 @@ import contextlib
 import shutil
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import PgrigError
 from pgrig.provision.server import postmaster, server_settings
@@ -25,6 +25,9 @@ from pgrig.provision.server.standby import base_backup, plain_conninfo
 from pgrig.provision.settings import config, topology_layer
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+
+if TYPE_CHECKING:
+    import psycopg
 
 Progress = Callable[[str], None]
 MAX_REPLICAS = 8
@@ -271,10 +274,10 @@ FROM pg_replication_slots WHERE slot_type = 'physical'
 """
 
 
-def replication_rows(conn: Any) -> dict[str, dict[str, Any]]:
+def replication_rows(conn: psycopg.Connection) -> dict[str, dict[str, Any]]:
     """pg_stat_replication of the primary by application_name (lag in bytes and ms)."""
     cur = conn.execute(REPLICATION_SQL)
-    cols = [d.name for d in cur.description]
+    cols = [d.name for d in cur.description or []]
     out = {}
     for row in cur.fetchall():
         doc = dict(zip(cols, row, strict=True))
