@@ -117,3 +117,21 @@ def test_a_study_extra_is_read_once_without_its_lease() -> None:
            "created_at": None, "extra": json.dumps(extra)}  # fmt: skip
     read = study_from_row(row)  # type: ignore[arg-type]
     assert read.extra == {k: v for k, v in extra.items() if k not in ("lease", "threshold")}
+
+
+def test_a_round_trip_measurement_reads_whole() -> None:
+    """What the load agent measures (its own code, run here) fits RttDoc: nothing is lost."""
+    from pgrig.load.remote.remote_agent import measure_rtt
+    from pgrig.record.documents import RttDoc
+
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)  # the kernel answers the connects: nothing to accept
+        port = server.getsockname()[1]
+        measured = json.loads(json.dumps(measure_rtt("127.0.0.1", port, 3, timeout=2.0)))
+    assert len(measured["samples_us"]) == 3
+    assert read_document(RttDoc, measured) == measured
+    failed = json.loads(json.dumps(measure_rtt("/nonexistent-dir", 5432, 2, timeout=0.1)))
+    assert failed.get("error") and read_document(RttDoc, failed) == failed

@@ -32,6 +32,7 @@ from pgrig.errors import PgrigError
 from pgrig.record.doc_read import read_document
 from pgrig.record.documents import HostDoc, InsightsDoc, RunExtra, SettingDoc, StudyExtra
 from pgrig.record.json_values import JsonValue
+from pgrig.record.run import SeriesColumns
 
 RUN_STATUSES = ("running", "ok", "failed", "aborted", "lost")
 # What `pgrig runs mark` may set: the ends of a run pgrig could not record itself.
@@ -255,6 +256,18 @@ def _layers(stored: JsonValue) -> dict[str, dict[str, str]]:
         str(layer): {str(k): str(v) for k, v in values.items()}
         for layer, values in stored.items()
         if isinstance(values, dict)
+    }
+
+
+def series_columns(stored: JsonValue) -> SeriesColumns:
+    """One kind of a run's series as stored, {column: [values]}: numbers and nulls (a value of
+    another JSON type, which pgrig never writes, reads as null)."""
+    if not isinstance(stored, dict):
+        return {}
+    return {
+        str(col): [v if isinstance(v, int | float) else None for v in vs]
+        for col, vs in stored.items()
+        if isinstance(vs, list)
     }
 
 

@@ -36,12 +36,14 @@ from pgrig.archive.rows import (
     run_row,
     script_from_row,
     script_row,
+    series_columns,
     set_blob,
     tag_rows,
 )
 from pgrig.errors import NotFound, PgrigError
 from pgrig.record.doc_read import read_document
 from pgrig.record.documents import RunExtra
+from pgrig.record.run import RunSeries
 
 
 class RunTable:
@@ -144,20 +146,20 @@ class RunTable:
             rec.series = self._series(conn, run_id)
         return rec
 
-    def run_series(self, run_id: int, kinds: list[str] | None = None) -> dict[str, Any]:
+    def run_series(self, run_id: int, kinds: list[str] | None = None) -> RunSeries:
         """Series of one run, {kind: {column: [values]}}; only `kinds` if given."""
         with self._db.read() as conn:
             if conn.execute(select(runs_t.c.id).where(runs_t.c.id == run_id)).scalar() is None:
                 raise NotFound(f"run {run_id} is not in archive {self._db.url}")
             return self._series(conn, run_id, kinds)
 
-    def _series(self, conn: Connection, run_id: int, kinds: list[str] | None = None) -> dict:
+    def _series(self, conn: Connection, run_id: int, kinds: list[str] | None = None) -> RunSeries:
         q = select(series_t.c.kind, series_t.c.codec, series_t.c.data).where(
             series_t.c.run_id == run_id
         )
         if kinds is not None:
             q = q.where(series_t.c.kind.in_(kinds))
-        return {kind: decode(codec, data) for kind, codec, data in conn.execute(q)}
+        return {kind: series_columns(decode(codec, data)) for kind, codec, data in conn.execute(q)}
 
     def select(
         self,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pgrig.archive import live_runs, schema
 from pgrig.archive.engine import ArchiveDamaged, Database, mask_url, normalize_url
@@ -37,6 +36,7 @@ from pgrig.archive.schema import (
 )
 from pgrig.archive.studies import StudyTable
 from pgrig.record.documents import StudyExtra
+from pgrig.record.run import RunSeries
 
 __all__ = [
     "LIGHT_EXTRA_KEYS",
@@ -117,7 +117,7 @@ class Archive:
     def get_run(self, run_id: int) -> RunRecord:
         return self._runs.get_run(run_id)
 
-    def run_series(self, run_id: int, kinds: list[str] | None = None) -> dict[str, Any]:
+    def run_series(self, run_id: int, kinds: list[str] | None = None) -> RunSeries:
         return self._runs.run_series(run_id, kinds)
 
     def list_runs(

@@ -9,11 +9,14 @@ restore  puts every changed value back and removes the saved state
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pgrig.cli.common import JsonOpt, err_console, print_json, print_wide
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -82,7 +85,7 @@ def _disks() -> list[tuple[str, Any]]:
     return [("pgrig home", paths.home())] + [(f"data of {e.name}", e.datadir) for e in envs]
 
 
-def _table(columns: list[str]) -> Any:
+def _table(columns: list[str]) -> Table:
     from rich.table import Table
     from rich.text import Text
 

@@ -35,8 +35,9 @@ from pgrig.request.values import check_int64
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
+    from rich.table import Table as RichTable
 
-    from pgrig.archive.records import RunRecord
+    from pgrig.archive.records import RunFilter, RunRecord
     from pgrig.archive.store import Archive
     from pgrig.insights.plan_changes import PlanChange
     from pgrig.views.compare import ComparisonView
@@ -110,7 +111,7 @@ def list_cmd(
     err_console().print(f"{shown} runs in {arch.url}", highlight=False, emoji=False, markup=False)
 
 
-def _any(flt: Any) -> bool:
+def _any(flt: RunFilter) -> bool:
     return any(v is not None for v in vars(flt).values())
 
 
@@ -121,7 +122,7 @@ def _list_rows(runs: list[RunRecord]) -> list[dict[str, str]]:
     return [{c.key: r.text(c.key) for c in runs_list.COLUMNS} for r in runs_list.rows(runs)]
 
 
-def _list_table(runs: list[RunRecord], width: int) -> Any:
+def _list_table(runs: list[RunRecord], width: int) -> RichTable:
     # Cells are Text, not markup strings: no escaping needed, and rich does not load its emoji
     # table (about 0.05 s) to look for ":code:" in times like "12:30".
     from rich.table import Table

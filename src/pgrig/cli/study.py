@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pgrig.cli import common
 from pgrig.cli.common import ArchiveOpt
 from pgrig.format import pgrig_command
+
+if TYPE_CHECKING:
+    from pgrig.archive.store import Archive
 
 study_app = typer.Typer(no_args_is_help=True)
 report_app = typer.Typer(no_args_is_help=True)
@@ -33,7 +36,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(report_app, name="report", help="Reports on runs: one run, or a comparison.")
 
 
-def _archive(url: str | None) -> Any:
+def _archive(url: str | None) -> Archive:
     return common.open_archive(url)
 
 

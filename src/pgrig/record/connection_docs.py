@@ -15,6 +15,7 @@ __all__ = [
     "PrewarmDoc",
     "ReplicaDoc",
     "ReplicaLag",
+    "RttDoc",
     "TargetServer",
     "TargetsDoc",
     "TopologyDoc",
@@ -69,6 +70,18 @@ NetworkPath = TypedDict(
     },
     total=False,
 )
+
+
+class RttDoc(TypedDict, total=False):
+    """A round-trip measurement as the load agent answers it (load/remote/remote_agent.py
+    measure_rtt): the connects' times, where they went, or why there are none."""
+
+    target: str  # host:port
+    samples_us: list[float]
+    loopback: bool
+    address: str
+    kind: str  # unix socket, loopback or network
+    error: str
 
 
 class NetworkDoc(TypedDict, total=False):

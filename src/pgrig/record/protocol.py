@@ -7,10 +7,10 @@ double (or another backend) only has to provide these methods, and mypy checks e
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from pgrig.record.documents import StudyExtra
-from pgrig.record.run import RunFilter, RunRecord, StudyRecord
+from pgrig.record.run import RunFilter, RunRecord, RunSeries, StudyRecord
 
 
 class RunReader(Protocol):
@@ -20,7 +20,7 @@ class RunReader(Protocol):
 
     def get_run(self, run_id: int) -> RunRecord: ...
 
-    def run_series(self, run_id: int, kinds: list[str] | None = None) -> dict[str, Any]: ...
+    def run_series(self, run_id: int, kinds: list[str] | None = None) -> RunSeries: ...
 
     def list_runs(
         self,

@@ -27,6 +27,7 @@ from pgrig.archive.records import RunRecord, RunStatus
 from pgrig.errors import PgrigError, first_line, is_interruption
 from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, run_steps
+from pgrig.metrics.sampler import Sampler
 from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.record.documents import BackupDoc
 from pgrig.record.protocol import RunStore
@@ -347,7 +348,7 @@ def _restore(env: Environment, dbname: str, say: Any) -> dict[str, Any]:
 # --- sampling during the backup -----------------------------------------------------------------
 
 
-def _start_sampler(env: Environment, dbname: str) -> Any:
+def _start_sampler(env: Environment, dbname: str) -> Sampler:
     """The run's samplers (load/core/run_steps.py), the backup's tools counted as pgrig's."""
     sampler, _os, _pooler = run_steps.start_sampler(
         env, env.conninfo(dbname), dbname, pgrig_children=True
@@ -365,5 +366,5 @@ def _rebased(raw: RunSeries, t0: float) -> RunSeries:
     return out
 
 
-def _series(sampler: Any, t0: float) -> dict[str, Any]:
+def _series(sampler: Sampler, t0: float) -> RunSeries:
     return _rebased(sampler.snapshot(), t0)

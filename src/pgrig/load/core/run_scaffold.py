@@ -37,6 +37,7 @@ from pgrig.load.core.server_log_follow import RunServerLog
 from pgrig.load.engines import results
 from pgrig.load.remote import host_samplers
 from pgrig.record.documents import BackendEnded, RunExtra, WaitSamplingDoc
+from pgrig.record.run import RunSeries
 
 if TYPE_CHECKING:
     from pgrig.insights.collector import Collection
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from pgrig.metrics.sampler import Sampler
 
 T = TypeVar("T")
-SeriesSource = Callable[[], dict[str, Any]]
+SeriesSource = Callable[[], RunSeries]
 
 
 class RunScaffold:
@@ -136,7 +137,7 @@ class RunScaffold:
         """The load was stopped by the user or a signal: the run ends aborted, said why."""
         self.interrupted = guard.interruption(stop)
 
-    def _partial_series(self, partial: SeriesSource) -> dict[str, Any]:
+    def _partial_series(self, partial: SeriesSource) -> RunSeries:
         """The series gathered so far, as a lost run would keep them (load/core/lifecycle.py)."""
         out = dict(partial())
         origin = results.sample_origin(self.rec)

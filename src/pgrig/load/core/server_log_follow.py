@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pgrig import interrupts
 from pgrig.archive.records import RunRecord
 from pgrig.errors import first_line
+from pgrig.hosts.registry import Host
 from pgrig.insights.log_excerpt import LogExcerpt
 from pgrig.load.core import run_files
 from pgrig.provision.server import log_file
@@ -158,7 +159,7 @@ class RemoteServerLog(RunServerLog):
     """The run's part of the log of a server on another host (see the module docstring)."""
 
     def __init__(
-        self, host: Any, path: str, start: int, art_dir: Path, feed: LineFeed | None
+        self, host: Host, path: str, start: int, art_dir: Path, feed: LineFeed | None
     ) -> None:
         super().__init__(Path(path), start, art_dir, feed)
         self.host = host

@@ -24,6 +24,8 @@ from pgrig.analysis.txlog_merge import ClockOffset, clock_offset
 from pgrig.errors import PgrigError
 from pgrig.load.engines.process import die_with_parent
 from pgrig.load.remote.agent_program import agent_argv
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import RttDoc
 
 PINGS = 12  # round trips for the clock offset: the shortest one bounds its error
 KEEPALIVE_S = 1.0
@@ -140,7 +142,7 @@ class AgentClient:
         self.exited = threading.Event()  # pgbench ended (or the agent was lost)
         self._hello = threading.Event()
         self._pongs: queue.Queue[tuple[int, int]] = queue.Queue()
-        self._rtts: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._rtts: queue.Queue[RttDoc] = queue.Queue()
         self._send_lock = threading.Lock()
         self._closing = False
         self._closed = threading.Event()
@@ -178,7 +180,7 @@ class AgentClient:
             samples.append((sent, remote, time.time_ns() // 1000))
         return clock_offset(samples)
 
-    def measure_rtt(self, host: str, port: int, n: int) -> dict[str, Any]:
+    def measure_rtt(self, host: str, port: int, n: int) -> RttDoc:
         """n timed TCP connects from the host to host:port (remote_agent.measure_rtt)."""
         self.send({"op": "rtt", "host": host, "port": port, "n": n})
         try:
@@ -262,7 +264,7 @@ class AgentClient:
         elif kind == "pong":
             self._pongs.put((int(frame["id"]), int(frame["t"])))
         elif kind == "rtt":
-            self._rtts.put(frame)
+            self._rtts.put(read_document(RttDoc, frame))  # the agent's answer, checked once
         elif kind == "launched":
             st.launched_us, st.pid = int(frame["t"]), int(frame["pid"])
         elif kind == "exit":

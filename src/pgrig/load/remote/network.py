@@ -5,18 +5,16 @@ loopback are different experiments, and comparisons say so (analysis/host_diff.p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
 from pgrig.load.remote.remote_agent import measure_rtt
-from pgrig.record.documents import NetworkPath
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import NetworkDoc, NetworkPath, RttDoc
 
 RTT_SAMPLES = 50
 
 
-def path_facts(source: str, measured: dict[str, Any]) -> NetworkPath:
+def path_facts(source: str, measured: RttDoc) -> NetworkPath:
     """One path's facts from an rtt measurement (remote_agent.measure_rtt's dict)."""
     samples = [float(x) for x in measured.get("samples_us") or []]
     facts: NetworkPath = {
@@ -39,10 +37,10 @@ def path_facts(source: str, measured: dict[str, Any]) -> NetworkPath:
 
 def local_path(host: str, port: int, source: str = "localhost") -> NetworkPath:
     """The path from this machine (the load of a run without --load-from)."""
-    return path_facts(source, measure_rtt(host, port, RTT_SAMPLES))
+    return path_facts(source, read_document(RttDoc, measure_rtt(host, port, RTT_SAMPLES)))
 
 
-def describe(network: Mapping[str, Any] | None) -> str | None:
+def describe(network: NetworkDoc | None) -> str | None:
     """One line for a run's network facts (None when the run has none)."""
     paths = (network or {}).get("paths") or []
     if not paths:
