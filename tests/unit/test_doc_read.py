@@ -121,10 +121,10 @@ def test_a_study_extra_is_read_once_without_its_lease() -> None:
 
 def test_a_round_trip_measurement_reads_whole() -> None:
     """What the load agent measures (its own code, run here) fits RttDoc: nothing is lost."""
+    import socket
+
     from pgrig.load.remote.remote_agent import measure_rtt
     from pgrig.record.documents import RttDoc
-
-    import socket
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
