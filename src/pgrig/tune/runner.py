@@ -492,7 +492,7 @@ class _Tuner:
             return
         self.study.tell(trial, value)
 
-    def _ask(self) -> Any:
+    def _ask(self) -> optuna.Trial:
         """The next trial; within a group of RESTART_GROUP trials the restart-only knobs keep
         the group's first values, so the server restarts once per group, not per trial."""
         restart = self.req.space.restart_names
@@ -659,7 +659,7 @@ class _Tuner:
         baseline's measured length instead."""
         return self.req.load.planned_seconds() or self.baseline_s or 0.0
 
-    def finished_trials(self) -> list[Any]:
+    def finished_trials(self) -> list[optuna.trial.FrozenTrial]:
         import optuna
 
         states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
@@ -728,7 +728,7 @@ def _dataset_text(dataset: DatasetSpec) -> str:
     return f"{dataset.scenario} data, {dataset.size_label()}"
 
 
-def _with_unit(value: str, unit: Any) -> str:
+def _with_unit(value: str, unit: str | None) -> str:
     """A pg_settings value as a setting text comparable with the space's ("128MB", "on"):
     memory in MB where it is whole MB, times with their unit; others unchanged."""
     from pgrig import format as fmt

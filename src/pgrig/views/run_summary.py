@@ -8,13 +8,13 @@ add an Item here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.insights import log_excerpt
+from pgrig.record.documents import HostDoc
 from pgrig.record.figures import headline, headline_text, tpch_figures
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views import (
@@ -308,12 +308,12 @@ def host_checks_table(rec: RunRecord) -> Table | None:
                        caption="Host checks")  # fmt: skip
 
 
-def host_facts(host: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def host_facts(host: HostDoc | None) -> list[tuple[str, str]]:
     """Host facts flattened to (key, text): nested dicts as a.b, lists comma-separated, sizes
     in binary units (checks: host_checks_table)."""
     out: list[tuple[str, str]] = []
 
-    def walk(prefix: str, value: Any) -> None:
+    def walk(prefix: str, value: object) -> None:
         if isinstance(value, dict):
             for k, v in value.items():
                 walk(f"{prefix}.{k}" if prefix else str(k), v)
@@ -326,7 +326,7 @@ def host_facts(host: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         else:
             out.append((prefix, str(value)))
 
-    walk("", {k: v for k, v in (host or {}).items() if k != "checks"})
+    walk("", {k: v for k, v in (host or HostDoc()).items() if k != "checks"})
     return out
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig import units
@@ -46,7 +45,7 @@ class SettingDiff:
         return f"{self.name} ({', '.join(self.layers)})" if self.layers else self.name
 
 
-def layer_of(layers: dict[str, dict[str, Any]], name: str) -> str:
+def layer_of(layers: dict[str, dict[str, str]], name: str) -> str:
     """The highest layer (LAYER_ORDER: ... topology < profile < ... < run) that sets `name`."""
     found = ""
     ordered = [k for k in LAYER_ORDER if k in layers] + [k for k in layers if k not in LAYER_ORDER]

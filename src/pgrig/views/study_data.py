@@ -22,6 +22,7 @@ from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.record.documents import ChangePointDoc
 from pgrig.record.figures import BY_KEY, Figure
 from pgrig.record.json_values import number
+from pgrig.record.run import RunSeries, SeriesColumns
 from pgrig.study import plan as planning
 from pgrig.study import spec as study_spec
 from pgrig.study.plan import Plan, Point
@@ -156,7 +157,7 @@ def compare_points(
     return compare_runs(baseline.ok, candidate.ok, baseline.figure.key, threshold, misrate)
 
 
-def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunStability:
+def run_stability(rec: RunRecord, series: RunSeries | None = None) -> RunStability:
     """Stability of one run's per-second TPS over the whole seconds of its measured window."""
     import dataclasses
 
@@ -194,7 +195,7 @@ def run_stability(rec: RunRecord, series: dict[str, Any] | None = None) -> RunSt
     return out
 
 
-def latency_columns(cols: dict[str, Any]) -> list[str]:
+def latency_columns(cols: SeriesColumns) -> list[str]:
     """Latency columns of a "pgbench" series, p50 < p95 < p99 < max order."""
     found = [k for k in cols if k not in ("t", "tps") and _LAT_COL.match(k)]
 
@@ -215,7 +216,7 @@ def summarize_point(
     point: Point,
     runs: list[RunRecord],
     misrate: float,
-    series: dict[int, dict[str, Any]],
+    series: dict[int, RunSeries],
     figure: Figure = BY_KEY["tps"],
 ) -> PointSummary:
     latest: dict[int, RunRecord] = {}

@@ -3,9 +3,10 @@ reports' (this module only names them for templates)."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
 
 from pgrig import format as fmt
+from pgrig.record.documents import SettingDoc
 
 num = fmt.number
 ms = fmt.ms
@@ -16,15 +17,15 @@ duration = fmt.duration
 engine = fmt.engine
 
 
-def when(dt: Any) -> str:
+def when(dt: datetime | None) -> str:
     return fmt.timestamp(dt)
 
 
-def when_full(dt: Any) -> str:
+def when_full(dt: datetime | None) -> str:
     return fmt.timestamp(dt, seconds=True)
 
 
-def setting_value(s: dict[str, Any] | None, name: str = "", key: str = "setting") -> str:
+def setting_value(s: SettingDoc | None, name: str = "", key: str = "setting") -> str:
     return fmt.setting(s, name, key)
 
 

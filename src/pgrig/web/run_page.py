@@ -4,7 +4,6 @@ what the runner recorded."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -67,7 +66,7 @@ def build(rec: RunRecord) -> RunPage:
         load_charts=[render(c) for c in run_charts.load_charts(pgbench)],
         metrics=metrics,
         settings=settings_rows(rec),
-        host=host_rows({k: v for k, v in rec.host.items() if k != "checks"}),
+        host=host_rows(rec.host),  # its checks have their own table (host_facts leaves them)
         artifacts=artifact_rows(rec),
         extra=extra_rows(rec.extra),
         why=why_parts(rec.insights),
@@ -95,7 +94,7 @@ def settings_rows(rec: RunRecord) -> list[SettingRow]:
     return non_default_rows(rec)
 
 
-def host_rows(host: Mapping[str, Any]) -> list[tuple[str, str]]:
+def host_rows(host: HostDoc) -> list[tuple[str, str]]:
     """Host facts flattened to (key, text) (pgrig.views.run_summary.host_facts)."""
     return run_summary.host_facts(host)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
 
 from pgrig.analysis import quantile_bounds
 from pgrig.analysis.txlog import TxlogStream
@@ -40,6 +39,7 @@ from pgrig.load.remote.multi_load import (
 from pgrig.load.remote.split import HostShare, split_load
 from pgrig.provision.state.environment import Environment
 from pgrig.record.documents import HarnessLoadHost, LoadDoc
+from pgrig.record.run import RunSeries
 from pgrig.request import RunRequest
 from pgrig.workloads import sysbench_lua
 
@@ -215,7 +215,7 @@ def _fill_results(
     stream: TxlogStream,
     load: MultiHostLoad,
     stderr: str,
-    series_raw: dict[str, Any],
+    series_raw: RunSeries,
 ) -> None:
     """The run's figures from the merged logs; what stopped them is results_error."""
     rec.extra["txlog"] = {"lines": stream.lines, "late_lines": stream.late_lines}
@@ -243,7 +243,7 @@ def _fill_sysbench(
     rec: RunRecord,
     driver: SysbenchDriver,
     load: MultiHostLoad,
-    series_raw: dict[str, Any],
+    series_raw: RunSeries,
 ) -> None:
     """The run's figures from every host's sysbench output, merged
     (load/engines/sysbench_output.merge); each host's own transactions (lead-in included, as
@@ -401,7 +401,7 @@ def _remote_passfile(env: Environment) -> str | None:
     return Path(path).read_text()
 
 
-def _warnings(rec: RunRecord, facts: LoadDoc, series_raw: dict[str, Any], hosts: list[str]) -> None:
+def _warnings(rec: RunRecord, facts: LoadDoc, series_raw: RunSeries, hosts: list[str]) -> None:
     skew = facts.get("start_skew_ms")
     if skew is not None and skew > SKEW_WARNING_MS:
         rec.add_warning(
