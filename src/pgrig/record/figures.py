@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pgrig import format as fmt
+from pgrig.record.documents import BackupDoc
 from pgrig.record.json_values import number
 from pgrig.record.run import RunRecord
 
@@ -30,7 +31,7 @@ class Figure:
     heading: str  # a table's row heading: "Latency p95, ms"
     unit: str  # "" (a count), "ms", "%", "s", "B", "B/s", "x" (a ratio)
     better: Better | None  # None: neither (CPU shares, sizes)
-    value: Callable[[RunRecord], Any]
+    value: Callable[[RunRecord], float | None]
     judged: bool = False  # the comparison engine gives it a verdict (analysis/compare.py)
     column: str | None = None  # per-second column of the "pgbench" series, for single runs
     digits: int = 1  # decimals below 1,000 in a table (format.in_unit)
@@ -45,25 +46,26 @@ class Figure:
         return None if self.better is None else self.better == "lower"
 
 
-def backup_figures(rec: RunRecord) -> Mapping[str, Any] | None:
+def backup_figures(rec: RunRecord) -> BackupDoc | None:
     """A backup or restore run's figures (extra["backup"]), None for load runs."""
-    doc = rec.extra.get("backup")
-    return doc if isinstance(doc, dict) and doc else None
+    return rec.extra.get("backup") or None
 
 
 def _in(
-    document: Callable[[RunRecord], Mapping[str, Any] | None], key: str
-) -> Callable[[RunRecord], Any]:
+    document: Callable[[RunRecord], Mapping[str, object] | None], key: str
+) -> Callable[[RunRecord], float | None]:
     """The reader of one figure of a run's document (None: the run has no such document)."""
 
-    def get(rec: RunRecord) -> Any:
+    def get(rec: RunRecord) -> float | None:
         doc = document(rec)
-        return None if doc is None else doc.get(key)
+        value = None if doc is None else doc.get(key)
+        # a figure is a number, kept as recorded (an int stays an int); anything else is none
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
     return get
 
 
-def _backup(key: str) -> Callable[[RunRecord], Any]:
+def _backup(key: str) -> Callable[[RunRecord], float | None]:
     return _in(backup_figures, key)
 
 
@@ -83,7 +85,7 @@ def tpch_figures(rec: RunRecord) -> Mapping[str, Any] | None:
     return doc if isinstance(doc, dict) and doc else None
 
 
-def _tpch(key: str) -> Callable[[RunRecord], Any]:
+def _tpch(key: str) -> Callable[[RunRecord], float | None]:
     return _in(tpch_figures, key)
 
 
@@ -132,7 +134,7 @@ def _latency(q: str, judged: bool) -> Figure:
     )  # fmt: skip
 
 
-def _attr(name: str) -> Callable[[RunRecord], Any]:
+def _attr(name: str) -> Callable[[RunRecord], float | None]:
     return lambda r: getattr(r, name)
 
 

@@ -8,7 +8,7 @@ Rows are (label, text) pairs, values formatted by pgrig/format.py.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
@@ -19,7 +19,7 @@ from pgrig.views import settings
 
 
 def figures(rec: RunRecord) -> BackupDoc | None:
-    return cast("BackupDoc | None", backup_figures(rec))
+    return backup_figures(rec)
 
 
 def size_text(v: Any) -> str:
