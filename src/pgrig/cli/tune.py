@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from pgrig.archive.protocol import RunStore
     from pgrig.archive.records import RunRecord
-    from pgrig.tune.runner import TuneRequest, TuneResult
+    from pgrig.tune.runner import TunePlan, TuneResult
     from pgrig.views.tune_attribution import Attribution
 
 
@@ -262,7 +262,7 @@ def print_space_notes(console: Console, notes: list[str]) -> None:
             console.print(f"space: {escape(note)}", highlight=False, soft_wrap=True)
 
 
-def _with_progress(console: Console, req: TuneRequest, store: RunStore, resume: bool) -> TuneResult:
+def _with_progress(console: Console, req: TunePlan, store: RunStore, resume: bool) -> TuneResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pgrig.tune import runner
