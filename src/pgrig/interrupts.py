@@ -46,7 +46,7 @@ def install() -> None:
         sys.unraisablehook = _on_unraisable
 
 
-def _on_unraisable(unraisable: Any) -> None:
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """A handler's exception raised where Python cannot let it propagate (a fork hook that
     subprocess runs, a __del__) is printed and dropped: the interruption would be lost (CI saw
     a Ctrl-C land in logging's fork hook, and the tuning study went on to exit 0). The signal is

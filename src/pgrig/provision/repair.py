@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -40,6 +40,9 @@ from pgrig.provision.server import binaries, daemon, server_settings
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import DamagedEnvironment, Environment, check_name
 from pgrig.provision.system import osuser
+
+if TYPE_CHECKING:
+    from pgrig.provision.server.standby import Source
 
 _LINE = re.compile(r"^\s*([A-Za-z_][\w.$]*)\s*=.*#\s*(" + "|".join(config.LAYERS) + r")\b")
 _PROFILE = re.compile(r"^# --- profile '([^']*)'")
@@ -177,7 +180,7 @@ def repair(
     name: str,
     say: Callable[[str], None],
     *,
-    source: Any = None,
+    source: Source | None = None,
     password: str | None = None,
     reclone: bool = False,
 ) -> list[str]:
@@ -295,7 +298,10 @@ def _discard(path: Path) -> None:
 
 
 def _reclone_standby(
-    env: Environment, source: Any, password: str | None, say: Callable[[str], None]
+    env: Environment,
+    source: Source | None,
+    password: str | None,
+    say: Callable[[str], None],
 ) -> list[str]:
     """Clone the primary again into a replica of another host's primary: into STAGING, which
     replaces the data directory only once complete. A failure, Ctrl-C or SIGTERM on the way

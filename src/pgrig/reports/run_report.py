@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig import format as fmt_rules
 from pgrig.analysis.compare import Comparison
@@ -41,6 +41,9 @@ from pgrig.reports.svg import Chart
 from pgrig.study.plan import display_value
 from pgrig.views import chbench, compare, evidence, run_hosts, run_summary
 from pgrig.views.settings import settings_diff
+
+if TYPE_CHECKING:
+    from pgrig.views.compare import Changes
 
 
 def summary_items(rec: RunRecord) -> list[tuple[str, str]]:
@@ -294,7 +297,7 @@ def compare_document(
 
 
 def what_changed_section(
-    base: list[RunRecord], cand: list[RunRecord], title: str, computed: Any = None
+    base: list[RunRecord], cand: list[RunRecord], title: str, computed: Changes | None = None
 ) -> Section:
     """What changed between two groups (pgrig.insights.changes), as the same tables
     `pgrig runs compare` and the web compare page show (`computed`: the comparison view's

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -27,6 +27,9 @@ from pgrig.provision import study_layer
 from pgrig.provision.state.environment import managed_problem
 from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
+
+if TYPE_CHECKING:
+    from pgrig.provision.state.environment import Environment
 
 PREWARM_SQL = """
 SELECT count(pg_prewarm(c.oid))
@@ -358,7 +361,7 @@ class ProvisionBackend:
         return execute(request, archive=archive, console=console, live=console.is_terminal)
 
 
-def _load(name: str) -> Any:
+def _load(name: str) -> Environment | None:
     from pgrig.provision.state.environment import Environment
 
     try:
@@ -367,7 +370,7 @@ def _load(name: str) -> Any:
         return None
 
 
-def _require(name: str) -> Any:
+def _require(name: str) -> Environment:
     env = _load(name)
     if env is None:
         raise NotFound(f"environment {name!r} does not exist")

@@ -15,6 +15,7 @@ measured, its partial backup removed and never catalogued; Ctrl-C gives "aborted
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -320,7 +321,7 @@ def _do(
     return _restore(env, dbname, say)
 
 
-def _restore(env: Environment, dbname: str, say: Any) -> dict[str, Any]:
+def _restore(env: Environment, dbname: str, say: Callable[[str], None]) -> dict[str, Any]:
     from pgrig.load.backup import backup_verify
     from pgrig.provision.server import backups, restore
     from pgrig.provision.server.basebackup import BackupFailed

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
@@ -26,6 +26,9 @@ from pgrig.provision.pooler import auth, layout
 from pgrig.provision.pooler.capacity import check_pool_fits, server_limits
 from pgrig.provision.pooler.config import PoolerConfig, config_of, no_pooler_error
 from pgrig.provision.state.environment import Environment
+
+if TYPE_CHECKING:
+    from pgrig.hosts.registry import Host
 
 
 def is_remote(env: Environment) -> bool:
@@ -45,7 +48,7 @@ def elsewhere(env: Environment) -> bool:
     return cfg is not None and bool(cfg.on) and cfg.on != env.on
 
 
-def _host(name: str) -> Any:
+def _host(name: str) -> Host:
     from pgrig.hosts import provisioning, registry
 
     host = registry.get(name)
@@ -58,7 +61,7 @@ def _host(name: str) -> Any:
     return host
 
 
-def _run(host: Any, argv: list[str], what: str, input: str | None = None) -> str:
+def _run(host: Host, argv: list[str], what: str, input: str | None = None) -> str:
     """The host's pgrig runs argv (returns what it printed); its one-line error otherwise."""
     from pgrig.hosts import remote
 
@@ -120,7 +123,7 @@ def add(env: Environment, cfg: PoolerConfig, on: str | None = None) -> Environme
     return env
 
 
-def _show(host: Any, name: str) -> dict[str, Any]:
+def _show(host: Host, name: str) -> dict[str, Any]:
     from pgrig.hosts import remote
 
     doc = remote.run_json(host, ["env", "pooler", name, "show", "--json"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,7 @@ def _write_conf(env: Environment, repo: Path) -> None:
     osuser.give_to_server(f, 0o600)
 
 
-def ensure_stanza(env: Environment, backup_dir: str | None, say: Any) -> Path:
+def ensure_stanza(env: Environment, backup_dir: str | None, say: Callable[[str], None]) -> Path:
     """Configuration, archiving and stanza in place for a backup into `backup_dir`; returns
     the repository. Archiving starts with a restart of the primary the first time."""
     binary()
@@ -139,7 +140,9 @@ def ensure_stanza(env: Environment, backup_dir: str | None, say: Any) -> Path:
     return repo
 
 
-def _set_archiving(env: Environment, archiving: dict[str, Any] | None, say: Any) -> None:
+def _set_archiving(
+    env: Environment, archiving: dict[str, Any] | None, say: Callable[[str], None]
+) -> None:
     def switch(env: Environment) -> None:
         before = config.layers(env).effective()
         env.archiving = archiving
@@ -154,7 +157,7 @@ def take(
     env: Environment,
     kind: str,
     backup_dir: str | None,
-    say: Any,
+    say: Callable[[str], None],
     datasets: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A pgBackRest backup of `kind` (full, diff, incr); returns its figures (catalogued, with

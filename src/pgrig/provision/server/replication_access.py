@@ -21,12 +21,15 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.server import postmaster, replicas
 from pgrig.provision.state.environment import Environment
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROLE = "pgrig_replication"
 _HBA_MARK = "# pgrig: replica "
@@ -139,7 +142,7 @@ def forget(env: Environment, name: str) -> bool:
 # --- SQL and pg_hba.conf -----------------------------------------------------------------------
 
 
-def _connect(env: Environment) -> Any:
+def _connect(env: Environment) -> psycopg.Connection:
     import psycopg
 
     conn = psycopg.connect(env.conninfo("postgres"), autocommit=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ def write_passfile(env: Environment, source: Source, password: str) -> None:
     osuser.give_to_server(f, 0o600)  # the walreceiver (the server user) reads it
 
 
-def build(env: Environment, source: Source, password: str, say: Any) -> None:
+def build(env: Environment, source: Source, password: str, say: Callable[[str], None]) -> None:
     """Clone the primary into env.datadir and start the replica (the caller removes the whole
     environment directory when this fails)."""
     if not password:
