@@ -26,7 +26,7 @@ difference.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from pgrig.record.documents import HostCheck, HostDoc, NetworkDoc, RunExtra
 
@@ -84,7 +84,7 @@ def host_differences(
         for key, label in MACHINE
         if _differ(ha.get(key), hb.get(key))
     ]
-    ca, cb = _checks(ha), _checks(hb)
+    ca, cb = _checks(host_a or HostDoc()), _checks(host_b or HostDoc())
     for name in SETTINGS:
         va, vb = _setting(ca, ha, name), _setting(cb, hb, name)
         if _differ(va, vb):
@@ -144,11 +144,9 @@ def _warned(extra: RunExtra, code: str) -> bool:
     )
 
 
-def _checks(host: Mapping[str, Any]) -> dict[str, HostCheck]:
-    checks = host.get("checks")
-    if not isinstance(checks, list):
-        return {}
-    return {c["name"]: cast(HostCheck, c) for c in checks if isinstance(c, dict) and "name" in c}
+def _checks(host: HostDoc) -> dict[str, HostCheck]:
+    # validated when read (record/doc_read.py): a list of HostCheck
+    return {c["name"]: c for c in host.get("checks") or [] if "name" in c}
 
 
 def _setting(checks: dict[str, HostCheck], host: Mapping[str, Any], name: str) -> Any:

@@ -91,16 +91,17 @@ def record_time(dt: datetime | None) -> datetime | None:
     return dt.astimezone(UTC)
 
 
-def host_summary(host: Mapping[str, Any]) -> tuple[str | None, int | None]:
-    """Host name and logical CPU count from the host facts, whatever key the sampler used."""
+def host_summary(host: Mapping[str, object]) -> tuple[str | None, int | None]:
+    """Host name and logical CPU count from the host facts, whatever key the sampler used
+    (HostDoc's, or an older pgrig's: host_name, cpu_logical...)."""
     name = next((host[k] for k in ("hostname", "host_name", "name") if host.get(k)), None)
-    cpus = next(
+    found = next(
         (host[k] for k in ("cpus", "cpu_logical", "cpu_count", "logical_cpus") if host.get(k)),
         None,
     )
     try:
-        cpus = int(cpus) if cpus is not None else None
-    except (TypeError, ValueError):
+        cpus = int(found) if isinstance(found, int | float | str) else None
+    except ValueError:
         cpus = None
     return (str(name) if name is not None else None), cpus
 
