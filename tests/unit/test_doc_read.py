@@ -135,3 +135,32 @@ def test_a_round_trip_measurement_reads_whole() -> None:
     assert read_document(RttDoc, measured) == measured
     failed = json.loads(json.dumps(measure_rtt("/nonexistent-dir", 5432, 2, timeout=0.1)))
     assert failed.get("error") and read_document(RttDoc, failed) == failed
+
+
+def test_every_declared_document_is_validated_when_read() -> None:
+    """Each TypedDict of record/documents.py is checked by the readers (record/doc_read.py)
+    as part of a document the archive, a spool file or the load agent's client reads, or is
+    the base of one: none is declared for mypy alone."""
+    import typing
+
+    from typing_extensions import is_typeddict
+
+    from pgrig.record import documents as d
+
+    read_roots = [d.RunExtra, d.HostDoc, d.InsightsDoc, d.StudyExtra, d.SettingDoc,
+                  d.DiskLimitDoc, d.RttDoc]  # fmt: skip
+    seen: set[object] = set()
+
+    def walk(t: object) -> None:
+        if is_typeddict(t) and t not in seen:
+            seen.add(t)
+            for hint in typing.get_type_hints(t).values():
+                walk(hint)
+        for arg in typing.get_args(t):
+            walk(arg)
+
+    for root in read_roots:
+        walk(root)
+    declared = [getattr(d, n) for n in d.__all__ if is_typeddict(getattr(d, n))]
+    bases = {b for t in seen for b in getattr(t, "__orig_bases__", ()) if is_typeddict(b)}
+    assert [t.__name__ for t in declared if t not in seen and t not in bases] == []
