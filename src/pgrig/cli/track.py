@@ -20,6 +20,7 @@ from pgrig.request.values import ascii_number
 
 if TYPE_CHECKING:
     from pgrig.record.protocol import RunStore
+    from pgrig.track.figures import SeriesView
 
 # a percentage or a fraction (track/ parses both), unlike runs compare's float --threshold
 ThresholdOpt = Annotated[
@@ -322,7 +323,7 @@ def show(
     _print_page(series_view)
 
 
-def _print_page(series_view: Any, check: dict[str, Any] | None = None) -> None:
+def _print_page(series_view: SeriesView, check: dict[str, Any] | None = None) -> None:
     """The page model (views/track.py) on the terminal."""
     from pgrig.cli import render
     from pgrig.views import track as track_page

@@ -8,7 +8,7 @@ each renderer escapes it for its own format.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from pgrig.reports.svg import Chart
 
@@ -17,7 +17,8 @@ from pgrig.table import Cell as Cell
 from pgrig.table import CellValue as CellValue
 from pgrig.table import Table as Table
 
-Block = Any  # Paragraph | KeyValues | Table | Figure
+# a section's block: Paragraph | KeyValues | Table | Figure (defined below)
+Block: TypeAlias = "Paragraph | KeyValues | Table | Figure"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pgrig.format import page_text
 from pgrig.reports import svg
-from pgrig.reports.document import Document, Figure, KeyValues, Paragraph, Table
+from pgrig.reports.document import Block, Document, Figure, KeyValues, Paragraph, Table
 
 _TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,7 +31,7 @@ def _jinja() -> Environment:
     )
 
 
-def _block(block: Any) -> dict[str, Any]:
+def _block(block: Block) -> dict[str, Any]:
     if isinstance(block, Paragraph):
         return {"kind": "paragraph", "text": block.text, "style": block.style}
     if isinstance(block, KeyValues):
@@ -55,7 +55,7 @@ def _block(block: Any) -> dict[str, Any]:
     raise TypeError(f"unknown block {type(block).__name__}")
 
 
-def _blocks(blocks: list[Any]) -> list[dict[str, Any]]:
+def _blocks(blocks: list[Block]) -> list[dict[str, Any]]:
     """Blocks for the template; figures in a row share one grid, side by side when they fit."""
     out: list[dict[str, Any]] = []
     for block in blocks:

@@ -20,6 +20,7 @@ from pgrig.archive.records import RunRecord
 from pgrig.format import pgrig_command
 from pgrig.reports import run_charts
 from pgrig.reports.document import (
+    Block,
     Cell,
     Document,
     Figure,
@@ -160,12 +161,12 @@ def why_section(rec: RunRecord) -> Section:
     return Section("Why", blocks)
 
 
-def text_table_blocks(t: Table) -> list[Any]:
+def text_table_blocks(t: Table) -> list[Block]:
     """An insights table as report blocks: the table captioned with its title and its note,
     or only "title: note" when it has no rows."""
     if not t.rows:
         return [Paragraph(f"{t.title}: {t.note}", "note")] if t.note else []
-    blocks: list[Any] = [t]
+    blocks: list[Block] = [t]
     if t.note:
         blocks.append(Paragraph(t.note, "note"))
     return blocks

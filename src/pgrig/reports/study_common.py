@@ -64,7 +64,7 @@ def setup_section(data: StudyData) -> Section:
     host = next((r.host for p in data.points for r in p.ok if r.host), HostDoc())
     if host:
         items.append(("host", host_summary(host)))
-    blocks: list[KeyValues | Paragraph] = [KeyValues(items)]
+    blocks: list[Block] = [KeyValues(items)]
     if rec.status != "done":  # first: every figure of the report rests on what it ran
         blocks.insert(
             0,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pgrig import format
 from pgrig.format import pgrig_command
-from pgrig.reports.document import Cell, Document, Paragraph, Section, Table
+from pgrig.reports.document import Block, Cell, Document, Paragraph, Section, Table
 from pgrig.reports.iteration import numeric_columns, view_notes
 from pgrig.reports.study_charts import sweep_figures
 from pgrig.reports.study_common import (
@@ -86,7 +86,12 @@ def build(data: StudyData) -> Document:
     if not categorical:
         numeric.add(columns.index(x_name))
     table = Table.build(columns, rows, numeric=numeric)
-    blocks = [*figures, Paragraph(_comparison_text(sweep), "note"), table, statistics_note(data)]
+    blocks: list[Block] = [
+        *figures,
+        Paragraph(_comparison_text(sweep), "note"),
+        table,
+        statistics_note(data),
+    ]
     doc.sections.append(Section("Results", [*blocks, *view_notes(view)]))
     hosts = hosts_section(view)  # per point and host: CPU, RTT
     if hosts is not None:

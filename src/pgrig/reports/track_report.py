@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pgrig.reports.document import Document, Figure, KeyValues, Paragraph, Section
+from pgrig.reports.document import Block, Document, Figure, KeyValues, Paragraph, Section, Table
 from pgrig.reports.svg import INK, PALETTE, Chart, Trace
 from pgrig.track.figures import SeriesView
 from pgrig.views import track as track_page
@@ -40,9 +40,9 @@ def build(v: SeriesView) -> Document:
     return doc
 
 
-def _table_or_note(table: Any) -> list[Any]:
+def _table_or_note(table: Table) -> list[Block]:
     """A table with its note under it; only the note when it has no rows."""
-    blocks: list[Any] = [table] if table.rows else []
+    blocks: list[Block] = [table] if table.rows else []
     if table.note:
         blocks.append(Paragraph(table.note, "note"))
     return blocks

@@ -9,7 +9,6 @@ same thing; this module only lays them out and turns run ids into links.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from markupsafe import Markup
 
@@ -78,7 +77,7 @@ def _page(
     )
 
 
-def block_kind(block: Any) -> str:
+def block_kind(block: document.Block) -> str:
     """For the template: which macro renders this report block."""
     return type(block).__name__.lower()
 
