@@ -81,6 +81,8 @@ class StudyExtra(TypedDict, total=False):
     base_dir: str
     # a tune study (tune/runner.py)
     journal: str
+    phase: str  # where it is: "data generation", "baseline" (what an interruption stopped)
+    dataset: str  # the data its preset generates, in words ("pgbench data, scale 10")
     space: list[SpaceKnobDoc]
     notes: list[str]
     objective: str
