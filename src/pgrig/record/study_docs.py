@@ -91,6 +91,7 @@ class StudyExtra(TypedDict, total=False):
     confirm_repeats: int
     threshold: float
     pgtune_settings: dict[str, str]
+    reference_profile: str  # the profile the best is confirmed against (tune/confirm.py)
     confirm_stopped_at: int
     confirm_misrate: float
     ablation: AblationDoc

@@ -47,7 +47,7 @@ def questions(reference: str = PGTUNE_PROFILE) -> tuple[tuple[str, str, str], ..
     return ((VS_BASELINE, BASELINE, BEST), (f"best vs {reference}", reference, BEST))
 
 
-def reference_of(extra: dict[str, object]) -> str:
+def reference_of(extra: StudyExtra) -> str:
     """The study's reference profile (older studies: pgtune-oltp)."""
     value = extra.get("reference_profile")
     return value if isinstance(value, str) and value else PGTUNE_PROFILE
