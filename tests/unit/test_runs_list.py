@@ -98,3 +98,35 @@ def test_script_counts_are_shown_where_a_script_has_one() -> None:
     rec.scripts[0].retried = 3
     table = run_summary.scripts_table(rec)
     assert table is not None and table.columns[5] == "retried" and "rollbacks" not in table.columns
+
+
+def test_a_run_changed_under_it_is_flagged_on_both(
+    archive: Archive, client: TestClient, url: str
+) -> None:
+    """Issue 43 (F12): a run with changed_under_run events says so beside its status in
+    `runs list` and on /runs, the columns in their order."""
+    rng = random.Random(7)
+    changed = sample_data.make_run(1, rng, tps=1000.0)
+    changed.extra["changed_under_run"] = [
+        {"after_s": 4.2, "command": "env set --force", "change": "settings work_mem=8MB"}
+    ]
+    changed_id = sample_data.store(archive, changed)
+    plain_id = sample_data.store(archive, sample_data.make_run(2, rng, tps=1000.0))
+    rows = {int(r["id"]): r for r in _list_rows(archive.add_warnings(archive.list_runs()))}
+    assert rows[changed_id]["status"] == "ok (changed)" and rows[plain_id]["status"] == "ok"
+    out = CliRunner().invoke(runs_app, ["list", "--archive", url]).stdout
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["id", "status", "tps"]  # (nopm: TPC-C runs only)
+    line = next(ln for ln in lines if ln.split()[0] == str(changed_id))
+    assert line.split()[1:3] == ["ok", "(changed)"]
+    assert "(changed)" not in next(ln for ln in lines if ln.split()[0] == str(plain_id))
+    page = client.get("/runs").text
+    thead = page.split("<thead>")[1].split("</thead>")[0]
+    assert "Result" in thead.split("</th>")[5]  # the 6th header, after the checkboxes' one
+    row = page.split(f'value="{changed_id}"')[1].split("</tr>")[0]
+    assert (
+        '<span class="status s-ok">ok</span> <span class="muted" title="the environment was ' in row
+    )
+    assert ">changed)<" not in row and ">(changed)</span>" in row
+    plain = page.split(f'value="{plain_id}"')[1].split("</tr>")[0]
+    assert "(changed)" not in plain

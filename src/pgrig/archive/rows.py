@@ -233,8 +233,8 @@ def order_clause(order: str) -> list[Any]:
 
 
 # what run lists show besides the columns: warnings, a backup run's figures, its load, a
-# TPC-H run's figures (its headline: record/figures.headline)
-LIGHT_EXTRA_KEYS = ("warnings", "backup", "during", "topology", "tpch")
+# TPC-H run's figures (its headline: record/figures.headline), the changes forced under a run
+LIGHT_EXTRA_KEYS = ("warnings", "backup", "during", "topology", "tpch", "changed_under_run")
 
 
 def artifact_map(stored: JsonValue) -> dict[str, str]:

@@ -144,7 +144,10 @@ def _list_table(runs: list[RunRecord], width: int) -> RichTable:
         t.add_row(
             *(
                 Text(
-                    row[c.key], style=STATUS_STYLE.get(row[c.key], "") if c.key == "status" else ""
+                    row[c.key],
+                    style=STATUS_STYLE.get(row[c.key].split(" ", 1)[0], "")
+                    if c.key == "status"
+                    else "",
                 )
                 for c in columns
             )

@@ -6,6 +6,9 @@ reading order, with links and sorting). Cells are text formatted by pgrig/format
   Power@Size, Throughput@Size or QphH@Size (with its unit), TPS for the rest; the CLI gives TPS
   and NOPM a column each (a TPC-H run, which has no TPS, its figure in the tps column), the
   page one "Result" cell with the headline first.
+- A run whose environment was changed under it (`--force`: its `changed_under_run` events)
+  says so beside its status, "ok (changed)", on both surfaces: its figures mix two
+  configurations (the run itself says which).
 - The duration is the measured window (measured_s): the time the run's figures rest on (TPS is
   its transactions over it), known for transaction-bound runs too and for runs that ended early;
   a run that measured nothing shows its planned duration.
@@ -20,10 +23,10 @@ from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.figures import headline, headline_text
 from pgrig.record.protocol import RunReader
-from pgrig.request.vocabulary import TPCH_WORKLOADS
 from pgrig.views import backup_figures
 from pgrig.views.compare import cpus_of
 
+CHANGED = " (changed)"  # beside the status of a run changed under it (changed_under_run)
 NOTE_CHARS = 60  # a note is cut to this many characters in the list (the run shows it whole)
 
 
@@ -114,7 +117,7 @@ def row(r: RunRecord) -> RunRow:
     text, unit = headline_text(r, figure)
     cells = {
         "id": Cell(str(r.id)),
-        "status": Cell(r.status),
+        "status": Cell(r.status, CHANGED if r.extra.get("changed_under_run") else ""),
         "tps": Cell(fmt.number(r.tps))
         if figure.key in ("tps", "nopm") or value is None
         else Cell(text, f" {unit}"),
@@ -141,11 +144,11 @@ def row(r: RunRecord) -> RunRow:
 
 
 def with_documents(archive: RunReader, runs: list[RunRecord]) -> list[RunRecord]:
-    """Light records (list_runs) given the documents the list's cells read, when a run of the
-    list has some: a backup run's figures, a TPC-H run's (its headline). The CLI and the page
+    """Light records (list_runs) given the documents the list's cells read: a backup run's
+    figures, a TPC-H run's (its headline), the changes forced under any run (its status says
+    so: any run may have them, so they are always read, in one query). The CLI and the page
     both call this before rows()."""
-    if any(r.workload.startswith("backup:") or r.workload in TPCH_WORKLOADS for r in runs):
-        archive.add_warnings(runs)  # with the archive's LIGHT_EXTRA_KEYS
+    archive.add_warnings(runs)  # with the archive's LIGHT_EXTRA_KEYS
     return runs
 
 
