@@ -360,6 +360,28 @@ def test_a_trial_forced_under_is_pruned_and_a_changed_baseline_stops_the_tune(
     assert not [c for c in changed.calls if c[0] == "execute" and c[1] != "baseline"]
 
 
+def test_a_tune_whose_every_trial_was_pruned_says_why(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 (F13): not only "no trial completed": how many were pruned, and why."""
+    from pgrig.cli import tune as tune_cli
+
+    backend = TuneFake(running={"e1"}, fail_at={1, 2, 3, 4})  # every trial's run fails
+    result = run_tune(_request(trials=4), archive=archive, backend=backend)  # type: ignore[arg-type]
+    assert result.status == "failed" and result.best is None
+    error = result.error or ""
+    assert error.startswith("no trial completed: all 4 trials were pruned (trial 1: run 2 failed: ")
+    assert "; trial 3: run 4 failed: " in error and error.endswith(
+        "; and 1 more): nothing to confirm"
+    )
+    with pytest.raises(PgrigError) as e:
+        tune_cli.show_recommendation(archive, "t")
+    said = str(e.value)
+    assert said.startswith("tuning study 't' failed in its search after 4 of 4 trials")
+    assert "; it has no completed trial: all 4 trials were pruned (trial 1: run 2 failed: " in said
+    assert said.endswith("; and 1 more): nothing to recommend")
+
+
 def test_failed_trials_are_pruned_not_dropped(archive: Archive) -> None:
     backend = TuneFake(running={"e1"}, fail_at={2})  # the second trial's run fails
     run_tune(_request(trials=3), archive=archive, backend=backend)  # type: ignore[arg-type]

@@ -399,8 +399,12 @@ def show_recommendation(store: RunStore, name: str) -> None:
     if not best:
         said = tune_attribution.unfinished(rec.status, x, runs)
         stopped = f"{said}; it " if said is not None else ""
+        from pgrig.tune.runner import no_trial_completed
+
+        why = no_trial_completed(x.get("trials") or []).removeprefix("no trial completed")
+        why = why.removesuffix(": nothing to confirm")
         raise PgrigError(
-            f"tuning study {name!r} {stopped}has no completed trial: nothing to recommend"
+            f"tuning study {name!r} {stopped}has no completed trial{why}: nothing to recommend"
         )
     from pgrig.tune.objective import METRIC_OF
 

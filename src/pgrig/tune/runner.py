@@ -306,7 +306,7 @@ def _tune(
     best = walker.best()
     status = "done" if best is not None and walker.confirmed() else "failed"
     archive.set_study_status(req.name, status)
-    error = None if best is not None else "no trial completed: nothing to confirm"
+    error = None if best is not None else no_trial_completed(walker.trials())
     return TuneResult(req.name, status, walker.done(), best, error)
 
 
@@ -721,6 +721,26 @@ class _Tuner:
         p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
         status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
         self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
+
+
+def no_trial_completed(trials: list[dict[str, Any]]) -> str:
+    """Why a study has no best, with why its trials did not count: "no trial completed: all 3
+    trials were pruned (trial 1: p95 30.00 ms exceeds 2 x the baseline's 10.00 ms; ...)"."""
+    said = "no trial completed"
+    ended = [t for t in trials if t.get("state") in ("pruned", "fail")]
+    if not ended:
+        return f"{said}: nothing to confirm"
+    pruned = sum(1 for t in ended if t.get("state") == "pruned")
+    count = (
+        f"all {len(ended)} trials were pruned"
+        if pruned == len(ended)
+        else f"{pruned} trials were pruned, {len(ended) - pruned} failed"
+    )
+    reasons = "; ".join(
+        f"trial {t['number'] + 1}: {t.get('reason') or 'interrupted'}" for t in ended[:3]
+    )
+    more = f"; and {len(ended) - 3} more" if len(ended) > 3 else ""
+    return f"{said}: {count} ({reasons}{more}): nothing to confirm"
 
 
 def _dataset_text(dataset: DatasetSpec) -> str:
