@@ -43,6 +43,27 @@ def test_text_round_trips() -> None:
     assert DiskLimit.from_dict(limit.as_dict()) == limit
 
 
+def test_fractional_sizes_are_rounded_to_bytes_as_postgresql_does() -> None:
+    """Issue 43 (F14): PostgreSQL takes 1.5MB for a size setting (rounded to its unit); so
+    does --disk-limit, to whole bytes, the floors still in force; operations stay whole."""
+    from pgrig.request.disk_limit import check_floor
+
+    limit = parse("wbps=1.5MB,rbps=0.25MB")
+    assert limit is not None and (limit.wbps, limit.rbps) == (1572864, 262144)
+    assert limit.text() == "rbps=256kB,wbps=1536kB"
+    check_floor(limit)
+    assert parse("wbps=2.5") == parse("wbps=2")  # half to even, as rint
+    with pytest.raises(DiskLimitError, match=r"below the floor of wbps=1MB"):
+        check_floor(parse("wbps=0.5MB"))
+    with pytest.raises(DiskLimitError) as e:
+        parse("wbps=0.4")
+    assert (
+        str(e.value) == "--disk-limit: wbps must be > 0 (got '0.4' once rounded to whole bytes: 0)"
+    )
+    with pytest.raises(DiskLimitError, match="riops must be a whole number"):
+        parse("riops=1.5")
+
+
 @pytest.mark.parametrize(
     ("spec", "says"),
     [

@@ -1,16 +1,19 @@
 """A disk limit: the block I/O a server may do, as the kernel's throttle counts it.
 
 `--disk-limit riops=N,wiops=N,rbps=SIZE,wbps=SIZE` (any subset, at least one): read and write
-operations per second, read and write bytes per second. SIZE is a whole number of bytes or a
+operations per second, read and write bytes per second. SIZE is a number of bytes or a
 number with a unit B, kB, MB, GB or TB, 1024-based and spelled as in PostgreSQL's settings
-(50MB is 52,428,800 bytes per second; 50mb is refused, as PostgreSQL refuses it). Numbers are
-ASCII digits. `none` says "no limit". Parsed here, before anything is made;
+(50MB is 52,428,800 bytes per second; 50mb is refused, as PostgreSQL refuses it); a fraction
+is taken as PostgreSQL takes one for a size setting: rounded to its base unit, here whole
+bytes (1.5MB is 1,572,864). Operations per second are whole numbers. Numbers are ASCII
+digits. `none` says "no limit". Parsed here, before anything is made;
 provision/server/disk_throttle.py puts a limit in force.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from pgrig import units
@@ -144,8 +147,6 @@ def _iops(flag: str, key: str, raw: str) -> int:
 def _bytes(flag: str, key: str, raw: str) -> int:
     text = raw.strip()
     m = units.amount(text)
-    if m is not None and not m.whole:
-        m = None  # bytes per second are whole
     if m and m.unit not in _UNITS:
         raise DiskLimitError(
             f"{flag}: {key} must be a size in bytes per second: invalid unit {m.unit!r} "
@@ -156,12 +157,16 @@ def _bytes(flag: str, key: str, raw: str) -> int:
         if text.startswith("-") or text == "0":
             raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
         raise DiskLimitError(
-            f"{flag}: {key} must be a size in bytes per second: a whole number with B, kB, MB, "
+            f"{flag}: {key} must be a size in bytes per second: a number with B, kB, MB, "
             f"GB or TB, 1024-based (got {text!r}; for example {key}=50MB)"
         )
-    n = int(m.number) * _UNITS[m.unit]
+    # as PostgreSQL converts a size setting (guc.c: rint of value x unit), to whole bytes; in
+    # decimal, so no float rounds a large whole number
+    exact = Decimal(m.number) * _UNITS[m.unit]
+    n = int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
     if n <= 0:
-        raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
+        rounded = " once rounded to whole bytes: 0" if exact > 0 else ""
+        raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r}{rounded})")
     if n > _BPS_MAX:
         raise DiskLimitError(f"{flag}: {key} is too large (got {text!r})")
     return n
