@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -723,7 +723,7 @@ class _Tuner:
         self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
 
 
-def no_trial_completed(trials: list[dict[str, Any]]) -> str:
+def no_trial_completed(trials: Sequence[TrialDoc]) -> str:
     """Why a study has no best, with why its trials did not count: "no trial completed: all 3
     trials were pruned (trial 1: p95 30.00 ms exceeds 2 x the baseline's 10.00 ms; ...)"."""
     said = "no trial completed"
@@ -737,7 +737,7 @@ def no_trial_completed(trials: list[dict[str, Any]]) -> str:
         else f"{pruned} trials were pruned, {len(ended) - pruned} failed"
     )
     reasons = "; ".join(
-        f"trial {t['number'] + 1}: {t.get('reason') or 'interrupted'}" for t in ended[:3]
+        f"trial {t.get('number', 0) + 1}: {t.get('reason') or 'interrupted'}" for t in ended[:3]
     )
     more = f"; and {len(ended) - 3} more" if len(ended) > 3 else ""
     return f"{said}: {count} ({reasons}{more}): nothing to confirm"
