@@ -10,6 +10,10 @@ common one. `mode` gives the new file exactly those permission bits before a byt
 A directory: staged beside its final name, then `publish_dir` renames it into place (refused
 when a directory is there already: another process got there first).
 
+`set_aside` renames what is there (a damaged file, an old data directory) to a name beside it,
+and `move_file` puts a finished file into place from elsewhere (across file systems: copied
+under a temporary name first): both durable once they return.
+
 `replace_text` is for the files that must change even on a full disk (pgrig.conf, the run
 journal): on ENOSPC no new file can be written, yet undoing a run's settings must still happen
 in the same process: the text that puts them back is shorter than the one that holds them, so
@@ -22,11 +26,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["publish_dir", "replace_text", "replacing", "write_text"]
+__all__ = ["move_file", "publish_dir", "replace_text", "replacing", "set_aside", "write_text"]
 
 Prepare = Callable[[Path], None]
 
@@ -91,6 +96,27 @@ def publish_dir(staging: Path, target: Path) -> None:
             raise FileExistsError(e.errno, f"{target} exists already", str(target)) from None
         raise
     _fsync_dir(target.parent)
+
+
+def set_aside(path: Path, aside: Path) -> None:
+    """Rename `path` (a file or a directory) to `aside` in the same directory, replacing a
+    file there: nothing is written, only the rename made durable."""
+    os.replace(path, aside)
+    _fsync_dir(aside.parent)
+
+
+def move_file(src: Path, dst: Path) -> None:
+    """Move the file `src` to `dst`: one rename on the same file system, else a copy that
+    appears at `dst` whole (see `replacing`) before `src` is removed."""
+    try:
+        os.replace(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        with replacing(dst) as tmp, open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
+        src.unlink()
+    _fsync_dir(dst.parent)
 
 
 def _overwrite(path: Path, data: bytes) -> bool:

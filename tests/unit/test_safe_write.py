@@ -15,10 +15,8 @@ from pgrig import safe_write
 SRC = Path(__file__).resolve().parents[2] / "src" / "pgrig"
 
 # The renames that are no file write: each moves what is there aside, writing nothing.
-NOT_WRITES = {
-    ("archive/spool.py", "quarantine"),  # a damaged spool file renamed *.damaged
-    ("provision/repair.py", "_reclone_standby"),  # the old data directory set aside
-}
+# renames that are no file write (none left: set_aside and move_file made them durable too)
+NOT_WRITES: set[tuple[str, str]] = set()
 
 
 def test_write_text_replaces_whole_with_exact_mode(tmp_path: Path) -> None:
@@ -66,9 +64,33 @@ def test_publish_dir_puts_a_staged_directory_in_place_once(tmp_path: Path) -> No
     assert (tmp_path / "new" / "mark").read_text() == "1"
 
 
+def test_set_aside_renames_what_is_there(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "PG_VERSION").write_text("18")
+    safe_write.set_aside(d, tmp_path / "data.old")
+    assert not d.exists() and (tmp_path / "data.old" / "PG_VERSION").read_text() == "18"
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_move_file_here_and_across_file_systems(tmp_path: Path, elsewhere: bool) -> None:
+    """Across file systems (/dev/shm is a tmpfs) a rename fails with EXDEV: the file is copied
+    under a temporary name, appears whole, and the source goes."""
+    base = Path("/dev/shm") if elsewhere and Path("/dev/shm").is_dir() else tmp_path
+    src = base / f"pgrig-move-test-{os.getpid()}"
+    src.write_bytes(b"x" * 3_000_000)
+    dst = tmp_path / "stored"
+    try:
+        safe_write.move_file(src, dst)
+    finally:
+        src.unlink(missing_ok=True)
+    assert dst.read_bytes() == b"x" * 3_000_000 and not src.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["stored"]  # no temporary left
+
+
 def _renames(path: Path) -> list[str]:
-    """Functions of `path` that call os.replace, os.rename or a .rename()/.replace(x) on a
-    path (str.replace takes two arguments)."""
+    """Functions of `path` that call os.replace, os.rename, shutil.move or a .rename() or
+    .replace(x) on a path (str.replace takes two arguments)."""
     found = []
     tree = ast.parse(path.read_text())
     for fn in ast.walk(tree):
@@ -79,7 +101,9 @@ def _renames(path: Path) -> list[str]:
                 continue
             attr, owner = node.func.attr, node.func.value
             name = owner.id if isinstance(owner, ast.Name) else ""
-            by_os = name == "os" and attr in ("replace", "rename")
+            by_os = (name == "os" and attr in ("replace", "rename")) or (
+                name == "shutil" and attr == "move"
+            )
             on_path = attr == "rename" or (attr == "replace" and len(node.args) == 1)
             if by_os or (on_path and name not in ("os", "dataclasses", "str")):
                 found.append(fn.name)

@@ -139,7 +139,7 @@ def store_artifact(
     else:
         try:
             if move:
-                shutil.move(src, dst)
+                safe_write.move_file(src, dst)
             else:
                 shutil.copyfile(src, dst)
         except OSError as e:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -288,7 +287,7 @@ def quarantine(path: Path) -> Path:
     """Set a damaged spool file aside (renamed *.damaged): no command tries it again (its
     marker, now stale, goes at the next `pending_spools`), and nothing of it is lost."""
     aside = path.with_name(path.name + ".damaged")
-    os.replace(path, aside)  # a rename, not a write: nothing new to make atomic
+    safe_write.set_aside(path, aside)
     return aside
 
 

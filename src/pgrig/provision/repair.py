@@ -20,7 +20,6 @@ Two kinds of damage are repaired, and only these:
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import signal
@@ -349,7 +348,7 @@ def _reclone_standby(
     # the swap: the old directory set aside, the new clone in its place
     aside = env.dir / SET_ASIDE
     if env.datadir.exists():
-        os.rename(env.datadir, aside)  # set aside, not written: a rename of what is there
+        safe_write.set_aside(env.datadir, aside)
     safe_write.publish_dir(staging, env.datadir)
     shutil.rmtree(aside, ignore_errors=True)
     env.standby_of = src.as_dict()
