@@ -227,3 +227,14 @@ def test_emit_k8s_refuses_workloads_whose_streams_the_manifests_cannot_carry(
     with pytest.raises(PgrigError, match=f"--emit k8s: workload {workload} runs pgrig's own"):
         k8s_emit.emit(spec, tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_streams_that_began_inside_the_window_are_said_to_read_low(tmp_path: Path) -> None:
+    rec = _record()
+    late = [{**e, "at": 1001.5} if e.get("event") == "start" else e for e in EVENTS]
+    _driver(tmp_path, late).fill(rec, True, "", "", {})
+    assert rec.extra["chbench"]["started_s"] == 1.5
+    said = {w["code"]: w["message"] for w in rec.warnings()}
+    assert said["chbench_late_streams"].startswith(
+        "the analytic streams started 1.5 s into the measured window"
+    )
