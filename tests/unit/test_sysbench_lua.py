@@ -116,3 +116,25 @@ def test_a_script_declaring_nothing(tmp_path: Path) -> None:
     script.write_text("function event() end\n")
     facts = sysbench_lua.describe("sysbench", script)
     assert facts.options == {} and facts.commands == {"run"} and not facts.validates_options
+
+
+def test_a_number_option_takes_a_number_only() -> None:
+    """sysbench reads a number option's value as strtod does, silently: "abc" and "" as 0,
+    "1_000" as 1; the record would say the text while the run used 0."""
+    out = "pgrig-option\tread_pct\t20\tnumber\npgrig-option\tmode\tRR\tstring\npgrig-probe-done\n"
+    facts = sysbench_lua.parse_probe(Path("/w/t.lua"), "ab", out)
+    assert facts.numbers == {"read_pct"}
+    for ok in ("80", "0.5", "-3", "1e3", " 5"):
+        sysbench_lua.check_defines(facts, "sysbench:t.lua", {"read_pct": ok, "mode": "abc"})
+    for bad in ("abc", "", "1_000", "0x10", "inf", "nan", "٨٠"):
+        with pytest.raises(PgrigError) as e:
+            sysbench_lua.check_defines(facts, "sysbench:t.lua", {"read-pct": bad})
+        assert str(e.value).startswith(
+            f"--define read-pct={bad!r}: sysbench:t.lua declares read-pct a number (default 20)"
+        )
+
+
+@needs_sysbench
+def test_the_probe_says_which_options_are_numbers() -> None:
+    facts = sysbench_lua.describe("sysbench", LEDGER)
+    assert facts.numbers == {"scale", "tables", "read_pct"}

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.provision.system.child_process import die_with_parent
+from pgrig.request.values import ascii_number
 
 PROBE_TIMEOUT_S = 30
 _OPTION_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -41,7 +42,8 @@ dofile(os.getenv("PGRIG_LUA_SCRIPT"))
 local function out(...) io.stdout:write(...) io.stdout:write("\\n") end
 for name, spec in pairs(sysbench.cmdline.options or {}) do
   local default = type(spec) == "table" and spec[2] or nil
-  out("pgrig-option\\t", name, "\\t", default == nil and "" or tostring(default))
+  local text = default == nil and "" or tostring(default)
+  out("pgrig-option\\t", name, "\\t", text, "\\t", type(default))
 end
 for name in pairs(sysbench.cmdline.commands or {}) do out("pgrig-command\\t", name) end
 for _, name in ipairs({"prepare", "cleanup", "help"}) do
@@ -60,6 +62,9 @@ class ScriptFacts:
     sha256: str  # of the script file itself
     options: dict[str, str] = field(default_factory=dict)
     commands: frozenset[str] = frozenset()
+    # options whose default is a Lua number: sysbench reads their values as C's strtod does,
+    # silently ("abc" and "" as 0, "1_000" as 1)
+    numbers: frozenset[str] = frozenset()
 
     @property
     def validates_options(self) -> bool:
@@ -148,14 +153,17 @@ def _describe(
 
 def parse_probe(script: Path, sha256: str, stdout: str) -> ScriptFacts:
     options: dict[str, str] = {}
+    numbers: set[str] = set()
     commands: set[str] = set()
     for line in stdout.splitlines():
         parts = line.split("\t")
         if parts[0] == "pgrig-option" and len(parts) >= 2:
             options[parts[1]] = parts[2] if len(parts) > 2 else ""
+            if len(parts) > 3 and parts[3] == "number":
+                numbers.add(option_key(parts[1]))
         elif parts[0] == "pgrig-command" and len(parts) >= 2:
             commands.add(parts[1])
-    return ScriptFacts(script, sha256, options, frozenset(commands))
+    return ScriptFacts(script, sha256, options, frozenset(commands), frozenset(numbers))
 
 
 def _load_error(output: str) -> str:
@@ -176,6 +184,15 @@ def check_defines(facts: ScriptFacts, label: str, defines: dict[str, str]) -> No
             raise PgrigError(
                 f"--define {name}: {label} declares no option {name} "
                 f"(its options: {facts.option_list()})"
+            )
+        value = defines[name]
+        if option_key(name) in facts.numbers and not ascii_number(value):
+            # sysbench would run with 0 (or a prefix of it) and the record say the text
+            default = next(v for o, v in facts.options.items() if option_key(o) == option_key(name))
+            raise PgrigError(
+                f"--define {name}={value!r}: {label} declares {name} a number (default "
+                f"{default}), which sysbench would read as 0 or a part of it: give a number "
+                "in digits 0-9 (for example 20 or 0.5)"
             )
 
 
