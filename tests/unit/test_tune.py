@@ -382,6 +382,32 @@ def test_a_tune_whose_every_trial_was_pruned_says_why(
     assert said.endswith("; and 1 more): nothing to recommend")
 
 
+def test_a_disk_limit_forced_under_a_trial_stops_the_tune(archive: Archive) -> None:
+    """A forced disk limit lasts (settings are put back before the next run, it is not):
+    the trials after it would be compared with the baseline and trials before it."""
+
+    def decorate(rec: Any, spec: RunRequest) -> None:
+        if spec.study_point == "trial-001":
+            rec.extra["changed_under_run"] = [
+                {
+                    "after_s": 1.0,
+                    "command": "env set --force",
+                    "change": "disk limit set to wiops=2000",
+                }
+            ]
+
+    backend = TuneFake(running={"e1"}, decorate=decorate)
+    with pytest.raises(PgrigError) as e:
+        run_tune(_request(name="d", trials=4), archive=archive, backend=backend)  # type: ignore[arg-type]
+    assert str(e.value).startswith("the disk limit set to wiops=2000 under run ")
+    assert "not one search; start a new study (--name) on e1 as it is now" in str(e.value)
+    # no trial after it was measured
+    assert [c[1] for c in backend.calls if c[0] == "execute"][-1] == "trial-001"
+    # a forced settings change is put back by the next trial's: the search goes on
+    settings = TuneFake(running={"e1"}, decorate=_forced_under({"trial-001"}))
+    run_tune(_request(name="d2", trials=3), archive=archive, backend=settings)  # type: ignore[arg-type]
+
+
 def test_failed_trials_are_pruned_not_dropped(archive: Archive) -> None:
     backend = TuneFake(running={"e1"}, fail_at={2})  # the second trial's run fails
     run_tune(_request(trials=3), archive=archive, backend=backend)  # type: ignore[arg-type]

@@ -343,9 +343,10 @@ def set_(
 def _set_disk_limit(name: str, spec: str, force: bool, as_json: bool) -> None:
     """`env set NAME --disk-limit ...`: in force at once on a running server."""
     from pgrig.provision.operations import change as changing
+    from pgrig.record.documents import DISK_LIMIT_CHANGE
 
     limit = changing.parse_disk_limit(name, spec)
-    with exclusive_env(name, "env set", force, f"disk limit set to {spec}") as env:
+    with exclusive_env(name, "env set", force, f"{DISK_LIMIT_CHANGE} {spec}") as env:
         done = changing.set_disk_limit(env, limit)
     if as_json:
         print_json(done.as_dict())

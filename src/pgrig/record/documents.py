@@ -213,6 +213,11 @@ class RunWarning(TypedDict):
     message: str
 
 
+# how a forced disk limit change is said (cli env set): unlike settings, which a study puts
+# back before its next run, it lasts: runs before and after it ran on different disks
+DISK_LIMIT_CHANGE = "disk limit set to"
+
+
 class ForcedChange(TypedDict):
     """A change forced on the run's environment while it ran (`env set ... --force`, a
     restart...): an event of the run (load/core/run_steps.py forced_changes), said in its

@@ -35,7 +35,7 @@ from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.format import pgrig_command
-from pgrig.record.documents import BestTrial, TrialDoc
+from pgrig.record.documents import DISK_LIMIT_CHANGE, BestTrial, TrialDoc
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
@@ -489,8 +489,25 @@ class _Tuner:
                 trial.report(value, step=0)  # TPE then knows how bad the region is
             self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
             self.console.print(f"  [yellow]pruned[/yellow]: {escape(reason)}", highlight=False)
+            self._stop_if_disk_changed(rec)
             return
         self.study.tell(trial, value)
+
+    def _stop_if_disk_changed(self, rec: RunRecord) -> None:
+        """A disk limit forced under a trial lasts (the study puts back settings, not disk
+        limits): the trials and the baseline before it ran on another disk than the ones
+        after, and TPE would compare them as one search; the tune stops saying so."""
+        lasting = [
+            e for e in rec.extra.get("changed_under_run") or []
+            if str(e.get("change", "")).startswith(DISK_LIMIT_CHANGE)
+        ]  # fmt: skip
+        if lasting:
+            raise PgrigError(
+                f"the {lasting[-1]['change']} under run {rec.id} (`pgrig "
+                f"{lasting[-1]['command']}`): the baseline and the trials before it ran under "
+                f"another disk limit than any after it, not one search; start a new study "
+                f"(--name) on {self.env.name} as it is now"
+            )
 
     def _ask(self) -> optuna.Trial:
         """The next trial; within a group of RESTART_GROUP trials the restart-only knobs keep
