@@ -68,6 +68,15 @@ def test_interrupted_in_its_confirmation_heads_every_surface_and_suggests_nothin
     assert doc["unfinished"].startswith(said) and doc["confirmed"] is False
 
 
+def test_a_round_stopped_inside_is_not_counted_done(archive: Archive) -> None:
+    """Stopped after one whole round and the first run of the second: 1 round, not 2."""
+    _rec, _runs, a = _interrupted(archive, at=9, repeats=4)
+    assert a.unfinished is not None and a.unfinished.startswith(
+        "interrupted in its confirmation after 1 of 4 rounds and 1 of 3 runs of the next: the "
+        "best trial is not confirmed"
+    )
+
+
 def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
     archive: Archive,
 ) -> None:

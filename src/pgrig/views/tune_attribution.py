@@ -146,14 +146,21 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
         else:
             where = "in its baseline run, before any trial: nothing measured"
     elif extra.get("confirm_stopped_at") is None:
-        rounds = {rep for point, rep in ok if point.startswith(confirm.point_key(""))}
+        by_round: dict[int, int] = {}  # a round's ok runs, of one per configuration
+        for point, rep in ok:
+            if point.startswith(confirm.point_key("")):
+                by_round[rep] = by_round.get(rep, 0) + 1
+        whole = sum(1 for n in by_round.values() if n >= len(confirm.configs()))
+        # a round stopped inside measured some configurations once more, not all of them
+        part = [n for n in by_round.values() if n < len(confirm.configs())]
+        begun = f" and {part[0]} of {len(confirm.configs())} runs of the next" if part else ""
         planned = _planned(extra)
         searched = isinstance(planned, int) and _trials_done(extra) >= planned
-        if rounds or (extra.get("best") and searched):
+        if by_round or (extra.get("best") and searched):
             where = (
-                f"in its confirmation after {len(rounds)} of "
-                f"{extra.get('confirm_repeats', '?')} rounds: the best trial is not confirmed, "
-                "its verdicts rest on those rounds alone"
+                f"in its confirmation after {whole} of "
+                f"{extra.get('confirm_repeats', '?')} rounds{begun}: the best trial is not "
+                "confirmed, its verdicts rest on those rounds alone"
             )
         else:
             where = (
