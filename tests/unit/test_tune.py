@@ -334,6 +334,30 @@ def test_resume_refuses_another_question(archive: Archive) -> None:
         run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
 
 
+def test_resume_with_a_damaged_journal_says_so(archive: Archive) -> None:
+    """A torn or edited line in the Optuna journal: a clear error, not a JSONDecodeError."""
+    from pgrig.tune.runner import journal_path
+
+    with pytest.raises(TuneInterrupted):
+        run_tune(
+            _request(trials=3), archive=archive, backend=TuneFake(running={"e1"}, interrupt_at=3)
+        )  # type: ignore[arg-type]
+    journal = journal_path(archive.url, "t")
+    whole = journal.read_bytes()
+    # a last line torn (kill -9 mid-write): that write never happened, the study resumes
+    journal.write_bytes(whole[:-40])
+    run_tune(_request(trials=3), archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+    assert archive.get_study("t").status == "done"
+    # a line damaged inside (edited): a clear error, not a JSONDecodeError
+    lines = journal.read_bytes().split(b"\n")
+    journal.write_bytes(b"\n".join([lines[0], lines[1][:30], *lines[2:]]))
+    archive.set_study_status("t", "interrupted")
+    with pytest.raises(PgrigError) as e:
+        run_tune(_request(trials=3), archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+    assert str(e.value).startswith(f"study 't': its search journal {journal} cannot be read (")
+    assert str(e.value).endswith("start a new study (--name)")
+
+
 def _forced_under(points: set[str]) -> Any:
     def decorate(rec: Any, spec: RunRequest) -> None:
         if spec.study_point in points:

@@ -227,6 +227,21 @@ def _run_held(
         raise
 
 
+def _drop_torn_tail(journal: Path) -> int:
+    """Optuna reads a journal up to its last whole line, then appends after a torn one (kill -9
+    mid-write), which makes both unreadable: the torn bytes go first; returns how many."""
+    try:
+        data = journal.read_bytes()
+    except FileNotFoundError:
+        return 0
+    if not data or data.endswith(b"\n"):
+        return 0
+    keep = data.rfind(b"\n") + 1
+    with open(journal, "r+b") as f:
+        f.truncate(keep)
+    return len(data) - keep
+
+
 def _tune(
     req: TunePlan,
     archive: RunStore,
@@ -246,15 +261,28 @@ def _tune(
     journal.parent.mkdir(parents=True, exist_ok=True)
     if created:  # a journal without its pgrig study is a leftover of a study that never ran
         journal.unlink(missing_ok=True)
-    study = optuna.create_study(
-        study_name=req.name,
-        storage=JournalStorage(JournalFileBackend(str(journal))),
-        direction=req.objective.direction,
-        sampler=optuna.samplers.TPESampler(
-            seed=req.seed, n_startup_trials=max(3, min(10, req.trials // 2))
-        ),
-        load_if_exists=not created,  # reopened only with --resume (_open_study)
-    )
+    elif torn := _drop_torn_tail(journal):
+        console.print(
+            f"note: the search journal's last line was torn ({torn} bytes: a write killed "
+            "midway, never done): dropped",
+            highlight=False,
+        )
+    try:
+        study = optuna.create_study(
+            study_name=req.name,
+            storage=JournalStorage(JournalFileBackend(str(journal))),
+            direction=req.objective.direction,
+            sampler=optuna.samplers.TPESampler(
+                seed=req.seed, n_startup_trials=max(3, min(10, req.trials // 2))
+            ),
+            load_if_exists=not created,  # reopened only with --resume (_open_study)
+        )
+        study.get_trials(deepcopy=False)  # the journal is read lazily: read it whole here
+    except ValueError as e:  # a line torn or edited (JSONDecodeError): nothing was run yet
+        raise PgrigError(
+            f"study {req.name!r}: its search journal {journal} cannot be read ({e}): its "
+            "trials cannot be resumed; its runs stay archived: start a new study (--name)"
+        ) from None
     archive.update_study_extra(
         req.name,
         {
