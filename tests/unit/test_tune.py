@@ -358,6 +358,31 @@ def test_resume_with_a_damaged_journal_says_so(archive: Archive) -> None:
     assert str(e.value).endswith("start a new study (--name)")
 
 
+def test_resume_after_an_upgrade_that_added_a_load_key(archive: Archive) -> None:
+    """A study started by a pgrig whose RunRequest lacked a field added since (at its default)
+    resumes; a changed load is still refused."""
+    with pytest.raises(TuneInterrupted):
+        run_tune(
+            _request(trials=3), archive=archive, backend=TuneFake(running={"e1"}, interrupt_at=3)
+        )  # type: ignore[arg-type]
+    spec = json.loads(archive.get_study("t").spec)
+    del spec["run"]["streams"]  # as an older pgrig wrote it
+    import sqlite3
+
+    with sqlite3.connect(archive.url.removeprefix("sqlite:///")) as conn:
+        conn.execute(
+            "UPDATE studies SET spec = ? WHERE name = 't'",
+            (json.dumps(spec, indent=1, sort_keys=True),),
+        )
+    run_tune(_request(trials=3), archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+    assert archive.get_study("t").status == "done"
+    plan = _request(name="t")
+    other = TunePlan(**{**plan.__dict__, "load": plan.load.model_copy(update={"clients": 7})})
+    archive.set_study_status("t", "interrupted")
+    with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
+        run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+
+
 def _forced_under(points: set[str]) -> Any:
     def decorate(rec: Any, spec: RunRequest) -> None:
         if spec.study_point in points:

@@ -379,13 +379,36 @@ def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
             f"study {req.name!r} already exists (status {existing.status}): add --resume to "
             "continue it, or --name to start a new one"
         )
-    if existing.kind != KIND or existing.spec != req.spec_text():
+    if existing.kind != KIND or not _same_question(existing.spec, req.spec_text()):
         raise PgrigError(
             f"--resume: study {req.name!r} was started with another environment, load, "
             "objective or space; use --name to start a new one"
         )
     archive.set_study_status(req.name, "running")
     return False
+
+
+def _same_question(stored: str, asked: str) -> bool:
+    """Whether a resumed study is asked what it was started with. A load key a later pgrig
+    added (a new RunRequest field) at its default asks nothing new: without this, every study
+    started before an upgrade was refused as "started with another ... load"."""
+    if stored == asked:
+        return True
+    try:
+        old, new = json.loads(stored), json.loads(asked)
+    except ValueError:
+        return False
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    old_run, new_run = old.get("run"), new.get("run")
+    if isinstance(old_run, dict) and isinstance(new_run, dict):
+        fields = RunRequest.model_fields
+        new["run"] = {
+            k: v for k, v in new_run.items()
+            if k in old_run or k not in fields
+            or v != fields[k].get_default(call_default_factory=True)
+        }  # fmt: skip
+    return bool(old == new)
 
 
 class _Tuner:
