@@ -206,6 +206,19 @@ def test_a_trial_changed_under_its_run_is_pruned_not_counted() -> None:
     )
 
 
+def test_a_change_during_the_runs_set_up_is_said_so_not_at_a_negative_time() -> None:
+    rec = make_record(tps=1000.0)
+    rec.id = 8
+    rec.extra["changed_under_run"] = [
+        {"after_s": -0.9, "command": "env set --force", "change": "disk limit set to wiops=300"}
+    ]
+    judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
+    assert judged.reason == (
+        "run 8 was changed while running (disk limit set to wiops=300 during its set-up): not a "
+        "trial of its settings alone, not comparable"
+    )
+
+
 def test_early_stop_needs_consecutive_slow_seconds() -> None:
     stop_if = Guardrails(baseline_p95_ms=10.0).early_stop(seconds=3)
     # a fast second starts the count again; a second without a figure changes nothing

@@ -463,7 +463,12 @@ def changed_under_run(rec: RunRecord) -> list[str]:
     """What was forced on a run's environment while it ran (load/core/run_steps.py
     forced_changes), in words: such a run measured two configurations, not the one it records."""
     events = rec.extra.get("changed_under_run") or []
-    return [f"{e.get('change')} at {e.get('after_s', 0):g} s" for e in events]
+    # before its start (while it took the environment): the run's own warning says it so too
+    return [
+        f"{e.get('change')} "
+        + ("during its set-up" if e.get("after_s", 0) < 0 else f"at {e.get('after_s', 0):g} s")
+        for e in events
+    ]
 
 
 def _changed(runs: Sequence[RunRecord]) -> str:
