@@ -39,6 +39,10 @@ def _build(**asked: Any) -> Any:
         ({"scale": 0}, "--scale must be at least 1"),
         ({"confirm_repeats": 1}, "--confirm-repeats must be at least 2"),
         ({"budget": "soon"}, "--budget: "),
+        # a search that cannot end (the hostile pass gave 99999999999999999999)
+        ({"trials": 10**20}, "--trials must be at most 10,000 (got 100,000,000,000,000,000,000)"),
+        ({"name": ""}, "--name must not be empty"),
+        ({"name": "  "}, "--name must not be empty"),
     ],
 )
 def test_bad_flags_are_refused_first(

@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
             )
             return
         formats = publish.check_formats(fmt or ["md"])
-        study_name = name or f"tune-{env}"
+        study_name = f"tune-{env}" if name is None else name
         from pgrig.tune import presets
 
         values = {

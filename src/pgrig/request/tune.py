@@ -19,6 +19,11 @@ from pgrig.request.problems import Refusal
 __all__ = ["TuneRequest"]
 
 
+# a search that could not end: 10,000 trials of the shortest run a tune takes is days
+MAX_TRIALS = 10_000
+_MAX_TRIALS_WHY = ": a longer search cannot end (give --budget to bound it by time)"
+
+
 def _none_is_empty(value: object) -> object:
     return [] if value is None else value
 
@@ -38,6 +43,21 @@ def _at_least(low: int, why: str = "") -> AfterValidator:
     return AfterValidator(check)
 
 
+def _at_most(high: int, why: str) -> AfterValidator:
+    def check(value: int) -> int:
+        if value > high:
+            raise Refusal(f"must be at most {high:,} (got {value:,}){why}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _not_empty(value: str) -> str:
+    if not value.strip():
+        raise Refusal("must not be empty (leave it out for tune-ENV)")
+    return value
+
+
 def _none_or_more(value: int) -> int:
     if value < 0:
         raise Refusal(f"must be 0 (none) or more (got {value})")
@@ -54,7 +74,9 @@ class TuneRequest(BaseModel):
     workload: Annotated[
         list[str], BeforeValidator(_none_is_empty), AfterValidator(_workload_given)
     ] = flag_field("--workload", default_factory=list)
-    trials: Annotated[int, _at_least(1)] = flag_field("--trials", default=20)
+    trials: Annotated[int, _at_least(1), _at_most(MAX_TRIALS, _MAX_TRIALS_WHY)] = flag_field(
+        "--trials", default=20
+    )
     ablation_repeats: Annotated[int, AfterValidator(_none_or_more)] = flag_field(
         "--ablation-repeats", default=5
     )
@@ -76,6 +98,7 @@ class TuneRequest(BaseModel):
     warmup: str = flag_field("--warmup", default="0")
     clients: int = flag_field("--clients", default=1)
     threads: int = flag_field("--threads", default=1)
-    name: str = flag_field("--name")  # the study's name (the CLI's default: tune-ENV)
+    # the study's name (the CLI's default: tune-ENV)
+    name: Annotated[str, AfterValidator(_not_empty)] = flag_field("--name")
     database: str | None = flag_field("--db", default=None)
     seed: int = flag_field("--seed", default=0)
