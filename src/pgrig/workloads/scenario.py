@@ -50,6 +50,29 @@ class Scenario(Protocol):
         ...
 
 
+def _require_data(
+    env: Environment,
+    dbname: str,
+    dataset: Mapping[str, Any],
+    accepted: tuple[str, ...],
+    label: str,
+    size: str,
+) -> None:
+    """Refuse a run whose database holds none of the `accepted` scenarios' data, saying what
+    it holds and the `db generate` that makes the first one in that same database."""
+    found = dataset.get("scenario")
+    if found in accepted:
+        return
+    cmd = pgrig_command(
+        "db", "generate", env.name, "--db", dbname, "--scenario", accepted[0], rest=size
+    )
+    raise PgrigError(
+        f"database {dbname!r} of {env.name} holds no {label} data"
+        + (f" (it holds {found})" if found else "")
+        + f": run `{cmd}` first"
+    )
+
+
 class ScriptsAsGiven:
     """pgbench's built-in scripts and custom scripts: run as given, no figures of their own."""
 
@@ -84,13 +107,8 @@ class Tpcc:
     ) -> RunScripts:
         from pgrig.workloads import tpcc
 
-        if dataset.get("scenario") not in ("tpcc", "chbench"):  # CH-benCHmark: TPC-C and more
-            cmd = pgrig_command(
-                "db", "generate", env.name, "--scenario", "tpcc", rest="--warehouses W"
-            )
-            raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no TPC-C data: run `{cmd}` first"
-            )
+        # CH-benCHmark's data is TPC-C's and more
+        _require_data(env, dbname, dataset, ("tpcc", "chbench"), "TPC-C", "--warehouses W")
         scripts, defines, max_tries = tpcc.pgbench_scripts(
             work,
             warehouses=int(dataset["warehouses"]),
@@ -128,17 +146,8 @@ class Chbench(Tpcc):
         work: Path,
         dataset: Mapping[str, Any],
     ) -> RunScripts:
-        if dataset.get("scenario") != "chbench":  # TPC-C's tables alone lack the queries' three
-            cmd = pgrig_command(
-                "db", "generate", env.name, "--db", dbname, "--scenario", "chbench",
-                rest="--warehouses W",
-            )  # fmt: skip
-            found = dataset.get("scenario")
-            raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no CH-benCHmark data"
-                + (f" (it holds {found})" if found else "")
-                + f": run `{cmd}` first"
-            )
+        # TPC-C's tables alone lack the queries' three
+        _require_data(env, dbname, dataset, ("chbench",), "CH-benCHmark", "--warehouses W")
         return super().run_scripts(spec, env, dbname, work, dataset)
 
 
@@ -156,14 +165,7 @@ class Tpch:
         work: Path,
         dataset: Mapping[str, Any],
     ) -> RunScripts:
-        if dataset.get("scenario") != "tpch":
-            cmd = pgrig_command(
-                "db", "generate", env.name, "--db", dbname, "--scenario", "tpch",
-                rest="--scale-factor SF",
-            )  # fmt: skip
-            raise PgrigError(
-                f"database {dbname!r} of {env.name} holds no TPC-H data: run `{cmd}` first"
-            )
+        _require_data(env, dbname, dataset, ("tpch",), "TPC-H", "--scale-factor SF")
         return RunScripts([], {}, 1)
 
     def add_results(self, rec: RunRecord) -> None:
