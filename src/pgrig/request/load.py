@@ -494,12 +494,17 @@ def _check_tpch(p: LoadParams) -> None:
         "txlog": p.txlog not in ("auto", "off"),
         "protocol": p.protocol != "simple",
     }
-    wrong = [name for name, here in given.items() if here]
-    if wrong:
-        why = _TPCH_REFUSED[wrong[0]]
+    _refuse_first_given(p, given, _TPCH_REFUSED)
+
+
+def _refuse_first_given(p: LoadParams, given: dict[str, bool], why: dict[str, str]) -> None:
+    """Refuse the first option given (in `given`'s order) that the workload's engine does
+    not take, with that engine's reason."""
+    wrong = next((name for name, here in given.items() if here), None)
+    if wrong is not None:
         raise Refusal(
-            lambda n: f"does not apply to {n('workload')} {p.workload}: {why}",
-            field=wrong[0],
+            lambda n: f"does not apply to {n('workload')} {p.workload}: {why[wrong]}",
+            field=wrong,
             others=("workload",),
         )
 
@@ -516,14 +521,7 @@ def _check_sysbench(p: LoadParams) -> None:
         "keep_txlog": p.keep_txlog,
         "txlog": p.txlog not in ("auto", "off"),
     }
-    wrong = [name for name, given_here in given.items() if given_here]
-    if wrong:
-        why = _SYSBENCH_REFUSED[wrong[0]]
-        raise Refusal(
-            lambda n: f"does not apply to {n('workload')} {p.workload}: {why}",
-            field=wrong[0],
-            others=("workload",),
-        )
+    _refuse_first_given(p, given, _SYSBENCH_REFUSED)
     if p.protocol == "extended":
         raise Refusal(
             lambda n: (
