@@ -99,9 +99,15 @@ TPCH_HEADLINE = {
 
 
 def tpch_query_ms(rec: RunRecord, query: int) -> float | None:
-    """One query's time in a TPC-H run, in ms: a power test's (a performance test's power
-    test's: one stream, the spec's order), a throughput run's mean over its streams; None
-    when any of its executions did not complete (its time is then not known)."""
+    """One query's time in a TPC-H run, in ms (tpch_query_s)."""
+    s = tpch_query_s(rec, query)
+    return None if s is None else s * 1000
+
+
+def tpch_query_s(rec: RunRecord, query: int) -> float | None:
+    """One query's time in a TPC-H run, in seconds: a power test's (a performance test's
+    power test's: one stream, the spec's order), a throughput run's mean over its streams;
+    None when any of its executions did not complete (its time is then not known)."""
     doc = tpch_figures(rec)
     if doc is None:
         return None
@@ -110,7 +116,7 @@ def tpch_query_ms(rec: RunRecord, query: int) -> float | None:
         runs = [q for q in runs if q.get("test") == "power"]
     if not runs or any(q.get("status") != "ok" for q in runs):
         return None
-    return sum(float(q["seconds"]) for q in runs) / len(runs) * 1000
+    return sum(float(q["seconds"]) for q in runs) / len(runs)
 
 
 def _tpch_query(q: int) -> Figure:

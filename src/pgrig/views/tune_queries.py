@@ -18,6 +18,7 @@ from typing import Any
 from pgrig import format
 from pgrig.archive.records import RunRecord
 from pgrig.insights.statements import JIT_MS
+from pgrig.record.figures import tpch_query_s
 from pgrig.workloads.tpch import queries
 
 
@@ -87,7 +88,8 @@ def query_rows(groups: Mapping[str, Sequence[RunRecord]]) -> list[QueryRow]:
         jits = [_jit(r) for r in runs]
         plans = [_plans(r) for r in runs]
         for q, row in rows.items():
-            row.seconds[config] = _median([float(e[q]["seconds"]) for e in events if q in e])
+            times = [tpch_query_s(r, q) for r in runs]
+            row.seconds[config] = _median([t for t in times if t is not None])
             row.temp_bytes[config] = _median(
                 [
                     float(e[q]["temp_bytes"])
