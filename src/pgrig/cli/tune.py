@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from pgrig.archive.protocol import RunStore
     from pgrig.archive.records import RunRecord
+    from pgrig.record.documents import BestTrial, StudyExtra
+    from pgrig.tune.objective import BesideRow
     from pgrig.tune.runner import TunePlan, TuneResult
     from pgrig.views.tune_attribution import Attribution
 
@@ -43,7 +45,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--preset",
-                help="read-heavy | mixed-reporting | write-heavy-slow-disk | analytics: "
+                help="read-heavy | mixed-reporting | write-heavy-slow-disk | analytics | htap: "
                 "workload, clients, data, space, trials and durations in one (each flag still "
                 "overrides).",
             ),
@@ -67,6 +69,14 @@ def register(app: typer.Typer) -> None:
                 "database has other data.",
             ),
         ] = None,
+        warehouses: Annotated[
+            int | None,
+            typer.Option(
+                "--warehouses",
+                help="TPC-C or CH-benCHmark data warehouses (tpcc, chbench); generated first "
+                "when the database has other data.",
+            ),
+        ] = None,
         trials: Annotated[int, typer.Option("--trials", help="Trials of the search.")] = 20,
         budget: Annotated[
             str | None,
@@ -77,14 +87,16 @@ def register(app: typer.Typer) -> None:
         objective: Annotated[
             str,
             typer.Option(
-                "--objective", help="tps | p95 | nopm (TPC-C) | power (TPC-H's Power@Size)."
+                "--objective",
+                help="tps | p95 | nopm (TPC-C, CH-benCHmark) | power (TPC-H's Power@Size).",
             ),
         ] = "tps",
         space: Annotated[
             str,
             typer.Option(
                 "--space",
-                help="default, read, mixed, write, analytics (a space per workload class), "
+                help="default, read, mixed, write, analytics, htap (a space per workload "
+                "class), "
                 "or a TOML file of knobs and ranges.",
             ),
         ] = "default",
@@ -107,6 +119,13 @@ def register(app: typer.Typer) -> None:
         warmup: Annotated[str, typer.Option("--warmup", help="Warm-up per run.")] = "0",
         clients: Annotated[int, typer.Option("--clients", "-c")] = 1,
         threads: Annotated[int, typer.Option("--threads", "-j")] = 1,
+        analytic_clients: Annotated[
+            int | None,
+            typer.Option(
+                "--analytic-clients",
+                help="CH-benCHmark's analytic streams beside --clients (chbench only).",
+            ),
+        ] = None,
         confirm_repeats: Annotated[
             int,
             typer.Option(
@@ -183,8 +202,9 @@ def register(app: typer.Typer) -> None:
 
         values = {
             "workload": workload, "scale": scale, "scale_factor": scale_factor,
-            "objective": objective, "trials": trials, "duration": duration,
-            "warmup": warmup, "clients": clients, "threads": threads,
+            "warehouses": warehouses, "objective": objective, "trials": trials,
+            "duration": duration, "warmup": warmup, "clients": clients, "threads": threads,
+            "analytic_clients": analytic_clients,
             "confirm_repeats": confirm_repeats, "space": space,
             "ablation_repeats": ablation_repeats, "ablation_units": ablation_units,
         }  # fmt: skip
@@ -354,23 +374,30 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
 
 def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
     """`pgrig study show` of a tuning study: its trials, best and verdicts."""
+    from pgrig.tune import objective as tune_objective
+
     rec = store.get_study(study_name)
     x = rec.extra
+    runs = store.study_runs(study_name)
+    obj = tune_objective.of_study(x, runs)
     if as_json:
         from pgrig.views import tune_attribution
 
         keys = ("objective", "trials", "best", "importances", "baseline_run", "space", "notes")
-        state = tune_attribution.unfinished(rec.status, x, store.study_runs(study_name))
+        state = tune_attribution.unfinished(rec.status, x, runs)
+        beside = [r.as_json() | {"key": r.figure.key} for r in _beside_rows(store, runs, x)]
         common.print_json(
             {"name": rec.name, "kind": rec.kind, "status": rec.status,
              "unfinished": state, "confirmed": x.get("confirm_stopped_at") is not None,
-             "created_at": rec.created_at, **{k: x.get(k) for k in keys}}
+             "created_at": rec.created_at, **{k: x.get(k) for k in keys},
+             **({"beside": beside} if obj.beside else {})}
         )  # fmt: skip
         return
     from rich.table import Table
 
     t = Table(title=f"{rec.name} (tune, {rec.status})")
-    for col in ("trial", "state", "value", "run", "why pruned"):
+    columns = ("trial", "state", "value", *tune_objective.beside_headings(obj), "run", "why pruned")
+    for col in columns:
         t.add_column(col, overflow="fold")
     for trial in x.get("trials") or []:
         value = trial.get("value")
@@ -378,11 +405,30 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
             str(trial["number"] + 1),
             trial["state"],
             "-" if value is None else f"{value:,.2f}",
+            *tune_objective.beside_cells(obj, trial),
             str(trial.get("run_id") or "-"),
             escape(trial.get("reason") or ""),
         )
     common.out_console().print(t)
+    if obj.beside:
+        common.err_console().print(
+            tune_objective.beside_intro(obj), highlight=False, soft_wrap=True
+        )
     _summary(common.err_console(), store, study_name)
+
+
+def _beside_rows(store: RunStore, runs: list[RunRecord], x: StudyExtra) -> list[BesideRow]:
+    """The figures beside the objective over the confirmation runs, read whole (none when
+    the objective has none)."""
+    from pgrig.tune import confirm
+    from pgrig.tune import objective as tune_objective
+
+    obj = tune_objective.of_study(x, runs)
+    if not obj.beside:
+        return []
+    light = confirm.groups(runs, confirm.reference_of(x))
+    groups = {c: [store.get_run(r.id) for r in rs if r.id is not None] for c, rs in light.items()}
+    return tune_objective.beside_rows(obj, groups)
 
 
 # --- `pgrig tune show NAME`: the recommendation, with a reason per setting ------------------
@@ -411,9 +457,29 @@ def show_recommendation(store: RunStore, name: str) -> None:
     a = tune_attribution.build(x, runs, METRIC_OF[x.get("objective", "tps")], status=rec.status)
     env = runs[0].env_name if runs else "ENV"
     text = render(name, env, best, a)
+    if beside := _beside_rows(store, runs, x):
+        text += "\n\n" + beside_text(beside, best_trial=x.get("best") or {})
     if tune_queries.is_tpch_study(runs):
         text += "\n\n" + per_query(store, runs, confirm.reference_of(x))
     common.out_console().print(text, highlight=False, soft_wrap=True)
+
+
+def beside_text(rows: list[BesideRow], best_trial: BestTrial) -> str:
+    """The figures beside the objective as comment lines: the best trial's, then the medians
+    over the confirmation runs per configuration."""
+    from pgrig import format
+
+    lines = []
+    for r in rows:
+        lines.append(f"# beside the objective, not optimised: {r.figure.label}")
+        trial = (best_trial.get("beside") or {}).get(r.figure.key)
+        if best_trial:
+            lines.append(f"#   best trial's run: {format.number(trial, 0)}")
+        if any(r.runs.values()):
+            lines.append(f"#   confirmation medians: {r.per_config()}")
+        else:
+            lines.append("#   confirmation medians: no confirmation run measured it yet")
+    return "\n".join(lines)
 
 
 def per_query(store: RunStore, runs: list[RunRecord], reference: str) -> str:

@@ -43,6 +43,9 @@ class TrialDoc(TypedDict, total=False):
     run_id: int | None
     settings: dict[str, str]
     reason: str | None
+    # figures reported beside the objective (tune/objective.BESIDE), by figure key:
+    # CH-benCHmark's analytic queries per hour ("chbench.qph") beside its NOPM
+    beside: dict[str, float | None]
 
 
 class BestTrial(TypedDict, total=False):
@@ -50,6 +53,7 @@ class BestTrial(TypedDict, total=False):
     value: float | None
     run_id: int | None
     settings: dict[str, str]
+    beside: dict[str, float | None]  # as the trial's
 
 
 class AblationUnit(TypedDict, total=False):

@@ -22,8 +22,9 @@ from pgrig.reports.study_common import verdict_rules
 from pgrig.reports.summary import fmt, verdict_style
 from pgrig.reports.svg import INK, PALETTE, Chart, Reference, Trace
 from pgrig.tune import confirm
+from pgrig.tune import objective as tune_objective
 from pgrig.tune.importance import METHOD
-from pgrig.tune.objective import objective as objective_of
+from pgrig.tune.objective import Objective
 from pgrig.views import evidence, tune_queries
 from pgrig.views import tune_attribution as attribution
 
@@ -38,7 +39,7 @@ def build(
     settings snapshot gives the environment's own value of every knob); `confirmation`: the
     confirmation runs, whole (their server series are the evidence)."""
     x = record.extra
-    obj = objective_of(x.get("objective", "tps"), _workload(runs))
+    obj = tune_objective.of_study(x, runs)
     doc = Document(
         f"Tuning study {record.name}",
         f"{record.status}; objective {obj.label} ({obj.direction}); "
@@ -50,17 +51,13 @@ def build(
     doc.sections.append(_best(record.name, x, baseline, obj.label))
     doc.sections.append(_verdicts(x, runs, obj.metric.key, confirmation))
     if confirmation:
-        doc.sections.append(_evidence(confirmation, confirm.reference_of(x)))
+        doc.sections.append(_evidence(confirmation, confirm.reference_of(x), obj))
         if tune_queries.is_tpch_study(runs):
             doc.sections.append(_queries(confirmation, confirm.reference_of(x)))
     doc.sections.append(_ablation(found))
     doc.sections.append(_importances(x))
-    doc.sections.append(_trials(x, runs, obj.metric.key, obj.label))
+    doc.sections.append(_trials(x, runs, obj))
     return doc
-
-
-def _workload(runs: list[RunRecord]) -> str:
-    return runs[0].workload if runs else ""
 
 
 def _done(x: StudyExtra) -> int:
@@ -198,10 +195,11 @@ def _queries(confirmation: Sequence[RunRecord], reference: str) -> Section:
     return Section("Per query", [intro, Table.build(head, cells)])
 
 
-def _evidence(confirmation: Sequence[RunRecord], reference: str) -> Section:
+def _evidence(confirmation: Sequence[RunRecord], reference: str, obj: Objective) -> Section:
     """Why the configurations differ, or do not: per configuration the means over its ok
     confirmation runs of what the server did in the measured window (WAL, checkpoints, buffer
-    hits) and how busy the machine was, from each run's own series."""
+    hits) and how busy the machine was, from each run's own series; then the figures beside
+    the objective (CH-benCHmark's analytic queries per hour), medians per configuration."""
     rows: list[list[Any]] = []
     idle_all: list[float] = []
     for config, group in confirm.groups(confirmation, reference).items():
@@ -238,6 +236,19 @@ def _evidence(confirmation: Sequence[RunRecord], reference: str) -> Section:
                 "pgbench and the server share. Durable knobs cannot buy throughput there; what "
                 "they change (WAL volume, checkpoints, cache hits) shows above.",
                 "warn",
+            )
+        )
+    beside = tune_objective.beside_rows(obj, confirm.groups(confirmation, reference))
+    if beside:
+        blocks.append(
+            Paragraph(tune_objective.beside_intro(obj) + ". Medians over the ok confirmation runs.")
+        )
+        configs = list(beside[0].medians)
+        blocks.append(
+            Table.build(
+                ["figure", *configs],
+                [[r.figure.label, *(fmt(r.medians[c], 0) for c in configs)] for r in beside],
+                numeric=set(range(1, len(configs) + 1)),
             )
         )
     return Section("Evidence", blocks)
@@ -431,7 +442,8 @@ def _importances(x: StudyExtra) -> Section:
     )
 
 
-def _trials(x: StudyExtra, runs: list[RunRecord], metric: str, label: str) -> Section:
+def _trials(x: StudyExtra, runs: list[RunRecord], obj: Objective) -> Section:
+    metric, label = obj.metric.key, obj.label
     by_id = {r.id: r for r in runs}
     value = METRICS[metric].value
     rows, figures = [], []
@@ -442,6 +454,7 @@ def _trials(x: StudyExtra, runs: list[RunRecord], metric: str, label: str) -> Se
                 str(t["number"] + 1),
                 t["state"],
                 fmt(value(rec), 2) if rec is not None and rec.status == "ok" else "-",
+                *tune_objective.beside_cells(obj, t),
                 fmt(rec.latency.p95, 2) if rec is not None else "-",
                 str(t.get("run_id") or "-"),
                 t.get("reason") or "",
@@ -450,8 +463,12 @@ def _trials(x: StudyExtra, runs: list[RunRecord], metric: str, label: str) -> Se
     chart = trials_chart(x, by_id, metric, label)
     if chart is not None:
         figures.append(Figure("trials", "", chart))
+    beside = tune_objective.beside_headings(obj)
+    n = len(beside)
     table = Table.build(
-        ["trial", "state", label, "p95 ms", "run", "why pruned"], rows, numeric={0, 2, 3, 4}
+        ["trial", "state", label, *beside, "p95 ms", "run", "why pruned"],
+        rows,
+        numeric={0, 2, *range(3, 3 + n), 3 + n, 4 + n},
     )
     return Section("Trials", [*figures, table])
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pgrig.request.dataset import DatasetRequest
     from pgrig.request.load import (
+        CHBENCH_FIELDS,
         LOAD_FIELDS,
         TPCH_FIELDS,
         LoadParams,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "DatasetRequest": "dataset",
+    "CHBENCH_FIELDS": "load",
     "LOAD_FIELDS": "load",
     "TPCH_FIELDS": "load",
     "TpchLoad": "load",
@@ -45,6 +47,7 @@ _EXPORTS = {
     "problem_of": "problems",
 }
 __all__ = [
+    "CHBENCH_FIELDS",
     "LOAD_FIELDS",
     "TPCH_FIELDS",
     "DatasetRequest",

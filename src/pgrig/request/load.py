@@ -536,13 +536,16 @@ def _check_sysbench(p: LoadParams) -> None:
 # --- the full request ----------------------------------------------------------------------------
 
 
-TPCH_FIELDS = ("query_timeout_s", "streams", "tpch_seed")  # TpchLoad's own
+TPCH_FIELDS = ("query_timeout_s", "streams", "tpch_seed")  # TpchLoad's own, TPC-H's
+CHBENCH_FIELDS = ("analytic_clients",)  # TpchLoad's own, CH-benCHmark's
 
 
 class TpchLoad(LoadParams):
-    """The load parameters with TPC-H's own (workloads/tpch): what a run request and a study's
-    [run] table both take. Not among LOAD_FIELDS (the record's columns): a TPC-H run records
-    them in extra["tpch"]."""
+    """The load parameters with TPC-H's own (workloads/tpch) and CH-benCHmark's analytic
+    streams: what a run request and a study's [run] table both take (a study file's
+    `analytic_clients = 1` as `--analytic-clients 1`). Not among LOAD_FIELDS (the record's
+    columns): a TPC-H run records them in extra["tpch"], a CH-benCHmark run in
+    extra["chbench"]."""
 
     # a query that runs longer is cancelled and recorded as timed out; the query streams of
     # tpch:throughput and tpch; the seed of the substitution parameters (None: a new one,
@@ -553,6 +556,11 @@ class TpchLoad(LoadParams):
     )  # fmt: skip
     streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)
     tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)
+    # CH-benCHmark (workloads/chbench): analytic streams beside the TPC-C clients (0: TPC-C
+    # alone on the same data); required with -w chbench, refused elsewhere
+    analytic_clients: int | None = flag_field(
+        "--analytic-clients", default=None, ge=0, le=MAX_ANALYTIC_CLIENTS
+    )
 
     @model_validator(mode="after")
     def _tpch_options(self) -> Self:
@@ -574,6 +582,31 @@ class TpchLoad(LoadParams):
                 lambda n: f"applies only to {n('workload')} {' or '.join(TPCH_STREAMED)}",
                 field="streams",
                 others=("workload",),
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _chbench_options(self) -> Self:
+        if self.is_chbench and self.analytic_clients is None:
+            raise Refusal(
+                lambda n: (
+                    f"is required with {n('workload')} chbench: how many analytic streams run "
+                    "beside the TPC-C clients (0: the TPC-C mix alone on the same data)"
+                ),
+                field="analytic_clients",
+                others=("workload",),
+            )
+        if self.analytic_clients is not None and not self.is_chbench:
+            raise Refusal(
+                lambda n: f"applies only to {n('workload')} chbench (got {self.workload!r})",
+                field="analytic_clients",
+                others=("workload",),
+            )
+        if self.is_chbench and self.analytic_clients == 0 and self.query_timeout_s is not None:
+            raise Refusal(
+                lambda n: f"bounds the analytic queries: {n('analytic_clients')} 0 runs none",
+                field="query_timeout_s",
+                others=("analytic_clients",),
             )
         return self
 
@@ -603,11 +636,6 @@ class RunRequest(TpchLoad):
     backup_during: str | None = None
     # load hosts (`--load-from`, load/remote/split.py shares the load); empty: pgbench here
     load_from: list[str] = flag_field("--load-from", default_factory=list)
-    # CH-benCHmark (workloads/chbench): analytic streams beside the TPC-C clients (0: TPC-C
-    # alone on the same data); required with -w chbench, refused elsewhere
-    analytic_clients: int | None = flag_field(
-        "--analytic-clients", default=None, ge=0, le=MAX_ANALYTIC_CLIENTS
-    )
     # the scripts the workload resolved to (the runner fills them in)
     scripts: list[ScriptSpec] = Field(default_factory=list)
 
@@ -618,28 +646,7 @@ class RunRequest(TpchLoad):
         return self
 
     @model_validator(mode="after")
-    def _chbench_options(self) -> Self:
-        if self.is_chbench and self.analytic_clients is None:
-            raise Refusal(
-                lambda n: (
-                    f"is required with {n('workload')} chbench: how many analytic streams run "
-                    "beside the TPC-C clients (0: the TPC-C mix alone on the same data)"
-                ),
-                field="analytic_clients",
-                others=("workload",),
-            )
-        if self.analytic_clients is not None and not self.is_chbench:
-            raise Refusal(
-                lambda n: f"applies only to {n('workload')} chbench (got {self.workload!r})",
-                field="analytic_clients",
-                others=("workload",),
-            )
-        if self.is_chbench and self.analytic_clients == 0 and self.query_timeout_s is not None:
-            raise Refusal(
-                lambda n: f"bounds the analytic queries: {n('analytic_clients')} 0 runs none",
-                field="query_timeout_s",
-                others=("analytic_clients",),
-            )
+    def _chbench_load_from(self) -> Self:
         if self.is_chbench and self.load_from:
             raise Refusal(
                 lambda n: (

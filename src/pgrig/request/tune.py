@@ -84,6 +84,8 @@ class TuneRequest(BaseModel):
     scale: Annotated[int, _at_least(1)] | None = flag_field("--scale", default=None)
     # TPC-H's data (tpch:power); its range is the dataset request's, checked when resolved
     scale_factor: float | None = flag_field("--scale-factor", default=None)
+    # TPC-C's or CH-benCHmark's data; its range is the dataset request's, checked when resolved
+    warehouses: int | None = flag_field("--warehouses", default=None)
     confirm_repeats: Annotated[int, _at_least(2, ": a verdict needs repeats on each side")] = (
         flag_field("--confirm-repeats", default=4)
     )
@@ -98,6 +100,8 @@ class TuneRequest(BaseModel):
     warmup: str = flag_field("--warmup", default="0")
     clients: int = flag_field("--clients", default=1)
     threads: int = flag_field("--threads", default=1)
+    # CH-benCHmark's analytic streams beside the clients: checked as a run request's
+    analytic_clients: int | None = flag_field("--analytic-clients", default=None)
     # the study's name (the CLI's default: tune-ENV)
     name: Annotated[str, AfterValidator(_not_empty)] = flag_field("--name")
     database: str | None = flag_field("--db", default=None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pgrig.analysis import rounds
 from pgrig.record.figures import Figure, judged_figure
-from pgrig.request import TPCH_FIELDS, RunRequest, load_values
+from pgrig.request import CHBENCH_FIELDS, TPCH_FIELDS, RunRequest, load_values
 from pgrig.study.spec import StudyRun, StudySpec, StudySpecError, point_run
 
 # Rough cost of what surrounds a run (connect, checkpoint, stats snapshots), for the ETA only.
@@ -80,7 +80,7 @@ class Plan:
         tags = dict(self.study.tags) | {"study": self.study.name, "point": p.label[:200]}
         return RunRequest(
             **load_values(p.run),
-            **{name: getattr(p.run, name) for name in TPCH_FIELDS},
+            **{name: getattr(p.run, name) for name in (*TPCH_FIELDS, *CHBENCH_FIELDS)},
             env_name=env.name,
             database=self.study.dataset.database,
             scenario=self.study.dataset.scenario,

@@ -57,6 +57,10 @@ from pgrig.tune import ablation, confirm
 # shipped with the package: pgrig/workloads/reporting/
 WORKLOADS_DIR = Path(__file__).resolve().parents[1] / "workloads" / "reporting"
 REPORTING_SQL = "reporting.sql"
+# CH-benCHmark's data of the htap preset: 4 warehouses (~460 MiB, 3.6x the default 128 MB
+# shared_buffers, well within RAM), one TPC-C client per warehouse (no queueing on one
+# warehouse's district rows) and an analytic stream: 5 busy sessions and pgbench on 2 cores
+HTAP_WAREHOUSES = 4
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,8 @@ class Preset:
     name: str
     description: str
     workload: tuple[str, ...]
-    # the data, generated when the database lacks it: pgbench's scale, or TPC-H's scale factor
+    # the data, generated when the database lacks it: pgbench's scale, TPC-H's scale factor
+    # (scale_factor) or CH-benCHmark's warehouses (warehouses)
     scale: int | None
     clients: int
     threads: int
@@ -78,6 +83,8 @@ class Preset:
     needs_disk_limit: bool = False
     suggested_disk_limit: str = ""
     scale_factor: float | None = None
+    warehouses: int | None = None  # TPC-C's or CH-benCHmark's data
+    analytic_clients: int | None = None  # CH-benCHmark's analytic streams
     objective: str = "tps"
     # the profile the confirmation measures beside the defaults (tune/confirm.py)
     reference: str = confirm.PGTUNE_PROFILE
@@ -88,6 +95,8 @@ class Preset:
             "workload": list(self.workload),
             "scale": self.scale,
             "scale_factor": self.scale_factor,
+            "warehouses": self.warehouses,
+            "analytic_clients": self.analytic_clients,
             "objective": self.objective,
             "clients": self.clients,
             "threads": self.threads,
@@ -170,6 +179,26 @@ PRESETS: dict[str, Preset] = {
             objective="power",
             reference="pgtune-dw",
             ablation_repeats=5,
+            ablation_units=3,
+        ),
+        Preset(
+            "htap",
+            "CH-benCHmark on 4 warehouses: the TPC-C mix on 4 clients with one analytic stream "
+            "of the 22 CH queries, judged on the transactions' NOPM (analytic queries per hour "
+            "reported beside)",
+            ("chbench",),
+            scale=None,
+            warehouses=HTAP_WAREHOUSES,
+            analytic_clients=1,
+            clients=4,
+            threads=2,
+            trials=8,
+            duration="60s",
+            warmup="10s",
+            confirm_repeats=6,
+            space="htap",
+            objective="nopm",
+            reference="pgtune-mixed",
             ablation_units=3,
         ),
     )

@@ -40,10 +40,16 @@ def build(asked: TuneRequest) -> TunePlan:
         threads=asked.threads,
         duration_s=asked.duration,
         warmup_s=asked.warmup,
+        analytic_clients=asked.analytic_clients,
         **tpch,
     )
     if asked.scale_factor is not None and not load.is_tpch:
         raise PgrigError("--scale-factor generates TPC-H data: use it with --workload tpch:power")
+    if asked.warehouses is not None and not load.is_tpcc:
+        raise PgrigError(
+            "--warehouses generates TPC-C's data (CH-benCHmark's with its three tables): use it "
+            "with --workload tpcc or chbench"
+        )
     run_s = _run_seconds(load.duration_s or 0.0, load.warmup_s, asked.duration or "")
     budget_s = _budget(asked.budget, run_s)
     obj = objective(asked.objective, load.workload)
@@ -63,6 +69,12 @@ def build(asked: TuneRequest) -> TunePlan:
         dataset = from_flags(
             DatasetSpec, scenario="tpch", database=asked.database,
             scale_factor=asked.scale_factor,
+        )  # fmt: skip
+    if asked.warehouses is not None:
+        # chbench's data holds TPC-C's too; TPC-C's alone lacks CH-benCHmark's three tables
+        dataset = from_flags(
+            DatasetSpec, scenario="chbench" if load.is_chbench else "tpcc",
+            database=asked.database, warehouses=asked.warehouses,
         )  # fmt: skip
     space = sp.for_server(
         env.bindir or "",

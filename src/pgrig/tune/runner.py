@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rich.console import Console
 from rich.markup import escape
 
-from pgrig import interrupts, paths
+from pgrig import format, interrupts, paths
 from pgrig.analysis.compare import changed_under_run
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
@@ -530,6 +530,8 @@ class _Tuner:
             self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise
         trial.set_user_attr("run_id", rec.id)
+        if self.req.objective.beside:  # evidence kept with the trial, pruned or not
+            trial.set_user_attr("beside", self.req.objective.beside_values(rec))
         value = self.req.objective.value(rec)
         judged = self.guard.judge(rec)
         self._say_run(rec)
@@ -746,16 +748,22 @@ class _Tuner:
         if not complete:
             return None
         t = self.study.best_trial
-        return BestTrial(
+        best = BestTrial(
             trial=t.number,
             value=t.value,
             run_id=t.user_attrs.get("run_id"),
             settings=self.req.space.settings(t.params),
         )
+        if "beside" in t.user_attrs:
+            best["beside"] = t.user_attrs["beside"]
+        return best
 
     def trials(self) -> list[TrialDoc]:
-        return [
-            TrialDoc(
+        out = []
+        for t in self.study.get_trials(deepcopy=False):
+            if t.state.name == "WAITING":
+                continue
+            doc = TrialDoc(
                 number=t.number,
                 state=t.state.name.lower(),
                 value=t.value,
@@ -763,9 +771,10 @@ class _Tuner:
                 settings=t.user_attrs.get("settings") or self.req.space.settings(t.params),
                 reason=t.user_attrs.get("reason"),
             )
-            for t in self.study.get_trials(deepcopy=False)
-            if t.state.name != "WAITING"
-        ]
+            if "beside" in t.user_attrs:
+                doc["beside"] = t.user_attrs["beside"]
+            out.append(doc)
+        return out
 
     def save(self) -> None:
         """What the report needs, in the study's extra (kept current after every trial)."""
@@ -787,8 +796,14 @@ class _Tuner:
         value = obj.value(rec)
         shown = f"{value:,.2f} {obj.label}" if value is not None else f"no {obj.label}"
         p95 = f", p95 {rec.latency.p95:.2f} ms" if rec.latency.p95 is not None else ""
+        values = obj.beside_values(rec)
+        beside = "".join(
+            f", {format.number(values[f.key], 0)} {f.label}"
+            for f in obj.beside
+            if values[f.key] is not None
+        )
         status = "" if rec.status == "ok" else f" [red]{rec.status}[/red]"
-        self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}", highlight=False)
+        self.console.print(f"  {prefix}run {rec.id}{status}: {shown}{p95}{beside}", highlight=False)
 
 
 def no_trial_completed(trials: Sequence[TrialDoc]) -> str:

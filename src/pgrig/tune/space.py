@@ -174,6 +174,14 @@ CLASS_KNOBS: dict[str, tuple[str, ...]] = {
                   "jit", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost",
                   "max_parallel_workers_per_gather", "parallel_setup_cost",
                   "parallel_tuple_cost", "random_page_cost", "effective_io_concurrency"),
+    # TPC-C's commits beside analytic queries on the same tables (CH-benCHmark): the cache
+    # both share, memory per sort and hash and parallel query for the queries (which take
+    # the CPU the transactions want), the planner's view of I/O, and the WAL and checkpoints
+    # the transactions write through
+    "htap": ("shared_buffers", "effective_cache_size", "work_mem", "hash_mem_multiplier",
+             "jit", "max_parallel_workers_per_gather", "parallel_setup_cost",
+             "parallel_tuple_cost", "random_page_cost", "max_wal_size",
+             "checkpoint_completion_target", "wal_buffers"),
 }  # fmt: skip
 # Knobs only the class spaces search (not in the default space): name -> the knob. The JIT
 # thresholds around their defaults (100,000 and 500,000) on a log scale, the parallel costs
