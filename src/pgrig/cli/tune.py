@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Search ENV's knob space with Optuna (TPE), each trial an archived run of a study,
         then confirm the best against ENV's own settings and pgtune-oltp (a preset's own
-        reference: pgtune-dw for analytics); ENV's settings are
+        reference: pgtune-dw for analytics, pgtune-mixed for htap); ENV's settings are
         put back at the end, after Ctrl-C and SIGTERM (after kill -9: `--restore`)."""
         from pgrig.archive.store import Archive
         from pgrig.reports import publish
@@ -342,6 +342,8 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
     for v in a.verdicts:
         text = v.comparison.describe() if v.comparison is not None else f"no verdict: {v.reason}"
         console.print(f"{v.question}: {escape(text)}", highlight=False, soft_wrap=True)
+    for line in beside_lines(_beside_rows(store, store.study_runs(study_name), x), best):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for sh in a.shares:
         c = sh.comparison
         verdict = c.verdict_text() if c is not None else f"no verdict: {sh.reason}"
@@ -410,10 +412,6 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
             escape(trial.get("reason") or ""),
         )
     common.out_console().print(t)
-    if obj.beside:
-        common.err_console().print(
-            tune_objective.beside_intro(obj), highlight=False, soft_wrap=True
-        )
     _summary(common.err_console(), store, study_name)
 
 
@@ -465,21 +463,26 @@ def show_recommendation(store: RunStore, name: str) -> None:
 
 
 def beside_text(rows: list[BesideRow], best_trial: BestTrial) -> str:
-    """The figures beside the objective as comment lines: the best trial's, then the medians
-    over the confirmation runs per configuration."""
+    """The figures beside the objective as comment lines (`tune show`)."""
+    return "\n".join(f"# {line}" for line in beside_lines(rows, best_trial))
+
+
+def beside_lines(rows: list[BesideRow], best_trial: BestTrial) -> list[str]:
+    """The figures beside the objective: the best trial's, then the medians over the
+    confirmation runs per configuration."""
     from pgrig import format
 
     lines = []
     for r in rows:
-        lines.append(f"# beside the objective, not optimised: {r.figure.label}")
-        trial = (best_trial.get("beside") or {}).get(r.figure.key)
+        lines.append(f"beside the objective, not optimised: {r.figure.label}")
         if best_trial:
-            lines.append(f"#   best trial's run: {format.number(trial, 0)}")
+            trial = (best_trial.get("beside") or {}).get(r.figure.key)
+            lines.append(f"  best trial's run: {format.number(trial, 0)}")
         if any(r.runs.values()):
-            lines.append(f"#   confirmation medians: {r.per_config()}")
+            lines.append(f"  confirmation medians: {r.per_config()}")
         else:
-            lines.append("#   confirmation medians: no confirmation run measured it yet")
-    return "\n".join(lines)
+            lines.append("  confirmation medians: no confirmation run measured it yet")
+    return lines
 
 
 def per_query(store: RunStore, runs: list[RunRecord], reference: str) -> str:

@@ -119,7 +119,7 @@ class BesideRow:
     def per_config(self) -> str:
         """'baseline 1,440 (6 runs), best 1,200 (6 runs), pgtune-mixed -'."""
         return ", ".join(
-            f"{config} {format.number(m, 0)} ({self.runs[config]} runs)"
+            f"{config} {format.number(m, 0)} ({_runs(self.runs[config])})"
             if m is not None
             else f"{config} -"
             for config, m in self.medians.items()
@@ -131,6 +131,10 @@ class BesideRow:
 
     def as_json(self) -> dict[str, object]:
         return {"label": self.figure.label, "medians": self.medians, "runs": self.runs}
+
+
+def _runs(n: int) -> str:
+    return "1 run" if n == 1 else f"{n} runs"
 
 
 def beside_rows(objective: Objective, groups: Mapping[str, Sequence[RunRecord]]) -> list[BesideRow]:

@@ -42,6 +42,14 @@ behind each choice:
   2026-12-07, SF 1, PostgreSQL 18.6, 2 rounds plus one, loaded machine): no parallel workers
   x0.44-0.62 of the defaults' Power@Size, pgtune-dw x1.19-1.34 in each round, work_mem 256 MB
   (no spill left) x0.97-1.28, jit=off x0.94 (this build has no LLVM: JIT never runs).
+- htap: CH-benCHmark (`-w chbench`) on 4 warehouses, the TPC-C mix on 4 clients with one
+  analytic stream of the 22 CH queries in the same window, objective the transactions' NOPM;
+  the analytic queries per hour are kept with every trial and shown beside it, never
+  optimised (tune/objective.BESIDE). Judged against the defaults and PGTune's mixed profile
+  (pgtune-mixed). Sized by reasoning, not yet by a measured ceiling (the machine was shared
+  when it was built): HTAP_WAREHOUSES below says why 4; 60 s windows hold one to two cycles
+  of the 22 queries at 2 warehouses here (docs/chbench.md), so a window's NOPM does not hang
+  on which heavy query it overlapped.
 """
 
 from __future__ import annotations
