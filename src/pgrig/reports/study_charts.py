@@ -92,13 +92,14 @@ def sweep_figures(data: StudyData) -> list[Figure]:
     sweep = data.spec.sweep
     assert sweep is not None
     values = list(sweep.dimension(sweep.x).values)
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-    positive = numeric and min(values) > 0
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    numeric = len(numbers) == len(values)
+    positive = numeric and min(numbers) > 0
     axis: dict[str, Any] = {
         "x_label": sweep.x.removeprefix("settings."),
         "x_categories": None if numeric else [str(v) for v in values],
-        "x_ticks": [float(v) for v in values] if numeric and len(values) <= 16 else None,
-        "x_log": positive and max(values) / min(values) >= 16,
+        "x_ticks": [float(v) for v in numbers] if numeric and len(values) <= 16 else None,
+        "x_log": positive and max(numbers) / min(numbers) >= 16,
     }
 
     def xpos(ps: PointSummary) -> float:

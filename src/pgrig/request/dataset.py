@@ -6,7 +6,7 @@ so the request says exactly what gets generated.
 """
 
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from pydantic import BaseModel, model_validator
 
@@ -34,7 +34,7 @@ _OPTION_SCENARIOS: dict[str, tuple[str, ...]] = {
 }
 _REQUIRED = {"tpcc": "warehouses", "chbench": "warehouses", "custom": "sql"}
 TICKETS_ROWS = 5_000_000  # seed 003's table
-_DEFAULTS: dict[str, dict[str, Any]] = {
+_DEFAULTS: dict[str, dict[str, int | float]] = {
     "pgbench": {"scale": 1},
     "tpcc": {"jobs": 2},
     "chbench": {"jobs": 2},
@@ -74,7 +74,7 @@ class DatasetRequest(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
+    def _defaults(cls, data: object) -> object:
         if not isinstance(data, dict):
             return data
         defaults = _DEFAULTS.get(data.get("scenario", "pgbench"), {})

@@ -12,9 +12,9 @@ provision/server/disk_throttle.py puts a limit in force.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
 
 from pgrig import units
 from pgrig.errors import PgrigError
@@ -73,7 +73,7 @@ class DiskLimit:
         return ",".join(f"{k}={_value_text(k, v)}" for k, v in self.as_dict().items())
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> DiskLimit:
+    def from_dict(cls, doc: Mapping[str, object]) -> DiskLimit:
         """From env.json or a run record (keys checked: a damaged file is not guessed at)."""
         unknown = sorted(set(doc) - set(KEYS))
         if unknown:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 INT_MAX = 2**31 - 1  # pgbench reads its counts (-c, -j, -t, -T, --max-tries) as C ints
 
@@ -26,7 +26,7 @@ def flag_field(flag: str | None = None, **kw: Any) -> Any:
     return Field(json_schema_extra={"flag": flag} if flag else None, **kw)
 
 
-def as_flags(request: Any) -> list[str]:
+def as_flags(request: BaseModel) -> list[str]:
     """The CLI flags that ask for `request` again (another host's pgrig is asked this way):
     a flag for each field that has one and is set; a mapping repeats its flag as NAME=VALUE."""
     argv: list[str] = []

@@ -100,10 +100,14 @@ _DEFINE_NAME_RE = re.compile(r"[^\s=]+")
 # --- field syntaxes --------------------------------------------------------------------------
 
 
-def _seconds(value: Any) -> Any:
+def _seconds(value: object) -> float | None:
     """Durations: a number of seconds, or a string with its unit ("15s", "2min", "500ms")."""
     if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
         return value
+    return _parsed_seconds(value)
+
+
+def _parsed_seconds(value: object) -> float:
     try:
         return parse_duration(value)
     except ValueError as e:
@@ -118,14 +122,14 @@ def _at_least_a_second(value: float | None) -> float | None:
     return value
 
 
-def _milliseconds(value: Any) -> Any:
+def _milliseconds(value: object) -> object:
     """A latency limit: a bare number is milliseconds (pgbench -L); strings carry their unit."""
     if isinstance(value, str):
-        return _seconds(value) * 1000.0
+        return _parsed_seconds(value) * 1000.0
     return value
 
 
-def _via(value: Any) -> Any:
+def _via(value: object) -> object:
     """ "pooler" means the environment's pooler, pgbouncer: the archive records the kind."""
     if not isinstance(value, str):
         return value
@@ -135,7 +139,7 @@ def _via(value: Any) -> Any:
     return "direct" if word == "direct" else "pgbouncer"
 
 
-def _cpus(value: Any) -> Any:
+def _cpus(value: object) -> str | None:
     """CPUs to pin a side to: a list or a count of cores (this machine's: the runner's check)."""
     if value is None:
         return None
@@ -145,7 +149,7 @@ def _cpus(value: Any) -> Any:
         raise Refusal(str(e)) from None
 
 
-def _defines(value: Any) -> Any:
+def _defines(value: object) -> object:
     """-D name=value: names pgbench can take, values as text (true -> on, like settings)."""
     if not isinstance(value, dict):
         return value
@@ -174,7 +178,7 @@ def _extra_args(value: list[str]) -> list[str]:
     return value
 
 
-def tpcc_mix_weights(value: Any) -> dict[str, int]:
+def tpcc_mix_weights(value: object) -> dict[str, int]:
     """A TPC-C mix as weights per transaction type; types left out get 0 (not run).
 
     Takes a table ({new_order = 45, payment = 43, ...}) or five weights in the order of
@@ -206,7 +210,7 @@ def tpcc_mix_weights(value: Any) -> dict[str, int]:
     return out
 
 
-def _mix(value: Any) -> Any:
+def _mix(value: object) -> dict[str, int] | None:
     return None if value is None else tpcc_mix_weights(value)
 
 
@@ -668,12 +672,12 @@ def load_values(params: LoadParams) -> dict[str, Any]:
 
 
 @functools.cache
-def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[Any]:
+def _adapter(model: type[BaseModel], name: str) -> TypeAdapter[object]:
     info = model.model_fields[name]
     tp: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
     return TypeAdapter(tp, config=STRICT)
 
 
-def validate_field(model: type[BaseModel], name: str, value: Any) -> Any:
+def validate_field(model: type[BaseModel], name: str, value: object) -> object:
     """One field's value checked alone (a sweep's values, before they meet each other)."""
     return _adapter(model, name).validate_python(value)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from pgrig.errors import PgrigError
 from pgrig.request.values import number_text
@@ -36,6 +37,8 @@ __all__ = [
     "unknown_key",
 ]
 M = TypeVar("M", bound=BaseModel)
+# where in the input a problem is: fields, dict keys, list indexes (pydantic's error loc)
+Loc = tuple[int | str, ...]
 
 
 class Refusal(ValueError):
@@ -59,7 +62,7 @@ class Refusal(ValueError):
 @dataclass(frozen=True)
 class Problem:
     field: str | None  # the model field the problem is about (None: the request as a whole)
-    detail: tuple[Any, ...]  # where inside the field: a dict key, a list index
+    detail: Loc  # where inside the field: a dict key, a list index
     say: Say
     others: tuple[str, ...] = ()
 
@@ -136,12 +139,12 @@ def _namer(model: type[BaseModel]) -> Namer:
     return lambda name: key_of(model, name)
 
 
-def _keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def _keys_at(model: type[BaseModel], loc: Loc) -> list[str]:
     inner = _model_at(model, loc)
     return [key_of(inner, name) for name in inner.model_fields] if inner is not None else []
 
 
-def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     """The nested model whose table sits at `loc` (fields, list indexes, dict keys)."""
     current: Any = model
     for part in loc:
@@ -167,7 +170,7 @@ def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] |
     return next((tp for tp in found if issubclass(tp, BaseModel)), None)
 
 
-def _alternatives(tp: Any) -> list[Any]:
+def _alternatives(tp: object) -> list[object]:
     """The types a field may hold: Annotated and Optional/unions unwrapped."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
@@ -177,22 +180,22 @@ def _alternatives(tp: Any) -> list[Any]:
     return [tp]
 
 
-def from_flags(model: type[M], **values: Any) -> M:
+def from_flags(model: type[M], **values: object) -> M:
     """The model built from CLI values; a problem is one PgrigError line naming the flag."""
     try:
-        return model(**values)
+        return model.model_validate(values)
     except ValidationError as e:
         raise PgrigError(problem_of(e, model).for_flags(model)) from None
 
 
-def _field_name(model: type[BaseModel], loc0: Any) -> str | None:
+def _field_name(model: type[BaseModel], loc0: int | str) -> str | None:
     for name, info in model.model_fields.items():
         if loc0 in (name, info.alias):
             return name
     return None
 
 
-def _detail(detail: tuple[Any, ...]) -> str:
+def _detail(detail: Loc) -> str:
     return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in detail)
 
 
@@ -208,7 +211,7 @@ _TYPE_WORDS = {
 }
 
 
-def _translate(err: Any) -> str:
+def _translate(err: ErrorDetails) -> str:
     kind, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     if kind == "missing":
         return "is required"

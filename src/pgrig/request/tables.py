@@ -22,14 +22,14 @@ __all__ = [
 ]  # fmt: skip
 
 
-def setting_name(name: Any) -> str:
+def setting_name(name: object) -> str:
     """A PostgreSQL setting name as a file writes it (case-insensitive), in lower case."""
     if not isinstance(name, str) or not SETTING_RE.match(name.lower()):
         raise Refusal(f"{name!r} is not a valid setting name")
     return name.lower()
 
 
-def one_per_setting(table: Any) -> Any:
+def one_per_setting(table: object) -> object:
     """A table keyed by setting names names each setting once: names are case-insensitive, as
     in PostgreSQL, so work_mem beside WORK_MEM is refused naming both (one would otherwise
     replace the other silently)."""
@@ -46,14 +46,14 @@ def one_per_setting(table: Any) -> Any:
     return table
 
 
-def _setting_value(value: Any) -> str:
+def _setting_value(value: object) -> str:
     try:
         return setting_text(value)
     except ValueError as e:
         raise Refusal(str(e)) from None
 
 
-def _non_empty_list(value: Any) -> Any:
+def _non_empty_list(value: object) -> list[object]:
     if not isinstance(value, list) or not value:
         raise Refusal("expected a non-empty list of values")
     return value

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from pgrig import units
 from pgrig.errors import PgrigError
@@ -53,14 +52,14 @@ def ascii_number(text: str) -> bool:
     return bool(_NUMBER_RE.fullmatch(text.strip()))
 
 
-def number_text(x: Any) -> str:
+def number_text(x: object) -> str:
     """3.0 -> "3", 2.5 -> "2.5", 0.001 -> "0.001": what a person would type."""
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return str(x)
 
 
-def parse_duration(value: Any) -> float:
+def parse_duration(value: object) -> float:
     """Seconds from 15, 2.5, "15s", "2min", "500ms", "1h", "1d", "250us" (DURATION_UNITS)."""
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like 15, '15s' or '2min' (got {value})")
@@ -75,7 +74,7 @@ def parse_duration(value: Any) -> float:
     )
 
 
-def setting_text(value: Any) -> str:
+def setting_text(value: object) -> str:
     """A value as PostgreSQL setting text: booleans become on/off, numbers stay exact."""
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -106,14 +105,14 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
-def cpu_count(text: Any) -> int | None:
+def cpu_count(text: object) -> int | None:
     """ "2cores" -> 2; None when the text is not a count of cores (a CPU list, nothing)."""
     value = str(text).strip().lower() if text is not None else ""
     number = value.removesuffix(CPU_COUNT_SUFFIX)
     return int(number) if number != value and ascii_digits(number) else None
 
 
-def check_cpus(value: Any) -> str:
+def check_cpus(value: object) -> str:
     """--server-cpus / --client-cpus: a CPU list ("0", "0-1,4", as taskset reads it) or a count
     of cores ("2cores"); whether this machine has them is the runner's check."""
     text = str(value).replace(" ", "") if isinstance(value, int | str) else ""

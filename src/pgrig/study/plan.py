@@ -10,12 +10,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pgrig.analysis import rounds
 from pgrig.record.figures import Figure, judged_figure
 from pgrig.request import CHBENCH_FIELDS, TPCH_FIELDS, RunRequest, load_values
-from pgrig.study.spec import StudyRun, StudySpec, StudySpecError, point_run
+from pgrig.study.spec import StudyRun, StudySpec, StudySpecError, SweptValue, point_run
 
 # Rough cost of what surrounds a run (connect, checkpoint, stats snapshots), for the ETA only.
 RUN_OVERHEAD_S = 4.0
@@ -32,7 +31,7 @@ class Point:
     changes: dict[str, str | None]  # vs the previous point (None: reset to the profile value)
     actions: tuple[str, ...]
     run: StudyRun
-    coords: dict[str, Any] = field(default_factory=dict)  # sweep coordinates
+    coords: dict[str, SweptValue] = field(default_factory=dict)  # sweep coordinates
     note: str | None = None
     origins: dict[str, str] = field(default_factory=dict)  # setting -> key path that set it
 
@@ -164,7 +163,7 @@ def _sweep_points(study: StudySpec) -> list[Point]:
         coords = {d.name: v for d, v in zip(dims, values, strict=True)}
         env_key = study.default_env
         if "environment" in coords:
-            env_key = coords["environment"]
+            env_key = str(coords["environment"])
         elif "version" in coords:
             env_key = f"pg{coords['version']}"
         env = study.environments[env_key]
@@ -173,7 +172,7 @@ def _sweep_points(study: StudySpec) -> list[Point]:
         for dim, value in zip(dims, values, strict=True):
             if dim.is_setting:
                 setting = dim.name.removeprefix("settings.")
-                settings[setting] = value
+                settings[setting] = str(value)  # setting_value's text
                 origins[setting] = f"sweep.{dim.name}[{dim.values.index(value)}]"
         run = point_run(study.run, coords)
         changes: dict[str, str | None] = {k: v for k, v in settings.items() if prev.get(k) != v} | {
@@ -207,11 +206,11 @@ def _short(dimension: str) -> str:
     return dimension.removeprefix("settings.")
 
 
-def _key_value(value: Any) -> str:
+def _key_value(value: object) -> str:
     return str(value).replace(",", ";")
 
 
-def display_value(value: Any) -> str:
+def display_value(value: object) -> str:
     """Script paths show as their file names; numbers without trailing zeros."""
     if isinstance(value, float):
         return f"{value:g}"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import difflib
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -29,6 +30,9 @@ from pgrig.request.vocabulary import SCENARIOS, valid_name
 from pgrig.study.tables import Actions, EnvironmentTable, IterationTable, StudyFile, SweepTable
 
 StudyKind = Literal["iterations", "sweep"]
+# A swept value, checked as its run parameter or setting is (TOML has no null); a point's
+# coordinates are these (an iteration's: its index)
+SweptValue = str | int | float
 # Sweep dimensions that map onto run parameters (settings.<name>, version, environment aside).
 RUN_DIMENSIONS = (
     "clients",
@@ -62,7 +66,7 @@ class EnvSpec:
     profile: str | None = None  # None: "default" when created, any when it exists already
     settings: dict[str, str] = field(default_factory=dict)  # the study's base settings layer
     create: bool = True  # create it when missing (False: must exist already)
-    pooler: dict[str, Any] | None = None  # passed to provisioning for via = "pgbouncer"
+    pooler: dict[str, object] | None = None  # passed to provisioning for via = "pgbouncer"
     replicas: int = 0  # streaming replicas created with it (provision/replicas.py)
     sync: str = "off"  # their replication mode: off | on | remote_write | remote_apply
     path: str = "environment"  # where it is defined in the file, for error messages
@@ -118,9 +122,9 @@ class StudyRun(TpchLoad):
             )
         return what
 
-    def with_changes(self, changes: dict[str, Any]) -> StudyRun:
+    def with_changes(self, changes: Mapping[str, object]) -> StudyRun:
         """This run with `changes` (field names) applied, validated as a whole."""
-        return StudyRun.model_validate(self.model_dump() | changes)
+        return StudyRun.model_validate(self.model_dump() | dict(changes))
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ class Iteration:
     reset: tuple[str, ...] = ()  # settings dropped from the study layer (back to profile)
     actions: tuple[str, ...] = ()  # once, when the iteration starts
     environment: str | None = None  # switch to another environment key (sticky)
-    run_changes: dict[str, Any] = field(default_factory=dict)  # [iterations.run], as written
+    run_changes: dict[str, object] = field(default_factory=dict)  # [iterations.run], as written
     run: StudyRun | None = None  # the effective run parameters (overrides are sticky)
 
 
@@ -140,7 +144,7 @@ class Iteration:
 class Dimension:
     name: str  # clients | threads | rate | workload | via | protocol | version | environment
     # | settings.<name>
-    values: tuple[Any, ...]
+    values: tuple[SweptValue, ...]
 
     @property
     def is_setting(self) -> bool:
@@ -214,7 +218,7 @@ class StudySpec:
 # ---------------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------------
-def _define_text(value: Any) -> str:
+def _define_text(value: object) -> str:
     """A script option as text, as on the command line (TOML true: "true")."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -254,7 +258,7 @@ def parse(
 # ---------------------------------------------------------------------------------------------
 # Value helpers
 # ---------------------------------------------------------------------------------------------
-def setting_value(value: Any, path: str) -> str:
+def setting_value(value: object, path: str) -> str:
     """A PostgreSQL setting value as text: booleans become on/off, numbers stay exact."""
     try:
         return setting_text(value)
@@ -278,7 +282,7 @@ _DATASET_OPTIONS = ("partitions", "partition", "rows", "jobs", "tables", "table_
 _SWEEP_KEYS = tuple(key for key in SweepTable.model_fields if key not in ("compare", "x", "series"))
 
 
-def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], path: str) -> None:
+def _check_keys(table: Mapping[str, object], allowed: tuple[str, ...], path: str) -> None:
     """The keys of a table checked by a request model field by field (a sweep's template)."""
     for key in table:
         if key not in allowed:
@@ -296,7 +300,7 @@ class _Parser:
         self.check_files = check_files
 
     # --- sections --------------------------------------------------------------------------
-    def parse(self, data: dict[str, Any]) -> StudySpec:
+    def parse(self, data: Mapping[str, object]) -> StudySpec:
         try:
             file = StudyFile.model_validate(data)
         except ValidationError as e:
@@ -336,9 +340,12 @@ class _Parser:
             run=run,
         )
         if file.iterations is not None:
-            spec = replace(spec, iterations=self._iterations(file.iterations, data, spec))
+            spec = replace(spec, iterations=self._iterations(file.iterations, spec))
         else:
-            spec = self._sweep(file.sweep or SweepTable(), data["sweep"], spec)
+            # the dimensions in the order the file gives them (the model's fields have theirs)
+            written = data["sweep"]
+            order = list(written) if isinstance(written, dict) else []
+            spec = self._sweep(file.sweep or SweepTable(), order, spec)
         _check_poolers(spec)
         return spec
 
@@ -387,7 +394,7 @@ class _Parser:
             path=path,
         )
 
-    def _dataset(self, table: dict[str, Any]) -> DatasetSpec:
+    def _dataset(self, table: Mapping[str, object]) -> DatasetSpec:
         path = "dataset"
         _check_keys(table, _DATASET_KEYS, path)
         if "scenario" not in table:
@@ -404,16 +411,18 @@ class _Parser:
             values["warehouses"] = values.pop("scale")
         if scenario in ("pgbench", "tpcc") and not {"scale", "warehouses"} & set(table):
             raise StudySpecError(f"{path}.{size_key}: is required for scenario {scenario}")
-        if scenario == "custom" and isinstance(values.get("init"), str):
-            values["init"] = self._file(values["init"], f"{path}.init")
-        if isinstance(values.get("script"), str) and scenario == "sysbench":
-            values["script"] = self._file(values["script"], f"{path}.script")
+        init, script = values.get("init"), values.get("script")
+        if scenario == "custom" and isinstance(init, str):
+            values["init"] = self._file(init, f"{path}.init")
+        if isinstance(script, str) and scenario == "sysbench":
+            values["script"] = self._file(script, f"{path}.script")
         if "defines" in values:
-            if not isinstance(values["defines"], dict):
+            defines = values["defines"]
+            if not isinstance(defines, dict):
                 raise StudySpecError(
                     f"{path}.defines: expected a table such as {{ scale = 1, tables = 2 }}"
                 )
-            values["defines"] = {str(k): _define_text(v) for k, v in values["defines"].items()}
+            values["defines"] = {str(k): _define_text(v) for k, v in defines.items()}
         options = table.get("options", {})
         if not isinstance(options, dict):
             raise StudySpecError(f"{path}.options: expected a table (got {options!r})")
@@ -429,7 +438,7 @@ class _Parser:
             raise StudySpecError(message) from None
 
     def _run(
-        self, table: dict[str, Any], path: str, base: StudyRun | None, template: bool = False
+        self, table: Mapping[str, object], path: str, base: StudyRun | None, template: bool = False
     ) -> StudyRun:
         """[run] (base=None, workload required) or an override table on top of `base`.
 
@@ -446,7 +455,10 @@ class _Parser:
         if template:
             return self._template(changes, path)
         try:
-            run = base.with_changes(changes) if base is not None else StudyRun(**changes)
+            if base is not None:
+                run = base.with_changes(changes)
+            else:
+                run = StudyRun.model_validate(changes)
         except ValidationError as e:
             problem = problem_of(e, StudyRun)
             # A rule broken by combining an override with the [run] table is the override's.
@@ -456,15 +468,15 @@ class _Parser:
         self._check_scripts(run, path if own else "run")
         return run
 
-    def _template(self, changes: dict[str, Any], path: str) -> StudyRun:
-        fields = {}
+    def _template(self, changes: Mapping[str, object], path: str) -> StudyRun:
+        fields: dict[str, object] = {}
         for name, value in changes.items():
             try:
                 fields[name] = validate_field(StudyRun, name, value)
             except ValidationError as e:
                 where = f"{path}.{key_of(StudyRun, name)}"
                 raise StudySpecError(problem_of(e, StudyRun).at(where, StudyRun)) from None
-        return StudyRun.model_construct(**fields)
+        return StudyRun.model_construct(None, **fields)
 
     def _check_scripts(self, run: StudyRun, path: str) -> None:
         """The workload's scripts resolve, and every -D variable is read by one of them
@@ -484,7 +496,7 @@ class _Parser:
                 f"reads :{unused[0]}"
             )
 
-    def _workload(self, value: Any, path: str) -> str:
+    def _workload(self, value: object, path: str) -> str:
         """Keep the runner's syntax; resolve script files relative to the study file."""
         if not isinstance(value, str) or not value.strip():
             raise StudySpecError(f'{path}: expected a workload string such as "pgbench:tpcb-like"')
@@ -509,9 +521,7 @@ class _Parser:
             raise StudySpecError(f"{path}: file {str(p)!r} does not exist")
         return str(p)
 
-    def _iterations(
-        self, tables: list[IterationTable], data: dict[str, Any], spec: StudySpec
-    ) -> tuple[Iteration, ...]:
+    def _iterations(self, tables: list[IterationTable], spec: StudySpec) -> tuple[Iteration, ...]:
         if not tables:
             raise StudySpecError("iterations: expected at least one [[iterations]] table")
         out = []
@@ -545,9 +555,9 @@ class _Parser:
             )
         return tuple(out)
 
-    def _sweep(self, sweep: SweepTable, table: dict[str, Any], spec: StudySpec) -> StudySpec:
+    def _sweep(self, sweep: SweepTable, order: Iterable[str], spec: StudySpec) -> StudySpec:
         path = "sweep"
-        dims = self._sweep_dimensions(sweep, table, spec, path)
+        dims = self._sweep_dimensions(sweep, order, spec, path)
         names = [d.name for d in dims]
         # Switching servers is the costly step: environment/version vary slowest.
         dims.sort(key=lambda d: d.name not in ("environment", "version"))
@@ -562,11 +572,11 @@ class _Parser:
         )
 
     def _sweep_dimensions(
-        self, sweep: SweepTable, table: dict[str, Any], spec: StudySpec, path: str
+        self, sweep: SweepTable, order: Iterable[str], spec: StudySpec, path: str
     ) -> list[Dimension]:
         """The swept dimensions in the order the file gives them, each value checked."""
         dims: list[Dimension] = []
-        for key in table:
+        for key in order:
             if key in ("compare", "x", "series"):
                 continue
             if key == "settings":
@@ -588,7 +598,7 @@ class _Parser:
     def _check_combinations(self, spec: StudySpec, dims: list[Dimension], path: str) -> None:
         """Check every combination of run parameters once, before anything runs."""
         run_dims = [d for d in dims if d.name in RUN_DIMENSIONS]
-        combos: list[dict[str, Any]] = [{}]
+        combos: list[dict[str, SweptValue]] = [{}]
         for d in run_dims:
             combos = [c | {d.name: v} for c in combos for v in d.values]
         for combo in combos:
@@ -601,9 +611,9 @@ class _Parser:
             self._check_scripts(run, path if "workload" in combo else "run")
 
     def _dimension_values(
-        self, key: str, vals: list[Any], spec: StudySpec, path: str
-    ) -> tuple[Any, ...]:
-        out: list[Any] = []
+        self, key: str, vals: list[object], spec: StudySpec, path: str
+    ) -> tuple[SweptValue, ...]:
+        out: list[SweptValue] = []
         for i, v in enumerate(vals):
             p = f"{path}[{i}]"
             if key in RUN_DIMENSIONS:
@@ -611,7 +621,7 @@ class _Parser:
             elif key == "version":  # checked by SweepTable
                 out.append(str(v))
             elif key == "environment":
-                if v not in spec.environments:
+                if not isinstance(v, str) or v not in spec.environments:
                     raise StudySpecError(
                         f"{p}: {v!r} is not defined; known: {', '.join(spec.environments)}"
                     )
@@ -620,22 +630,26 @@ class _Parser:
             raise StudySpecError(f"{path}: values must be distinct")
         return tuple(out)
 
-    def _run_value(self, key: str, value: Any, path: str) -> Any:
+    def _run_value(self, key: str, value: object, path: str) -> SweptValue:
         """One swept value of a run parameter, checked as the [run] table would check it."""
         if key == "workload":
             value = self._workload(value, path)
         try:
-            return validate_field(StudyRun, _RUN_FIELDS[key], value)
+            checked = validate_field(StudyRun, _RUN_FIELDS[key], value)
         except ValidationError as e:
             raise StudySpecError(problem_of(e, StudyRun).at(path, StudyRun)) from None
+        if not isinstance(checked, str | int | float):  # a field that takes None: TOML has none
+            raise StudySpecError(f"{path}: expected a value (got {value!r})")
+        return checked
 
 
-def point_run(base: StudyRun, coords: dict[str, Any]) -> StudyRun:
+def point_run(base: StudyRun, coords: Mapping[str, object]) -> StudyRun:
     """The run at a sweep point: its swept run parameters on top of [run]. Unless threads are
     swept too, they follow a swept clients count down (pgbench needs threads <= clients)."""
     changes = {k: v for k, v in coords.items() if k in RUN_DIMENSIONS}
-    if "clients" in changes and "threads" not in changes:
-        changes["threads"] = min(base.threads, changes["clients"])
+    clients = changes.get("clients")
+    if isinstance(clients, int) and "threads" not in changes:  # a swept count: validated int
+        changes["threads"] = min(base.threads, clients)
     return base.with_changes(changes)
 
 
@@ -693,11 +707,11 @@ def _sweep_axes(
 
 def _check_poolers(spec: StudySpec) -> None:
     """via = pgbouncer on an environment the study creates needs its pooler described."""
-    vias = {spec.run.via} | {it.run.via for it in spec.iterations if it.run}
+    vias: set[str] = {spec.run.via} | {it.run.via for it in spec.iterations if it.run}
     if spec.sweep is not None:
         for d in spec.sweep.dimensions:
             if d.name == "via":
-                vias |= set(d.values)
+                vias |= {str(v) for v in d.values}
     if vias == {"direct"}:
         return
     for env in spec.environments.values():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
@@ -39,7 +39,7 @@ ORDERS = ("sequential", "interleaved")
 _VERSION_RE = re.compile(r"^\d{2}(\.\d+)?$")
 
 
-def _fraction(what: str) -> Any:
+def _fraction(what: str) -> AfterValidator:
     def check(value: float) -> float:
         if not 0 < value < 1:
             raise Refusal(f"must be {what}, between 0 and 1 (got {number_text(value)})")
@@ -59,13 +59,13 @@ def _repeats(value: int) -> int:
     return value
 
 
-def _tag(value: Any) -> Any:
+def _tag(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise Refusal(f"expected a string (got {value!r})")
     return str(value)
 
 
-def _version(value: Any) -> Any:
+def _version(value: object) -> str | None:
     """A PostgreSQL version: a major ("18", 18) or an exact minor ("18.6")."""
     if value is None:
         return None
@@ -77,22 +77,22 @@ def _version(value: Any) -> Any:
     return text
 
 
-def _action(value: Any) -> Any:
-    if value not in ACTIONS:
+def _action(value: object) -> str:
+    if not isinstance(value, str) or value not in ACTIONS:
         close = difflib.get_close_matches(str(value), ACTIONS, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise Refusal(f"unknown action {value!r}{hint}; known: {', '.join(ACTIONS)}")
     return value
 
 
-def _one_or_list(value: Any) -> Any:
+def _one_or_list(value: object) -> object:
     return [value] if isinstance(value, str) else value
 
 
 Version = Annotated[str, BeforeValidator(_version)]
 
 
-def _as_tuple(value: Any) -> Any:
+def _as_tuple(value: object) -> object:
     """One action or a list of them (TOML has lists; the model keeps a tuple)."""
     if isinstance(value, str):
         return (value,)
@@ -161,7 +161,7 @@ class EnvironmentTable(BaseModel):
         return self
 
 
-def _settings_names(value: Any) -> Any:
+def _settings_names(value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
         raise Refusal("expected a list of setting names")
     return value
@@ -182,7 +182,7 @@ class IterationTable(BaseModel):
     )
     actions: Actions = ()
     environment: str | None = None
-    run: dict[str, Any] = Field(default_factory=dict)  # checked as [run] is, with its changes
+    run: dict[str, object] = Field(default_factory=dict)  # checked as [run] is, with its changes
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
@@ -234,7 +234,7 @@ class StudyFile(BaseModel):
     study: StudyTable = Field(default_factory=StudyTable)
     environment: EnvironmentTable | None = None
     environments: dict[str, EnvironmentTable] | None = None
-    dataset: dict[str, Any] = Field(default_factory=dict)
-    run: dict[str, Any] = Field(default_factory=dict)
+    dataset: dict[str, object] = Field(default_factory=dict)
+    run: dict[str, object] = Field(default_factory=dict)
     iterations: list[IterationTable] | None = None
     sweep: SweepTable | None = None
