@@ -11,15 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import ColumnElement, Connection, Engine, create_engine, event, func, select, text
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, DBAPIError, IntegrityError
 
 from pgrig import paths
 from pgrig.archive.rows import db_time, record_time
 from pgrig.errors import PgrigError, first_line
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SQLITE_TIMEOUT_S = 30  # how long a write waits for another process's write lock
 
@@ -83,12 +86,12 @@ class Database:
     def close(self) -> None:
         self.engine.dispose()
 
-    def _make_engine(self, url: Any) -> Engine:
+    def _make_engine(self, url: URL) -> Engine:
         if not self.sqlite:
             return create_engine(url, pool_pre_ping=True)
         db = url.database
         memory = not db or db == ":memory:"
-        if not memory:
+        if not memory and db:
             try:  # read-only commands refuse a missing file first (cli/common.reading_archive)
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -103,7 +106,7 @@ class Database:
         engine = create_engine(url, **kwargs)
 
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             # Let SQLAlchemy (not pysqlite) decide where transactions begin, so DDL is
             # transactional and writers can BEGIN IMMEDIATE.
             dbapi_conn.isolation_level = None
@@ -194,7 +197,7 @@ class Database:
             f"{file}.recovered, or move {file} away and pgrig starts a fresh archive"
         )
 
-    def now(self) -> Any:
+    def now(self) -> ColumnElement[datetime] | datetime | None:
         """The archive's clock on PostgreSQL (hosts sharing it agree on it), else ours."""
         return func.now() if not self.sqlite else db_time(datetime.now(UTC), True)
 

@@ -13,12 +13,14 @@ import csv
 import io
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, Literal, cast
 
 from pgrig.archive.records import RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 from pgrig.record.json_safe import json_safe
+from pgrig.record.json_values import JsonObject
 from pgrig.request import LOAD_FIELDS as LOAD_PARAMETERS
 
 __all__ = [
@@ -77,7 +79,7 @@ _SUMMARY_FIELDS = (
 _AFTER_LATENCY = ("cpu_user", "cpu_system", "cpu_iowait", "cpu_idle", "hit_ratio", "command")
 
 
-def run_to_json(rec: RunRecord) -> dict[str, Any]:
+def run_to_json(rec: RunRecord) -> JsonObject:
     """The summary of a run with stable keys: identity, target, load, results, latency in ms
     (`latency_ms`), per-script figures (`scripts`), `warnings` (what may make the numbers
     misleading, e.g. a busy host). nopm/tpm appear only when set (TPC-C)."""
@@ -101,28 +103,30 @@ def run_to_json(rec: RunRecord) -> dict[str, Any]:
         out["changed_under_run"] = rec.extra["changed_under_run"]
     # the server's disk limit and what the kernel held of it (None: not recorded)
     out["disk_limit"] = rec.disk_limit
-    return cast(dict[str, Any], json_safe(out))
+    return cast(JsonObject, json_safe(out))
 
 
-def script_figures(s: ScriptResult) -> dict[str, Any]:
+def script_figures(s: ScriptResult) -> dict[str, int | float | str | None]:
     """SCRIPT_FIGURES of one script, by name."""
     return {name: getattr(s, name) for name in SCRIPT_FIGURES}
 
 
-def _kinds(series: dict[str, Any]) -> list[str]:
+def _kinds(series: Mapping[str, object]) -> list[str]:
     known = [k for k in SERIES_KIND_ORDER if k in series]
     return known + sorted(k for k in series if k not in SERIES_KIND_ORDER)
 
 
-def _second(t: Any) -> int | None:
-    try:
-        t = float(t)
-    except (TypeError, ValueError):
+def _second(t: object) -> int | None:
+    if not isinstance(t, int | float | str):
         return None
-    return round(t) if math.isfinite(t) else None
+    try:
+        seconds = float(t)
+    except ValueError:
+        return None
+    return round(seconds) if math.isfinite(seconds) else None
 
 
-def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
+def series_table(rec: RunRecord) -> tuple[list[str], list[list[float | None]]]:
     """The series of a run as one table: header and rows, joined on t (rounded to the second).
 
     Rows follow the pgbench series when there is one, otherwise the union of all seconds.
@@ -148,7 +152,7 @@ def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
                 header.append(f"{kind}.{col}")
     rows = []
     for t, sec in base:
-        row: list[Any] = [rec.id, t]
+        row: list[float | None] = [rec.id, t]
         for kind, col in columns:
             at = index[kind].get(sec) if sec is not None else None
             values = rec.series[kind][col]
@@ -157,7 +161,7 @@ def series_table(rec: RunRecord) -> tuple[list[str], list[list[Any]]]:
     return header, rows
 
 
-def _csv_value(v: Any) -> Any:
+def _csv_value(v: float | None) -> float | str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     return v

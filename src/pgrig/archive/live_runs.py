@@ -5,9 +5,8 @@ would pull its row from under its owner (delete, mark)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
-from sqlalchemy import Connection, RowMapping, select
+from sqlalchemy import ColumnElement, Connection, RowMapping, select
 
 from pgrig.archive import lease
 from pgrig.archive.engine import Database
@@ -19,7 +18,7 @@ from pgrig.errors import NotFound, PgrigError
 _LEGACY_STALE = timedelta(days=1)
 
 
-def lease_rows(conn: Connection, where: list[Any]) -> list[RowMapping]:
+def lease_rows(conn: Connection, where: list[ColumnElement[bool]]) -> list[RowMapping]:
     """The status, times, study and lease columns of the runs matching `where`."""
     q = select(
         runs_t.c.id,

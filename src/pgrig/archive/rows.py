@@ -13,7 +13,7 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, RowMapping, exists
+from sqlalchemy import ColumnElement, CursorResult, RowMapping, exists
 
 from pgrig.archive.export import SCRIPT_FIGURES, script_figures
 from pgrig.archive.models import LATENCY_COLUMNS
@@ -56,7 +56,7 @@ LIGHT_COLUMNS = (
 # --- encoding of blobs and series --------------------------------------------------------------
 
 
-def encode(obj: Any) -> tuple[str, bytes]:
+def encode(obj: object) -> tuple[str, bytes]:
     raw = json.dumps(obj, separators=(",", ":"), default=str).encode()
     if len(raw) < COMPRESS_ABOVE:
         return "json", raw
@@ -113,8 +113,8 @@ def check_status(status: str) -> None:
         )
 
 
-def run_row(rec: RunRecord, study_id: int | None, sqlite: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {name: getattr(rec, name) for name in PLAIN_COLUMNS}
+def run_row(rec: RunRecord, study_id: int | None, sqlite: bool) -> dict[str, object]:
+    row: dict[str, object] = {name: getattr(rec, name) for name in PLAIN_COLUMNS}
     row["started_at"] = db_time(rec.started_at, sqlite)
     row["ended_at"] = db_time(rec.ended_at, sqlite)
     row["study_id"] = study_id
@@ -124,7 +124,7 @@ def run_row(rec: RunRecord, study_id: int | None, sqlite: bool) -> dict[str, Any
     return row
 
 
-def inserted_id(result: CursorResult[Any]) -> int:
+def inserted_id(result: CursorResult[tuple[object, ...]]) -> int:
     """The primary key of the one row an INSERT made."""
     key = result.inserted_primary_key
     if key is None:
@@ -150,8 +150,8 @@ def record_from_row(row: RowMapping) -> RunRecord:
     return rec
 
 
-def script_row(run_id: int, s: ScriptResult) -> dict[str, Any]:
-    row = {"run_id": run_id, **script_figures(s)}
+def script_row(run_id: int, s: ScriptResult) -> dict[str, object]:
+    row: dict[str, object] = {"run_id": run_id, **script_figures(s)}
     for col, f in zip(LATENCY_COLUMNS, LATENCY_FIELDS, strict=True):
         row[col] = getattr(s.latency, f)
     return row
@@ -188,10 +188,10 @@ def _without_lease(stored: JsonValue) -> StudyExtra:
     return read_document(StudyExtra, stored)
 
 
-def filter_clauses(flt: RunFilter | None) -> list[Any]:
+def filter_clauses(flt: RunFilter | None) -> list[ColumnElement[bool]]:
     if flt is None:
         return []
-    where: list[Any] = []
+    where: list[ColumnElement[bool]] = []
     if flt.env_name is not None:
         where.append(runs_t.c.env_name == flt.env_name)
     if flt.status is not None:
@@ -291,5 +291,5 @@ def set_blob(rec: RunRecord, kind: str, stored: JsonValue) -> None:
         raise ValueError(f"unknown blob kind {kind!r}")
 
 
-def tag_rows(run_id: int, tags: Mapping[str, str]) -> list[dict[str, Any]]:
+def tag_rows(run_id: int, tags: Mapping[str, str]) -> list[dict[str, int | str]]:
     return [{"run_id": run_id, "key": str(k), "value": str(v)} for k, v in tags.items()]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, func, insert, select, update
 
 from pgrig.archive import lease, live_runs
 from pgrig.archive.engine import Database
@@ -164,7 +164,7 @@ class RunTable:
     def select(
         self,
         conn: Connection,
-        where: list[Any],
+        where: list[ColumnElement[bool]],
         order: str = "-id",
         limit: int | None = None,
         offset: int = 0,

@@ -32,6 +32,7 @@ from pgrig.archive.records import LatencyStats, RunRecord, ScriptResult
 from pgrig.errors import PgrigError
 from pgrig.record.doc_read import read_document
 from pgrig.record.documents import DiskLimitDoc, HostDoc, InsightsDoc, RunExtra
+from pgrig.record.json_values import JsonObject, JsonValue
 from pgrig.record.run import RunSeries
 from pgrig.request.values import INT64_MAX
 
@@ -103,7 +104,7 @@ def read_partial_series(run_id: int, *, archive: str) -> RunSeries:
 # --- spooled records ---------------------------------------------------------------------------
 
 
-def _encode_record(rec: RunRecord) -> dict[str, Any]:
+def _encode_record(rec: RunRecord) -> dict[str, object]:
     doc = asdict(rec)
     for name in ("started_at", "ended_at"):
         value = getattr(rec, name)
@@ -111,21 +112,23 @@ def _encode_record(rec: RunRecord) -> dict[str, Any]:
     return doc
 
 
-def _decode_record(doc: dict[str, Any]) -> RunRecord:
+def _decode_record(doc: JsonObject) -> RunRecord:
     _check_shapes(doc)
-    doc = dict(doc)
+    # each field's JSON type checked: from here on, the record's own fields
+    fields: dict[str, Any] = dict(doc)
     for name in ("started_at", "ended_at"):
-        if doc.get(name):
-            doc[name] = datetime.fromisoformat(doc[name])
-    doc["latency"] = LatencyStats(**doc.get("latency") or {})
-    doc["scripts"] = [
+        if fields.get(name):
+            fields[name] = datetime.fromisoformat(fields[name])
+    fields["latency"] = LatencyStats(**fields.get("latency") or {})
+    fields["scripts"] = [
         ScriptResult(**{**s, "latency": LatencyStats(**s.get("latency") or {})})
-        for s in doc.get("scripts") or []
+        for s in fields.get("scripts") or []
     ]
     for name, declared in _DOCUMENTS.items():  # validated once, as the archive reads them
-        if name in doc:
-            doc[name] = read_document(declared, doc[name]) if doc[name] is not None else None
-    return RunRecord(**doc)
+        if name in fields:
+            value = fields[name]
+            fields[name] = read_document(declared, value) if value is not None else None
+    return RunRecord(**fields)
 
 
 _DOCUMENTS: dict[str, type] = {
@@ -168,12 +171,12 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def _fits(value: Any, types: tuple[type, ...]) -> bool:
+def _fits(value: object, types: tuple[type, ...]) -> bool:
     # JSON true/false are no numbers here (Python's bool is an int)
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
 
-def _wrong(name: str, value: Any, want: str) -> ValueError:
+def _wrong(name: str, value: object, want: str) -> ValueError:
     return ValueError(f"field {name!r} is a JSON {_json_kind(value)}, not {want}")
 
 
@@ -181,7 +184,7 @@ _WANTED = {int: "an integer", float: "a number", str: "text", bool: "true or fal
            dict: "an object", list: "an array"}  # fmt: skip
 
 
-def _check_shapes(doc: dict[str, Any]) -> None:
+def _check_shapes(doc: JsonObject) -> None:
     """Raise ValueError naming the first field of a spooled record whose JSON type is not the
     one the archive stores (a number where text is, a list where an object is...)."""
     for name, value in doc.items():
@@ -195,38 +198,49 @@ def _check_shapes(doc: dict[str, Any]) -> None:
     _check_contents(doc)
 
 
-def _check_integers(doc: dict[str, Any]) -> None:
+def _check_integers(doc: JsonObject) -> None:
     """Integers as the archive's BIGINT columns hold them (a larger one was an OverflowError
-    in the import); the run id a real one (at least 1)."""
+    in the import); the run id a real one (at least 1). The shapes are checked already."""
     fields = [(name, v) for name, v in doc.items() if name in _SHAPES or name in _OPTIONAL]
-    for i, script in enumerate(doc.get("scripts") or []):
+    for i, script in enumerate(_array(doc.get("scripts"))):
         if isinstance(script, dict):
             fields += [(f"scripts[{i}].{k}", v) for k, v in script.items()]
     for name, value in fields:
         if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise ValueError(f"field {name!r} is {value}, beyond a 64-bit integer")
-    if doc.get("id", 1) < 1:
-        raise ValueError(f"field 'id' is {doc['id']}: run ids start at 1")
+    run_id = doc.get("id", 1)
+    if isinstance(run_id, int) and run_id < 1:
+        raise ValueError(f"field 'id' is {run_id}: run ids start at 1")
 
 
-def _check_contents(doc: dict[str, Any]) -> None:
+def _object(value: JsonValue) -> JsonObject:
+    """A field _check_shapes let through as an object or null: {} for null."""
+    return value if isinstance(value, dict) else {}
+
+
+def _array(value: JsonValue) -> list[JsonValue]:
+    """A field _check_shapes let through as an array or null: [] for null."""
+    return value if isinstance(value, list) else []
+
+
+def _check_contents(doc: JsonObject) -> None:
     """The insides of the fields that the archive's writer and readers walk."""
-    inside: list[tuple[str, Any, tuple[type, ...]]] = [
+    inside: list[tuple[str, JsonValue, tuple[type, ...]]] = [
         *[(f"{n}.{k}", v, _TEXT) for n in ("tags", "defines")
-          for k, v in (doc.get(n) or {}).items()],
+          for k, v in _object(doc.get(n)).items()],
         *[(f"{n}.{k}", v, (dict,)) for n in ("settings", "settings_layers")
-          for k, v in doc.get(n, {}).items()],
-        *[(f"series.{k}", v, (dict,)) for k, v in doc.get("series", {}).items()],
-        *[(f"scripts[{i}]", v, (dict,)) for i, v in enumerate(doc.get("scripts", []))],
+          for k, v in _object(doc.get(n)).items()],
+        *[(f"series.{k}", v, (dict,)) for k, v in _object(doc.get("series")).items()],
+        *[(f"scripts[{i}]", v, (dict,)) for i, v in enumerate(_array(doc.get("scripts")))],
     ]  # fmt: skip
     for name, value, types in inside:
         if not _fits(value, types):
             raise _wrong(name, value, _WANTED[types[-1]])
-    for kind, cols in doc.get("series", {}).items():  # {kind: {column: [values]}}
-        for col, values in cols.items():
+    for kind, cols in _object(doc.get("series")).items():  # {kind: {column: [values]}}
+        for col, values in _object(cols).items():
             if not isinstance(values, list):
                 raise _wrong(f"series.{kind}.{col}", values, "an array")
-    for name, value in (doc.get("latency") or {}).items():
+    for name, value in _object(doc.get("latency")).items():
         if value is not None and not _fits(value, _NUMBER):
             raise _wrong(f"latency.{name}", value, "a number or null")
 
@@ -277,7 +291,7 @@ class SpoolUnreadable(PgrigError):
     """A spool file that is no spooled run (damaged, or not one at all)."""
 
 
-def _json_kind(doc: Any) -> str:
+def _json_kind(doc: object) -> str:
     if doc is None:
         return "null"
     return {list: "array", str: "string", bool: "boolean", dict: "object"}.get(type(doc), "number")

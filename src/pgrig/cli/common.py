@@ -264,7 +264,7 @@ def confirm(question: str, yes: bool) -> None:
         raise PgrigError("nothing done: not confirmed")
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
 

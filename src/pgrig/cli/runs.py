@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -158,7 +158,7 @@ def _list_table(runs: list[RunRecord], width: int) -> RichTable:
 # --- show --------------------------------------------------------------------------------------
 
 
-def show_json(rec: RunRecord) -> dict[str, Any]:
+def show_json(rec: RunRecord) -> dict[str, object]:
     """`runs show --json` (and `run --json`): pgrig.views.run_summary.to_json."""
     from pgrig.views.run_summary import to_json
 

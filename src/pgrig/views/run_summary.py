@@ -9,7 +9,6 @@ add an Item here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
@@ -338,7 +337,7 @@ def _load_engine(rec: RunRecord) -> tuple[str, str]:
     return "pgbench", rec.pgbench_version or fmt.MISSING
 
 
-def to_json(rec: RunRecord) -> dict[str, Any]:
+def to_json(rec: RunRecord) -> dict[str, object]:
     """The run as data: `runs show --json` and `run --json` print this one document (the
     summary of archive.export.run_to_json plus the context: where the server was
     (environment), the load hosts, split, start skew, network and hosts table
@@ -350,7 +349,7 @@ def to_json(rec: RunRecord) -> dict[str, Any]:
     from pgrig.archive.export import json_safe, run_to_json
     from pgrig.insights import summary
 
-    doc = run_to_json(rec)
+    doc: dict[str, object] = {**run_to_json(rec)}  # with what the views add
     where = run_environment.of(rec)
     doc["managed"] = where.managed  # an older run made on another host said false
     doc["environment"] = where.as_dict()
