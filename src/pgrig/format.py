@@ -26,7 +26,6 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from pgrig import units
 
@@ -51,17 +50,17 @@ def visible(text: str) -> str:
     return CONTROLS.sub(shown, text)
 
 
-def page_text(value: Any) -> Any:
+def page_text(value: object) -> object:
     """A template's output (Jinja's `finalize`): plain text with its controls shown escaped;
     markup the code built (markupsafe.Markup, a str subclass) and non-text as they are."""
     return visible(value) if type(value) is str else value
 
 
-def is_missing(v: Any) -> bool:
+def is_missing(v: object) -> bool:
     return v is None or (isinstance(v, float) and not math.isfinite(v))
 
 
-def number(v: Any, digits: int = 1) -> str:
+def number(v: object, digits: int = 1) -> str:
     """1,234 / 123.4 / 0.0042: separators, whole from 1,000 up, `digits` decimals below."""
     if is_missing(v):
         return MISSING
@@ -148,7 +147,7 @@ def size(v: float | None) -> str:
 
 # How a figure in each unit (record/figures.py) is written in a cell whose heading names the
 # unit: one entry per unit, so a figure's text follows from its unit alone.
-_IN_UNIT: dict[str, Callable[[Any, int], str]] = {
+_IN_UNIT: dict[str, Callable[[float | None, int], str]] = {
     "": number,  # a count or a rate: TPS, transactions
     "%": number,
     "s": number,
@@ -163,24 +162,24 @@ _IN_UNIT: dict[str, Callable[[Any, int], str]] = {
 }
 
 
-def in_unit(v: Any, unit: str, digits: int = 1) -> str:
+def in_unit(v: float | None, unit: str, digits: int = 1) -> str:
     """A figure's value in its unit for a table cell: "1,234", "12.5" (ms), "1.5 GiB"."""
     return _IN_UNIT[unit](v, digits)
 
 
-def setting(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:
+def setting(entry: Mapping[str, object] | None, name: str = "", key: str = "setting") -> str:
     """A pg_settings snapshot entry's value (or its boot_val with key="boot_val") for people:
     memory in binary units ("128 MiB", "5.9 GiB"), the rest as SHOW prints it ("5min")."""
     if not entry or entry.get(key) is None:
         return MISSING
-    value, unit = entry[key], entry.get("unit")
+    value, unit = entry[key], units.entry_unit(entry)
     in_bytes = setting_bytes(value, unit)
     if in_bytes is None or in_bytes <= 0:
         return units.show_setting(value, unit, name)
     return exact_size(in_bytes)
 
 
-def setting_bytes(value: Any, unit: str | None) -> int | None:
+def setting_bytes(value: object, unit: str | None) -> int | None:
     """A memory setting's value in bytes (None: not a memory setting, or not a number)."""
     per_unit = units.memory_bytes(unit or "")
     if per_unit is None:
@@ -256,7 +255,7 @@ def engine(name: str | None, server_version: str | None) -> str:
     return f"{label} {version(server_version)}".strip()
 
 
-def text(v: Any) -> str:
+def text(v: object) -> str:
     """Any value by its kind: numbers by number(), missing as "-", the rest as str()."""
     if is_missing(v):
         return MISSING

@@ -17,7 +17,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 # PostgreSQL's memory units (case-sensitive, as guc.c has them) in bytes: the one table.
 MEMORY_UNITS: dict[str, int] = {"B": 1, "kB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
@@ -66,7 +65,7 @@ def amount(text: str) -> Amount | None:
 _OCTAL = frozenset({"unix_socket_permissions", "log_file_mode", "data_directory_mode"})
 
 
-def show_setting(value: Any, unit: str | None = None, name: str = "") -> str:
+def show_setting(value: object, unit: str | None = None, name: str = "") -> str:
     """`value` (a pg_settings setting or boot_val in `unit`) as SHOW prints it."""
     text = str(value)
     if name in _OCTAL and text.isdigit() and not text.startswith("0"):
@@ -91,12 +90,18 @@ def memory_bytes(text: str) -> int | None:
     return int(m.group(1) or 1) * MEMORY_UNITS[m.group(2)] if m else None
 
 
-def setting_text(entry: Mapping[str, Any] | None, name: str = "", key: str = "setting") -> str:
+def setting_text(entry: Mapping[str, object] | None, name: str = "", key: str = "setting") -> str:
     """A settings snapshot entry's value (or its boot_val with key="boot_val") as SHOW prints
     it; "-" when the snapshot has no such setting or value."""
     if not entry or entry.get(key) is None:
         return "-"
-    return show_setting(entry[key], entry.get("unit"), name)
+    return show_setting(entry[key], entry_unit(entry), name)
+
+
+def entry_unit(entry: Mapping[str, object]) -> str | None:
+    """A settings snapshot entry's unit (pg_settings.unit: text, or null for none)."""
+    unit = entry.get("unit")
+    return unit if isinstance(unit, str) else None
 
 
 def _number(text: str) -> int | float | None:

@@ -330,7 +330,9 @@ def compare_all(
     }
 
 
-def group_value(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) -> Any:
+def group_value(
+    runs: Sequence[RunRecord], value: Callable[[RunRecord], float | None]
+) -> float | None:
     """A group's figure for tables: a single run's own value (whatever its status); for
     repeats the Hodges-Lehmann centre of the ok runs' values (None when none has one, and
     for a group mixing workloads: the centre of two different questions answers neither)."""

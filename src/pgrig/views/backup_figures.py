@@ -8,8 +8,6 @@ Rows are (label, text) pairs, values formatted by pgrig/format.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.documents import BackupDoc, ReplicaDoc, ReplicaLag
@@ -22,11 +20,11 @@ def figures(rec: RunRecord) -> BackupDoc | None:
     return backup_figures(rec)
 
 
-def size_text(v: Any) -> str:
+def size_text(v: float | None) -> str:
     return fmt.size(v)
 
 
-def _fig(v: Any, digits: int = 2, suffix: str = "") -> str:
+def _fig(v: object, digits: int = 2, suffix: str = "") -> str:
     """A figure as text with its unit after it ("0.82 s"); "-" when missing."""
     return fmt.MISSING if fmt.is_missing(v) else f"{fmt.number(v, digits)}{suffix}"
 

@@ -6,15 +6,13 @@ per type) are TPC-C's and shown as for any TPC-C run.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
-from pgrig.record.json_values import whole
+from pgrig.record.json_values import JsonObject, number, whole
 from pgrig.table import Table
 
 
-def doc_of(rec: RunRecord) -> dict[str, Any] | None:
+def doc_of(rec: RunRecord) -> JsonObject | None:
     found = rec.extra.get("chbench") if isinstance(rec.extra, dict) else None
     return found if isinstance(found, dict) else None
 
@@ -31,7 +29,7 @@ def line(rec: RunRecord) -> str | None:
     doc = doc_of(rec)
     if doc is None:
         return None
-    streams = int(doc.get("analytic_clients") or 0)
+    streams = whole(doc.get("analytic_clients")) or 0
     if not streams:
         return "no analytic stream (--analytic-clients 0): TPC-C alone on CH-benCHmark's data"
     window = doc.get("window_s")
@@ -60,7 +58,7 @@ def items(rec: RunRecord) -> list[tuple[str, str]]:
         return []
     out = [("analytic", line(rec) or fmt.MISSING)]
     if doc.get("analytic_clients"):
-        timeout = doc.get("query_timeout_s")
+        timeout = number(doc.get("query_timeout_s"))
         out.append(
             (
                 "analytic timeout",
@@ -78,7 +76,7 @@ def table(rec: RunRecord) -> Table | None:
     if not isinstance(per, dict) or not per:
         return None
 
-    def ms(v: Any) -> str:
+    def ms(v: object) -> str:
         return fmt.ms(float(v) * 1000) if isinstance(v, int | float) else fmt.MISSING
 
     def key(name: str) -> int:

@@ -37,7 +37,7 @@ from pgrig.views.settings import SettingDiff, settings_diff
 METRIC_SPECS: tuple[Figure, ...] = FIGURES
 
 
-def _show(m: Figure, v: Any) -> str:
+def _show(m: Figure, v: float | None) -> str:
     return fmt.in_unit(v, m.unit, m.digits)
 
 
@@ -146,7 +146,7 @@ class Delta:
 class MetricRow:
     key: str
     label: str
-    values: list[Any]  # raw, per column (JSON)
+    values: list[float | None]  # raw, per column (JSON)
     base: str
     others: list[Delta]
 
@@ -308,7 +308,7 @@ def _with_bounds(text: str, col: Column, q: str) -> str:
     return f"{text} {bounds}" if bounds else text
 
 
-def _delta(m: Figure, base_value: Any, value: Any, c: Comparison | None) -> Delta:
+def _delta(m: Figure, base_value: float | None, value: float | None, c: Comparison | None) -> Delta:
     d = Delta(_show(m, value))
     if c is None:
         if value is not None and base_value:
@@ -342,10 +342,10 @@ def _context_row(spec: ContextSpec, columns: list[Column]) -> ContextRow:
     return ContextRow(spec.key, spec.label, shown, raw)
 
 
-def to_json(view: ComparisonView) -> dict[str, Any]:
+def to_json(view: ComparisonView) -> dict[str, object]:
     """The comparison as data (`runs compare --json`): columns A and B (and more), raw values."""
     names = [chr(ord("a") + i) if i < 26 else f"c{i}" for i in range(len(view.columns))]
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         n: {"runs": [{"id": r.id, "status": r.status} for r in c.runs]}
         for n, c in zip(names, view.columns, strict=True)
     }

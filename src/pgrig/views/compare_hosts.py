@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.analysis.compare import group_value
 from pgrig.archive.records import RunRecord
+from pgrig.record.json_values import JsonObject, JsonValue
 from pgrig.table import Cell, Table
 from pgrig.views import run_environment
 from pgrig.views.run_hosts import SATURATED, roles, window_mean
@@ -50,8 +50,8 @@ class HostFigures:
     values: dict[str, list[float | None]]  # figure -> per column
     saturated: list[str | None] | None  # load hosts: per column "yes", "no", "2/3 runs"
 
-    def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {"host": self.key.host, "role": self.key.role}
+    def as_dict(self, names: Sequence[str]) -> JsonObject:
+        out: JsonObject = {"host": self.key.host, "role": self.key.role}
         for fig, vals in self.values.items():
             out[f"cpu_{fig}_pct"] = dict(zip(names, vals, strict=True))
         if self.saturated is not None:
@@ -96,10 +96,14 @@ def local_roles(rec: RunRecord) -> list[str]:
     return mine
 
 
-def run_hosts(rec: RunRecord) -> dict[HostRole, tuple[dict[str, float | None], bool | None]]:
+# every host of one run: its figures and, for a load host, whether it was saturated
+RunHosts = dict[HostRole, tuple[dict[str, float | None], bool | None]]
+
+
+def run_hosts(rec: RunRecord) -> RunHosts:
     """Every host of one run: its figures and, for a load host, whether it was saturated."""
     saturated = (rec.extra.get("load") or {}).get("saturated") or {}
-    out: dict[HostRole, tuple[dict[str, float | None], bool | None]] = {}
+    out: RunHosts = {}
     for host, rs in roles(rec).items():
         figs = cpu_figures(rec, f"os@{host}")
         out[HostRole(host, ", ".join(rs) or fmt.MISSING)] = (
@@ -136,7 +140,7 @@ def build(groups: Sequence[Sequence[RunRecord]]) -> list[HostFigures]:
 
 def _group(
     runs: Sequence[RunRecord],
-    col: list[dict[HostRole, Any]],
+    col: list[RunHosts],
     key: HostRole,
     figure: str,
 ) -> float | None:
@@ -148,9 +152,7 @@ def _group(
     return float(value) if value is not None else None
 
 
-def _saturation(
-    runs: Sequence[RunRecord], col: list[dict[HostRole, Any]], key: HostRole
-) -> str | None:
+def _saturation(runs: Sequence[RunRecord], col: list[RunHosts], key: HostRole) -> str | None:
     flags = [hosts[key][1] for hosts in col if key in hosts and hosts[key][1] is not None]
     if not flags:
         return None
@@ -180,5 +182,5 @@ def table(rows: list[HostFigures], names: Sequence[str]) -> Table | None:
     return Table(["host", "role", "figure", *names], out, "Hosts", numeric, NOTE)
 
 
-def to_json(rows: list[HostFigures], names: Sequence[str]) -> list[dict[str, Any]]:
+def to_json(rows: list[HostFigures], names: Sequence[str]) -> list[JsonValue]:
     return [r.as_dict(names) for r in rows]

@@ -23,12 +23,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.metrics.harness_cost import machine_pct
-from pgrig.record.json_values import number, whole
+from pgrig.record.json_values import JsonObject, number, whole
 
 NOT_RECORDED = "not recorded"
 DIFF_POINTS = 1.0  # points of the machine (module docstring)
@@ -107,7 +106,7 @@ class HarnessCost:
             text += f" (medians of {self.runs} runs)"
         return "; ".join([text, *self.notes])
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         if not self.recorded:
             return {"recorded": False, "line": f"harness: {NOT_RECORDED}"}
         return {
@@ -186,7 +185,7 @@ def of_group(runs: Sequence[RunRecord]) -> HarnessCost:
     if len(kept) == 1:
         return kept[0]
 
-    def med(name: str) -> Any:
+    def med(name: str) -> float | None:
         values = [getattr(c, name) for c in kept if getattr(c, name) is not None]
         return statistics.median(values) if values else None
 
@@ -256,8 +255,8 @@ class HarnessComparison:
     def differs(self) -> bool:
         return any(self.differences)
 
-    def as_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {n: c.as_dict() for n, c in zip(names, self.costs, strict=False)}
+    def as_dict(self, names: Sequence[str]) -> JsonObject:
+        out: JsonObject = {n: c.as_dict() for n, c in zip(names, self.costs, strict=False)}
         out["threshold_points"] = DIFF_POINTS
         out["differences"] = {
             n: d for n, d in zip(names[1:], self.differences, strict=False) if d is not None

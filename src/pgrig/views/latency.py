@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.analysis import quantile_bounds
@@ -150,5 +149,5 @@ def _ms_or(v: float | None) -> str:
     return "unbounded" if v is None else fmt.ms(v)
 
 
-def _text(v: Any) -> str | None:
+def _text(v: object) -> str | None:
     return str(v) if v else None

@@ -10,7 +10,7 @@ server pgrig made on another host; such a run is known by its host roles: a host
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pgrig.archive.records import RunRecord
 
@@ -44,7 +44,7 @@ class RunEnvironment:
             where = f"external {self.target or ''}".strip()
         return f"{self.name} ({where}, via {via})"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | bool | None]:
         return {"name": self.name, "kind": self.kind, "managed": self.managed, "on": self.on,
                 "target": self.target}  # fmt: skip
 

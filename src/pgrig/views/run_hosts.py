@@ -12,12 +12,11 @@ network facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
+from pgrig.record.documents import LoadShare as ShareDoc
 from pgrig.record.documents import NetworkPath
 from pgrig.record.json_values import number, whole
 from pgrig.record.run import SeriesColumns
@@ -73,7 +72,7 @@ class RunHosts:
     start_skew_ms: float | None = None
     first_tx_skew_ms: float | None = None
     network: str | None = None  # the paths as one line (load/remote/network.describe)
-    paths: list[dict[str, Any]] = field(default_factory=list)  # extra.network.paths
+    paths: list[NetworkPath] = field(default_factory=list)  # extra.network.paths
     rows: list[HostRow] = field(default_factory=list)
 
     def items(self) -> list[tuple[str, str]]:
@@ -107,7 +106,7 @@ class RunHosts:
             note=TABLE_NOTE,
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """`runs show --json`: load_from, start_skew_ms, first_tx_skew_ms, network (the
         line), network_paths and hosts (one object per row of the hosts table)."""
         return {
@@ -173,17 +172,19 @@ def of(rec: RunRecord) -> RunHosts:
         start_skew_ms=number(load.get("start_skew_ms")),
         first_tx_skew_ms=number(load.get("first_tx_skew_ms")),
         network=describe(rec.extra.get("network")),
-        paths=[dict(p) for p in paths],
+        paths=[p.copy() for p in paths],
         rows=_rows(rec, {s.get("host"): s for s in split}, {p.get("from"): p for p in paths}),
     )
 
 
-def _share(s: Mapping[str, Any]) -> LoadShare:
+def _share(s: ShareDoc) -> LoadShare:
     rate = number(s.get("rate"))
     return LoadShare(str(s.get("host")), whole(s.get("clients")), whole(s.get("threads")), rate)
 
 
-def _rows(rec: RunRecord, split: dict[Any, Any], paths: dict[Any, NetworkPath]) -> list[HostRow]:
+def _rows(
+    rec: RunRecord, split: dict[str | None, ShareDoc], paths: dict[str | None, NetworkPath]
+) -> list[HostRow]:
     per_host = (rec.extra.get("load") or {}).get("hosts") or {}
     hosts = roles(rec)
     for name in paths:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.analysis.compare import BLOCK_S, Comparison
@@ -59,7 +58,7 @@ class Verdict:
     def cell(self) -> Cell:
         return Cell(self.lines, self.style)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         c = self.comparison
         return {"title": self.title, **(c.as_dict() if c is not None else {"role": self.role})}
 
@@ -261,7 +260,7 @@ def _sweep_verdicts(data: StudyData) -> tuple[list[str], list[list[Verdict]]]:
     return [title], out
 
 
-def axis_value(axis: str, value: Any) -> str:
+def axis_value(axis: str, value: object) -> str:
     return f"{axis.removeprefix('settings.')}={display_value(value)}"
 
 
@@ -399,7 +398,7 @@ def harness_items(view: StudyView) -> list[tuple[str, str]]:
     return [(p.label, p.harness.text) for p in view.points if p.summary.ok]
 
 
-def to_json(view: StudyView) -> dict[str, Any]:
+def to_json(view: StudyView) -> dict[str, object]:
     """`study show --json`: the study and, per point, the figures and verdicts shown."""
     points = []
     for p in view.points:

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from pgrig import format as fmt
+from pgrig.record.json_values import JsonObject, JsonValue
 from pgrig.table import Cell, CellValue, Table
 from pgrig.views.host_figures import HostRun, PathRun, run_hosts
 from pgrig.views.study_data import PointSummary, robust_center
+
+T = TypeVar("T")
 
 NOT_MEASURED = "not measured"
 NOTE = (
@@ -48,7 +51,7 @@ class PathFigures:
         where = self.to_host or self.to
         return f"{where} ({self.kind})" if self.kind else where
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "to": self.to, "to_host": self.to_host, "kind": self.kind,
             "rtt_p50_ms": self.p50_ms, "rtt_p99_ms": self.p99_ms,
@@ -70,12 +73,12 @@ class HostFigures:
     saturated: tuple[int, int] | None  # load hosts: (runs saturated, runs judged)
     paths: list[PathFigures] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "host": self.host, "role": self.role, "runs": self.runs, "cpu_runs": self.cpu_runs,
             "cpu_busy_pct": self.busy, "cpu_iowait_pct": self.iowait,
             "cpu_steal_pct": self.steal, "cpu_samples": self.cpu_samples,
-            "process_cpu_pct": self.process,
+            "process_cpu_pct": dict(self.process),
             "saturated_runs": list(self.saturated) if self.saturated else None,
             "paths": [p.as_dict() for p in self.paths],
         }  # fmt: skip
@@ -100,8 +103,8 @@ class PointHosts:
             return f"{NOT_MEASURED}: no ok run"
         return f"{NOT_MEASURED}: no per-host samplers in its runs"
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"key": self.key, "label": self.label, "runs": self.runs}
+    def as_dict(self) -> JsonObject:
+        out: JsonObject = {"key": self.key, "label": self.label, "runs": self.runs}
         out["measured"] = self.measured
         out["hosts"] = [h.as_dict() for h in self.hosts]
         if not self.measured:
@@ -136,7 +139,7 @@ def _point(ps: PointSummary) -> PointHosts:
     return PointHosts(p.index, p.key, p.label, len(ps.ok), rows)
 
 
-def _centre(runs: Sequence[Any], get: Callable[[Any], float | None]) -> float | None:
+def _centre(runs: Sequence[T], get: Callable[[T], float | None]) -> float | None:
     return robust_center([v for v in (get(r) for r in runs) if v is not None])
 
 
@@ -241,6 +244,6 @@ def _rtt(p: PathFigures) -> str:
     return f"{p.p50_ms:.3f} / {p.p99_ms:.3f}"
 
 
-def to_json(view: StudyHosts) -> list[dict[str, Any]]:
+def to_json(view: StudyHosts) -> list[JsonValue]:
     """`study show --json`'s "hosts": per point, each host's figures ([] without hosts)."""
     return [p.as_dict() for p in view.points] if view.measured else []

@@ -19,6 +19,7 @@ from pgrig import format
 from pgrig.archive.records import RunRecord
 from pgrig.insights.statements import JIT_MS
 from pgrig.record.figures import tpch_query_s
+from pgrig.record.json_values import number
 from pgrig.workloads.tpch import queries
 
 
@@ -49,9 +50,9 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _query_events(rec: RunRecord) -> dict[int, Mapping[str, Any]]:
+def _query_events(rec: RunRecord) -> dict[int, Mapping[str, object]]:
     doc = rec.extra.get("tpch") or {}
-    out: dict[int, Mapping[str, Any]] = {}
+    out: dict[int, Mapping[str, object]] = {}
     for e in doc.get("queries") or []:
         if isinstance(e, dict) and e.get("status") == "ok" and int(e.get("stream") or 0) == 0:
             out[int(e["query"])] = e
@@ -90,13 +91,8 @@ def query_rows(groups: Mapping[str, Sequence[RunRecord]]) -> list[QueryRow]:
         for q, row in rows.items():
             times = [tpch_query_s(r, q) for r in runs]
             row.seconds[config] = _median([t for t in times if t is not None])
-            row.temp_bytes[config] = _median(
-                [
-                    float(e[q]["temp_bytes"])
-                    for e in events
-                    if e.get(q, {}).get("temp_bytes") is not None
-                ]
-            )
+            temps = [number(e[q].get("temp_bytes")) for e in events if q in e]
+            row.temp_bytes[config] = _median([t for t in temps if t is not None])
             row.jit_ms[config] = _median([j[q] for j in jits if q in j])
             row.plans[config] = {h for p in plans for h in p.get(q, set())}
     return [rows[q] for q in queries.QUERIES]
