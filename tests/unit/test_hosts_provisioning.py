@@ -111,3 +111,30 @@ def test_pgbouncer_bundle_keeps_glibc_out() -> None:
     libs = [p.name for p in bundles._shared_libs(bundles.pgbouncer_binary())]
     assert any(n.startswith("libevent") for n in libs)
     assert not any(n.startswith(("libc.so", "ld-linux", "libm.so")) for n in libs)
+
+
+def test_provisioning_record_is_read_back_checked(tmp_path: Path, monkeypatch) -> None:
+    """provisioned.json as `host provision` writes it reads back whole; a key of the wrong type
+    (a damaged file) reads as missing, so the check says what is installed instead of
+    failing on it."""
+    import json
+
+    from pgrig.hosts import provisioning, registry
+    from pgrig.provision.remote import environments
+
+    monkeypatch.setattr(registry, "state_dir", lambda name: tmp_path / name)
+    assert provisioning.provisioned("db1") is None
+    record = {"host": "db1", "check": False, "changed": [], "pg": ["18.1"], "pgbouncer": "1.24",
+              "pgrig": "abc", "python3": "3.11.2", "elapsed_s": 1.5,
+              "at": "2026-12-07T19:00:00Z"}  # fmt: skip
+    (tmp_path / "db1").mkdir()
+    (tmp_path / "db1" / "provisioned.json").write_text(json.dumps(record))
+    assert provisioning.provisioned("db1") == record
+    environments._check_provisioned(HOST, "18")  # installed: no error
+
+    (tmp_path / "db1" / "provisioned.json").write_text(json.dumps({**record, "pg": "18.1"}))
+    assert "pg" not in (provisioning.provisioned("db1") or {})
+    with pytest.raises(
+        Exception, match=r"PostgreSQL 18 is not installed on host db1 \(it has none\)"
+    ):
+        environments._check_provisioned(HOST, "18")

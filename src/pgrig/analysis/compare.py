@@ -55,7 +55,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -448,7 +448,7 @@ def between_groups_caveat(
     return None
 
 
-def _split(runs: Sequence[RunRecord], value: Callable[[RunRecord], Any]) -> str:
+def _split(runs: Sequence[RunRecord], value: Callable[[RunRecord], object]) -> str:
     """'15.10 (run 1) / 18.1 (runs 2, 3)' when the runs disagree on `value`, else ''."""
     by: dict[str, list[str]] = {}
     for r in runs:

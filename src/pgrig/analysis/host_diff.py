@@ -149,7 +149,7 @@ def _checks(host: HostDoc) -> dict[str, HostCheck]:
     return {c["name"]: c for c in host.get("checks") or [] if "name" in c}
 
 
-def _setting(checks: dict[str, HostCheck], host: Mapping[str, Any], name: str) -> Any:
+def _setting(checks: dict[str, HostCheck], host: Mapping[str, object], name: str) -> object:
     if name in checks:
         return checks[name].get("value")
     legacy = host.get(LEGACY.get(name, ""))
@@ -158,11 +158,11 @@ def _setting(checks: dict[str, HostCheck], host: Mapping[str, Any], name: str) -
     return legacy
 
 
-def _differ(a: Any, b: Any) -> bool:
+def _differ(a: object, b: object) -> bool:
     return a is not None and b is not None and str(a) != str(b)
 
 
-def _line(name: str, a: Any, b: Any) -> str:
+def _line(name: str, a: object, b: object) -> str:
     return f"{name}: A {a}, B {b}"
 
 

@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -31,7 +32,7 @@ class PlaybookResult:
     ok: bool
     check: bool
     changed: list[str] = field(default_factory=list)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, str]] = field(default_factory=list)  # task, state (msg: failed)
     elapsed: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -180,7 +181,7 @@ def _summarise(host: Host, runner: Any, check: bool) -> PlaybookResult:
     return result
 
 
-def _failure_text(res: dict[str, Any]) -> str:
+def _failure_text(res: Mapping[str, object]) -> str:
     for key in ("stderr", "msg", "module_stderr", "stdout"):
         text = str(res.get(key) or "").strip()
         if text:

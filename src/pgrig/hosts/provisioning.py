@@ -1,6 +1,6 @@
 """`pgrig host provision`: make a host able to serve pgrig, with the playbook provision.yml.
 
-    provision(host, pg_builds, check=False) -> dict   (what changed, what the host has now)
+    provision(host, pg_builds, check=False) -> Provisioning (what changed, what it has now)
     remote_pgrig(host) -> the pgrig command on a provisioned host
     provisioned(name) -> the record of the last provisioning (None: never provisioned)
 
@@ -16,11 +16,13 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from pgrig.hosts import ansible, bundles, registry, ssh
 from pgrig.hosts.registry import Host
 from pgrig.hosts.remote import REMOTE_PGRIG
+from pgrig.record.doc_read import read_document
 
 REMOTE_HOME = "/var/lib/pgrig"
 
@@ -29,9 +31,39 @@ def _record_path(name: str) -> Path:
     return registry.state_dir(name) / "provisioned.json"
 
 
-def provisioned(name: str) -> dict[str, Any] | None:
+class Provisioning(TypedDict):
+    """What one `host provision` did (`--json` prints it)."""
+
+    host: str
+    check: bool  # --check: nothing was changed, `changed` is what would be
+    changed: list[str]  # the playbook's tasks (and items) that changed something
+    pg: list[str]  # the PostgreSQL builds pushed
+    pgbouncer: str  # its version
+    pgrig: str  # the digest of the pgrig wheels
+    python3: str | None  # the host's
+    elapsed_s: float
+
+
+class Provisioned(TypedDict, total=False):
+    """The record of a host's provisioning (<state>/provisioned.json): a Provisioning, with
+    every PostgreSQL build pushed so far, and when."""
+
+    host: str
+    check: bool
+    changed: list[str]
+    pg: list[str]  # every build pushed to the host, over all provisionings
+    pgbouncer: str
+    pgrig: str
+    python3: str | None
+    elapsed_s: float
+    at: str  # ISO 8601, UTC
+
+
+def provisioned(name: str) -> Provisioned | None:
+    """The host's provisioning record, each key checked (record/doc_read.py): a key of the
+    wrong type reads as missing. None: never provisioned."""
     f = _record_path(name)
-    return json.loads(f.read_text()) if f.exists() else None
+    return read_document(Provisioned, json.loads(f.read_text())) if f.exists() else None
 
 
 def remote_pgrig(host: Host) -> str:
@@ -50,7 +82,7 @@ async def _check_host(host: Host) -> tuple[ssh.HostInfo, int]:
     return info, free
 
 
-def provision(host: Host, pg_builds: list[Path], *, check: bool = False) -> dict[str, Any]:
+def provision(host: Host, pg_builds: list[Path], *, check: bool = False) -> Provisioning:
     started = time.monotonic()
     info, free = asyncio.run(_check_host(host))
     assert info.python3 and info.python3_path  # require_usable
@@ -86,7 +118,7 @@ def provision(host: Host, pg_builds: list[Path], *, check: bool = False) -> dict
         become=not info.root,
     )
     changed = result.changed
-    doc: dict[str, Any] = {
+    doc: Provisioning = {
         "host": host.name,
         "check": check,
         "changed": changed,

@@ -172,7 +172,7 @@ class HostInfo:
     def root(self) -> bool:
         return self.uid == 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | int | bool | None]:
         return {
             "user": self.user,
             "uid": self.uid,
@@ -225,7 +225,9 @@ def require_usable(host: Host, info: HostInfo, *, min_python: tuple[int, int] = 
 class RemoteProcess:
     """A process started by Session.start: stdout streamed by line, stderr kept (last 64 KiB)."""
 
-    def __init__(self, session: Session, argv: Sequence[str], proc: Any, pid: int) -> None:
+    def __init__(
+        self, session: Session, argv: Sequence[str], proc: asyncssh.SSHClientProcess[str], pid: int
+    ) -> None:
         self._session = session
         self.argv = tuple(argv)
         self._proc = proc
@@ -384,7 +386,7 @@ class Session:
         return _parse_probe(r.stdout)
 
 
-def _known_keys(host: Host) -> list[Any]:
+def _known_keys(host: Host) -> list[asyncssh.SSHKey]:
     """The keys known_hosts holds for this host (empty when the file or the entry is absent)."""
     f = host.known_hosts_path
     if not f.exists():
@@ -478,7 +480,7 @@ def _why_unreachable(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-def _record_host_key(host: Host, key: Any) -> None:
+def _record_host_key(host: Host, key: asyncssh.SSHKey | None) -> None:
     if key is None:
         return
     f = host.known_hosts_path

@@ -181,7 +181,7 @@ def host_checks_section(rec: RunRecord) -> Section:
     return Section("Host checks", [replace(table, caption=None)])
 
 
-def _short(v: Any, width: int = 200) -> str:
+def _short(v: object, width: int = 200) -> str:
     s = v if isinstance(v, str) else repr(v)
     return s if len(s) <= width else s[: width - 1] + "…"
 

@@ -9,6 +9,7 @@ percentiles against it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pgrig.reports.document import Figure
@@ -136,7 +137,9 @@ def sweep_figures(data: StudyData) -> list[Figure]:
     return figures
 
 
-def _latency_sweep(groups: dict[str, list[PointSummary]], xpos: Any, axis: dict) -> Chart:
+def _latency_sweep(
+    groups: dict[str, list[PointSummary]], xpos: Callable[[PointSummary], float], axis: dict
+) -> Chart:
     """One colour per series, one dash per percentile; the legend names each once."""
     traces, keys = [], []
     for i, (label, pts) in enumerate(groups.items()):

@@ -170,7 +170,7 @@ def _verdict_evidence(groups: dict[str, list[RunRecord]], base: str, cand: str) 
     return Cell(out, "warn" if warn else None)
 
 
-def _human(value: Any) -> str:
+def _human(value: object) -> str:
     """A setting value as written in a configuration ("6171024kB", "374MB") for people, as
     format.setting shows a server's: memory in binary units ("5.9 GiB"), the rest unchanged."""
     text = str(value)

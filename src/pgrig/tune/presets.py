@@ -243,7 +243,7 @@ def _shipped(item: str) -> str:
     return f"{path}@{weight}" if weight else str(path)
 
 
-def check_disk_limit(preset: Preset, env_name: str, disk_limit: Any) -> None:
+def check_disk_limit(preset: Preset, env_name: str, disk_limit: dict[str, int] | None) -> None:
     """A preset on a limited disk refuses an environment without a limit (nothing made)."""
     if preset.needs_disk_limit and not disk_limit:
         cmd = pgrig_command("env", "set", env_name, "--disk-limit", preset.suggested_disk_limit)

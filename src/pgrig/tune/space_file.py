@@ -22,7 +22,7 @@ server takes each value is checked later against its exact version (space.check_
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Self
+from typing import Annotated, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
@@ -39,14 +39,13 @@ UNITS = ("", "kB", "MB", "GB", "ms", "s", "min")
 PG_MEMORY_UNITS = tuple(units.MEMORY_UNITS)  # guc.c's memory units, case-sensitive
 
 
-def _end(value: Any) -> Any:
+def _end(value: object) -> str | int | float:
     """A range end: a number (in `unit`) or a size with its unit ("128MB")."""
-    ok = isinstance(value, str) or (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
-    if not ok:
-        raise Refusal(f"must be a number or a size (got {value!r})")
-    return value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    raise Refusal(f"must be a number or a size (got {value!r})")
 
 
 def _unit(value: str) -> str:

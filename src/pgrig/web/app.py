@@ -8,9 +8,8 @@ FastAPI runs them in its thread pool, so a slow archive query never blocks the e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
 from urllib.parse import quote
 
 import jinja2
@@ -103,7 +102,7 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     app.state.archive = archive
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
-    def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def page(name: str, status: int = 200, **ctx: object) -> HTMLResponse:
         html = env.get_template(name).render(archive_url=archive.url, **ctx)
         return HTMLResponse(html, status_code=status)
 
@@ -118,13 +117,15 @@ def _security_headers(app: FastAPI) -> None:
     """Every response says: no scripts, no framing, no sniffing, no referrer (CSP above)."""
 
     @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Response:
+    async def headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         response = await call_next(request)
         response.headers.setdefault("Content-Security-Policy", CSP)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         response.headers["X-Frame-Options"] = "DENY"
-        return cast(Response, response)
+        return response
 
 
 def _error_pages(app: FastAPI, page: Page) -> None:

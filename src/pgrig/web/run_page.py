@@ -99,7 +99,7 @@ def host_rows(host: HostDoc) -> list[tuple[str, str]]:
     return run_summary.host_facts(host)
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     if isinstance(v, dict | list):
         return json.dumps(v, default=str)
     return str(v)

@@ -12,7 +12,6 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlencode
 
 from pgrig.archive.export import LOAD_FIELDS
@@ -66,9 +65,9 @@ class RunsQuery:
     def order(self) -> str:
         return ("-" if self.desc else "") + SORT_COLUMNS[self.sort]
 
-    def url(self, **changes: Any) -> str:
+    def url(self, **changes: str | int | None) -> str:
         """Query string of this page with some parameters changed (None drops one)."""
-        q: dict[str, Any] = dict(self.params)
+        q: dict[str, str | int] = dict(self.params)
         q["sort"] = ("-" if self.desc else "") + self.sort
         if self.per_page != DEFAULT_PAGE_SIZE:
             q["per"] = self.per_page
@@ -227,10 +226,10 @@ CSV_COLUMNS = (
 )
 
 
-def csv_row(rec: RunRecord) -> list[Any]:
+def csv_row(rec: RunRecord) -> list[object]:
     lat = rec.latency
     tags = ";".join(f"{k}={v}" for k, v in sorted(rec.tags.items()))
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         **{c: getattr(rec, c, None) for c in CSV_COLUMNS},
         "started_at": rec.started_at.isoformat() if rec.started_at else None,
         "ended_at": rec.ended_at.isoformat() if rec.ended_at else None,
@@ -246,7 +245,7 @@ def csv_row(rec: RunRecord) -> list[Any]:
     return [_cell(values[c]) for c in CSV_COLUMNS]
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> object:
     """Text that a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
     if v is None:
         return ""
