@@ -44,7 +44,7 @@ def run_backups(
         sys.exit(1)
 
 
-def _size(v: Any) -> str:
+def _size(v: float | None) -> str:
     from pgrig import format as fmt
 
     return fmt.size(v)  # the one byte-size rule (pgrig/format.py)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich import text as rich_text
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
 from rich.segment import Segment
 
@@ -70,7 +70,7 @@ _CONTROLS = CONTROLS
 
 # rich's Text drops BEL, BS, VT, FF and CR silently (rich.control.strip_control_codes): pgrig's
 # text is shown with them escaped instead, as every other control character
-def _shown_not_stripped(text: str, _table: Any = None) -> str:
+def _shown_not_stripped(text: str, _table: object = None) -> str:
     return visible(text)
 
 
@@ -93,7 +93,9 @@ class SafeConsole(Console):
         # Strings (messages, table cells) before rich measures them: columns stay aligned.
         return super().render_str(visible(text), **kwargs)
 
-    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
         for seg in super().render(renderable, options):
             if seg.control is None and _CONTROLS.search(seg.text):
                 yield Segment(visible(seg.text), seg.style, seg.control)
@@ -269,7 +271,7 @@ def print_json(data: object) -> None:
     sys.stdout.flush()
 
 
-def print_wide(renderable: Any) -> None:
+def print_wide(renderable: RenderableType) -> None:
     """Tables to a pipe or file get room to be whole (a terminal keeps its own width)."""
     con = out_console()
     if con.is_terminal:

@@ -115,7 +115,7 @@ def _print_checks(checks: list[dict[str, Any]]) -> None:
     )
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     return "-" if v is None else str(v)
 
 

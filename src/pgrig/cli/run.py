@@ -411,7 +411,7 @@ def _execute_repeats(
     return records
 
 
-def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, Any]:
+def _stored_json(store: RunReader, rec: RunRecord) -> dict[str, object]:
     """`runs show --json` of the run: the archived record (what every later command reads),
     the record in hand when the archive did not keep it."""
     from pgrig.views.run_summary import to_json

@@ -8,6 +8,7 @@ subcommand to the hidden `measure` command, so `pgrig track NAME ...` reads natu
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -323,7 +324,7 @@ def show(
     _print_page(series_view)
 
 
-def _print_page(series_view: SeriesView, check: dict[str, Any] | None = None) -> None:
+def _print_page(series_view: SeriesView, check: Mapping[str, object] | None = None) -> None:
     """The page model (views/track.py) on the terminal."""
     from pgrig.cli import render
     from pgrig.views import track as track_page

@@ -14,7 +14,7 @@ web page) renders this.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -159,9 +159,12 @@ def build(
 
 
 def _point(
-    p: VersionPoint, runs: list[RunRecord], value: Any, archive: RunReader | None
+    p: VersionPoint,
+    runs: list[RunRecord],
+    value: Callable[[RunRecord], float | None],
+    archive: RunReader | None,
 ) -> PointView:
-    vals = [float(value(r)) for r in runs]
+    vals = [float(v) for v in map(value, runs) if v is not None]  # build kept runs with one
     out = PointView(
         version=p.version,
         status=p.status,

@@ -237,7 +237,11 @@ def _centre(series: runner.Series, version: str, repeats: set[int] | None = None
 
 
 def _bisect_all(
-    series: runner.Series, measurer: Any, archive: RunStore, threshold: float, say: Any
+    series: runner.Series,
+    measurer: runner.Measurer,
+    archive: RunStore,
+    threshold: float,
+    say: Callable[[str], None],
 ) -> None:
     """Bisect every step between measured versions that the engine calls faster or slower and
     that has unmeasured candidates inside."""
@@ -295,12 +299,12 @@ def _bisected(done: list[dict[str, Any]], a: str, b: str) -> bool:
 
 def _confirm(
     series: runner.Series,
-    measurer: Any,
+    measurer: runner.Measurer,
     archive: RunStore,
     result: bisecting.Bisection,
     direction: str,
     threshold: float,
-    say: Any,
+    say: Callable[[str], None],
 ) -> dict[str, Any]:
     """Re-run the last good and the first bad version interleaved; confirmed when the engine
     gives the same verdict (faster or slower) at 95%."""

@@ -328,7 +328,7 @@ class MeasureResult:
 
 def measure(
     series: Series,
-    measurer: Any,
+    measurer: Measurer,
     archive: RunStore,
     versions: list[str] | None = None,
     repeats: Iterable[int] | None = None,

@@ -9,9 +9,9 @@ pgrig/table.py's Table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
 
 from pgrig import format as fmt
 from pgrig.table import Cell, CellValue, Table
@@ -36,7 +36,7 @@ class TrackPage:
     verdict_note: str = ""
 
 
-def build(v: SeriesView, check: dict[str, Any] | None = None) -> TrackPage:
+def build(v: SeriesView, check: Mapping[str, object] | None = None) -> TrackPage:
     return TrackPage(
         name=v.name,
         title=f"Version series {v.name}",
@@ -71,13 +71,14 @@ def about(v: SeriesView) -> list[tuple[str, str]]:
     ]
 
 
-def step_cell(step: dict[str, Any] | None) -> CellValue:
+def step_cell(step: Mapping[str, object] | None) -> CellValue:
     if step is None:
         return None
     lines = [f"{step['text']} {step['verdict_text']}"]
     if step.get("insufficient"):
-        lines.append(step["basis"])
-    return Cell(lines, fmt.verdict_style(step.get("verdict")))
+        lines.append(str(step["basis"]))
+    verdict = step.get("verdict")
+    return Cell(lines, fmt.verdict_style(verdict if isinstance(verdict, str) else None))
 
 
 def versions_table(v: SeriesView) -> Table:
@@ -191,7 +192,7 @@ def environments_table(v: SeriesView) -> Table:
     )  # fmt: skip
 
 
-def check_items(chk: dict[str, Any]) -> list[tuple[str, str]]:
+def check_items(chk: Mapping[str, object]) -> list[tuple[str, str]]:
     if chk.get("baseline") is None:
         return [("check", str(chk.get("reason")))]
     word = "REGRESSION" if chk.get("regression") else "no regression"
