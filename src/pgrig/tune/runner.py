@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -45,7 +45,7 @@ from pgrig.tune import ablation, confirm
 from pgrig.tune.guardrails import Guardrails
 from pgrig.tune.importance import knob_importances
 from pgrig.tune.objective import Objective
-from pgrig.tune.space import RESTART_GROUP, Space
+from pgrig.tune.space import RESTART_GROUP, Param, Space
 
 if TYPE_CHECKING:
     import optuna
@@ -80,7 +80,7 @@ class TunePlan:
     ablation_max_units: int = ablation.DEFAULT_MAX_UNITS
     # the search's first trial (Optuna parameters: the reference's point in the space,
     # space.warm_start), so the search begins where the rule of thumb ends
-    warm_start: dict[str, Any] = field(default_factory=dict)
+    warm_start: dict[str, Param] = field(default_factory=dict)
     dataset: DatasetSpec | None = None  # data to generate when the database lacks it
 
     def spec_text(self) -> str:

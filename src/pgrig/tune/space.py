@@ -25,10 +25,10 @@ runner can keep them fixed over a group of trials (RESTART_GROUP).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -51,6 +51,10 @@ WAL_SYNC_METHODS = ("fdatasync", "open_datasync", "fsync", "open_sync")
 RESTART_GROUP = 4  # trials sharing the values of restart-only knobs (one restart per group)
 
 
+# a knob's value as Optuna holds it: a choice (text), or a number of its range
+Param = str | int | float
+
+
 class Suggester(Protocol):
     """What a knob needs of an Optuna trial (optuna.trial.Trial has these methods)."""
 
@@ -58,7 +62,7 @@ class Suggester(Protocol):
 
     def suggest_float(self, name: str, low: float, high: float, *, log: bool = False) -> float: ...
 
-    def suggest_categorical(self, name: str, choices: Any) -> Any: ...
+    def suggest_categorical(self, name: str, choices: Sequence[str]) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class Knob:
             )
         return self.text(trial.suggest_float(self.name, self.low, self.high, log=self.log))
 
-    def text(self, value: Any) -> str:
+    def text(self, value: Param) -> str:
         """A sampled value (Optuna's parameter) as setting text: 512 -> '512MB'."""
         if self.choices:
             return str(value)
@@ -126,7 +130,7 @@ class Space:
         ordered = sorted(self.knobs, key=lambda k: not k.restart)
         return {k.name: k.suggest(trial) for k in ordered}
 
-    def settings(self, params: Mapping[str, Any]) -> dict[str, str]:
+    def settings(self, params: Mapping[str, Param]) -> dict[str, str]:
         """A finished trial's Optuna parameters as settings (knobs it lacks are left out)."""
         return {k.name: k.text(params[k.name]) for k in self.knobs if k.name in params}
 
@@ -239,11 +243,11 @@ def class_space(
     return Space(knobs, notes)
 
 
-def warm_start(space: Space, settings: Mapping[str, str]) -> dict[str, Any]:
+def warm_start(space: Space, settings: Mapping[str, str]) -> dict[str, Param]:
     """A profile's point (pgtune-oltp's) as Optuna parameters of `space`: every knob it sets,
     in the knob's unit, clipped to the knob's range; a value the space cannot express (a
     choice it lacks, a unit it cannot convert) is left out, and Optuna samples that knob."""
-    out: dict[str, Any] = {}
+    out: dict[str, Param] = {}
     for k in space.knobs:
         text = settings.get(k.name)
         if text is None:
