@@ -60,7 +60,7 @@ class Change:
     confidence: float  # 1 - p_value
     q: float | None  # the e-divisive divergence at this split (None: beyond a float's range)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, int | str | float | None]:
         return asdict(self)
 
     def describe(self) -> str:

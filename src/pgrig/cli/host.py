@@ -16,6 +16,9 @@ import typer
 from pgrig.cli.common import JsonOpt, err_console, print_json, print_wide
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
     from rich.table import Table
 
 app = typer.Typer(no_args_is_help=True)
@@ -76,7 +79,7 @@ def check_cmd(
     _print_checks(checks)
 
 
-def _disks() -> list[tuple[str, Any]]:
+def _disks() -> list[tuple[str, Path]]:
     """The pgrig home and the data directory of every managed environment."""
     from pgrig import paths
     from pgrig.provision.state.environment import Environment
@@ -171,7 +174,7 @@ def tune_cmd(
     _print_tune(profile, apply, changes, skipped, state.state_path())
 
 
-def _print_tune(profile: str, apply: bool, changes: list, skipped: list, saved: Any) -> None:
+def _print_tune(profile: str, apply: bool, changes: list, skipped: list, saved: Path) -> None:
     from rich.text import Text
 
     say = err_console()
@@ -257,7 +260,10 @@ def _on_host(name: str, what: str, argv: list[str]) -> dict[str, Any]:
 
 
 def _print_remote_changes(
-    on: str, changes: list[dict[str, Any]], skipped: list[dict[str, Any]], applied: bool
+    on: str,
+    changes: Sequence[Mapping[str, object]],
+    skipped: Sequence[Mapping[str, object]],
+    applied: bool,
 ) -> None:
     say = err_console()
     verb = "changed" if applied else "would change"

@@ -25,6 +25,7 @@ from typing import Any
 
 from pgrig.hosts import ssh
 from pgrig.hosts.registry import Host
+from pgrig.record.json_values import JsonObject
 
 
 @dataclass
@@ -49,7 +50,7 @@ def playbook_path(name: str) -> Path:
     return Path(str(resources.files("pgrig.hosts") / "playbooks" / name))
 
 
-def inventory(host: Host, *, python3: str, become: bool) -> dict[str, Any]:
+def inventory(host: Host, *, python3: str, become: bool) -> JsonObject:
     args = [
         "-o",
         f"UserKnownHostsFile={host.known_hosts_path}",
@@ -62,7 +63,7 @@ def inventory(host: Host, *, python3: str, become: bool) -> dict[str, Any]:
         "-o",
         "ConnectTimeout=10",
     ]
-    hv: dict[str, Any] = {
+    hv: JsonObject = {
         "ansible_host": host.address,
         "ansible_user": host.user,
         "ansible_port": host.port,
@@ -79,7 +80,7 @@ def inventory(host: Host, *, python3: str, become: bool) -> dict[str, Any]:
 def run_playbook(
     host: Host,
     playbook: str,
-    extravars: dict[str, Any],
+    extravars: JsonObject,
     *,
     python3: str,
     check: bool = False,

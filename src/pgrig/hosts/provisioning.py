@@ -23,6 +23,7 @@ from pgrig.hosts import ansible, bundles, registry, ssh
 from pgrig.hosts.registry import Host
 from pgrig.hosts.remote import REMOTE_PGRIG
 from pgrig.record.doc_read import read_document
+from pgrig.record.json_values import JsonObject
 
 REMOTE_HOME = "/var/lib/pgrig"
 
@@ -96,7 +97,7 @@ def provision(host: Host, pg_builds: list[Path], *, check: bool = False) -> Prov
             f"host {host.name}: disk full ({free // 2**20} MiB free, provisioning needs about "
             f"{need // 2**20} MiB)"
         )
-    extravars = {
+    extravars: JsonObject = {
         "pgrig_home": REMOTE_HOME,
         "pg_builds": [
             {"version": p.name, "bundle": str(t)} for p, t in zip(pg_builds, pg_tars, strict=True)
