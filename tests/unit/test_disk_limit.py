@@ -508,3 +508,44 @@ def test_lift_leaves_the_cgroup_with_no_limit_and_apply_puts_it_back(
     assert disk_throttle.members(cg) == [100]
     disk_throttle.apply(env, 100, kernel)
     assert disk_throttle.read_limits(cg, h) == {"254:0": {"wiops": 300, "rbps": 50 * 1024**2}}
+
+
+def test_no_limit_recorded_while_the_kernel_throttles_the_server_is_said(
+    tmp_path: Path, env: Environment
+) -> None:
+    """`env set --disk-limit` killed between the kernel's files and env.json (or a record edited
+    to null): the server ran throttled while env show, repair and every run said 'none'."""
+    fake = FakeKernel(tmp_path)
+    fake.processes({100: [101], 101: []})
+    kernel = fake.kernel()
+    disk_throttle.apply(env, 100, kernel)
+    unrecorded = dataclasses.replace(env, disk_limit=None)
+    doc = disk_throttle.in_force(unrecorded, 100, kernel)
+    assert doc["in_force"] is False and doc["text"] == "none"
+    assert doc["problems"] == [
+        "no limit is recorded, yet the kernel holds 254:0 wiops=300,rbps=50MB on 2 of the "
+        f"server's processes ({doc['cgroup']})"
+    ]
+    assert disk_throttle.in_force(unrecorded, None, kernel)["in_force"] is None  # stopped
+    disk_throttle.apply(unrecorded, 100, kernel)  # what a run and env repair do about it
+    assert disk_throttle.in_force(unrecorded, 100, kernel) == {
+        "limit": {}, "text": "none", "in_force": None
+    }  # fmt: skip
+
+
+def test_env_show_and_a_run_say_a_stray_limit_under_none() -> None:
+    from pgrig.cli import env as env_cli
+    from pgrig.record.run import RunRecord
+    from pgrig.views import disk_limit as view
+
+    doc = {"limit": {}, "text": "none", "in_force": False, "problems": ["the kernel holds X"]}
+    assert env_cli._disk_limit_lines(doc) == [
+        "disk limit none: NOT in force", "  problem: the kernel holds X"
+    ]  # fmt: skip
+    rec = RunRecord(env_name="db1", workload="pgbench:tpcb", clients=1, threads=1)
+    rec.disk_limit = {"limit": {}, "text": "none", "in_force": None,
+                      "reapplied_because": ["the kernel holds X"]}  # fmt: skip
+    assert view.items(rec) == [
+        ("disk limit", "none"),
+        ("disk limit put back", "the kernel holds X"),
+    ]

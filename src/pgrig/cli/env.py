@@ -440,7 +440,7 @@ def show(
 
 def _disk_limit_lines(doc: dict[str, Any]) -> list[str]:
     """`env show`: the limit, whether the kernel holds it now, and what it does not limit."""
-    if not doc.get("limit"):
+    if not doc.get("limit") and doc.get("in_force") is not False:
         return ["disk limit none"]
     state = {True: "in force", False: "NOT in force", None: ""}[doc.get("in_force")]
     lines = [f"disk limit {doc['text'].replace(',', ', ')}: {state}"]

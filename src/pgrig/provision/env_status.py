@@ -95,13 +95,13 @@ def topology_warnings(name: str, sync: str, topology: list[dict[str, Any]]) -> l
 def disk_limit_state(env: Environment) -> dict[str, Any]:
     """The environment's disk limit and what the kernel holds of it now (in_force). The one
     check of it: `env show` prints it, `env repair` (disk_limit_fault) repairs what it finds."""
-    if not env.disk_limit:
+    if not env.disk_limit and not env.managed:
         return {"limit": {}, "text": "none", "in_force": None}
     try:
         return disk_throttle.in_force(env, postmaster.pid(env))
     except PgrigError as e:  # a damaged record: said, not hidden
         return {
-            "limit": dict(env.disk_limit), "text": "?", "in_force": False, "damaged": True,
+            "limit": dict(env.disk_limit or {}), "text": "?", "in_force": False, "damaged": True,
             "problems": [str(e)],
         }  # fmt: skip
 

@@ -20,7 +20,7 @@ def of(rec: RunRecord) -> str:
     if not doc:
         return NOT_RECORDED
     text = str(doc.get("text") or "?").replace(",", ", ")
-    if not doc.get("limit"):
+    if not doc.get("limit") and doc.get("in_force") is not False:
         return "none"
     if doc.get("in_force"):
         return f"{text} (in force{_changed_since(rec)})"
@@ -56,7 +56,7 @@ def items(rec: RunRecord) -> list[tuple[str, str]]:
             for d in devices
         )
         out.append(("disk limit on", f"{disks}: {doc.get('mechanism') or fmt.MISSING}"))
-    if doc.get("limit") and doc.get("reapplied_because"):
+    if doc.get("reapplied_because"):  # a stray limit under "none" is taken off, said too
         out.append(("disk limit put back", "; ".join(doc.get("reapplied_because") or [])))
     if doc.get("limit") and doc.get("not_throttled"):
         out.append(("not limited", str(doc.get("not_throttled"))))

@@ -393,7 +393,7 @@ def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict
     the cgroup, and `in_force` (all of it as asked)."""
     limit = limit_of(env)
     if limit is None:
-        return {"limit": {}, "text": "none", "in_force": None}
+        return _none_in_force(env, pid, kernel)
     doc: dict[str, Any] = {"limit": limit.as_dict(), "text": limit.text(), "in_force": False}
     problems: list[str] = []
     try:
@@ -427,6 +427,46 @@ def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict
     doc["problems"] = problems
     doc["in_force"] = not problems
     return doc
+
+
+def _none_in_force(env: Environment, pid: int | None, kernel: Kernel) -> dict[str, Any]:
+    """No limit recorded: in force unless the kernel still throttles the running server (an
+    `env set --disk-limit` killed between the kernel's files and env.json, or a record edited
+    by hand): then it is not, said, so that a run does not record 'none' under a limit."""
+    doc: dict[str, Any] = {"limit": {}, "text": "none", "in_force": None}
+    if pid is None:
+        return doc  # its next start takes the server out of any cgroup left
+    try:
+        h = hierarchy(kernel)
+    except DiskLimitError:
+        return doc
+    cg = cgroup_dir(env, h)
+    if not cg.is_dir():
+        return doc
+    limits = {number: rules for number, rules in read_limits(cg, h).items() if rules}
+    inside = set(members(cg)) & set(process_tree(pid, str(kernel.proc)))
+    if not limits or not inside:
+        return doc
+    held_text = "; ".join(
+        f"{number} {DiskLimit.from_dict(rules).text() if _valid(rules) else rules}"
+        for number, rules in sorted(limits.items())
+    )
+    doc.update(
+        in_force=False, cgroup=str(cg), server_in_cgroup=pid in inside,
+        problems=[
+            f"no limit is recorded, yet the kernel holds {held_text} on {len(inside)} of the "
+            f"server's processes ({cg})"
+        ],
+    )  # fmt: skip
+    return doc
+
+
+def _valid(rules: dict[str, int]) -> bool:
+    try:
+        DiskLimit.from_dict(rules)
+    except DiskLimitError:
+        return False
+    return True
 
 
 def held(env: Environment, kernel: Kernel = KERNEL) -> DiskLimit | None:
