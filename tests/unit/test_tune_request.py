@@ -43,6 +43,13 @@ def _build(**asked: Any) -> Any:
         ({"trials": 10**20}, "--trials must be at most 10,000 (got 100,000,000,000,000,000,000)"),
         ({"name": ""}, "--name must not be empty"),
         ({"name": "  "}, "--name must not be empty"),
+        # the name is the search journal's file name: 'a/b' made a directory, '..' a hidden
+        # file, 300 characters an OSError after the study was recorded (a hostile pass)
+        ({"name": "a/b"}, "--name 'a/b': use letters, digits, '_', '.', '-' (at most 68"),
+        ({"name": ".."}, "--name '..': use letters"),
+        ({"name": "x" * 69}, "--name 'xxxx"),
+        ({"confirm_repeats": 100_000}, "--confirm-repeats must be at most 1,000 (got 100,000)"),
+        ({"ablation_repeats": 1001}, "--ablation-repeats must be at most 1,000 (got 1,001)"),
     ],
 )
 def test_bad_flags_are_refused_first(

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator
 
 from pgrig.request.fields import STRICT, flag_field
 from pgrig.request.problems import Refusal
+from pgrig.request.vocabulary import NAME_MAX, valid_name
 
 __all__ = ["TuneRequest"]
 
@@ -22,6 +23,10 @@ __all__ = ["TuneRequest"]
 # a search that could not end: 10,000 trials of the shortest run a tune takes is days
 MAX_TRIALS = 10_000
 _MAX_TRIALS_WHY = ": a longer search cannot end (give --budget to bound it by time)"
+# the confirmation and the ablation run on after the budget: 1,000 rounds of three or more
+# configurations are as many runs as the longest search (--confirm-repeats 100000 was taken)
+MAX_ROUNDS = 1_000
+_MAX_ROUNDS_WHY = ": more rounds cannot end (the budget bounds only the search)"
 
 
 def _none_is_empty(value: object) -> object:
@@ -52,9 +57,20 @@ def _at_most(high: int, why: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def _not_empty(value: str) -> str:
+# a study's name as study files take one, the length of tune-ENV for the longest environment
+# name: it names the search's journal file (tune/NAME.optuna.log: 'a/b' made a directory, 300
+# characters failed on the file system after the study was recorded)
+TUNE_NAME_MAX = NAME_MAX + len("tune-")
+
+
+def _study_name(value: str) -> str:
     if not value.strip():
         raise Refusal("must not be empty (leave it out for tune-ENV)")
+    if not valid_name(value, TUNE_NAME_MAX):
+        raise Refusal(
+            f"{value!r}: use letters, digits, '_', '.', '-' (at most {TUNE_NAME_MAX}, starting "
+            "with a letter or digit)"
+        )
     return value
 
 
@@ -77,18 +93,20 @@ class TuneRequest(BaseModel):
     trials: Annotated[int, _at_least(1), _at_most(MAX_TRIALS, _MAX_TRIALS_WHY)] = flag_field(
         "--trials", default=20
     )
-    ablation_repeats: Annotated[int, AfterValidator(_none_or_more)] = flag_field(
-        "--ablation-repeats", default=5
-    )
+    ablation_repeats: Annotated[
+        int, AfterValidator(_none_or_more), _at_most(MAX_ROUNDS, _MAX_ROUNDS_WHY)
+    ] = flag_field("--ablation-repeats", default=5)
     ablation_units: Annotated[int, _at_least(1)] = flag_field("--ablation-units", default=6)
     scale: Annotated[int, _at_least(1)] | None = flag_field("--scale", default=None)
     # TPC-H's data (tpch:power); its range is the dataset request's, checked when resolved
     scale_factor: float | None = flag_field("--scale-factor", default=None)
     # TPC-C's or CH-benCHmark's data; its range is the dataset request's, checked when resolved
     warehouses: int | None = flag_field("--warehouses", default=None)
-    confirm_repeats: Annotated[int, _at_least(2, ": a verdict needs repeats on each side")] = (
-        flag_field("--confirm-repeats", default=4)
-    )
+    confirm_repeats: Annotated[
+        int,
+        _at_least(2, ": a verdict needs repeats on each side"),
+        _at_most(MAX_ROUNDS, _MAX_ROUNDS_WHY),
+    ] = flag_field("--confirm-repeats", default=4)
     preset: str | None = flag_field("--preset", default=None)
     # the search's time budget ("30m"): checked against one run's length when resolved
     budget: str | None = flag_field("--budget", default=None)
@@ -103,6 +121,6 @@ class TuneRequest(BaseModel):
     # CH-benCHmark's analytic streams beside the clients: checked as a run request's
     analytic_clients: int | None = flag_field("--analytic-clients", default=None)
     # the study's name (the CLI's default: tune-ENV)
-    name: Annotated[str, AfterValidator(_not_empty)] = flag_field("--name")
+    name: Annotated[str, AfterValidator(_study_name)] = flag_field("--name")
     database: str | None = flag_field("--db", default=None)
     seed: int = flag_field("--seed", default=0)
