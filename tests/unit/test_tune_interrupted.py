@@ -197,3 +197,17 @@ def test_interrupted_before_its_first_trial_says_where_on_every_surface(
     tune_cli.show_study(archive, "t", as_json=False)
     err = " ".join(capsys.readouterr().err.split())
     assert f"tuning study t {said}" in err
+
+
+@pytest.mark.parametrize("at", [12, 13])
+def test_an_ablation_round_stopped_inside_is_not_counted_done(archive: Archive, at: int) -> None:
+    """A SIGTERM in the first ablation round, after its best's run: '1 of 2 rounds' was said
+    (rounds were counted by the best's runs alone) where none was measured whole."""
+    rec, runs, a = _interrupted(archive, at=at, repeats=2, ablate=3)
+    names = list(rec.extra["ablation"]["configs"])
+    begun = len([r for r in runs if (r.study_point or "").startswith("ablate-")])
+    assert 0 < begun < len(names)
+    assert a.unfinished == (
+        f"interrupted in its ablation after 0 of 3 rounds and {begun} of {len(names)} runs of "
+        "the next: the shares of the gain rest on those rounds alone"
+    )

@@ -11,7 +11,7 @@ trials, not what a knob is worth).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pgrig.analysis.compare import DEFAULT_MISRATE, Comparison
@@ -146,14 +146,10 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
         else:
             where = "in its baseline run, before any trial: nothing measured"
     elif extra.get("confirm_stopped_at") is None:
-        by_round: dict[int, int] = {}  # a round's ok runs, of one per configuration
-        for point, rep in ok:
-            if point.startswith(confirm.point_key("")):
-                by_round[rep] = by_round.get(rep, 0) + 1
-        whole = sum(1 for n in by_round.values() if n >= len(confirm.configs()))
-        # a round stopped inside measured some configurations once more, not all of them
-        part = [n for n in by_round.values() if n < len(confirm.configs())]
-        begun = f" and {part[0]} of {len(confirm.configs())} runs of the next" if part else ""
+        # the reference is the preset's (pgtune-dw for analytics): any confirm- point
+        prefix = confirm.point_key("")
+        whole, begun = _rounds(ok, lambda p: p.startswith(prefix), len(confirm.configs()))
+        by_round = whole or begun
         planned = _planned(extra)
         searched = isinstance(planned, int) and _trials_done(extra) >= planned
         if by_round or (extra.get("best") and searched):
@@ -169,15 +165,30 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
     else:
         plan = extra.get("ablation") or {}
         names = list(plan.get("configs") or {})
-        rounds = {rep for point, rep in ok if point == ablation.point_key(ablation.BEST)}
-        if names and len(rounds) < int(plan.get("repeats") or 0):
+        keys = {ablation.point_key(n) for n in names}
+        whole, begun = _rounds(ok, keys.__contains__, len(keys))
+        if names and whole < int(plan.get("repeats") or 0):
             where = (
-                f"in its ablation after {len(rounds)} of {plan.get('repeats')} rounds: the "
+                f"in its ablation after {whole} of {plan.get('repeats')} rounds{begun}: the "
                 "shares of the gain rest on those rounds alone"
             )
         else:
             where = "after its confirmation"
     return f"{status} {where}"
+
+
+def _rounds(ok: set[tuple[str, int]], of: Callable[[str], bool], n: int) -> tuple[int, str]:
+    """Of interleaved rounds (one run of each of the `n` points `of` takes): how many were
+    measured whole, and the runs of one stopped inside (' and 1 of 3 runs of the next'; ''
+    for none). A round counts whole only with every point in it: the ablation's was counted
+    by its best alone, so one begun said '1 of 2 rounds' after a single run."""
+    by_round: dict[int, int] = {}
+    for point, rep in ok:
+        if of(point):
+            by_round[rep] = by_round.get(rep, 0) + 1
+    whole = sum(1 for runs in by_round.values() if runs >= n)
+    part = [runs for runs in by_round.values() if runs < n]
+    return whole, f" and {part[0]} of {n} runs of the next" if part else ""
 
 
 def _trials_done(extra: StudyExtra) -> int:
