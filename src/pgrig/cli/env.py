@@ -419,6 +419,8 @@ def show(
             default = d["layers"]["defaults"].get(n)
             table.add_row(n, e["value"], e["layer"], "" if default is None else str(default))
         con.print(table)
+        if d.get("borrowed_by_study"):  # a killed tune's trial is not the environment's own
+            con.print(f"  warning: {d['borrowed_by_study']['text']}", highlight=False, markup=False)
         for n, v in sorted((d.get("auto_conf") or {}).items()):  # read last: over every layer
             con.print(
                 f"  postgresql.auto.conf (ALTER SYSTEM): {n} = {v!r} overrides the layers",

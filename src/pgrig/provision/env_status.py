@@ -9,6 +9,7 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
+from pgrig.provision import study_layer
 from pgrig.provision.server import disk_throttle, postmaster, replicas
 from pgrig.provision.settings import catalog, config
 from pgrig.provision.state.environment import (
@@ -78,6 +79,9 @@ def describe(env: Environment) -> dict[str, Any]:
     if env.standby_of:
         d["standby_of"] = dict(env.standby_of)
     d["disk_limit"] = disk_limit_state(env)
+    borrowed = study_layer.borrowed(env.name, env.dir)
+    if borrowed is not None:
+        d["borrowed_by_study"] = borrowed
     return d
 
 

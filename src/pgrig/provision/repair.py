@@ -60,12 +60,13 @@ class Diagnosis:
     dead_run: tuple[str, ...] = ()  # what a killed run left in force (undone: run_journal)
     stopped: tuple[str, ...] = ()  # replicas that are not running (`env start` starts them)
     disk_limit: str | None = None  # what `env show` flags about the disk limit, and the remedy
+    dead_study: str | None = None  # a killed study's or tune's settings left as the env's own
 
     @property
     def needed(self) -> bool:
         return bool(
             self.env_json or self.rebuild or self.reclone or self.replicas or self.leftovers
-            or self.dead_run or self.disk_limit
+            or self.dead_run or self.disk_limit or self.dead_study
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -75,8 +76,9 @@ class Diagnosis:
                 "rebuild": self.rebuild, "reclone": self.reclone,
                 "replicas": list(self.replicas), "leftovers": list(self.leftovers),
                 "dead_run": list(self.dead_run), "stopped": list(self.stopped),
-                "disk_limit": self.disk_limit,
-                "notes": [*self.dead_run, *notes]}  # fmt: skip
+                "disk_limit": self.disk_limit, "dead_study": self.dead_study,
+                "notes": [*self.dead_run, *([self.dead_study] if self.dead_study else []),
+                          *notes]}  # fmt: skip
 
 
 def diagnose(name: str) -> Diagnosis:
@@ -105,7 +107,21 @@ def diagnose(name: str) -> Diagnosis:
         tuple(p.name for p in _leftovers(env)), tuple(run_journal.pending(env)),
         tuple(_stopped_replicas(env, again)),
         remedy[0] if remedy is not None else None,
+        _dead_study(env) if not gone else None,
     )  # fmt: skip
+
+
+def _dead_study(env: Environment) -> str | None:
+    """What `env show` warns of a dead study's borrowed layer, as a repair would put it right
+    (None: not borrowed, or borrowed by a study still running: its own to put back)."""
+    from pgrig.provision import study_layer
+
+    if not env.managed:
+        return None
+    borrowed = study_layer.borrowed(env.name, env.dir)
+    if borrowed is None or borrowed["alive"]:
+        return None
+    return f"{borrowed['text']}: would put its own settings back"
 
 
 def _disk_limit_remedy(env: Environment) -> tuple[str, bool] | None:
@@ -242,6 +258,10 @@ def repair(
     done += _repair_replicas(env, say, rebuilt)
     if not rebuilt:  # a killed run's settings and CPU pinning (a rebuilt cluster has neither)
         done += run_journal.recover(env)
+        if _dead_study(env) is not None:  # what env show warns of, as every command does
+            from pgrig.provision import study_layer
+
+            done += [line for line in [study_layer.put_back(name)] if line]
     if limit_remedy:
         done.append(_repair_disk_limit(env, limit_remedy))
     return done

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pgrig import paths, safe_write
+from pgrig.format import pgrig_command
 
 
 def original_file(env_name: str) -> Path:
@@ -76,6 +77,31 @@ def original(env_name: str) -> dict[str, str] | None:
 def forget(env_name: str) -> None:
     original_file(env_name).unlink(missing_ok=True)
     owner_file(env_name).unlink(missing_ok=True)
+
+
+def borrowed(env_name: str, env_dir: Path) -> dict[str, Any] | None:
+    """What `env show` and `env repair` say of a borrowed layer (None: not borrowed): by whom,
+    whether that study still runs (it holds the environment's run lock: a live one does for
+    its whole duration), and in words. A killed tune left its trial's settings as the
+    environment's own layer: shown as the environment's, with nothing said, until the next
+    command put them back."""
+    if not saved(env_name):
+        return None
+    from pgrig.provision.state import env_lock
+
+    who = describe_owner(env_name)
+    if env_lock.holder(env_dir) is not None:
+        text = (
+            f"its environment layer is borrowed by {who}, running: the settings shown as "
+            "'environment' are that study's until it puts its own back"
+        )
+        return {"by": who, "alive": True, "text": text}
+    text = (
+        f"its environment layer still holds the settings {who} left when it died: the ones "
+        "shown as 'environment' are not its own; its next command (or "
+        f"`{pgrig_command('env', 'repair', env_name)}`) puts its own back"
+    )
+    return {"by": who, "alive": False, "text": text}
 
 
 def put_back(env_name: str) -> str | None:
