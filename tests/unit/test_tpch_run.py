@@ -400,3 +400,29 @@ def test_tpch_is_the_performance_test_and_takes_streams() -> None:
         from_flags(RunRequest, env_name="e", workload="tpch", streams=24)  # 24 refresh pairs
     with pytest.raises(PgrigError, match="--streams applies only to --workload tpch or"):
         from_flags(RunRequest, env_name="e", workload="tpch:power", streams=2)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "says"),
+    [
+        # the server refuses more than INT_MAX ms: every run failed at its first SET
+        (2_147_490.0, "--query-timeout must be at most 2147483.647 s (got 2147490)"),
+        # under half a millisecond the server reads 0, no timeout (it ran as 1 ms)
+        (1e-9, "--query-timeout must be at least 0.001 s (got 1e-09): statement_timeout"),
+        (0.0004, "--query-timeout must be at least 0.001 s (got 0.0004)"),
+    ],
+)
+def test_a_query_timeout_is_one_statement_timeout_holds(seconds: float, says: str) -> None:
+    with pytest.raises(PgrigError) as e:
+        from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=seconds)
+    assert says in str(e.value)
+
+
+def test_the_query_timeout_reaches_the_stream_with_all_its_digits() -> None:
+    """%g rounded 2147484 s to 2.14748e+06 (2147480) on the stream's command line."""
+    from pgrig.load.engines.tpch_driver import TpchDriver
+
+    for seconds in (0.001, 0.0015, 2_147_483.0, 10.1234567):
+        spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=seconds)
+        argv = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}).command()
+        assert float(argv[argv.index("--query-timeout") + 1]) == seconds

@@ -214,6 +214,25 @@ def _mix(value: object) -> dict[str, int] | None:
     return None if value is None else tpcc_mix_weights(value)
 
 
+def _statement_timeout(value: float) -> float:
+    """A query timeout the server holds as given: statement_timeout is whole milliseconds up
+    to INT_MAX (2147483.647 s); PostgreSQL refuses more (2147490 s was taken, and every run
+    then failed at its first SET), and reads a value under half a millisecond as 0, no
+    timeout (1e-09 s ran as 1 ms)."""
+    ms = round(value * 1000)  # as the server rounds a fractional value: half to even
+    if value > 0 and ms < 1:
+        raise Refusal(
+            f"must be at least 0.001 s (got {number_text(value)}): statement_timeout holds "
+            "whole milliseconds, and this one rounds to 0, which is no timeout"
+        )
+    if ms > INT_MAX:
+        raise Refusal(
+            f"must be at most {INT_MAX / 1000} s (got {number_text(value)}): "
+            f"statement_timeout holds at most {INT_MAX:,} ms"
+        )
+    return value
+
+
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 Duration = Annotated[float, BeforeValidator(_seconds), AfterValidator(_at_least_a_second)]
 CpuList = Annotated[str, BeforeValidator(_cpus)]
@@ -554,9 +573,8 @@ class TpchLoad(LoadParams):
     # a query that runs longer is cancelled and recorded as timed out; the query streams of
     # tpch:throughput and tpch; the seed of the substitution parameters (None: a new one,
     # recorded with the run)
-    query_timeout_s: float | None = flag_field(
-        "--query-timeout", default=None, alias="query_timeout", gt=0, le=INT_MAX,
-        allow_inf_nan=False,
+    query_timeout_s: Annotated[float, AfterValidator(_statement_timeout)] | None = flag_field(
+        "--query-timeout", default=None, alias="query_timeout", gt=0, allow_inf_nan=False,
     )  # fmt: skip
     streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)
     tpch_seed: int | None = flag_field("--tpch-seed", default=None, ge=0, le=2**62)

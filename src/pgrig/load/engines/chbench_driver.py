@@ -29,6 +29,7 @@ from pgrig.errors import PgrigError
 from pgrig.load.engines.driver import Stream
 from pgrig.load.engines.pgbench_driver import PgbenchDriver
 from pgrig.load.engines.process import die_with_parent
+from pgrig.request.values import number_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -121,7 +122,7 @@ class ChbenchDriver:
     def stream_command(self) -> list[str]:
         argv = [*self.prefix, sys.executable, "-m", STREAM_MODULE, "--streams", str(self.streams)]
         if self.spec.query_timeout_s is not None:
-            argv += ["--query-timeout", f"{self.spec.query_timeout_s:g}"]
+            argv += ["--query-timeout", number_text(self.spec.query_timeout_s)]  # not %g: 6 digits
         return argv
 
     def start(self, origin_us: int, art_dir: Path) -> None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results
 from pgrig.load.engines.driver import Stream
+from pgrig.request.values import number_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -80,7 +81,7 @@ class TpchDriver:
         if self.mode != "power":
             argv += ["--streams", str(self.streams)]
         if self.spec.query_timeout_s is not None:
-            argv += ["--query-timeout", f"{self.spec.query_timeout_s:g}"]
+            argv += ["--query-timeout", number_text(self.spec.query_timeout_s)]  # not %g: 6 digits
         return argv
 
     def start(self, origin_us: int, art_dir: Path) -> None:
