@@ -465,9 +465,11 @@ def test_the_floor_itself_and_no_limit_pass() -> None:
 
 def test_env_create_and_set_check_the_floor_before_anything(pgrig_home: Path) -> None:
     from pgrig.provision.operations import change, create
+    from pgrig.request.environment import EnvironmentRequest
+    from pgrig.request.problems import from_flags
 
     with pytest.raises(DiskLimitError, match="wbps=1 is below the floor"):
-        create.check(create.CreateOptions("e", disk_limit="wbps=1"))
+        create.check(from_flags(EnvironmentRequest, name="e", disk_limit="wbps=1"))
     with pytest.raises(DiskLimitError, match="wiops=1 is below the floor"):
         change.parse_disk_limit("e", "wiops=1")
     assert not (pgrig_home / "envs").exists() or not any((pgrig_home / "envs").iterdir())

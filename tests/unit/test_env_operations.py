@@ -5,6 +5,7 @@ CLI prints."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,36 +14,35 @@ from pgrig.provision.operations import change, create, lifecycle
 from pgrig.provision.operations import pooler as pooling
 from pgrig.provision.pooler import auth, options
 from pgrig.provision.server import replication_access
+from pgrig.request.environment import EnvironmentRequest
+from pgrig.request.problems import from_flags
 
 VERIFIER = "SCRAM-SHA-256$4096:c2FsdA==$c3RvcmVk:c2VydmVy"
 
 
 @pytest.mark.parametrize(
-    ("opts", "message"),
+    ("flags", "message"),
     [
+        ({"on": "db1", "disk_limit": "wiops=10"}, "--disk-limit is not supported"),
+        ({"replica_on": ["db2"]}, "--replica-on needs --on HOST"),
+        ({"pooler_on": "db3"}, "--pooler-on HOST needs --on HOST"),
         (
-            create.CreateOptions("e", on="db1", disk_limit="wiops=10"),
-            "--disk-limit is not supported",
-        ),
-        (create.CreateOptions("e", replica_on=["db2"]), "--replica-on needs --on HOST"),
-        (create.CreateOptions("e", pooler_on="db3"), "--pooler-on HOST needs --on HOST"),
-        (
-            create.CreateOptions("e", standby_of="10.0.0.1:5432", slot="s", application_name="r1"),
+            {"standby_of": "10.0.0.1:5432", "slot": "s", "application_name": "r1"},
             "takes the replication password",
         ),
-        (create.CreateOptions("e", sets=["no_equals_sign"]), "NAME=VALUE"),
+        ({"settings": ["no_equals_sign"]}, "NAME=VALUE"),
     ],
 )
 def test_create_refuses_flag_combinations_first(
-    opts: create.CreateOptions, message: str, pgrig_home: Path
+    flags: dict[str, Any], message: str, pgrig_home: Path
 ) -> None:
     with pytest.raises(PgrigError, match=message):
-        create.check(opts)
+        create.check(from_flags(EnvironmentRequest, name="e", **flags))
     assert not (pgrig_home / "envs").exists() or not any((pgrig_home / "envs").iterdir())
 
 
 def test_create_on_a_host_is_checked_by_the_host() -> None:
-    plan = create.check(create.CreateOptions("e", on="db1", pooler_on="db3"))
+    plan = create.check(EnvironmentRequest(name="e", on="db1", pooler_on="db3"))
     assert plan.on_host and plan.settings == {} and plan.pooler is None
 
 

@@ -11,14 +11,15 @@ from pgrig.errors import InvalidSetting
 from pgrig.provision.operations import create
 from pgrig.request.disk_limit import DiskLimit, DiskLimitError
 from pgrig.request.environment import EnvironmentRequest
+from pgrig.request.problems import from_flags
 from pgrig.request.values import name_values
 
 
 def test_env_create_flags_become_the_request(pgrig_home: Path) -> None:
     plan = create.check(
-        create.CreateOptions(
-            "lab", pg="18", profile="oltp", sets=["Work_Mem='8MB'"], port=5999,
-            insights=False, replica_count=1, sync="on", disk_limit="wiops=100",
+        from_flags(
+            EnvironmentRequest, name="lab", pg="18", profile="oltp", settings=["Work_Mem='8MB'"],
+            port=5999, insights=False, replicas=1, sync="on", disk_limit="wiops=100",
         )
     )  # fmt: skip
     r = plan.request
@@ -30,16 +31,18 @@ def test_env_create_flags_become_the_request(pgrig_home: Path) -> None:
 
 
 def test_a_pooler_on_a_host_is_pgbouncer_unless_said(pgrig_home: Path) -> None:
-    plan = create.check(create.CreateOptions("e", on="db1", pooler_on="db3"))
+    plan = create.check(from_flags(EnvironmentRequest, name="e", on="db1", pooler_on="db3"))
     assert plan.request.pooler == "pgbouncer" and plan.request.pooler_on == "db3"
-    assert create.check(create.CreateOptions("e", on="db1")).request.pooler is None
+    assert create.check(from_flags(EnvironmentRequest, name="e", on="db1")).request.pooler is None
 
 
 def test_settings_for_a_host_are_read_here_as_the_host_reads_them(pgrig_home: Path) -> None:
     """`env create --on` forwarded --set unread: a bad one was said by the host's pgrig, after
     the host was reached. Now it is read here, by the same parser, first."""
     with pytest.raises(InvalidSetting, match="expected NAME=VALUE"):
-        create.check(create.CreateOptions("e", on="db1", sets=["no_equals_sign"]))
+        create.check(
+            from_flags(EnvironmentRequest, name="e", on="db1", settings=["no_equals_sign"])
+        )
 
 
 @pytest.mark.parametrize("value", ["64MB", " padded ", "'quoted'", "%m 'x' ", "it''s", "", "a=b"])
@@ -76,3 +79,66 @@ def test_a_study_and_a_series_ask_with_the_same_request() -> None:
     assert series.environment("trk-s-18.6", "18.6", "maven").insights is False
     # a study file names the version `version`, as the request's key
     assert EnvironmentRequest.model_validate({"name": "x", "version": "17"}).pg == "17"
+
+
+STUDY = """
+[study]
+name = "t"
+[environments.a]
+version = "18"
+{env}
+[dataset]
+scenario = "pgbench"
+scale = 1
+[run]
+workload = "pgbench:select-only"
+duration = "5s"
+[[iterations]]
+name = "one"
+"""
+
+
+@pytest.mark.parametrize(
+    ("flags", "keys", "cli", "file"),
+    [
+        (
+            {"sync": "on"},
+            'sync = "on"',
+            "--sync on needs replicas (add --replicas N)",
+            "environments.a.sync: on needs replicas (add replicas N)",
+        ),
+        (
+            {"replicas": 9},
+            "replicas = 9",
+            "--replicas must be between 0 and 8 (got 9)",
+            "environments.a.replicas: must be between 0 and 8 (got 9)",
+        ),
+        (
+            {"replicas": 1, "sync": "sometimes"},
+            'replicas = 1\nsync = "sometimes"',
+            "--sync must be one of off, on, remote_write, remote_apply (got 'sometimes')",
+            "environments.a.sync: must be one of off, on, remote_write, remote_apply "
+            "(got 'sometimes')",
+        ),
+    ],
+)
+def test_replicas_and_sync_refused_alike_by_the_cli_and_a_study_file(
+    flags: dict[str, object], keys: str, cli: str, file: str, pgrig_home: Path
+) -> None:
+    """One rule set (the request's), said at each surface's place: `env create`'s flags and a
+    study's [environments.<key>] table refuse the same input with the same words."""
+    from typer.testing import CliRunner
+
+    from pgrig.cli.env import app as env_app
+    from pgrig.errors import PgrigError
+    from pgrig.study.spec import StudySpecError, parse
+
+    with pytest.raises(PgrigError) as flag_error:
+        create.check(from_flags(EnvironmentRequest, name="e", **flags))
+    assert str(flag_error.value) == cli
+    with pytest.raises(StudySpecError) as file_error:
+        parse(STUDY.format(env=keys))
+    assert str(file_error.value) == file
+    argv = ["create", "e"] + [a for k, v in flags.items() for a in (f"--{k}", str(v))]
+    result = CliRunner().invoke(env_app, argv)
+    assert result.exit_code != 0 and str(result.exception) == cli

@@ -18,15 +18,23 @@ from pgrig.provision.remote import replicas as remote_replicas
 from pgrig.provision.server import backups, replication_access, standby
 from pgrig.provision.settings import topology_layer
 from pgrig.provision.state.environment import Environment
+from pgrig.request.environment import EnvironmentRequest
+from pgrig.request.problems import from_flags
 
 
 def test_plan_puts_replicas_on_the_hosts_in_turn() -> None:
-    assert remote_replicas.plan(0, ["db2"], "off") == [("r1", "db2")]
-    assert remote_replicas.plan(0, ["db2", "db3"], "on") == [("r1", "db2"), ("r2", "db3")]
-    assert remote_replicas.plan(3, ["db2", "db3"], "off") == [
+    assert remote_replicas.plan(0, ["db2"]) == [("r1", "db2")]
+    assert remote_replicas.plan(0, ["db2", "db3"]) == [("r1", "db2"), ("r2", "db3")]
+    assert remote_replicas.plan(3, ["db2", "db3"]) == [
         ("r1", "db2"), ("r2", "db3"), ("r3", "db2"),
     ]  # fmt: skip
-    assert remote_replicas.plan(2, [], "off") == []  # the primary's host makes them itself
+    assert remote_replicas.plan(2, []) == []  # the primary's host makes them itself
+    # --replica-on alone: one replica a host, which a sync mode counts as replicas
+    one_each = from_flags(EnvironmentRequest, name="e", on="db1", replica_on=["db2", "db3"],
+                          sync="on")  # fmt: skip
+    assert remote_replicas.plan(one_each.replicas, one_each.replica_on) == [
+        ("r1", "db2"), ("r2", "db3"),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -34,13 +42,17 @@ def test_plan_puts_replicas_on_the_hosts_in_turn() -> None:
     [
         (1, ["db2", "db3"], "off", "fewer than the 2 --replica-on hosts"),
         (0, ["db2", "db2"], "off", "--replica-on db2 is given twice"),
-        (0, ["db2"], "sometimes", "unknown sync mode"),
+        # the request's one wording of a choice, as a study file says it (issue 40)
+        (0, ["db2"], "sometimes", "--sync must be one of off, on"),
         (9, ["db2"], "off", "between 0 and 8"),
+        (0, [f"db{i}" for i in range(9)], "off", "--replicas must be between 0 and 8 \\(got 9\\)"),
     ],
 )
 def test_plan_refuses_bad_input(count: int, hosts: list[str], sync: str, says: str) -> None:
+    """The request refuses these before any plan is made (request/environment.py)."""
     with pytest.raises(PgrigError, match=says):
-        remote_replicas.plan(count, hosts, sync)
+        from_flags(EnvironmentRequest, name="e", on="db1", replicas=count, replica_on=hosts,
+                   sync=sync)  # fmt: skip
 
 
 def test_replicas_follow_the_primarys_hot_standby_limits_only() -> None:

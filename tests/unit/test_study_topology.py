@@ -38,8 +38,17 @@ def test_replicas_sync_and_backup_parse() -> None:
 @pytest.mark.parametrize(
     ("env", "backup", "expected"),
     [
-        ('sync = "on"', "basebackup-full", "environment.sync: on needs replicas"),
-        ("replicas = 9", "basebackup-full", "between 0 and 8"),
+        # the environment request's rules and words (request/environment.py), at the key path
+        (
+            'sync = "on"',
+            "basebackup-full",
+            r"^environment.sync: on needs replicas \(add replicas N\)$",
+        ),
+        (
+            "replicas = 9",
+            "basebackup-full",
+            r"^environment.replicas: must be between 0 and 8 \(got 9\)$",
+        ),
         ("replicas = 1", "restore", "must be a backup"),
         ("replicas = 1", "tar", "must be a backup"),
     ],

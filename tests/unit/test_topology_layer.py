@@ -8,6 +8,8 @@ from pgrig.errors import PgrigError
 from pgrig.provision.server import replicas
 from pgrig.provision.settings import config, topology_layer
 from pgrig.provision.state.environment import Environment
+from pgrig.request.environment import EnvironmentRequest
+from pgrig.request.problems import from_flags
 
 
 def _env(**kw: object) -> Environment:
@@ -50,13 +52,18 @@ def test_archiving_layer() -> None:
     ("count", "sync", "message"),
     [
         (9, "off", "between 0 and 8"),
-        (1, "sometimes", "unknown sync mode 'sometimes'"),
+        # the request's one wording of a choice, as a study file says it (issue 40)
+        (
+            1,
+            "sometimes",
+            r"--sync must be one of off, on, remote_write, remote_apply \(got 'sometimes'\)",
+        ),
         (0, "on", "--sync on needs replicas"),
     ],
 )
 def test_bad_requests_are_refused(count: int, sync: str, message: str) -> None:
     with pytest.raises(PgrigError, match=message):
-        replicas.check_request(count, sync)
+        from_flags(EnvironmentRequest, name="e", replicas=count, sync=sync)
 
 
 def test_member_lives_in_the_environment_and_is_never_saved(tmp_path: object) -> None:

@@ -105,16 +105,16 @@ def create(
     """Create and start a managed PostgreSQL server (everything validated first)."""
     from pgrig.provision.operations import create as creating
     from pgrig.request import disk_limit as disk_limits
+    from pgrig.request.environment import EnvironmentRequest
+    from pgrig.request.problems import from_flags
 
-    plan = creating.check(
-        creating.CreateOptions(
-            name=name, pg=pg, profile=profile, sets=sets, port=port, pooler=with_pooler,
-            pooler_on=pooler_on, insights=insights, replica_count=replica_count, sync=sync,
-            on=on, listen=listen, password_stdin=password_stdin, replica_on=replica_on,
-            standby_of=standby_of, slot=slot, application_name=application_name,
-            disk_limit=disk_limit,
-        )
+    request = from_flags(
+        EnvironmentRequest, name=name, pg=pg, profile=profile, settings=sets, port=port,
+        pooler=with_pooler, pooler_on=pooler_on, insights=insights, replicas=replica_count,
+        sync=sync, on=on, listen=listen, replica_on=replica_on, standby_of=standby_of, slot=slot,
+        application_name=application_name, disk_limit=disk_limit,
     )  # fmt: skip
+    plan = creating.check(request, password_stdin=password_stdin)
     if plan.on_host:
         from pgrig.provision.remote import environments as remote_env
 

@@ -183,7 +183,6 @@ def create_environment(
     say = progress or (lambda _msg: None)
     t0 = time.monotonic()
     check_new_name(name)
-    replicas.check_request(replica_count, sync)
     if (paths.envs_dir() / name / "env.json").exists():
         raise PgrigError(
             f"environment {name!r} already exists (see `{pgrig_command('env', 'show', name)}`)"

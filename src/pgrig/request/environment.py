@@ -7,23 +7,37 @@ by provision/cluster.create_environment or provision/remote/environments.create.
 superuser's SCRAM verifier and a replica's replication password are not part of it: a request
 may be shown or stored, a secret never.
 
-What each value means and may be is checked where it is made (the version's binaries, the
-profile, the settings against that server's catalogue, the ports, the disk's throttle): the
-model holds the values typed, a disk limit parsed (request/disk_limit.py).
+The rules a request can judge by itself are its own, written once here and said in the words
+of the surface it came from (problems.py): the replicas and their sync mode (shared with a
+study's [environment] table, which has no model of its own for them), which flags need
+`--on HOST`, a disk limit's syntax and floor, the pooler's kind, --set's NAME=VALUE. What a
+value means on a machine is checked where it is made (the version's binaries, the profile, the
+settings against that server's catalogue, the port free, the disk's throttle).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, model_validator
 
+from pgrig.errors import InvalidSetting, PgrigError
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 from pgrig.request.fields import STRICT, flag_field
-from pgrig.request.values import setting_arg
+from pgrig.request.problems import Namer, Refusal, flag_of
+from pgrig.request.values import name_values, setting_arg
+from pgrig.request.vocabulary import MAX_REPLICAS, SYNC_MODES
 
-__all__ = ["EnvironmentRequest"]
+__all__ = [
+    "REMOTE_DISK_LIMIT",
+    "EnvironmentRequest",
+    "Replicas",
+    "SyncMode",
+    "check_sync",
+    "check_topology",
+]
 
 
 def _disk_limit(value: object) -> object:
@@ -31,6 +45,75 @@ def _disk_limit(value: object) -> object:
     if isinstance(value, str):
         return disk_limits.parse(value)  # a DiskLimitError says the flag, the key, the rule
     return value
+
+
+def _settings(value: object) -> object:
+    """--set's NAME=VALUE arguments as the environment's layer, read as every NAME=VALUE input
+    is (values.name_values); a mapping (a study's, a series') as it is."""
+    if isinstance(value, list | tuple):
+        return name_values([str(v) for v in value], setting=True, error=InvalidSetting)
+    return value
+
+
+def _replicas(value: int) -> int:
+    if not 0 <= value <= MAX_REPLICAS:
+        raise Refusal(f"must be between 0 and {MAX_REPLICAS} (got {value})")
+    return value
+
+
+def _sync(value: str) -> str:
+    if value not in SYNC_MODES:
+        raise Refusal(f"must be one of {', '.join(SYNC_MODES)} (got {value!r})")
+    return value
+
+
+# a request's streaming replicas and their replication mode, for every model that has them
+Replicas = Annotated[int, AfterValidator(_replicas)]
+SyncMode = Annotated[str, AfterValidator(_sync)]
+
+
+def check_topology(replicas: int, sync: str, replica_on: Sequence[str] = ()) -> None:
+    """The rules of replicas and their sync mode together (`env create`'s flags, a study's
+    [environment]): a Refusal naming the fields through the surface's namer. With hosts for
+    the replicas (--replica-on), --replicas 0 means one on each."""
+    twice = next((h for h in replica_on if list(replica_on).count(h) > 1), None)
+    if twice is not None:
+        raise Refusal(
+            lambda n: f"{twice} is given twice (several replicas on one host: {n('replicas')} N)",
+            field="replica_on",
+            others=("replicas",),
+        )
+    if replicas and replicas < len(replica_on):
+        raise Refusal(
+            lambda n: f"{replicas} is fewer than the {len(replica_on)} {n('replica_on')} hosts",
+            field="replicas",
+            others=("replica_on",),
+        )
+    count = replicas or len(replica_on)  # --replica-on alone: one replica on each host
+    if count > MAX_REPLICAS:
+        raise Refusal(f"must be between 0 and {MAX_REPLICAS} (got {count})", field="replicas")
+    if sync != "off" and count == 0:
+        raise Refusal(
+            lambda n: f"{sync} needs replicas (add {n('replicas')} N)",
+            field="sync",
+            others=("replicas",),
+        )
+
+
+def check_sync(mode: str) -> None:
+    """`env set NAME --sync MODE`: the request's rule of a sync mode, in the flag's words."""
+    try:
+        _sync(mode)
+    except Refusal as e:
+        raise PgrigError(f"--sync {e}") from None
+
+
+def _on_host_disk_limit(n: Namer) -> str:
+    return (
+        "is not supported for environments on other hosts: pgrig limits the disk of servers "
+        f"on this machine only (run `pgrig env create/set ... {n('disk_limit')}` on that "
+        "host's pgrig instead)"
+    )
 
 
 class EnvironmentRequest(BaseModel):
@@ -43,11 +126,14 @@ class EnvironmentRequest(BaseModel):
     # a major ("15") or an exact version ("18.6"): a study file's `version`
     pg: str = flag_field("--pg", default="15", alias="version")
     profile: str = flag_field("--profile", default="default")
-    settings: dict[str, str] = flag_field("--set", default_factory=dict)  # the env's own layer
+    # the env's own layer; --set's NAME=VALUE arguments are read into it
+    settings: Annotated[dict[str, str], BeforeValidator(_settings)] = flag_field(
+        "--set", default_factory=dict
+    )
     port: int | None = flag_field("--port", default=None)  # None: a free one
     insights: bool = flag_field("--insights", default=True)  # pgrig's insights layer
-    replicas: int = flag_field("--replicas", default=0)  # streaming replicas
-    sync: str = flag_field("--sync", default="off")  # their replication mode
+    replicas: Replicas = flag_field("--replicas", default=0)  # streaming replicas
+    sync: SyncMode = flag_field("--sync", default="off")  # their replication mode
     listen: str | None = flag_field("--listen", default=None)  # also on this address
     disk_limit: Annotated[DiskLimit | None, BeforeValidator(_disk_limit)] = flag_field(
         "--disk-limit", default=None
@@ -58,9 +144,45 @@ class EnvironmentRequest(BaseModel):
     application_name: str | None = flag_field("--application-name", default=None)
     on: str | None = flag_field("--on", default=None)  # made by that host's pgrig
     replica_on: list[str] = flag_field("--replica-on", default_factory=list)  # with --on
-    pooler: str | None = flag_field("--pooler", default=None)  # a pooler's kind: pgbouncer
+    # a pooler's kind (request/pooler.KINDS); --pooler-on alone means pgbouncer
+    pooler: Literal["pgbouncer"] | None = flag_field("--pooler", default=None)
     pooler_on: str | None = flag_field("--pooler-on", default=None)  # with --on
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pooler_on_means_pgbouncer(cls, data: Any) -> Any:
+        pooler_on = isinstance(data, dict) and data.get("pooler_on") is not None
+        if pooler_on and data.get("pooler") is None:
+            return {**data, "pooler": "pgbouncer"}
+        return data
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if self.on is not None and self.disk_limit is not None:
+            raise Refusal(_on_host_disk_limit, field="disk_limit", others=("on",))
+        disk_limits.check_floor(self.disk_limit)  # a DiskLimitError, as parse() raises
+        if self.on is None and self.replica_on:
+            raise Refusal(
+                lambda n: f"needs {n('on')} HOST (the primary's host)",
+                field="replica_on",
+                others=("on",),
+            )
+        if self.on is None and self.pooler_on is not None:
+            raise Refusal(
+                lambda n: (
+                    f"HOST needs {n('on')} HOST (the server must listen on a host's address "
+                    "for a pooler on another host to reach it)"
+                ),
+                field="pooler_on",
+                others=("on",),
+            )
+        check_topology(self.replicas, self.sync, self.replica_on)
+        return self
 
     def settings_args(self) -> list[str]:
         """--set NAME=VALUE for each setting, as another host's pgrig reads them back exactly."""
         return [arg for k, v in self.settings.items() for arg in ("--set", setting_arg(k, v))]
+
+
+# `env set --disk-limit` on an environment on another host: the request's rule, said for flags
+REMOTE_DISK_LIMIT = f"--disk-limit {_on_host_disk_limit(lambda f: flag_of(EnvironmentRequest, f))}"

@@ -42,6 +42,10 @@ TPCH_STREAMED = ("tpch", "tpch:throughput")  # the workloads that take --streams
 TPCH_MAX_STREAMS = 23
 SYSBENCH_PREFIX = "sysbench:"  # sysbench:oltp_read_write, sysbench:PATH.lua (workloads/sysbench.py)
 TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
+# streaming replicas of an environment (request/environment.py), and their replication mode:
+# off is asynchronous; the others are synchronous_commit's (provision/settings/topology_layer.py)
+MAX_REPLICAS = 8
+SYNC_MODES = ("off", "on", "remote_write", "remote_apply")
 
 NAME_MAX = 63  # PostgreSQL's identifier length: an environment name fits a database name
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

@@ -17,6 +17,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
+from pgrig.request.environment import Replicas, SyncMode, check_topology
 from pgrig.request.fields import STRICT
 from pgrig.request.pooler import PoolerRequest
 from pgrig.request.problems import Refusal
@@ -132,8 +133,9 @@ class EnvironmentTable(BaseModel):
     settings: Settings = Field(default_factory=dict)  # the study's base settings layer
     create: bool = True
     pooler: PoolerRequest | None = None  # required when runs go through pgbouncer
-    replicas: int = 0
-    sync: str = "off"
+    # the environment request's rules (request/environment.py), said at this table's keys
+    replicas: Replicas = 0
+    sync: SyncMode = "off"
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
@@ -143,21 +145,7 @@ class EnvironmentTable(BaseModel):
             )
         if self.name is None and not self.create:
             raise Refusal("is required when create = false", field="name")
-        from pgrig.provision.server import replicas
-        from pgrig.provision.settings import topology_layer
-
-        if not 0 <= self.replicas <= replicas.MAX_REPLICAS:
-            raise Refusal(
-                f"must be between 0 and {replicas.MAX_REPLICAS} (got {self.replicas})",
-                field="replicas",
-            )
-        if self.sync not in topology_layer.SYNC_MODES:
-            raise Refusal(
-                f"must be one of {', '.join(topology_layer.SYNC_MODES)} (got {self.sync!r})",
-                field="sync",
-            )
-        if self.sync != "off" and self.replicas == 0:
-            raise Refusal(f"{self.sync} needs replicas (add replicas = N)", field="sync")
+        check_topology(self.replicas, self.sync)
         return self
 
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.provision import env_settings
-from pgrig.provision.operations.create import REMOTE_DISK_LIMIT
 from pgrig.provision.server import disk_throttle, postmaster, replicas, server_settings
 from pgrig.provision.settings import auto_conf, catalog, config
 from pgrig.provision.settings.config import Layers
 from pgrig.provision.state.environment import Environment, require_managed
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
+from pgrig.request.environment import REMOTE_DISK_LIMIT
 
 Say = Callable[[str], None]
 

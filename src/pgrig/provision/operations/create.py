@@ -1,59 +1,27 @@
-"""`env create`: the flags checked together before anything is made, then the environment
-made here (its pooler with it, or neither) or through a host's pgrig."""
+"""`env create`: the request (its flags, request/environment.EnvironmentRequest) checked before
+anything is made, then the environment made here (its pooler with it, or neither) or through a
+host's pgrig."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pgrig.errors import PgrigError
 from pgrig.provision import cluster, pooler
 from pgrig.provision.pooler import PoolerConfig
 from pgrig.provision.server import standby
 from pgrig.provision.server.standby import Source
-from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment, check_new_name
-from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 from pgrig.request.environment import EnvironmentRequest
 
 Say = Callable[[str], None]
 
-REMOTE_DISK_LIMIT = (
-    "--disk-limit is not supported for environments on other hosts: pgrig limits the disk of "
-    "servers on this machine only (run `pgrig env create/set ... --disk-limit` on that host's "
-    "pgrig instead)"
-)
-
-
-@dataclass(frozen=True)
-class CreateOptions:
-    """Everything `env create` is asked: its flags as given (--set and --disk-limit unparsed,
-    how the secret comes); check() turns them into the EnvironmentRequest."""
-
-    name: str
-    pg: str = "15"
-    profile: str = "default"
-    sets: list[str] = field(default_factory=list)
-    port: int | None = None
-    pooler: str | None = None
-    pooler_on: str | None = None
-    insights: bool = True
-    replica_count: int = 0
-    sync: str = "off"
-    on: str | None = None
-    listen: str | None = None
-    password_stdin: bool = False
-    replica_on: list[str] = field(default_factory=list)
-    standby_of: str | None = None
-    slot: str | None = None
-    application_name: str | None = None
-    disk_limit: str | None = None
-
 
 @dataclass(frozen=True)
 class CreatePlan:
-    """The flags checked together: the environment requested, and what is made with it."""
+    """The request checked: the environment requested, and what is made with it."""
 
     request: EnvironmentRequest
     standby_of: Source | None = None  # a replica of a primary on another host
@@ -72,47 +40,24 @@ class CreatePlan:
         return self.request.settings
 
 
-def check(opts: CreateOptions) -> CreatePlan:
-    """Every flag and their combinations, before anything is made or stdin is read."""
-    check_new_name(opts.name)  # first: a reserved name is refused before anything else
-    limit = disk_limits.parse(opts.disk_limit) if opts.disk_limit is not None else None
-    if limit is not None and opts.on is not None:
-        raise PgrigError(REMOTE_DISK_LIMIT)
-    disk_limits.check_floor(limit)
-    if opts.replica_on and opts.on is None:
-        raise PgrigError("--replica-on needs --on HOST (the primary's host)")
-    if opts.pooler_on is not None and opts.on is None:
-        raise PgrigError(
-            "--pooler-on HOST needs --on HOST (the server must listen on a host's address "
-            "for a pooler on another host to reach it)"
-        )
-    if opts.on is not None:  # the settings read here as the host's pgrig reads them
-        return CreatePlan(_request(opts, limit, config.parse_assignments(opts.sets)))
+def check(request: EnvironmentRequest, *, password_stdin: bool = False) -> CreatePlan:
+    """What the request cannot judge alone, before anything is made or stdin is read (its
+    own rules were checked when it was made: request/environment.py): the name a new
+    environment may take, how a replica of another host's primary gets its password, the
+    pooler's binary here."""
+    check_new_name(request.name)
+    if request.on is not None:  # the host's pgrig checks the rest
+        return CreatePlan(request)
     source = None
-    if opts.standby_of is not None:
-        source = standby.parse(opts.standby_of, opts.slot, opts.application_name)
-        if not opts.password_stdin or opts.pooler is not None:
+    if request.standby_of is not None:
+        source = standby.parse(request.standby_of, request.slot, request.application_name)
+        if not password_stdin or request.pooler is not None:
             raise PgrigError("--standby-of takes the replication password on stdin, no --pooler")
-    settings = config.parse_assignments(opts.sets)
     pooler_cfg = None
-    if opts.pooler is not None:  # pooler: checked before, added after the server (all or none)
-        pooler_cfg = pooler.options(kind=opts.pooler)
+    if request.pooler is not None:  # pooler: checked before, added after the server (all or none)
+        pooler_cfg = pooler.options(kind=request.pooler)
         pooler.binary()
-    return CreatePlan(_request(opts, limit, settings), source, pooler_cfg)
-
-
-def _request(
-    opts: CreateOptions, limit: DiskLimit | None, settings: dict[str, str]
-) -> EnvironmentRequest:
-    # --pooler-on without --pooler: pgbouncer, the one kind
-    kind = opts.pooler if opts.pooler is not None or opts.pooler_on is None else "pgbouncer"
-    return EnvironmentRequest(
-        name=opts.name, pg=opts.pg, profile=opts.profile, settings=settings, port=opts.port,
-        insights=opts.insights, replicas=opts.replica_count, sync=opts.sync, listen=opts.listen,
-        disk_limit=limit, standby_of=opts.standby_of, slot=opts.slot,
-        application_name=opts.application_name, on=opts.on, replica_on=opts.replica_on,
-        pooler=kind, pooler_on=opts.pooler_on,
-    )  # fmt: skip
+    return CreatePlan(request, source, pooler_cfg)
 
 
 def on_host(plan: CreatePlan, say: Say) -> Environment:

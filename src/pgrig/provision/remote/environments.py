@@ -161,7 +161,7 @@ def create(request: EnvironmentRequest, *, say: Say) -> Environment:
         ) from None
     _check_provisioned(host, pg)
     pooler_cfg = _pooler_options(request.pooler, pooler_on)  # checked before anything is made
-    layout = remote_replicas.plan(replica_count, list(request.replica_on), sync)
+    layout = remote_replicas.plan(replica_count, list(request.replica_on))
     if layout:  # everything checked before anything is made, on any host
         for rep, _host in layout:
             remote_replicas.standby_env_name(name, rep)

@@ -46,19 +46,12 @@ HOT_STANDBY_SETTINGS = (
 )
 
 
-def plan(count: int, hosts: list[str], sync: str) -> list[tuple[str, str]]:
-    """(replica name, host name) for each replica: the hosts in turn."""
+def plan(count: int, hosts: list[str]) -> list[tuple[str, str]]:
+    """(replica name, host name) for each replica: the hosts in turn (--replicas 0: one on
+    each; the request's rules hold the counts and hosts: request/environment.check_topology)."""
     if not hosts:
         return []
-    if len(set(hosts)) != len(hosts):
-        twice = next(h for h in hosts if hosts.count(h) > 1)
-        raise PgrigError(
-            f"--replica-on {twice} is given twice (several replicas on one host: --replicas N)"
-        )
     n = count or len(hosts)
-    if n < len(hosts):
-        raise PgrigError(f"--replicas {count} is fewer than the {len(hosts)} --replica-on hosts")
-    replicas.check_request(n, sync)
     return [(f"r{i + 1}", hosts[i % len(hosts)]) for i in range(n)]
 
 

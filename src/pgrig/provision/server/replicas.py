@@ -22,7 +22,7 @@ from pgrig.errors import PgrigError
 from pgrig.provision.server import postmaster, server_settings
 from pgrig.provision.server.ports import free_port
 from pgrig.provision.server.standby import base_backup, plain_conninfo
-from pgrig.provision.settings import config, topology_layer
+from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
 
@@ -30,24 +30,7 @@ if TYPE_CHECKING:
     import psycopg
 
 Progress = Callable[[str], None]
-MAX_REPLICAS = 8
 SLOT_PREFIX = "pgrig_"
-
-
-def check_request(replicas: int, sync: str) -> None:
-    """Bad --replicas/--sync values, before anything is created."""
-    if not 0 <= replicas <= MAX_REPLICAS:
-        raise PgrigError(f"--replicas must be between 0 and {MAX_REPLICAS} (got {replicas})")
-    check_sync(sync)
-    if sync != "off" and replicas == 0:
-        raise PgrigError(f"--sync {sync} needs replicas (add --replicas N)")
-
-
-def check_sync(sync: str) -> None:
-    if sync not in topology_layer.SYNC_MODES:
-        raise PgrigError(
-            f"unknown sync mode {sync!r}: use one of {', '.join(topology_layer.SYNC_MODES)}"
-        )
 
 
 # --- members -----------------------------------------------------------------------------------
@@ -241,7 +224,9 @@ def follow_settings(env: Environment, changed: list[str]) -> None:
 
 def set_sync(env: Environment, mode: str) -> str:
     """Change the sync mode (topology layer) and reload the primary; returns the action."""
-    check_sync(mode)
+    from pgrig.request.environment import check_sync
+
+    check_sync(mode)  # the request's rule, in --sync's words
     if mode != "off" and not all_names(env):
         raise PgrigError(f"environment {env.name!r} has no replicas: --sync {mode} needs some")
     old = env.sync

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pgrig.provision.state.environment import Environment
 
-SYNC_MODES = ("off", "on", "remote_write", "remote_apply")
-
 
 def standby_names(names: list[str]) -> str:
     """The synchronous_standby_names value: a commit waits for any one of the replicas."""
