@@ -85,7 +85,6 @@ STUDY = """
 [study]
 name = "t"
 [environments.a]
-version = "18"
 {env}
 [dataset]
 scenario = "pgbench"
@@ -103,26 +102,33 @@ name = "one"
     [
         (
             {"sync": "on"},
-            'sync = "on"',
+            'version = "18"\nsync = "on"',
             "--sync on needs replicas (add --replicas N)",
             "environments.a.sync: on needs replicas (add replicas N)",
         ),
         (
             {"replicas": 9},
-            "replicas = 9",
+            'version = "18"\nreplicas = 9',
             "--replicas must be between 0 and 8 (got 9)",
             "environments.a.replicas: must be between 0 and 8 (got 9)",
         ),
         (
             {"replicas": 1, "sync": "sometimes"},
-            'replicas = 1\nsync = "sometimes"',
+            'version = "18"\nreplicas = 1\nsync = "sometimes"',
             "--sync must be one of off, on, remote_write, remote_apply (got 'sometimes')",
             "environments.a.sync: must be one of off, on, remote_write, remote_apply "
             "(got 'sometimes')",
         ),
+        (
+            {"pg": "\u0661\u0668"},  # Arabic-Indic 18: no PostgreSQL reads it
+            'version = "\u0661\u0668"',
+            "--pg invalid PostgreSQL version '\u0661\u0668': use a major (18) or exact (18.6.0)",
+            "environments.a.version: invalid PostgreSQL version '\u0661\u0668': use a major (18) "
+            "or exact (18.6.0)",
+        ),
     ],
 )
-def test_replicas_and_sync_refused_alike_by_the_cli_and_a_study_file(
+def test_replicas_sync_and_version_refused_alike_by_the_cli_and_a_study_file(
     flags: dict[str, object], keys: str, cli: str, file: str, pgrig_home: Path
 ) -> None:
     """One rule set (the request's), said at each surface's place: `env create`'s flags and a
@@ -142,3 +148,19 @@ def test_replicas_and_sync_refused_alike_by_the_cli_and_a_study_file(
     argv = ["create", "e"] + [a for k, v in flags.items() for a in (f"--{k}", str(v))]
     result = CliRunner().invoke(env_app, argv)
     assert result.exit_code != 0 and str(result.exception) == cli
+
+
+def test_a_port_and_a_pooler_kind_follow_the_pooler_requests_rules() -> None:
+    """`env create --port` and `env pooler add --port` take a port by one rule (it was checked
+    only when the server was made, in other words); --pooler names its flag."""
+    from pgrig.errors import PgrigError
+    from pgrig.request.pooler import PoolerRequest
+
+    said = []
+    for model, flags in ((EnvironmentRequest, {"name": "e"}), (PoolerRequest, {})):
+        with pytest.raises(PgrigError) as e:
+            from_flags(model, port=80, **flags)  # type: ignore[arg-type]
+        said.append(str(e.value))
+    assert said == ["--port must be between 1024 and 65535 (got 80)"] * 2
+    with pytest.raises(PgrigError, match=r"^--pooler must be one of pgbouncer \(got 'odyssey'\)$"):
+        from_flags(EnvironmentRequest, name="e", pooler="odyssey")

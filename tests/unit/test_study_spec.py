@@ -71,7 +71,9 @@ def test_name_override_and_default_name() -> None:
         (
             'version = "15"',
             'version = "fifteen"',
-            "environment.version: 'fifteen' is not a PostgreSQL version",
+            # the one syntax and words of a version (--pg's: request/vocabulary.pg_version)
+            "environment.version: invalid PostgreSQL version 'fifteen': use a major (18) or "
+            "exact (18.6.0)",
         ),
         (
             'scenario = "pgbench"',

@@ -18,7 +18,7 @@ settings against that server's catalogue, the port free, the disk's throttle).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, model_validator
 
@@ -26,15 +26,17 @@ from pgrig.errors import InvalidSetting, PgrigError
 from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 from pgrig.request.fields import STRICT, flag_field
+from pgrig.request.pooler import PoolerKind, Port
 from pgrig.request.problems import Namer, Refusal, flag_of
 from pgrig.request.values import name_values, setting_arg
-from pgrig.request.vocabulary import MAX_REPLICAS, SYNC_MODES
+from pgrig.request.vocabulary import MAX_REPLICAS, SYNC_MODES, pg_version
 
 __all__ = [
     "REMOTE_DISK_LIMIT",
     "EnvironmentRequest",
     "Replicas",
     "SyncMode",
+    "Version",
     "check_sync",
     "check_topology",
 ]
@@ -55,6 +57,18 @@ def _settings(value: object) -> object:
     return value
 
 
+def _version(value: object) -> str:
+    """A PostgreSQL version: a major ("18", or 18 in a file) or an exact one ("18.6", "18.6.0"
+    read as 18.6), in the one syntax binaries.parse_spec reads (vocabulary.pg_version)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise Refusal(f'expected a version such as "18" (got {value!r})')
+    try:
+        major, exact = pg_version(str(value))
+    except ValueError as e:
+        raise Refusal(str(e)) from None
+    return exact or str(major)
+
+
 def _replicas(value: int) -> int:
     if not 0 <= value <= MAX_REPLICAS:
         raise Refusal(f"must be between 0 and {MAX_REPLICAS} (got {value})")
@@ -67,7 +81,9 @@ def _sync(value: str) -> str:
     return value
 
 
-# a request's streaming replicas and their replication mode, for every model that has them
+# a server's version, its streaming replicas and their replication mode, for every model that
+# has them (a study's [environment] and [sweep] too)
+Version = Annotated[str, BeforeValidator(_version)]
 Replicas = Annotated[int, AfterValidator(_replicas)]
 SyncMode = Annotated[str, AfterValidator(_sync)]
 
@@ -124,13 +140,13 @@ class EnvironmentRequest(BaseModel):
 
     name: str = flag_field("NAME")
     # a major ("15") or an exact version ("18.6"): a study file's `version`
-    pg: str = flag_field("--pg", default="15", alias="version")
+    pg: Version = flag_field("--pg", default="15", alias="version")
     profile: str = flag_field("--profile", default="default")
     # the env's own layer; --set's NAME=VALUE arguments are read into it
     settings: Annotated[dict[str, str], BeforeValidator(_settings)] = flag_field(
         "--set", default_factory=dict
     )
-    port: int | None = flag_field("--port", default=None)  # None: a free one
+    port: Port = flag_field("--port", default=None)  # None: a free one
     insights: bool = flag_field("--insights", default=True)  # pgrig's insights layer
     replicas: Replicas = flag_field("--replicas", default=0)  # streaming replicas
     sync: SyncMode = flag_field("--sync", default="off")  # their replication mode
@@ -144,17 +160,16 @@ class EnvironmentRequest(BaseModel):
     application_name: str | None = flag_field("--application-name", default=None)
     on: str | None = flag_field("--on", default=None)  # made by that host's pgrig
     replica_on: list[str] = flag_field("--replica-on", default_factory=list)  # with --on
-    # a pooler's kind (request/pooler.KINDS); --pooler-on alone means pgbouncer
-    pooler: Literal["pgbouncer"] | None = flag_field("--pooler", default=None)
+    # a pooler's kind (request/pooler.py); --pooler-on alone means pgbouncer
+    pooler: PoolerKind | None = flag_field("--pooler", default=None)
     pooler_on: str | None = flag_field("--pooler-on", default=None)  # with --on
 
     @model_validator(mode="before")
     @classmethod
-    def _pooler_on_means_pgbouncer(cls, data: Any) -> Any:
-        pooler_on = isinstance(data, dict) and data.get("pooler_on") is not None
-        if pooler_on and data.get("pooler") is None:
-            return {**data, "pooler": "pgbouncer"}
-        return data
+    def _pooler_on_means_pgbouncer(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("pooler_on") is None:
+            return data
+        return {**data, "pooler": "pgbouncer"} if data.get("pooler") is None else data
 
     @model_validator(mode="after")
     def _rules(self) -> Self:

@@ -7,12 +7,13 @@ One model for both surfaces, like the run request: the CLI hears `--pool-size mu
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel
 
 from pgrig.request.fields import STRICT, flag_field
 from pgrig.request.problems import Refusal
+from pgrig.request.vocabulary import PORT_RANGE
 
 __all__ = [
     "DEFAULT_MAX_CLIENT_CONN",
@@ -21,16 +22,18 @@ __all__ = [
     "KINDS",
     "MAX_PROCESSES",
     "MODES",
+    "PoolerKind",
     "PoolerRequest",
+    "Port",
 ]
 
-KINDS = ("pgbouncer",)
+PoolerKind = Literal["pgbouncer"]  # `env create --pooler`'s too (request/environment.py)
+KINDS: tuple[str, ...] = get_args(PoolerKind)
 MODES = ("session", "transaction", "statement")
 DEFAULT_MODE = "transaction"
 DEFAULT_POOL_SIZE = 20
 DEFAULT_MAX_CLIENT_CONN = 2000
 MAX_PROCESSES = 64
-PORT_RANGE = (1024, 65535)
 
 
 def _pool_size(value: int) -> int:
@@ -59,12 +62,16 @@ def _port(value: int | None) -> int | None:
     return value
 
 
+# a TCP port a user asks for (None: pgrig picks a free one): a pooler's, a server's
+Port = Annotated[int | None, AfterValidator(_port)]
+
+
 class PoolerRequest(BaseModel):
     """A pooler in front of an environment: which one, its pool mode and sizes."""
 
     model_config = STRICT
 
-    kind: Literal["pgbouncer"] = flag_field("pooler kind", default="pgbouncer")
+    kind: PoolerKind = flag_field("pooler kind", default="pgbouncer")
     mode: Literal["session", "transaction", "statement"] = flag_field(
         "--mode", default=DEFAULT_MODE
     )
@@ -75,7 +82,7 @@ class PoolerRequest(BaseModel):
         "--max-client-conn", default=DEFAULT_MAX_CLIENT_CONN
     )
     processes: Annotated[int, AfterValidator(_processes)] = flag_field("--processes", default=1)
-    port: Annotated[int | None, AfterValidator(_port)] = flag_field("--port", default=None)
+    port: Port = flag_field("--port", default=None)
 
     def values(self) -> dict[str, Any]:
         """The request as keyword arguments (port None: pgrig picks a free one)."""

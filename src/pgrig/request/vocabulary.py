@@ -45,7 +45,11 @@ TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
 # streaming replicas of an environment (request/environment.py), and their replication mode:
 # off is asynchronous; the others are synchronous_commit's (provision/settings/topology_layer.py)
 MAX_REPLICAS = 8
+PORT_RANGE = (1024, 65535)  # a server's or a pooler's TCP port (provision/server/ports.py)
 SYNC_MODES = ("off", "on", "remote_write", "remote_apply")
+# a PostgreSQL version as a user gives it: a major (18), an exact (18.6 or 18.6.0); ASCII
+# digits only (a regex's \d takes other scripts' digits too)
+_PG_VERSION_RE = re.compile(r"([0-9]{1,2})(?:\.([0-9]{1,3})(?:\.([0-9]{1,3}))?)?")
 
 NAME_MAX = 63  # PostgreSQL's identifier length: an environment name fits a database name
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -53,6 +57,17 @@ SETTING_RE = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
 # Databases that hold no benchmark data: the templates every CREATE DATABASE copies, and the
 # maintenance database tools connect to.
 RESERVED_DATABASES = ("template0", "template1", "postgres")
+
+
+def pg_version(spec: str | int) -> tuple[int, str | None]:
+    """'18' -> (18, None); '18.6' or '18.6.0' -> (18, '18.6'): every --pg and study `version`
+    (provision/server/binaries.parse_spec, request.environment.Version). ValueError otherwise."""
+    s = str(spec).strip()
+    m = _PG_VERSION_RE.fullmatch(s)
+    if not m or int(m.group(1)) < 9:
+        raise ValueError(f"invalid PostgreSQL version {s!r}: use a major (18) or exact (18.6.0)")
+    major = int(m.group(1))
+    return major, (f"{major}.{m.group(2)}" if m.group(2) is not None else None)
 
 
 def valid_name(name: object, max_len: int = NAME_MAX) -> bool:

@@ -12,12 +12,11 @@ models the CLI builds from flags.
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, model_validator
 
-from pgrig.request.environment import Replicas, SyncMode, check_topology
+from pgrig.request.environment import Replicas, SyncMode, Version, check_topology
 from pgrig.request.fields import STRICT
 from pgrig.request.pooler import PoolerRequest
 from pgrig.request.problems import Refusal
@@ -37,7 +36,6 @@ __all__ = [
 
 ACTIONS = ("restart", "checkpoint", "vacuum", "analyze", "prewarm", "regenerate")
 ORDERS = ("sequential", "interleaved")
-_VERSION_RE = re.compile(r"^\d{2}(\.\d+)?$")
 
 
 def _fraction(what: str) -> AfterValidator:
@@ -66,18 +64,6 @@ def _tag(value: object) -> str:
     return str(value)
 
 
-def _version(value: object) -> str | None:
-    """A PostgreSQL version: a major ("18", 18) or an exact minor ("18.6")."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise Refusal(f'expected a version such as "18" (got {value!r})')
-    text = str(value)
-    if not _VERSION_RE.match(text):
-        raise Refusal(f"{text!r} is not a PostgreSQL version (e.g. 15, 18 or 18.6)")
-    return text
-
-
 def _action(value: object) -> str:
     if not isinstance(value, str) or value not in ACTIONS:
         close = difflib.get_close_matches(str(value), ACTIONS, n=1)
@@ -88,9 +74,6 @@ def _action(value: object) -> str:
 
 def _one_or_list(value: object) -> object:
     return [value] if isinstance(value, str) else value
-
-
-Version = Annotated[str, BeforeValidator(_version)]
 
 
 def _as_tuple(value: object) -> object:

@@ -88,12 +88,12 @@ def server_version_of(package_version: str) -> str:
 
 def parse_spec(spec: str | int) -> tuple[int, str | None]:
     """'18' -> (18, None); '18.6' or '18.6.0' -> (18, '18.6'). Clear error otherwise."""
-    s = str(spec).strip()
-    m = re.fullmatch(r"([0-9]{1,2})(?:\.([0-9]{1,3})(?:\.([0-9]{1,3}))?)?", s)  # ASCII, not \d
-    if not m or int(m.group(1)) < 9:
-        raise PgrigError(f"invalid PostgreSQL version {s!r}: use a major (18) or exact (18.6.0)")
-    major = int(m.group(1))
-    return major, (f"{major}.{m.group(2)}" if m.group(2) is not None else None)
+    from pgrig.request.vocabulary import pg_version
+
+    try:
+        return pg_version(spec)  # the one syntax of a version, the request's too
+    except ValueError as e:
+        raise PgrigError(str(e)) from None
 
 
 def parse_version_output(text: str) -> str:

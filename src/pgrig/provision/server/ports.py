@@ -14,14 +14,16 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment
+from pgrig.request.vocabulary import PORT_RANGE
 
 DEFAULT_PORT_RANGE = (5433, 5999)
 
 
 def port_problem(port: int, ignore_env: str | None = None) -> str | None:
     """Why `port` cannot be used, or None when it is free."""
-    if not 1024 <= port <= 65535:
-        return f"port {port} is outside 1024..65535"
+    lo, hi = PORT_RANGE  # the requests' (a port read back from env.json is not one)
+    if not lo <= port <= hi:
+        return f"port {port} is outside {lo}..{hi}"
     for other in Environment.all():
         if other.name != ignore_env and other.managed and other.port == port:
             return f"port {port} is used by environment {other.name!r}"
@@ -46,7 +48,7 @@ def port_range() -> tuple[int, int]:
     raw = os.environ.get("PGRIG_PORT_RANGE", "")
     try:
         lo, hi = (int(x) for x in raw.split("-", 1))
-        if 1024 <= lo <= hi <= 65535:
+        if PORT_RANGE[0] <= lo <= hi <= PORT_RANGE[1]:
             return lo, hi
     except ValueError:
         pass
