@@ -111,12 +111,13 @@ class EnvironmentTable(BaseModel):
     model_config = STRICT
 
     name: str | None = None  # an existing pgrig environment (or the name of the created one)
+    # version, replicas and sync: the environment request's rules (request/environment.py),
+    # said at this table's keys in the words `env create` says them at its flags
     version: Version | None = None
     profile: str | None = None
     settings: Settings = Field(default_factory=dict)  # the study's base settings layer
     create: bool = True
     pooler: PoolerRequest | None = None  # required when runs go through pgbouncer
-    # the environment request's rules (request/environment.py), said at this table's keys
     replicas: Replicas = 0
     sync: SyncMode = "off"
 
