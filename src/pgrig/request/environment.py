@@ -27,7 +27,7 @@ from pgrig.request import disk_limit as disk_limits
 from pgrig.request.disk_limit import DiskLimit
 from pgrig.request.fields import STRICT, flag_field
 from pgrig.request.pooler import PoolerKind, Port
-from pgrig.request.problems import Namer, Refusal, flag_of
+from pgrig.request.problems import Refusal, flag_of
 from pgrig.request.values import name_values, setting_arg
 from pgrig.request.vocabulary import MAX_REPLICAS, SYNC_MODES, pg_version
 
@@ -124,12 +124,13 @@ def check_sync(mode: str) -> None:
         raise PgrigError(f"--sync {e}") from None
 
 
-def _on_host_disk_limit(n: Namer) -> str:
-    return (
-        "is not supported for environments on other hosts: pgrig limits the disk of servers "
-        f"on this machine only (run `pgrig env create/set ... {n('disk_limit')}` on that "
-        "host's pgrig instead)"
-    )
+# what a disk limit on another host's environment hears (`pgrig env create/set` there: a command
+# on that host, whatever surface asked here)
+ON_HOST_DISK_LIMIT = (
+    "is not supported for environments on other hosts: pgrig limits the disk of servers on "
+    "this machine only (run `pgrig env create/set ... --disk-limit` on that host's pgrig "
+    "instead)"
+)
 
 
 class EnvironmentRequest(BaseModel):
@@ -174,7 +175,7 @@ class EnvironmentRequest(BaseModel):
     @model_validator(mode="after")
     def _rules(self) -> Self:
         if self.on is not None and self.disk_limit is not None:
-            raise Refusal(_on_host_disk_limit, field="disk_limit", others=("on",))
+            raise Refusal(ON_HOST_DISK_LIMIT, field="disk_limit", others=("on",))
         disk_limits.check_floor(self.disk_limit)  # a DiskLimitError, as parse() raises
         if self.on is None and self.replica_on:
             raise Refusal(
@@ -200,4 +201,4 @@ class EnvironmentRequest(BaseModel):
 
 
 # `env set --disk-limit` on an environment on another host: the request's rule, said for flags
-REMOTE_DISK_LIMIT = f"--disk-limit {_on_host_disk_limit(lambda f: flag_of(EnvironmentRequest, f))}"
+REMOTE_DISK_LIMIT = f"{flag_of(EnvironmentRequest, 'disk_limit')} {ON_HOST_DISK_LIMIT}"
