@@ -167,6 +167,35 @@ def test_a_study_holds_its_environment_and_a_dead_one_is_named(lab: str) -> None
     )
 
 
+def test_env_show_puts_back_a_dead_tunes_layer_and_says_so(lab: str) -> None:
+    """A tune killed -9 leaves its trial's settings as the environment's layer: `env show`
+    (which holds nothing) must not list them as the environment's own; it puts them back."""
+    from rich.console import Console
+
+    from pgrig.provision.state.environment import Environment
+    from pgrig.study.backend import ProvisionBackend
+    from pgrig.study.spec import EnvSpec
+
+    spec = EnvSpec(key="main", name=lab, create=False, path="environment")
+    own = dict(Environment.load(lab).settings)
+    backend = ProvisionBackend(Console(stderr=True))
+    backend.begin_study("dead-tune", "tune")
+    try:
+        backend.ensure_environment(spec)
+        backend.apply_settings(spec, {"work_mem": "9MB"})
+        alive = pgrig("env", "show", lab)  # the tune is alive: its layer is its own business
+        assert "which died" not in alive.stderr
+        assert "work_mem" in alive.stdout and "9MB" in alive.stdout
+    finally:
+        backend.let_go()  # as a kill -9 would: the lock goes, the borrowed layer stays
+    shown = pgrig("env", "show", lab)
+    assert "settings of tune 'dead-tune'" in shown.stderr and "which died" in shown.stderr
+    assert "9MB" not in shown.stdout
+    assert Environment.load(lab).settings == own
+    assert _show(lab, "work_mem") == "4MB"
+    assert "nothing to restore" in pgrig("tune", lab, "--restore").stderr
+
+
 @pytest.mark.parametrize("db", ["a b", 'x"y', "a;b=c"])
 def test_database_names_that_need_quoting_work(lab: str, db: str) -> None:
     pgrig("db", "generate", lab, "--scenario", "pgbench", "--scale", "1", "--db", db)

@@ -21,6 +21,7 @@ import psutil
 
 from pgrig import safe_write
 from pgrig.errors import PgrigError
+from pgrig.provision import study_layer
 from pgrig.provision.server import affinity, server_settings
 from pgrig.provision.settings import config
 from pgrig.provision.state import env_lock
@@ -163,11 +164,17 @@ def _restore_conf(env: Environment, names: list[str]) -> str:
 
 def recovered(name: str) -> tuple[Environment, list[str]]:
     """The environment `name` after undoing what a killed run left on it (settings, pinning,
-    an interrupted backup), and a line for each undo."""
+    an interrupted backup) or a killed study or tune (its borrowed layer), and a line for each
+    undo."""
     from pgrig.provision.server import backups
 
     env = Environment.load(name)
-    return env, [*recover(env), *backups.recover_interrupted(env)]
+    lines = [*recover(env), *backups.recover_interrupted(env)]
+    put_back = study_layer.put_back_if_dead(name, env.dir) if env.managed else []
+    if put_back:
+        lines += put_back
+        env = Environment.load(name)  # its own settings again
+    return env, lines
 
 
 def recover_lost_runs(archive: Archive) -> list[str]:

@@ -123,5 +123,24 @@ def put_back(env_name: str) -> str | None:
     return f"{env_name} still had the settings of {who}, which died: its own are back ({changed})"
 
 
+def put_back_if_dead(env_name: str, env_dir: Path) -> list[str]:
+    """For a command that does not hold the environment (`env show`, `env repair`): a borrowed
+    layer whose borrower is gone is put back, under the run lock taken for the moment (a live
+    study or tune holds it: its layer is left alone). Returns what was done."""
+    from pgrig.provision.state import env_lock
+
+    if not saved(env_name) or env_lock.held_here(env_dir):  # this process's own borrow
+        return []
+    try:
+        lock = env_lock.EnvLock(env_dir, env_name).acquire("put back a dead study's settings")
+    except env_lock.EnvBusy:
+        return []
+    try:
+        done = put_back(env_name)
+    finally:
+        lock.release()
+    return [done] if done else []
+
+
 def _write(path: Path, doc: dict[str, Any]) -> None:
     safe_write.write_text(path, json.dumps(doc, indent=1, sort_keys=True))
