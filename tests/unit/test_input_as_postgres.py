@@ -267,7 +267,7 @@ def test_a_space_file_time_setting_takes_times(tmp_path: Path) -> None:
         ('[knobs.wal_compression]\nchoices = ["lz4", "LZ4"]\n', "'lz4' and 'LZ4' are the same"),
         (
             '[knobs."work_mem "]\nlow = "1MB"\nhigh = "4MB"\n',
-            "'work_mem ' is not a valid setting name",
+            "knobs.\"work_mem \": 'work_mem ' is not a valid setting name",  # as TOML spells it
         ),
     ],
 )

@@ -370,6 +370,16 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
             "end, undoing this change"
         )
         assert "undoing" not in guard.forced_note("lab", held, "server restarted")
+        # between two runs of a tune: no run's span holds the change, and it is not said to
+        between = {"pid": 1, "run_id": None, "what": "tune t1"}
+        assert guard.forced_note("lab", between, "settings work_mem=8MB") == (
+            "`pgrig tune t1` holds lab between two of its runs: no run records this change; "
+            "`pgrig tune t1` changes lab's settings for its runs and puts its own back at its "
+            "end, undoing this change"
+        )
+        assert guard.forced_note("lab", between, "server restarted") == (
+            "`pgrig tune t1` holds lab between two of its runs: no run records this change"
+        )
     finally:
         child.kill()
         child.wait()

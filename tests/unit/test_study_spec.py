@@ -122,7 +122,7 @@ def test_name_override_and_default_name() -> None:
         (
             'shared_buffers = "1GB"',
             '"Bad Name!" = "1GB"',
-            "iterations[1].settings.Bad Name!: 'Bad Name!' is not a valid setting name",
+            "iterations[1].settings.\"Bad Name!\": 'Bad Name!' is not a valid setting name",
         ),
         # the run request's rules, as study files see them
         (

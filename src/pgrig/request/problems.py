@@ -10,6 +10,8 @@ clients`). Pydantic's own errors (types, bounds, choices) are translated the sam
 from __future__ import annotations
 
 import difflib
+import json
+import re
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -196,7 +198,15 @@ def _field_name(model: type[BaseModel], loc0: int | str) -> str | None:
 
 
 def _detail(detail: Loc) -> str:
-    return "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in detail)
+    return "".join(f"[{x}]" if isinstance(x, int) else f".{_toml_key(str(x))}" for x in detail)
+
+
+def _toml_key(key: str) -> str:
+    """A key as the file would spell it: bare when TOML allows, else quoted ("work_mem ")."""
+    return key if _BARE_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 _TYPE_WORDS = {

@@ -82,10 +82,15 @@ def forced_note(env_name: str, held: dict[str, object], change: str = "") -> str
         run = f"`pgrig {held['what']}` holds {env_name}"
     else:
         run = f"a run on {env_name} is starting"
-    said = (
-        f"{run}: this change is recorded as an event of the run it comes under, and that "
-        "run's figures as not comparable as they are"
-    )
+    if held.get("run_id") is None and str(held.get("what") or "").startswith(
+        ("tune ", "study run")
+    ):  # between two of its runs: no run's span holds the change
+        said = f"{run} between two of its runs: no run records this change"
+    else:
+        said = (
+            f"{run}: this change is recorded as an event of the run it comes under, and that "
+            "run's figures as not comparable as they are"
+        )
     within = str(held.get("within") or held.get("what") or "")
     if change.startswith(("settings ", "reset ")) and within.startswith(("tune ", "study run")):
         said += (
