@@ -124,13 +124,13 @@ def put_back(env_name: str) -> str | None:
 
 
 def put_back_if_dead(env_name: str, env_dir: Path) -> list[str]:
-    """For a command that does not hold the environment (`env show`, `env repair`): a borrowed
+    """For a command that does not hold the environment (`env show`, `runs list`): a borrowed
     layer whose borrower is gone is put back, under the run lock taken for the moment (a live
     study or tune holds it: its layer is left alone). Returns what was done."""
     from pgrig.provision.state import env_lock
 
-    if not saved(env_name) or env_lock.held_here(env_dir):  # this process's own borrow
-        return []
+    if not saved(env_name) or not env_dir.is_dir() or env_lock.held_here(env_dir):
+        return []  # nothing borrowed, no environment left, or this process's own borrow
     try:
         lock = env_lock.EnvLock(env_dir, env_name).acquire("put back a dead study's settings")
     except env_lock.EnvBusy:
