@@ -426,3 +426,36 @@ def test_the_query_timeout_reaches_the_stream_with_all_its_digits() -> None:
         spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=seconds)
         argv = TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}).command()
         assert float(argv[argv.index("--query-timeout") + 1]) == seconds
+
+
+def test_leftovers_of_a_run_of_any_seed_are_removed() -> None:
+    """A power run that failed after RF1 (seed A) left its orders; the next run (seed B, new
+    for each run) looked for its own keys only, found none and measured the changed data (db
+    check: Q1, Q4, Q6, Q9, Q13, Q15 FAILED). Every key an RF1 can insert is swept."""
+    import contextlib
+
+    class Conn:
+        def __init__(self, orders: list[int]) -> None:
+            self.orders = orders
+            self.sql: list[str] = []
+
+        def execute(self, sql: str, params: Any = None) -> list[tuple[int]]:
+            self.sql.append(sql)
+            if sql.startswith("SELECT o_orderkey FROM orders WHERE"):
+                return [(k,) for k in self.orders if 9 <= k % 32 <= 31]  # as the server does
+            if sql.startswith("DELETE FROM orders"):
+                self.orders = [k for k in self.orders if k not in params[0]]
+            return []
+
+        def transaction(self) -> Any:
+            return contextlib.nullcontext()
+
+    # dbgen's keys (32k+1..32k+8) and tpchgen-cli's (32k..32k+7), none of them swept
+    generated = sorted({32 * g + i for g in range(1, 200) for i in range(9)})
+    left = refresh.refresh_set(0.01, seed=1, pair=0).new_keys  # a stopped run's RF1
+    conn = Conn(generated + left)
+    assert refresh.leftovers(conn) == len(left)  # type: ignore[arg-type]
+    assert conn.orders == generated
+    assert refresh.REFRESHED_KEYS in conn.sql[0]
+    assert any(s.startswith("DELETE FROM lineitem") for s in conn.sql)
+    assert refresh.leftovers(Conn(generated)) == 0  # type: ignore[arg-type]

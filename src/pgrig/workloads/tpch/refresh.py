@@ -74,13 +74,24 @@ def rf2(conn: psycopg.Connection, rs: RefreshSet) -> None:
         conn.execute("DELETE FROM orders WHERE o_orderkey = ANY(%s)", (rs.new_keys,))
 
 
-def leftovers(conn: psycopg.Connection, rs: RefreshSet) -> int:
-    """Orders of this set already there (a run stopped between RF1 and RF2): removed, so the
-    run starts from the generated data; how many there were is returned."""
-    row = conn.execute(
-        "SELECT count(*) FROM orders WHERE o_orderkey = ANY(%s)", (rs.new_keys,)
-    ).fetchone()
-    found = int(row[0]) if row else 0
-    if found:
-        rf2(conn, rs)
-    return found
+# the orders a refresh function inserts, whatever its seed: 32k+9+pair (refresh_set), keys no
+# generator uses (dbgen's are 32k+1..32k+8, tpchgen-cli's 32k..32k+7: a sweep of every key
+# past the first 8 of a group deleted tpchgen-cli's 32k+32, found on a real database). Pair 23's
+# 32k+32 is such a key and left out here.
+REFRESHED_KEYS = "o_orderkey % 32 BETWEEN 9 AND 31"
+
+
+def leftovers(conn: psycopg.Connection) -> int:
+    """Orders an RF1 inserted that no RF2 deleted (a run stopped between them): removed with
+    their lineitems, so the run starts from the generated data; how many there were is
+    returned. Any seed's: a run's refresh set follows its seed, new for each run, so looking
+    for this run's own keys found nothing after another run's stop (the data stayed changed,
+    db check failed and every later run measured it)."""
+    keys = [
+        int(r[0]) for r in conn.execute(f"SELECT o_orderkey FROM orders WHERE {REFRESHED_KEYS}")
+    ]
+    if keys:
+        with conn.transaction():
+            conn.execute("DELETE FROM lineitem WHERE l_orderkey = ANY(%s)", (keys,))
+            conn.execute("DELETE FROM orders WHERE o_orderkey = ANY(%s)", (keys,))
+    return len(keys)

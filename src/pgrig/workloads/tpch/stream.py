@@ -81,7 +81,7 @@ def power(sf: float, params_seed: int | None, seed: int, timeout_s: float, emit:
         emit({
             "event": "start", "mode": "power", "scale_factor": sf, "seed": seed,
             "qualification": params_seed is None, "streams": 0,
-            "order": [p.query for p in plan], "leftovers": refresh.leftovers(conn, rs),
+            "order": [p.query for p in plan], "leftovers": refresh.leftovers(conn),
         })  # fmt: skip
         started = time.monotonic()
         ok = _refresh(conn, "RF1", 0, rs, emit)
@@ -119,7 +119,7 @@ def throughput(
     events are numbered 1..S whatever it is."""
     sets = [refresh.refresh_set(sf, seed, p) for p in range(first_pair, first_pair + streams)]
     with _session() as conn:
-        left = sum(refresh.leftovers(conn, rs) for rs in sets)
+        left = refresh.leftovers(conn)
     plans = {s: queries.plan_stream(sf, params_seed, s) for s in range(1, streams + 1)}
     emit({
         "event": "start", "mode": "throughput", "scale_factor": sf, "seed": seed,
