@@ -117,6 +117,13 @@ def test_refresh_keys_are_ones_dbgen_never_uses_and_pairs_never_collide() -> Non
     assert all(len(s.new_keys) == 1500 for s in sets)
     assert all((k - 1) % 32 >= 8 for s in sets for k in s.new_keys)  # dbgen: first 8 of 32
     assert all((k - 1) % 32 < 8 for s in sets for k in s.sources)
+    # tpchgen-cli (which pgrig runs) fills 32k+0..32k+7: every pair's keys are free there too,
+    # the last one included, and every source key is filled by both generators
+    last = refresh.refresh_set(1.0, 7, refresh.MAX_PAIRS - 1)
+    assert all(k % 32 >= 8 for s in [*sets, last] for k in s.new_keys)
+    assert all(1 <= k % 32 <= 7 for s in [*sets, last] for k in s.sources)
+    with pytest.raises(ValueError):
+        refresh.refresh_set(1.0, 7, refresh.MAX_PAIRS)
     assert not set(sets[0].new_keys) & set(sets[1].new_keys)
     assert max(sets[0].sources) <= 6_000_000  # inside SF 1's orders
 
