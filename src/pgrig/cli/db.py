@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,7 @@ from pgrig.errors import PgrigError
 
 if TYPE_CHECKING:
     from pgrig.provision.state.environment import Environment
+    from pgrig.record.documents import DatasetDoc
     from pgrig.request import DatasetRequest
 
 app = typer.Typer(no_args_is_help=True)
@@ -132,7 +133,7 @@ def generate(
 
 def _generate(
     environment: Environment, request: DatasetRequest, env: str, dbname: str
-) -> dict[str, Any]:
+) -> DatasetDoc:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from pgrig.workloads import datasets
@@ -219,7 +220,7 @@ def _check_tpcc(environment: Environment, dbname: str, as_json: bool) -> None:
 
 
 def _check_tpch(
-    environment: Environment, dbname: str, dataset: dict[str, Any] | None, as_json: bool
+    environment: Environment, dbname: str, dataset: DatasetDoc | None, as_json: bool
 ) -> None:
     from dataclasses import asdict
 
@@ -246,7 +247,7 @@ def _check_tpch(
 
 
 def _check_sysbench(
-    environment: Environment, dbname: str, dataset: dict[str, Any] | None, as_json: bool
+    environment: Environment, dbname: str, dataset: DatasetDoc | None, as_json: bool
 ) -> None:
     from pgrig.workloads import sysbench_dataset
 

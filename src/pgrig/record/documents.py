@@ -6,7 +6,7 @@ and readers (views, reports, the web, analysis) are checked by mypy against thes
 key is declared first (RunExtra here, its sub-document in the *_docs.py module of its theme),
 with what it holds, then written by one module and read by all. Every document is imported from
 here. What stays `dict[str, Any]` says why beside it: a parser's dataclass (asdict) declares its
-own fields, and `db generate`'s record has each scenario's keys.
+own fields.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pgrig.record.connection_docs import (
     TargetServer,
     TopologyDoc,
 )
+from pgrig.record.dataset_docs import DatasetDoc, TpchTableLoad
 from pgrig.record.harness_docs import HarnessCostDoc, HarnessLoadHost
 from pgrig.record.host_docs import (
     CheckStatus,
@@ -116,6 +117,7 @@ __all__ = [
     "ConnectionDoc",
     "CrosscheckDoc",
     "DataMount",
+    "DatasetDoc",
     "DestroyedDoc",
     "DiskDeviceDoc",
     "DiskLimitDoc",
@@ -179,6 +181,7 @@ __all__ = [
     "TopologyDoc",
     "TpccDoc",
     "TpccType",
+    "TpchTableLoad",
     "TrialDoc",
     "TxlogDoc",
     "TxlogModeDoc",
@@ -234,9 +237,8 @@ class RunExtra(TypedDict, total=False):
     warnings: list[RunWarning]  # RunRecord.add_warning
     changed_under_run: list[ForcedChange]  # load/core/run_steps.py forced_changes
     pgrig_version: str  # the pgrig that ran it
-    # what `db generate` recorded for the database (workloads/datasets.py): its keys are
-    # each scenario's own (scale, warehouses, rows, tables...), read back from env's JSON file
-    dataset: dict[str, Any] | None
+    # what `db generate` recorded for the database (workloads/datasets.py, DatasetDoc)
+    dataset: DatasetDoc | None
     # the host the server runs on, for an environment pgrig made there (`env create --on`;
     # load/core/runner.py): the run's record is managed, its server not on this machine
     server_on: str

@@ -9,10 +9,11 @@ from pathlib import Path
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment, dbname_arg
 from pgrig.provision.system.child_process import die_with_parent
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads import database
 
 
-def generate(env: Environment, dbname: str, sql_file: Path) -> dict[str, object]:
+def generate(env: Environment, dbname: str, sql_file: Path) -> DatasetDoc:
     if not sql_file.is_file():
         raise PgrigError(f"SQL file not found: {sql_file}")
     database.ensure_database(env, dbname)

@@ -14,12 +14,13 @@ import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
 
 from pgrig import safe_write
 from pgrig.errors import Interrupted, PgrigError, is_interruption
 from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import DatasetDoc
 from pgrig.request import DatasetRequest
 
 Progress = Callable[[float, float, str], None]  # (done, total, phase)
@@ -27,7 +28,7 @@ Progress = Callable[[float, float, str], None]  # (done, total, phase)
 
 def generate(
     env: Environment, request: DatasetRequest, progress: Progress | None = None
-) -> dict[str, Any]:
+) -> DatasetDoc:
     """Generate the requested data (replacing what the scenario's tables held) and record it.
 
     The database's record is marked incomplete before anything is loaded and complete once
@@ -37,7 +38,7 @@ def generate(
 
     dbname = request.database or env.default_database
     _check_room(env, request)
-    marker: dict[str, Any] = {"scenario": request.scenario, "complete": False}
+    marker: DatasetDoc = {"scenario": request.scenario, "complete": False}
     old_defines = None
     if request.scenario == "sysbench" and request.script is not None:
         from pgrig.workloads import sysbench_dataset
@@ -125,7 +126,7 @@ def _generate(
     request: DatasetRequest,
     progress: Progress | None,
     old_defines: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> DatasetDoc:
     if request.scenario == "pgbench":
         from pgrig.workloads import pgbench_data
 
@@ -178,7 +179,7 @@ def _generate(
     return info
 
 
-def matches(info: dict[str, Any] | None, request: DatasetRequest) -> bool:
+def matches(info: DatasetDoc | None, request: DatasetRequest) -> bool:
     """Whether a recorded dataset is the requested one (then a study need not generate it)."""
     if not info or info.get("scenario") != request.scenario or not is_complete(info):
         return False
@@ -211,7 +212,7 @@ def _file(env: Environment) -> Path:
     return env.dir / "datasets.json"
 
 
-def load_all(env: Environment) -> dict[str, dict[str, Any]]:
+def load_all(env: Environment) -> dict[str, DatasetDoc]:
     """Every database's dataset. An environment on another host (`env create --on`) has its
     datasets recorded there, by the host's pgrig that generated them: they are read through it
     (`env show --json`), newest record per database winning over one kept here."""
@@ -221,14 +222,22 @@ def load_all(env: Environment) -> dict[str, dict[str, Any]]:
     return merged(local, _on_host(env))
 
 
-def _load_local(env: Environment) -> dict[str, dict[str, Any]]:
+def _load_local(env: Environment) -> dict[str, DatasetDoc]:
     f = _file(env)
     if not f.exists():
         return {}
-    return cast(dict[str, dict[str, Any]], json.loads(f.read_text()))
+    return _checked(json.loads(f.read_text()))
 
 
-def _on_host(env: Environment) -> dict[str, dict[str, Any]]:
+def _checked(raw: object) -> dict[str, DatasetDoc]:
+    """Each database's record as its declared document (record/doc_read.py), once, where it
+    is read: a value that is no record (a damaged file) is left out."""
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): read_document(DatasetDoc, v) for k, v in raw.items() if isinstance(v, dict)}
+
+
+def _on_host(env: Environment) -> dict[str, DatasetDoc]:
     """The datasets the host's pgrig recorded (empty when it cannot tell: an older pgrig there,
     or the host unreachable, which the run's own connection then reports)."""
     from pgrig.hosts import registry, remote
@@ -237,15 +246,10 @@ def _on_host(env: Environment) -> dict[str, dict[str, Any]]:
         shown = remote.run_json(registry.get(str(env.on)), ["env", "show", env.name, "--json"])
     except PgrigError:
         return {}
-    found = shown.get("datasets") if isinstance(shown, dict) else None
-    if not isinstance(found, dict):
-        return {}
-    return {str(k): v for k, v in found.items() if isinstance(v, dict)}
+    return _checked(shown.get("datasets") if isinstance(shown, dict) else None)
 
 
-def merged(
-    here: dict[str, dict[str, Any]], there: dict[str, dict[str, Any]]
-) -> dict[str, dict[str, Any]]:
+def merged(here: dict[str, DatasetDoc], there: dict[str, DatasetDoc]) -> dict[str, DatasetDoc]:
     """Per database, the most recently generated record of the two (ISO UTC times compare as
     text); a record without a time loses to one with."""
     out = dict(here)
@@ -258,16 +262,16 @@ def merged(
     return out
 
 
-def get(env: Environment, dbname: str) -> dict[str, Any] | None:
+def get(env: Environment, dbname: str) -> DatasetDoc | None:
     return load_all(env).get(dbname)
 
 
-def is_complete(info: dict[str, Any]) -> bool:
+def is_complete(info: DatasetDoc) -> bool:
     """Whether a recorded dataset finished loading (records older than the mark did)."""
     return info.get("complete", True) is not False
 
 
-def usable(env: Environment, dbname: str) -> dict[str, Any] | None:
+def usable(env: Environment, dbname: str) -> DatasetDoc | None:
     """The dataset a run may use (None: not generated by pgrig); a partial one is refused."""
 
     info = get(env, dbname)
@@ -288,12 +292,12 @@ def forget(env: Environment, dbname: str) -> None:
         _write(env, data)
 
 
-def record(env: Environment, dbname: str, info: dict[str, Any]) -> None:
+def record(env: Environment, dbname: str, info: DatasetDoc) -> None:
     data = _load_local(env)
     data[dbname] = {**info, "generated_at": datetime.now(UTC).isoformat(timespec="seconds")}
     _write(env, data)
 
 
-def _write(env: Environment, data: dict[str, Any]) -> None:
+def _write(env: Environment, data: dict[str, DatasetDoc]) -> None:
     env.dir.mkdir(parents=True, exist_ok=True)
     safe_write.write_text(_file(env), json.dumps(data, indent=2, sort_keys=True))

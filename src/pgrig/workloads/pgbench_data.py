@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment, dbname_arg
 from pgrig.provision.system.child_process import die_with_parent
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads import database
 
 BYTES_PER_SCALE = 15_000_000  # tables + primary keys, measured on PostgreSQL 15-18
@@ -36,7 +37,7 @@ def generate(
     scale: int,
     partitions: int | None = None,
     progress: Progress | None = None,
-) -> dict[str, object]:
+) -> DatasetDoc:
     if scale < 1:
         raise PgrigError(f"--scale must be >= 1 (got {scale})")
     if partitions is not None and partitions < 1:

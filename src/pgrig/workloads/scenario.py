@@ -7,15 +7,16 @@ record (TPC-C's NOPM). Adding a scenario means one class here, nothing in load/.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pgrig.archive.records import RunRecord
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DatasetDoc
 from pgrig.request import RunRequest, ScriptSpec
 
 
@@ -39,7 +40,7 @@ class Scenario(Protocol):
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         """The scripts to run on `dbname` (which holds `dataset`); a PgrigError if it cannot
         serve this scenario (no such data)."""
@@ -53,7 +54,7 @@ class Scenario(Protocol):
 def _require_data(
     env: Environment,
     dbname: str,
-    dataset: Mapping[str, Any],
+    dataset: DatasetDoc,
     accepted: tuple[str, ...],
     label: str,
     size: str,
@@ -84,7 +85,7 @@ class ScriptsAsGiven:
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         return RunScripts(list(spec.scripts), {}, spec.max_tries)
 
@@ -103,7 +104,7 @@ class Tpcc:
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         from pgrig.workloads import tpcc
 
@@ -144,7 +145,7 @@ class Chbench(Tpcc):
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         # TPC-C's tables alone lack the queries' three
         _require_data(env, dbname, dataset, ("chbench",), "CH-benCHmark", "--warehouses W")
@@ -163,7 +164,7 @@ class Tpch:
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         _require_data(env, dbname, dataset, ("tpch",), "TPC-H", "--scale-factor SF")
         return RunScripts([], {}, 1)
@@ -183,7 +184,7 @@ class Tickets:
         env: Environment,
         dbname: str,
         work: Path,
-        dataset: Mapping[str, Any],
+        dataset: DatasetDoc,
     ) -> RunScripts:
         from pgrig.workloads import tickets
 

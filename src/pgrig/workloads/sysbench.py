@@ -27,6 +27,7 @@ from psycopg import sql
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system.child_process import die_with_parent
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads import database
 
 PREFIX = "sysbench:"
@@ -113,7 +114,7 @@ def generate(
     table_size: int,
     progress: Progress | None = None,
     jobs: int = 1,
-) -> dict[str, object]:
+) -> DatasetDoc:
     """sysbench's own `prepare` (oltp_common.lua) into dbname, replacing sbtest1..N."""
     if tables < 1 or table_size < 1:
         raise PgrigError("--tables and --table-size must be >= 1")

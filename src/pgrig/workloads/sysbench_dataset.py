@@ -19,12 +19,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system.child_process import die_with_parent
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads import sysbench, sysbench_lua
 from pgrig.workloads.sysbench_lua import ScriptFacts, option_key
 
@@ -44,7 +44,7 @@ def run_options(
     label: str,
     script: Path,
     defines: dict[str, str],
-    dataset: dict[str, Any] | None,
+    dataset: DatasetDoc | None,
     where: tuple[str, str],
 ) -> RunOptions:
     """The run's --NAME=VALUE options; where: (environment, database) for the messages."""
@@ -82,7 +82,7 @@ def run_options(
 
 
 def _same_script(
-    label: str, facts: ScriptFacts, dataset: dict[str, Any], where: tuple[str, str]
+    label: str, facts: ScriptFacts, dataset: DatasetDoc, where: tuple[str, str]
 ) -> list[tuple[str, str]]:
     """The run's script must be the one that prepared the data: the same file, or a file of
     the same content (a copy, or the one a remote host's pgrig was given)."""
@@ -106,12 +106,12 @@ def _same_script(
     )
 
 
-def _data_of(script: Path) -> dict[str, Any]:
+def _data_of(script: Path) -> DatasetDoc:
     """The dataset a script reads: its own, or the bundled oltp tests' sbtest tables."""
     return {} if script.parent == sysbench.BUNDLED_DIR else {"script": str(script)}
 
 
-def _not_sysbench_data(label: str, dataset: dict[str, Any], where: tuple[str, str]) -> str:
+def _not_sysbench_data(label: str, dataset: DatasetDoc, where: tuple[str, str]) -> str:
     return (
         f"database {where[1]!r} of {where[0]} holds {describe_dataset(dataset)}, not sysbench "
         f"data: {label} would read whatever tables are left there. Generate sysbench data "
@@ -129,7 +129,7 @@ def _not_sysbench_data(label: str, dataset: dict[str, Any], where: tuple[str, st
     )
 
 
-def describe_dataset(dataset: dict[str, Any]) -> str:
+def describe_dataset(dataset: DatasetDoc) -> str:
     """For people: "a pgbench dataset of scale 2, generated 2026-11-28T10:00:00+00:00"."""
     scenario = dataset.get("scenario")
     if scenario == "sysbench" and dataset.get("script"):
@@ -151,9 +151,7 @@ def describe_dataset(dataset: dict[str, Any]) -> str:
     return f"{what}, generated {when}" if when else what
 
 
-def generate_command(
-    where: tuple[str, str], dataset: dict[str, Any], changed: dict[str, str]
-) -> str:
+def generate_command(where: tuple[str, str], dataset: DatasetDoc, changed: dict[str, str]) -> str:
     """The `pgrig db generate` that makes the data a run asks for."""
     argv = ["pgrig", "db", "generate", where[0], "--db", where[1], "--scenario", "sysbench"]
     if dataset.get("script"):
@@ -192,7 +190,7 @@ def checked_script(script: Path, defines: dict[str, str]) -> tuple[str, Path, Sc
     return label, path, facts
 
 
-def same_script(dataset: dict[str, Any] | None, path: Path, sha256: str) -> bool:
+def same_script(dataset: DatasetDoc | None, path: Path, sha256: str) -> bool:
     """Whether the dataset is (or was being) prepared by this script: the same file or the
     same content."""
     if not dataset or dataset.get("scenario") != "sysbench" or not dataset.get("script"):
@@ -204,7 +202,7 @@ def cleanup_defines(
     env: Environment,
     dbname: str,
     script: Path,
-    previous: dict[str, Any] | None,
+    previous: DatasetDoc | None,
 ) -> dict[str, str] | None:
     """Before a script prepares data in a database that already holds tables: the options
     its cleanup must get to drop them (those the same script prepared them with: generating
@@ -258,7 +256,7 @@ def prepare(
     jobs: int,
     progress: Progress | None = None,
     old_defines: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> DatasetDoc:
     """The script's `prepare` with the defines as its options (its `cleanup` first, where it
     declares one, so that generating again replaces the data; with old_defines, the options
     the data there was prepared with: cleanup_defines)."""
@@ -306,7 +304,7 @@ class CheckResult:
     seconds: float
 
 
-def check(env: Environment, dbname: str, dataset: dict[str, Any] | None) -> CheckResult:
+def check(env: Environment, dbname: str, dataset: DatasetDoc | None) -> CheckResult:
     """The script's `check` command against the data it prepared, with the same options; it
     fails when sysbench exits non-zero (a Lua error) or a line says FAILED."""
     where = (env.name, dbname)

@@ -30,7 +30,7 @@ from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, run_steps
 from pgrig.metrics.sampler import Sampler
 from pgrig.provision.state.environment import Environment, require_managed
-from pgrig.record.documents import BackupDoc
+from pgrig.record.documents import BackupDoc, DatasetDoc
 from pgrig.record.protocol import RunStore
 from pgrig.record.run import RunSeries
 
@@ -173,7 +173,7 @@ class BackupRun:
         self.t0 = self.t1 = 0.0
         self.rec: RunRecord | None = None
         self.interrupted = False
-        self.datasets: dict[str, dict[str, Any]] = {}  # the data when the backup began
+        self.datasets: dict[str, DatasetDoc] = {}  # the data when the backup began
         self.stored = False  # its last write made (archived or spooled)
 
     def begin(self) -> RunRecord:
@@ -302,7 +302,7 @@ def _do(
     env: Environment,
     dbname: str,
     console: Console,
-    datasets: dict[str, dict[str, Any]],
+    datasets: dict[str, DatasetDoc],
 ) -> dict[str, Any]:
     from pgrig.provision.server import basebackup, pgbackrest
 

@@ -12,11 +12,12 @@ from typing import Any
 
 from pgrig.provision.server import backups
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DatasetDoc
 
 NOT_RECORDED = "row counts not checked: the backup recorded no data (taken by an older pgrig)"
 
 
-def expected_counts(info: dict[str, Any]) -> dict[str, int]:
+def expected_counts(info: DatasetDoc) -> dict[str, int]:
     """Exact row counts a dataset fixes (tables a workload only appends to are left out)."""
     if info.get("scenario") == "pgbench" and info.get("scale"):
         s = int(info["scale"])
@@ -33,7 +34,7 @@ def expected_counts(info: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
-def verify(datasets: dict[str, dict[str, Any]] | None, scratch: Environment) -> dict[str, Any]:
+def verify(datasets: dict[str, DatasetDoc] | None, scratch: Environment) -> dict[str, Any]:
     """Row counts of every dataset the backup holds (`datasets`: its catalogue entry's; None
     for an entry that recorded none), then pg_amcheck; {"ok", "problem", ...}."""
     import psycopg

@@ -12,7 +12,6 @@ query), instead of a run archived as failed on pgbench's or sysbench's first sta
 from __future__ import annotations
 
 import subprocess
-from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
@@ -22,6 +21,7 @@ from pgrig.provision.state.environment import (
     dbname_arg,
     require_managed,
 )
+from pgrig.record.documents import DatasetDoc
 from pgrig.request import RunRequest
 
 # What `pgbench -i` makes (every builtin reads pgbench_branches' count first) and the first
@@ -55,7 +55,7 @@ def check_tables(env: Environment, spec: RunRequest, dbname: str) -> None:
         )
 
 
-def check_sysbench_data(spec: RunRequest, dbname: str, dataset: dict[str, Any]) -> None:
+def check_sysbench_data(spec: RunRequest, dbname: str, dataset: DatasetDoc) -> None:
     """A sysbench workload and the database's dataset agree (workloads/sysbench_dataset.py):
     refused here, before the run's settings or its archive row are made."""
     if not spec.is_sysbench:

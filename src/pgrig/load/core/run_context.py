@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from pgrig.archive.records import RunRecord
 from pgrig.load.core.run_steps import StopIf
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DatasetDoc
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
@@ -47,7 +48,7 @@ class PreparedRun:
     live: bool  # the live figures on a terminal
     stop_if: StopIf | None = None  # a reason to stop early (a study's guardrail), or None
     server: ServerFacts | None = None
-    dataset: dict[str, Any] = field(default_factory=dict)  # workloads/datasets.usable
+    dataset: DatasetDoc = field(default_factory=DatasetDoc)  # workloads/datasets.usable
     lock: EnvLock | None = None  # held by the caller: the run's id is written to it
 
     def begun(self, rec: RunRecord) -> RunContext:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Console
 
@@ -45,7 +45,14 @@ from pgrig.provision.state.environment import (
     require_managed,
     without_libpq_vars,
 )
-from pgrig.record.documents import DiskLimitDoc, PoolerDoc, PrewarmDoc, RunExtra, SettingDoc
+from pgrig.record.documents import (
+    DatasetDoc,
+    DiskLimitDoc,
+    PoolerDoc,
+    PrewarmDoc,
+    RunExtra,
+    SettingDoc,
+)
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest, load_values
 
@@ -197,12 +204,12 @@ def _server_facts(
 
 def _resolve_scripts(
     spec: RunRequest, env: Environment, dbname: str, work: Path
-) -> tuple[RunScripts, dict[str, Any]]:
+) -> tuple[RunScripts, DatasetDoc]:
     """What the run executes, from its scenario (workloads/scenario.py), and the dataset the
     database holds (a partial one is refused)."""
     from pgrig.workloads import datasets, scenario
 
-    info: dict[str, Any] = dict(datasets.usable(env, dbname) or {})
+    info: DatasetDoc = datasets.usable(env, dbname) or {}
     of_run = scenario.of(spec.workload, (s.name for s in spec.scripts))
     return of_run.run_scripts(spec, env, dbname, work, info), info
 

@@ -215,7 +215,7 @@ def emit(spec: RunRequest, out_dir: Path) -> list[Path]:
     if env.major is None:
         raise PgrigError(f"{env.name}: its PostgreSQL major is unknown (see `pgrig env show`)")
     database = spec.database or env.default_database
-    info = dict(datasets.get(env, database) or {})
+    info = datasets.get(env, database) or {}
     with tempfile.TemporaryDirectory(prefix="pgrig-emit-") as tmp:
         planned, _info = runner._resolve_scripts(spec, env, database, Path(tmp))
         spec = spec.model_copy(
@@ -229,9 +229,7 @@ def emit(spec: RunRequest, out_dir: Path) -> list[Path]:
         major=int(env.major),
         settings=settings,
         database=database,
-        scale=int(info["scale"])
-        if info.get("scenario") == "pgbench" and info.get("scale")
-        else None,
+        scale=(info.get("scale") or None) if info.get("scenario") == "pgbench" else None,
         scripts_text=texts,
     )
     return write(out_dir, docs)

@@ -11,11 +11,12 @@ dependencies flow one way (tests/unit/test_layering.py checks there is no import
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pgrig.load.engines.driver import LoadDriver
     from pgrig.provision.state.environment import Environment
+    from pgrig.record.documents import DatasetDoc
     from pgrig.record.protocol import RunReader
     from pgrig.request import RunRequest
 
@@ -26,7 +27,7 @@ def for_request(
     work: Path,
     client_env: dict[str, str],
     prefix: list[str],
-    dataset: dict[str, Any],
+    dataset: DatasetDoc,
     archive: RunReader | None = None,
 ) -> LoadDriver:
     """The driver of the request's workload. client_env: the libpq variables of the target

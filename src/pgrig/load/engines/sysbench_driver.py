@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pgrig.analysis import quantile_bounds
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results, sysbench_output
 from pgrig.load.engines.driver import Stream
 from pgrig.provision.state.environment import DEFAULT_DATABASE
-from pgrig.record.documents import LatencyBasisDoc, PercentileCheck
+from pgrig.record.documents import DatasetDoc, LatencyBasisDoc, PercentileCheck
 from pgrig.record.run import SeriesColumns
 from pgrig.request.values import number_text
 from pgrig.workloads import sysbench, sysbench_dataset, sysbench_lua
@@ -51,9 +51,7 @@ class SysbenchDriver:
     progress_on: Stream = "stdout"
     txlog_mode: str | None = None  # sysbench keeps no per-transaction log
 
-    def __init__(
-        self, spec: RunRequest, client_env: dict[str, str], dataset: dict[str, Any]
-    ) -> None:
+    def __init__(self, spec: RunRequest, client_env: dict[str, str], dataset: DatasetDoc) -> None:
         self.spec = spec
         self.sysbench = sysbench.binary()
         self.name, self.script = sysbench.script_path(spec.workload)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from pgrig.archive.records import RunRecord
+    from pgrig.record.documents import DatasetDoc
     from pgrig.request import RunRequest
 
 
@@ -48,9 +49,7 @@ class TpchDriver:
     total_s: int | None = None  # as long as the queries take
     txlog_mode: str | None = None
 
-    def __init__(
-        self, spec: RunRequest, client_env: dict[str, str], dataset: dict[str, Any]
-    ) -> None:
+    def __init__(self, spec: RunRequest, client_env: dict[str, str], dataset: DatasetDoc) -> None:
         self.spec = spec
         self.client_env = client_env
         workload = spec.workload.strip()

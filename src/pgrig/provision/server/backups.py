@@ -28,6 +28,8 @@ from pgrig import safe_write
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import DatasetDoc
 
 CATALOG = "backups.json"
 
@@ -49,7 +51,7 @@ class Backup:
     # the data the backup holds, per database (workloads/datasets.py's records, taken when
     # the backup began): a restore verifies against these, not against what the environment
     # holds now (regenerated since, or another scenario). None: an older catalogue entry.
-    datasets: dict[str, dict[str, Any]] | None = None
+    datasets: dict[str, DatasetDoc] | None = None
 
 
 def root(env: Environment, backup_dir: str | Path | None = None) -> Path:
@@ -88,11 +90,21 @@ def catalog(env: Environment) -> list[Backup]:
     if not f.exists():
         return []
     try:
-        return [Backup(**doc) for doc in json.loads(f.read_text())]
+        return [_entry(doc) for doc in json.loads(f.read_text())]
     except (OSError, ValueError, TypeError) as e:
         raise PgrigError(
             f"the backup catalogue {f} is damaged ({e}); remove it to start over"
         ) from None
+
+
+def _entry(doc: dict[str, Any]) -> Backup:
+    """One catalogue entry, its datasets read as their declared documents (record/doc_read)."""
+    entry = Backup(**doc)
+    if isinstance(entry.datasets, dict):
+        entry.datasets = {
+            str(db): read_document(DatasetDoc, info) for db, info in entry.datasets.items()
+        }
+    return entry
 
 
 def record(env: Environment, backup: Backup) -> None:

@@ -21,6 +21,7 @@ from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.server import backups
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DatasetDoc
 
 INCREMENTAL_MAJOR = 17
 
@@ -111,7 +112,7 @@ def take(
     env: Environment,
     kind: str,
     backup_dir: str | None = None,
-    datasets: dict[str, dict[str, Any]] | None = None,
+    datasets: dict[str, DatasetDoc] | None = None,
 ) -> dict[str, Any]:
     """Take a `kind` ("full" or "incremental") backup; returns its figures (and catalogues it,
     with `datasets`: the data it holds). Raises BackupFailed (nothing catalogued, the partial
@@ -153,7 +154,7 @@ def _take(
     parent: backups.Backup | None,
     before: dict[str, Any],
     figures: dict[str, Any],
-    datasets: dict[str, dict[str, Any]] | None,
+    datasets: dict[str, DatasetDoc] | None,
 ) -> dict[str, Any]:
     try:
         result = backups.run_tool(argv)

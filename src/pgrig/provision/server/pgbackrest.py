@@ -32,6 +32,7 @@ from pgrig.provision.server.basebackup import (
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+from pgrig.record.documents import DatasetDoc
 
 KINDS = ("full", "diff", "incr")
 OLDEST_WITHOUT_16 = (2, 46)
@@ -158,7 +159,7 @@ def take(
     kind: str,
     backup_dir: str | None,
     say: Callable[[str], None],
-    datasets: dict[str, dict[str, Any]] | None = None,
+    datasets: dict[str, DatasetDoc] | None = None,
 ) -> dict[str, Any]:
     """A pgBackRest backup of `kind` (full, diff, incr); returns its figures (catalogued, with
     `datasets`: the data it holds)."""

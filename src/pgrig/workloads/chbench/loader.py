@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from importlib import resources
-from typing import Any
 
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads.chbench.nations import REGIONS, nations
 from pgrig.workloads.tpcc import loader as tpcc_loader
 from pgrig.workloads.tpcc.loader import Progress
@@ -40,7 +40,7 @@ def generate(
     jobs: int = 2,
     partition: bool = False,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> DatasetDoc:
     """TPC-C's nine tables with `warehouses` warehouses, then the three CH-benCHmark tables,
     their keys and statistics. Replaces an earlier CH-benCHmark or TPC-C load."""
     with connect(conninfo) as conn:  # the tpcc loader refuses tables it did not make
@@ -69,7 +69,7 @@ def generate(
     phases = {**info.get("phases", {}), "chbench_tables_s": round(ch_s, 3)}
     return {
         **info,
-        "load_seconds": round(info["load_seconds"] + ch_s, 3),
+        "load_seconds": round(info.get("load_seconds", 0.0) + ch_s, 3),
         "phases": phases,
         "suppliers": SUPPLIERS,
         "nations": len(nations()),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pgrig.errors import PgrigError
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DatasetDoc
 from pgrig.request.dataset import TICKETS_ROWS
 from pgrig.workloads import database
 
@@ -44,7 +45,7 @@ def generate(
     rows: int = DEFAULT_ROWS,
     jobs: int = 2,
     progress: Progress | None = None,
-) -> dict[str, object]:
+) -> DatasetDoc:
     """Create book.* in `dbname` (replacing it) with `rows` tickets; returns the dataset info."""
     if rows < 1:
         raise PgrigError(f"--rows must be >= 1 (got {rows})")

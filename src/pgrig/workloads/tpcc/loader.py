@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import psycopg
 
 from pgrig.errors import PgrigError, first_line
+from pgrig.record.documents import DatasetDoc
 from pgrig.workloads.database import current_size
 from pgrig.workloads.tpcc import sql
 from pgrig.workloads.tpcc.meta import connect
@@ -82,7 +83,7 @@ def generate(
     jobs: int = 2,
     partition: bool = False,
     progress: Progress | None = None,
-) -> dict:
+) -> DatasetDoc:
     """Create and load a TPC-C database of `warehouses` warehouses with `jobs` connections.
 
     Replaces an earlier TPC-C load in the same database; refuses to touch a database whose
@@ -90,7 +91,7 @@ def generate(
     """
     _validate(warehouses, jobs)
     rng = random.SystemRandom()
-    constants = {
+    constants: dict[str, int] = {
         "c_last_load": rng.randint(0, 255),
         "c_id_load": rng.randint(0, 1023),
         "ol_i_id_load": rng.randint(0, 8191),
@@ -151,7 +152,9 @@ def generate(
         "database_size_bytes": db_size,
         "phases": {k: round(v, 3) for k, v in phases.items()},
         "rows_estimate": rows,
-        **constants,
+        "c_last_load": constants["c_last_load"],
+        "c_id_load": constants["c_id_load"],
+        "ol_i_id_load": constants["ol_i_id_load"],
     }
 
 

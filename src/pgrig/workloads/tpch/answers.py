@@ -25,12 +25,21 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from pgrig.errors import PgrigError
 from pgrig.workloads.tpch import loader, queries
+
+if TYPE_CHECKING:
+    import subprocess
+
+    import duckdb
+
+# a row as either engine returns it: its cells are whatever the column's type reads as
+# (text, Decimal, float, int, date, None), compared by _same
+Row = Sequence[object]
 
 # The columns clause 2.1.3.5 holds to 1%: averages and ratios.
 APPROXIMATE: dict[int, frozenset[str]] = {
@@ -86,7 +95,7 @@ def check(conninfo: str, sf: float, work: Path | None = None) -> AnswersCheck:
     return out
 
 
-def reference_db(sf: float, where: Path) -> Any:
+def reference_db(sf: float, where: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB holding the eight tables as tpchgen-cli generates them."""
     import duckdb
 
@@ -103,14 +112,14 @@ def reference_db(sf: float, where: Path) -> Any:
     return duck
 
 
-def _run(argv: list[str]) -> Any:
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     import subprocess
 
     return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600)
 
 
 def compare(
-    query: int, names: Sequence[str], ours: Sequence[Sequence[Any]], theirs: Sequence[Sequence[Any]]
+    query: int, names: Sequence[str], ours: Sequence[Row], theirs: Sequence[Row]
 ) -> QueryCheck:
     """The database's answer (ours) against the reference's (theirs), row by row."""
     approx = APPROXIMATE.get(query, frozenset())
@@ -136,8 +145,8 @@ def _first_difference(
     query: int,
     names: Sequence[str],
     approx: frozenset[str],
-    ours: Sequence[Sequence[Any]],
-    theirs: Sequence[Sequence[Any]],
+    ours: Sequence[Row],
+    theirs: Sequence[Row],
 ) -> str | None:
     for i, (a, b) in enumerate(zip(ours, theirs, strict=True), start=1):
         for name, x, y in zip(names, a, b, strict=True):
@@ -151,7 +160,7 @@ def _first_difference(
 
 
 def _first_missing(
-    query: int, names: Sequence[str], ours: Sequence[Sequence[Any]], theirs: Sequence[Sequence[Any]]
+    query: int, names: Sequence[str], ours: Sequence[Row], theirs: Sequence[Row]
 ) -> str:
     mine = set(_sorted(ours))
     for row in theirs:
@@ -164,7 +173,7 @@ def _first_missing(
     return ""
 
 
-def _same(x: Any, y: Any, approx: bool) -> bool:
+def _same(x: object, y: object, approx: bool) -> bool:
     if x is None or y is None:
         return x is None and y is None
     if isinstance(x, str) or isinstance(y, str):
@@ -180,7 +189,7 @@ def _same(x: Any, y: Any, approx: bool) -> bool:
     return scale == 0 or abs(a - b) <= Decimal(str(RELATIVE_TOLERANCE)) * scale
 
 
-def _number(v: Any) -> Decimal | None:
+def _number(v: object) -> Decimal | None:
     if isinstance(v, bool):
         return None
     try:
@@ -189,7 +198,7 @@ def _number(v: Any) -> Decimal | None:
         return None
 
 
-def _key(row: Sequence[Any]) -> tuple[str, ...]:
+def _key(row: Row) -> tuple[str, ...]:
     """A row as text that both engines write alike (rounded numbers, unpadded text)."""
     out = []
     for v in row:
@@ -201,20 +210,20 @@ def _key(row: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _sorted(rows: Sequence[Sequence[Any]]) -> list[tuple[str, ...]]:
+def _sorted(rows: Sequence[Row]) -> list[tuple[str, ...]]:
     return sorted(_key(r) for r in rows)
 
 
-def _sorted_rows(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+def _sorted_rows(rows: Sequence[Row]) -> list[Row]:
     return sorted(rows, key=_key)
 
 
-def _row_label(names: Sequence[str], row: Sequence[Any]) -> str:
+def _row_label(names: Sequence[str], row: Row) -> str:
     shown = [f"{n}={_show(v)}" for n, v in list(zip(names, row, strict=False))[:2]]
     return ", ".join(shown)
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     if isinstance(v, str):
         return repr(v.rstrip())
     return str(v)

@@ -21,11 +21,12 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import psycopg
 
 from pgrig.errors import PgrigError, first_line
+from pgrig.record.documents import DatasetDoc
 
 Progress = Callable[[float, float, str], None]
 
@@ -92,9 +93,7 @@ class TableLoad:
     seconds: float = 0.0
 
 
-def load(
-    conninfo: str, sf: float, jobs: int = 2, progress: Progress | None = None
-) -> dict[str, Any]:
+def load(conninfo: str, sf: float, jobs: int = 2, progress: Progress | None = None) -> DatasetDoc:
     """Replace the TPC-H tables of the database with scale factor `sf`'s data; the figures of
     the load (seconds per phase and per table, rows, bytes) returned."""
     check_scale_factor(sf)
