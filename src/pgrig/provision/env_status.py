@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision import study_layer
@@ -19,7 +21,22 @@ from pgrig.provision.state.environment import (
     Environment,
     without_libpq_vars,
 )
+from pgrig.record.documents import DiskLimitDoc
 from pgrig.request import disk_limit as disk_limits
+
+
+class EnvRow(TypedDict):
+    """One environment as `env list` shows it (--json too); a damaged one has its name and
+    status only."""
+
+    name: str
+    kind: str | None
+    version: str | None
+    port: int | None
+    status: str
+    profile: str | None
+    target: str | None
+    disk_limit: str | None
 
 
 def describe(env: Environment) -> dict[str, Any]:
@@ -96,7 +113,7 @@ def topology_warnings(name: str, sync: str, topology: list[dict[str, Any]]) -> l
     return []
 
 
-def disk_limit_state(env: Environment) -> dict[str, Any]:
+def disk_limit_state(env: Environment) -> DiskLimitDoc:
     """The environment's disk limit and what the kernel holds of it now (in_force). The one
     check of it: `env show` prints it, `env repair` (disk_limit_fault) repairs what it finds."""
     if not env.disk_limit and not env.managed:
@@ -110,7 +127,7 @@ def disk_limit_state(env: Environment) -> dict[str, Any]:
         }  # fmt: skip
 
 
-def disk_limit_fault(env: Environment, state: dict[str, Any] | None = None) -> str | None:
+def disk_limit_fault(env: Environment, state: DiskLimitDoc | None = None) -> str | None:
     """What `env show` flags about the disk limit that a repair puts right (None: nothing):
     a damaged record, or a limit a running server is not held to. A stopped server's limit
     is put in force by its next start: not a fault."""
@@ -131,9 +148,9 @@ def _status(env: Environment, timeout: float = 2) -> str:
     return postmaster.status(env, timeout=timeout)
 
 
-def list_rows() -> list[dict[str, Any]]:
+def list_rows() -> list[EnvRow]:
     """Every environment; a damaged or incomplete one too, its status saying what is wrong."""
-    rows: list[dict[str, Any]] = [
+    rows: list[EnvRow] = [
         {"name": name, "kind": None, "version": None, "port": None,
          "status": f"damaged: {why}", "profile": None, "target": None, "disk_limit": None}
         for name, why in Environment.damaged().items()

@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final, Literal
 
 import psutil
+from typing_extensions import TypedDict
 
 from pgrig import safe_write
 from pgrig.errors import PgrigError
@@ -26,25 +27,54 @@ from pgrig.provision.server import affinity, server_settings
 from pgrig.provision.settings import config
 from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
+from pgrig.record.doc_read import read_document
 
 if TYPE_CHECKING:
     from pgrig.archive.store import Archive
 
 JOURNAL_FILE = "run-journal.json"
-CONF = "conf"  # pgrig.conf holds a run layer: {"names": [...]}
-INSIGHTS = "insights"  # pgrig.conf holds auto_explain's run-time sampling: {"names": [...]}
-PINNING = "pinning"  # affinities changed: {"roots": [{"pid", "create_time", "mask"}]}
+CONF: Final = "conf"  # pgrig.conf holds a run layer: {"names": [...]}
+INSIGHTS: Final = "insights"  # pgrig.conf holds auto_explain's run-time sampling
+PINNING: Final = "pinning"  # affinities changed: {"roots": [{"pid", "create_time", "mask"}]}
+ConfKey = Literal["conf", "insights"]
 
 
-def read(env: Environment) -> dict[str, Any]:
+class ConfNote(TypedDict):
+    """Settings pgrig.conf holds for a run only, to clear."""
+
+    names: list[str]
+
+
+class PinnedRoot(TypedDict):
+    """A process whose tree a run pinned, as it was: its mask to put back."""
+
+    pid: int
+    create_time: float  # psutil's: the same pid of another process is not this one
+    mask: list[int]
+
+
+class PinningNote(TypedDict):
+    roots: list[PinnedRoot]
+
+
+class Journal(TypedDict, total=False):
+    """<env>/run-journal.json: what a run changed and has not undone yet, by kind."""
+
+    conf: ConfNote
+    insights: ConfNote
+    pinning: PinningNote
+
+
+def read(env: Environment) -> Journal:
+    """The journal (empty: nothing to undo); an entry of another shape reads as missing."""
     try:
         doc = json.loads((env.dir / JOURNAL_FILE).read_text())
     except (OSError, ValueError):
         return {}
-    return doc if isinstance(doc, dict) else {}
+    return read_document(Journal, doc)
 
 
-def _write(env: Environment, doc: dict[str, Any]) -> None:
+def _write(env: Environment, doc: Journal) -> None:
     path = env.dir / JOURNAL_FILE
     if not doc:
         path.unlink(missing_ok=True)
@@ -53,17 +83,18 @@ def _write(env: Environment, doc: dict[str, Any]) -> None:
     safe_write.replace_text(path, json.dumps(doc, indent=2, sort_keys=True))
 
 
-def note_conf(env: Environment, names: list[str], key: str = CONF) -> None:
+def note_conf(env: Environment, names: list[str], key: ConfKey = CONF) -> None:
     """Before pgrig.conf gets run-only values for `names` (merged with what is noted)."""
     doc = read(env)
-    known = set(doc.get(key, {}).get("names", []))
+    noted = doc.get(key)
+    known = set(noted["names"]) if noted is not None else set()
     doc[key] = {"names": sorted(known | set(names))}
     _write(env, doc)
 
 
 def note_pinning(env: Environment, roots: list[int]) -> None:
     """Before the trees of `roots` are pinned: their current masks, to put back."""
-    entries = []
+    entries: list[PinnedRoot] = []
     for pid in roots:
         with contextlib.suppress(psutil.Error, OSError):
             proc = psutil.Process(pid)
@@ -74,7 +105,7 @@ def note_pinning(env: Environment, roots: list[int]) -> None:
     _write(env, doc)
 
 
-def done(env: Environment, key: str) -> None:
+def done(env: Environment, key: Literal["conf", "insights", "pinning"]) -> None:
     """`key`'s change was undone: struck out (the file goes with its last entry)."""
     doc = read(env)
     if key in doc:
@@ -94,11 +125,12 @@ def pending(env: Environment) -> list[str]:
     out = []
     if CONF in doc or INSIGHTS in doc or stale_layer:
         names = set(config.run_layer(env))
-        for key in (CONF, INSIGHTS):
-            names |= set(doc.get(key, {}).get("names", []))
+        names |= set(_noted_names(doc))
         shown = ", ".join(sorted(names)) or "pgrig.conf"
         out.append(f"would undo the settings of an interrupted run ({shown})")
-    pids = [p for p in (_alive(root) for root in doc.get(PINNING, {}).get("roots", [])) if p]
+    pinning = doc.get(PINNING)
+    roots = pinning["roots"] if pinning is not None else []
+    pids = [p for p in (_alive(root) for root in roots) if p]
     if pids:
         out.append(
             "would put back the CPU affinity an interrupted run set on pid "
@@ -108,12 +140,18 @@ def pending(env: Environment) -> list[str]:
     return out
 
 
-def _alive(root: dict[str, Any]) -> int | None:
+def _noted_names(doc: Journal) -> list[str]:
+    """The settings the journal's conf and insights entries note for a run."""
+    notes = (doc.get(CONF), doc.get(INSIGHTS))
+    return [n for noted in notes if noted is not None for n in noted["names"]]
+
+
+def _alive(root: PinnedRoot) -> int | None:
     """The pid of a journaled root when it is still the process that was pinned."""
     try:
-        proc = psutil.Process(int(root["pid"]))
-        same = abs(proc.create_time() - float(root["create_time"])) < 0.01
-    except (psutil.Error, KeyError, TypeError, ValueError):
+        proc = psutil.Process(root["pid"])
+        same = abs(proc.create_time() - root["create_time"]) < 0.01
+    except (psutil.Error, ValueError):
         return None
     return proc.pid if same and root.get("mask") else None
 
@@ -138,20 +176,19 @@ def recover(env: Environment, *, holding_lock: bool = False) -> list[str]:
         done(env, PINNING)
     if CONF in doc or INSIGHTS in doc or stale_layer:
         names = set(config.run_layer(env))
-        for key in (CONF, INSIGHTS):
-            names |= set(doc.get(key, {}).get("names", []))
+        names |= set(_noted_names(doc))
         undone.append(_restore_conf(env, sorted(names)))
         done(env, CONF)
         done(env, INSIGHTS)
     return undone
 
 
-def _unpin(entry: dict[str, Any]) -> list[str]:
+def _unpin(entry: PinningNote) -> list[str]:
     out = []
-    for root in entry.get("roots", []):
+    for root in entry["roots"]:
         pid = _alive(root)  # None: gone (restarted since): a new process was never pinned
         if pid is not None:
-            affinity.set_tree(pid, {int(c) for c in root["mask"]})
+            affinity.set_tree(pid, set(root["mask"]))
             out.append(f"CPU affinity of pid {pid} and its children put back")
     return out
 

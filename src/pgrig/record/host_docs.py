@@ -66,6 +66,7 @@ class DiskLimitDoc(TypedDict, total=False):
     problems: list[str]  # why it is not in force
     reapplied_because: list[str]  # found not in force at the run's start, so put back first
     not_throttled: str  # what this mechanism does not limit
+    damaged: bool  # env show: the environment's record of its limit cannot be read
 
 
 class HostDoc(TypedDict, total=False):

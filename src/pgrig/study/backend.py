@@ -29,6 +29,7 @@ from pgrig.request import RunRequest
 from pgrig.study.spec import DatasetSpec, EnvSpec, StudySpecError
 
 if TYPE_CHECKING:
+    from pgrig.provision.state.env_lock import ForcedNote
     from pgrig.provision.state.environment import Environment
 
 PREWARM_SQL = """
@@ -300,7 +301,7 @@ class ProvisionBackend:
             for line in run_journal.recover(current, holding_lock=held):
                 self.console.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
-    def _forced_settings(self, env_name: str, env_dir: Path | None) -> list[dict[str, Any]]:
+    def _forced_settings(self, env_name: str, env_dir: Path | None) -> list[ForcedNote]:
         """The settings changes forced on the environment (`env set ... --force`) while this
         study held it (provision/state/env_lock.py note_forced): putting its own settings
         back undoes them, which restore() says."""

@@ -22,7 +22,7 @@ from pgrig.provision import live_state, pooler, run_journal
 from pgrig.provision.server import postmaster
 from pgrig.provision.settings import config
 from pgrig.provision.state import env_lock
-from pgrig.provision.state.env_lock import EnvLock
+from pgrig.provision.state.env_lock import EnvLock, LockHolder
 from pgrig.provision.state.environment import Environment
 
 
@@ -73,7 +73,7 @@ def exclusive(
         lock.release()
 
 
-def forced_note(env_name: str, held: dict[str, object], change: str = "") -> str:
+def forced_note(env_name: str, held: LockHolder, change: str = "") -> str:
     """What a forced command tells its user about the run it changes under; under a tune or
     a study, that a settings change lasts only until it puts the environment's own back."""
     if held.get("run_id") is not None:

@@ -408,7 +408,7 @@ def _disk_limit(env: Environment) -> DiskLimitDoc | None:
         found = doc.get("problems", [])
         doc = disk_throttle.in_force(env, postmaster.pid(env))
         doc["reapplied_because"] = found
-    return cast(DiskLimitDoc, doc)
+    return doc
 
 
 def _layers(env: Environment, spec: RunRequest) -> dict[str, dict[str, str]]:

@@ -34,10 +34,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pgrig.provision.server.affinity import process_tree
 from pgrig.provision.state.environment import Environment
+from pgrig.record.documents import DiskDeviceDoc, DiskLimitDoc
 from pgrig.request.disk_limit import KEYS, DiskLimit, DiskLimitError
 
 V1_FILES = {
@@ -387,14 +387,14 @@ def read_limits(cg: Path, h: Hierarchy) -> dict[str, dict[str, int]]:
     return out
 
 
-def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict[str, Any]:
+def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> DiskLimitDoc:
     """What the kernel holds for this environment now, as a run records it: the limit asked
     for, the files read back per device, whether the postmaster and all its processes are in
     the cgroup, and `in_force` (all of it as asked)."""
     limit = limit_of(env)
     if limit is None:
         return _none_in_force(env, pid, kernel)
-    doc: dict[str, Any] = {"limit": limit.as_dict(), "text": limit.text(), "in_force": False}
+    doc: DiskLimitDoc = {"limit": limit.as_dict(), "text": limit.text(), "in_force": False}
     problems: list[str] = []
     try:
         h = hierarchy(kernel)
@@ -403,13 +403,14 @@ def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict
         doc["problems"] = [str(e)]
         return doc
     cg = cgroup_dir(env, h)
-    doc.update(mechanism=h.mechanism, cgroup=str(cg), not_throttled=h.not_throttled)
+    doc["mechanism"], doc["cgroup"], doc["not_throttled"] = h.mechanism, str(cg), h.not_throttled
     held = read_limits(cg, h) if cg.is_dir() else {}
-    doc["devices"] = [
+    found: list[DiskDeviceDoc] = [
         {"device": d.number, "name": d.name, "holds": holds, "in_force": held.get(d.number, {})}
         for d, holds in placed
     ]
-    for dev in doc["devices"]:
+    doc["devices"] = found
+    for dev in found:
         if dev["in_force"] != limit.as_dict():
             problems.append(
                 f"{dev['device']} ({dev['name']}) holds {dev['in_force'] or 'no limit'}"
@@ -429,11 +430,11 @@ def in_force(env: Environment, pid: int | None, kernel: Kernel = KERNEL) -> dict
     return doc
 
 
-def _none_in_force(env: Environment, pid: int | None, kernel: Kernel) -> dict[str, Any]:
+def _none_in_force(env: Environment, pid: int | None, kernel: Kernel) -> DiskLimitDoc:
     """No limit recorded: in force unless the kernel still throttles the running server (an
     `env set --disk-limit` killed between the kernel's files and env.json, or a record edited
     by hand): then it is not, said, so that a run does not record 'none' under a limit."""
-    doc: dict[str, Any] = {"limit": {}, "text": "none", "in_force": None}
+    doc: DiskLimitDoc = {"limit": {}, "text": "none", "in_force": None}
     if pid is None:
         return doc  # its next start takes the server out of any cgroup left
     try:
@@ -451,13 +452,11 @@ def _none_in_force(env: Environment, pid: int | None, kernel: Kernel) -> dict[st
         f"{number} {DiskLimit.from_dict(rules).text() if _valid(rules) else rules}"
         for number, rules in sorted(limits.items())
     )
-    doc.update(
-        in_force=False, cgroup=str(cg), server_in_cgroup=pid in inside,
-        problems=[
-            f"no limit is recorded, yet the kernel holds {held_text} on {len(inside)} of the "
-            f"server's processes ({cg})"
-        ],
-    )  # fmt: skip
+    doc["in_force"], doc["cgroup"], doc["server_in_cgroup"] = False, str(cg), pid in inside
+    doc["problems"] = [
+        f"no limit is recorded, yet the kernel holds {held_text} on {len(inside)} of the "
+        f"server's processes ({cg})"
+    ]
     return doc
 
 

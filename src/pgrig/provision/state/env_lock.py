@@ -19,12 +19,32 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from pgrig.errors import PgrigError
+from pgrig.record.doc_read import read_document
 
 LOCK_FILE = "run.lock"
 FORCED_FILE = "forced.jsonl"  # changes forced under a run, one JSON object a line
+
+
+class LockHolder(TypedDict, total=False):
+    """What the holder of the run lock wrote into it (EnvLock.describe)."""
+
+    pid: int | None
+    run_id: int | None  # once the archive gave it one
+    what: str  # "run", or the command that holds it ("env set", "tune"...)
+    within: str  # a nested hold: what holds it outside (a tune's run: "tune")
+
+
+class ForcedNote(TypedDict, total=False):
+    """One line of forced.jsonl: a change forced under another process's hold (note_forced)."""
+
+    at: float  # epoch seconds
+    command: str  # "env set --force"
+    change: str  # in words: "settings work_mem=64MB"
+    holder: LockHolder
 
 
 class EnvBusy(PgrigError):
@@ -72,7 +92,7 @@ class EnvLock:
         """Write who holds the lock (and, once known, the run id, inside which holder)."""
         if self.fd is None:
             return
-        doc: dict[str, Any] = {"pid": os.getpid(), "run_id": run_id, "what": self.what}
+        doc: LockHolder = {"pid": os.getpid(), "run_id": run_id, "what": self.what}
         if self.outer is not None:
             doc["within"] = self.outer.what
         os.ftruncate(self.fd, 0)
@@ -99,7 +119,7 @@ class EnvLock:
         self.release()
 
 
-def holder(env_dir: Path) -> dict[str, Any] | None:
+def holder(env_dir: Path) -> LockHolder | None:
     """Who holds the run lock of an environment (None: nobody). Creates nothing."""
     path = env_dir / LOCK_FILE
     try:
@@ -134,7 +154,7 @@ def refuse_if_busy(env_dir: Path, env_name: str, what: str, force: bool = False)
         raise EnvBusy(busy_message(env_name, info, what) + " (or add --force)")
 
 
-def note_forced(env_dir: Path, command: str, change: str) -> dict[str, Any] | None:
+def note_forced(env_dir: Path, command: str, change: str) -> LockHolder | None:
     """Before a --force command changes an environment: when another process holds it (a run
     in progress), note the change for that run (its end reads it: forced_between) and return
     the holder; None (nothing noted) when nobody else holds it."""
@@ -143,30 +163,30 @@ def note_forced(env_dir: Path, command: str, change: str) -> dict[str, Any] | No
     info = holder(env_dir)
     if info is None:
         return None
-    line = {"at": time.time(), "command": command, "change": change, "holder": info}
+    line: ForcedNote = {"at": time.time(), "command": command, "change": change, "holder": info}
     with open(env_dir / FORCED_FILE, "a", encoding="utf-8") as f:  # O_APPEND: whole lines
         f.write(json.dumps(line) + "\n")
     return info
 
 
-def forced_between(env_dir: Path, start: float, end: float) -> list[dict[str, Any]]:
+def forced_between(env_dir: Path, start: float, end: float) -> list[ForcedNote]:
     """The changes forced under a run between `start` and `end` (epoch seconds), oldest first."""
     try:
         text = (env_dir / FORCED_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    out = []
+    out: list[tuple[float, ForcedNote]] = []
     for raw in text.splitlines():
         with contextlib.suppress(ValueError):
-            doc = json.loads(raw)
-            at = doc.get("at") if isinstance(doc, dict) else None
-            if isinstance(at, int | float) and start <= at <= end:
-                out.append(doc)
-    return sorted(out, key=lambda d: d["at"])
+            doc = read_document(ForcedNote, json.loads(raw))
+            at = doc.get("at")
+            if at is not None and start <= at <= end:
+                out.append((at, doc))
+    return [doc for _at, doc in sorted(out, key=lambda a: a[0])]
 
 
-def busy_message(env_name: str, info: dict[str, Any] | None, what: str) -> str:
-    info = info or {}
+def busy_message(env_name: str, info: LockHolder | None, what: str) -> str:
+    info = info or LockHolder()
     if info.get("run_id") is not None:
         holder = f"run {info['run_id']}"
         if info.get("within") not in (None, "run"):
@@ -182,8 +202,8 @@ def busy_message(env_name: str, info: dict[str, Any] | None, what: str) -> str:
     )
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: Path) -> LockHolder | None:
     with contextlib.suppress(OSError, ValueError):
         doc = json.loads(path.read_text() or "null")
-        return doc if isinstance(doc, dict) else None
+        return read_document(LockHolder, doc) if isinstance(doc, dict) else None
     return None
