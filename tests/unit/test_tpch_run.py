@@ -466,3 +466,32 @@ def test_leftovers_of_a_run_of_any_seed_are_removed() -> None:
     assert refresh.REFRESHED_KEYS in conn.sql[0]
     assert any(s.startswith("DELETE FROM lineitem") for s in conn.sql)
     assert refresh.leftovers(Conn(generated)) == 0  # type: ignore[arg-type]
+
+
+def test_the_tpch_document_fits_its_declaration_as_the_archive_reads_it() -> None:
+    """The archive reads extra["tpch"] as documents.TpchDoc (record/doc_read.py): a key of
+    another type than declared would be dropped with the whole document, so what the driver
+    writes (a power run's, a performance test's) must read back whole."""
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.engines.tpch_driver import TpchDriver
+    from pgrig.record.doc_read import read_document
+    from pgrig.record.documents import TpchDoc
+
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=30)
+    driver = _fed(TpchDriver(spec, {}, {"scenario": "tpch", "scale_factor": 1.0}), STREAM_OUTPUT)
+    rec = RunRecord(env_name="e", workload="tpch:power", clients=1, threads=1)
+    driver.fill(rec, True, STREAM_OUTPUT, "", {})
+    for doc in (rec.extra["tpch"], metrics.summarize(_performance_events())):
+        stored = json.loads(json.dumps(doc))
+        assert read_document(TpchDoc, stored) == stored
+
+
+def test_a_stream_event_key_of_another_type_reads_as_missing() -> None:
+    """The driver checks each event line once as it reads it: a query number that is no
+    number never reaches the figures."""
+    from pgrig.load.engines.tpch_driver import _event
+
+    assert _event('{"event": "query", "query": "7", "status": "ok", "seconds": 1.5}') == {
+        "event": "query", "status": "ok", "seconds": 1.5,
+    }  # fmt: skip
+    assert _event('{"no": "event"}') is None and _event("Traceback") is None

@@ -91,6 +91,7 @@ from pgrig.record.result_docs import (
     TxlogModeDoc,
     WindowDoc,
 )
+from pgrig.record.stream_docs import StreamEvent, TpchDoc, TpchTestDoc
 from pgrig.record.study_docs import (
     AblationDoc,
     AblationUnit,
@@ -174,6 +175,7 @@ __all__ = [
     "StabilityDoc",
     "StatementDoc",
     "StatementsDoc",
+    "StreamEvent",
     "StudyExtra",
     "TargetServer",
     "TargetsDoc",
@@ -181,7 +183,9 @@ __all__ = [
     "TopologyDoc",
     "TpccDoc",
     "TpccType",
+    "TpchDoc",
     "TpchTableLoad",
+    "TpchTestDoc",
     "TrialDoc",
     "TxlogDoc",
     "TxlogModeDoc",
@@ -267,9 +271,8 @@ class RunExtra(TypedDict, total=False):
     results_error: str  # why figures are missing
     crosscheck: CrosscheckDoc
     tpcc: TpccDoc
-    # TPC-H's run (load/engines/tpch_driver.py, workloads/tpch/metrics.summarize): every query
-    # and refresh function's time and status, Power@Size, Throughput@Size, the seed
-    tpch: dict[str, Any]
+    # TPC-H's run (load/engines/tpch_driver.py, workloads/tpch/metrics.summarize)
+    tpch: TpchDoc
     # CH-benCHmark's analytic side (load/engines/chbench_driver.py, workloads/chbench/metrics
     # .summarize): every query with its status and times, queries per hour, per query
     chbench: dict[str, Any]

@@ -239,8 +239,8 @@ def _tpch_items(rec: RunRecord) -> list[tuple[str, str]]:
         ))  # fmt: skip
     if doc.get("timed_out"):
         items.append(("timed out", ", ".join(doc["timed_out"])))
-    if doc.get("temp_bytes") is not None:
-        items.append(("temp written", fmt.size(int(doc["temp_bytes"]))))
+    if (temp := doc.get("temp_bytes")) is not None:
+        items.append(("temp written", fmt.size(int(temp))))
     items.append(("seed", str(doc.get("seed"))))
     return items
 

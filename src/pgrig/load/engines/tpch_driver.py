@@ -27,11 +27,14 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results
 from pgrig.load.engines.driver import Stream
+from pgrig.record.doc_read import read_document
+from pgrig.record.documents import StreamEvent, TpchDoc
+from pgrig.record.run import SeriesColumns
 from pgrig.request.values import number_text
 
 if TYPE_CHECKING:
@@ -60,7 +63,7 @@ class TpchDriver:
         # what the stream process printed, read once as each line arrives (on_line): its
         # events, each with the second of the run it ended at, and its other lines (a
         # traceback) for a failure's reason
-        self.events: list[dict[str, Any]] = []
+        self.events: list[StreamEvent] = []
         self.other: list[str] = []
         self.origin_s: float | None = None
 
@@ -107,7 +110,7 @@ class TpchDriver:
     def stop(self) -> None:
         return None
 
-    def partial_series(self, warmup_s: float) -> dict[str, list[Any]]:
+    def partial_series(self, warmup_s: float) -> SeriesColumns:
         return _series(self.events)
 
     def fill(
@@ -172,7 +175,7 @@ class TpchDriver:
 
     def cross_check(self, rec: RunRecord, stdout: str, stderr: str) -> str | None:
         """Every planned query must be reported (never one silently dropped)."""
-        doc: Any = rec.extra.get("tpch") or {}
+        doc = rec.extra.get("tpch") or TpchDoc()
         expected = 22 * {"power": 1, "throughput": self.streams}.get(self.mode, 1 + self.streams)
         found = len(doc.get("queries") or [])
         if found != expected:
@@ -197,17 +200,20 @@ def _minimum_streams(sf: float) -> int:
     return 8
 
 
-def _event(line: str) -> dict[str, Any] | None:
+def _event(line: str) -> StreamEvent | None:
+    """A stream process's event, checked once as it is read (record/doc_read.py)."""
     if not line.startswith("{"):
         return None
     try:
         found = json.loads(line)
     except ValueError:
         return None
-    return found if isinstance(found, dict) and "event" in found else None
+    if not isinstance(found, dict) or "event" not in found:
+        return None
+    return read_document(StreamEvent, found)
 
 
-def _step(event: dict[str, Any]) -> str:
+def _step(event: StreamEvent) -> str:
     """What an event is about: Q7, RF1, or a session ("stream 2": it could not connect)."""
     if event.get("event") == "query":
         return f"Q{event.get('query')}"
@@ -216,7 +222,7 @@ def _step(event: dict[str, Any]) -> str:
     return str(event.get("stream"))
 
 
-def _per_query(queries: list[dict[str, Any]]) -> list[ScriptResult]:
+def _per_query(queries: list[StreamEvent]) -> list[ScriptResult]:
     """One script per query: its mean time over the streams that completed it."""
     times: dict[int, list[float]] = defaultdict(list)
     failed: dict[int, int] = defaultdict(int)
@@ -242,7 +248,7 @@ def _per_query(queries: list[dict[str, Any]]) -> list[ScriptResult]:
     return out
 
 
-def _series(events: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def _series(events: list[StreamEvent]) -> SeriesColumns:
     """Queries completed per whole second of the run (t from the run's start)."""
     ends = [int(e["at_s"]) for e in events if e.get("event") == "query" and "at_s" in e]
     if not ends:
@@ -250,4 +256,4 @@ def _series(events: list[dict[str, Any]]) -> dict[str, list[Any]]:
     counts = [0] * (max(ends) + 1)
     for t in ends:
         counts[t] += 1
-    return {"t": list(range(len(counts))), "tps": [float(c) for c in counts]}
+    return {"t": [*range(len(counts))], "tps": [float(c) for c in counts]}

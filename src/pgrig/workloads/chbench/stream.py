@@ -29,10 +29,10 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 
 import psycopg
 
+from pgrig.record.documents import StreamEvent
 from pgrig.workloads.chbench.queries import QUERIES
 from pgrig.workloads.tpch import stream as tpch_stream
 from pgrig.workloads.tpch.queries import Planned
@@ -145,7 +145,7 @@ def _connect(st: _Stream, timeout_s: float, emit: tpch_stream.Emit) -> None:
 
 
 def _cycle(st: _Stream, stop: threading.Event, emit: tpch_stream.Emit) -> None:
-    def reported(event: dict[str, Any]) -> None:
+    def reported(event: StreamEvent) -> None:
         ended = time.time()
         started = st.current[1] if st.current is not None else ended
         st.current = None  # reported: no longer in flight

@@ -13,8 +13,9 @@ for kits that load in bulk and skip the audit, as pgrig does).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+
+from pgrig.record.documents import StreamEvent, TpchDoc, TpchTestDoc
 
 
 def raised(times: Sequence[float]) -> list[float]:
@@ -46,25 +47,25 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vs) / len(vs)) if vs else None
 
 
-def summarize(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(events: Sequence[StreamEvent]) -> TpchDoc:
     """The run's TPC-H document (record extra["tpch"]) from the stream's events."""
     if any("test" in e for e in events):  # a performance test: its two tests' events, tagged
         return _performance(events)
     return _one_test(events)
 
 
-def _one_test(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _one_test(events: Sequence[StreamEvent]) -> TpchDoc:
     """A power test's or a throughput test's document."""
-    start = next((e for e in events if e.get("event") == "start"), {})
+    start = next((e for e in events if e.get("event") == "start"), StreamEvent())
     end = next((e for e in events if e.get("event") == "end"), None)
     mode = str(start.get("mode") or "power")
     sf = float(start.get("scale_factor") or 0)
-    done = [dict(e) for e in events if e.get("event") == "query"]
-    refreshes = [dict(e) for e in events if e.get("event") == "refresh"]
+    done = [e.copy() for e in events if e.get("event") == "query"]
+    refreshes = [e.copy() for e in events if e.get("event") == "refresh"]
     streams = int(start.get("streams") or 0)
     expected = 22 * max(1, streams)
     ok = [e for e in done if e.get("status") == "ok"]
-    out: dict[str, Any] = {
+    out: TpchDoc = {
         "mode": mode,
         "scale_factor": sf,
         "seed": start.get("seed"),
@@ -87,7 +88,7 @@ def _one_test(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         and len(refreshes) == 2 * max(1, streams)
         and all(r.get("status") == "ok" for r in refreshes),
     }
-    temps = [e.get("temp_bytes") for e in done if e.get("temp_bytes") is not None]
+    temps = [t for e in done if (t := e.get("temp_bytes")) is not None]
     out["temp_bytes"] = sum(temps) if temps else None
     if not out["complete"]:
         return out
@@ -101,7 +102,7 @@ def _one_test(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _performance(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _performance(events: Sequence[StreamEvent]) -> TpchDoc:
     """A performance test's document: the power test's and the throughput test's summaries
     (their figures, intervals and completeness under "power" and "throughput"), every query and
     refresh function of both (each with its "test"), QphH@Size from the two figures. The query
@@ -109,29 +110,46 @@ def _performance(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     power = _one_test([e for e in events if e.get("test") == "power"])
     tput = _one_test([e for e in events if e.get("test") == "throughput"])
     parts = [d for d in (power, tput) if d["queries"] or d["refresh"]]
-    intervals = [d["interval_s"] for d in (power, tput)]
+    intervals = [i for d in (power, tput) if (i := d.get("interval_s")) is not None]
     p, t = power["power_at_size"], tput["throughput_at_size"]
-    order = power["order"]
     return {
         "mode": "performance",
         "scale_factor": power["scale_factor"] or tput["scale_factor"],
         "seed": power["seed"],
         "qualification": power["qualification"],
         "streams": tput["streams"],
-        "order": {"0": order, **(tput["order"] or {})} if order else tput["order"],
+        "order": _orders(power, tput),
         "queries": [q for d in parts for q in d["queries"]],
         "refresh": [r for d in parts for r in d["refresh"]],
         "timed_out": [q for d in parts for q in d["timed_out"]],
         "failed": [q for d in parts for q in d["failed"]],
-        "interval_s": None if None in intervals else sum(intervals),
+        "interval_s": sum(intervals) if len(intervals) == 2 else None,
         "geomean_s": power["geomean_s"],
         "power_at_size": p,
         "throughput_at_size": t,
         "qphh_at_size": qphh_at_size(p, t) if p is not None and t is not None else None,
         "complete": power["complete"] and tput["complete"],
         "temp_bytes": power["temp_bytes"],
-        **{
-            name: {k: d[k] for k in ("interval_s", "complete", "streams", "geomean_s")}
-            for name, d in (("power", power), ("throughput", tput))
-        },
+        "power": _part(power),
+        "throughput": _part(tput),
+    }
+
+
+def _orders(power: TpchDoc, tput: TpchDoc) -> list[int] | dict[str, list[int]] | None:
+    """A performance test's query orders: the power test's as stream "0", then the throughput
+    test's streams'."""
+    first, rest = power.get("order"), tput.get("order")
+    if not first:
+        return rest
+    out: dict[str, list[int]] = {"0": first} if isinstance(first, list) else dict(first)
+    return out | (rest if isinstance(rest, dict) else {})
+
+
+def _part(test: TpchDoc) -> TpchTestDoc:
+    """A performance test's part as the run's document keeps it beside the whole's figures."""
+    return {
+        "interval_s": test["interval_s"],
+        "complete": test["complete"],
+        "streams": test["streams"],
+        "geomean_s": test["geomean_s"],
     }

@@ -27,14 +27,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import psycopg
 from psycopg import errors
 
+from pgrig.record.documents import StreamEvent
 from pgrig.workloads.tpch import queries, refresh
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[StreamEvent], None]
 
 
 def stdout_lines() -> Emit:
@@ -42,7 +42,7 @@ def stdout_lines() -> Emit:
     each line as it comes)."""
     lock = threading.Lock()
 
-    def emit(event: dict[str, Any]) -> None:
+    def emit(event: StreamEvent) -> None:
         with lock:
             sys.stdout.write(json.dumps(event) + "\n")
             sys.stdout.flush()
@@ -193,7 +193,7 @@ def _query(
     before = _temp_bytes(conn) if temp else None
     if timeout_s > 0:
         conn.execute(f"SET statement_timeout = {max(1, round(timeout_s * 1000))}")
-    event: dict[str, Any] = {"event": "query", "stream": stream, "query": planned.query}
+    event: StreamEvent = {"event": "query", "stream": stream, "query": planned.query}
     t0 = time.monotonic()
     try:
         rows = conn.execute(planned.sql).fetchall()
@@ -211,7 +211,7 @@ def _query(
         event["temp_bytes"] = after - before if after is not None else None
     event["params"] = planned.params
     emit(event)
-    return bool(event["status"] != "error")
+    return event.get("status") != "error"
 
 
 # The one query step, also CH-benCHmark's analytic streams' (workloads/chbench/stream.py)
@@ -222,7 +222,7 @@ def _refresh(
     conn: psycopg.Connection, name: str, stream: int, rs: refresh.RefreshSet, emit: Emit
 ) -> bool:
     fn = refresh.rf1 if name == "RF1" else refresh.rf2
-    event: dict[str, Any] = {"event": "refresh", "function": name, "stream": stream,
+    event: StreamEvent = {"event": "refresh", "function": name, "stream": stream,
                              "orders": len(rs.new_keys)}  # fmt: skip
     t0 = time.monotonic()
     try:
@@ -233,7 +233,7 @@ def _refresh(
     else:
         event |= {"status": "ok", "seconds": round(time.monotonic() - t0, 6)}
     emit(event)
-    return bool(event["status"] == "ok")
+    return event.get("status") == "ok"
 
 
 def _temp_bytes(conn: psycopg.Connection) -> int | None:
