@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from pgrig.errors import first_line
 
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     import psycopg
 
 Row = dict[str, float | int | None]
+# psycopg connect() keywords of one process's admin console (provision/pooler/client.py)
+ConsoleParams = Mapping[str, str | int]
+# a row of SHOW POOLS or SHOW STATS: the admin console sends text and integer columns only
+ConsoleRow = dict[str, str | int | None]
 LEVELS = ("cl_active", "cl_waiting", "sv_active", "sv_idle", "sv_used", "sv_login")
 TOTALS = {  # SHOW STATS column -> rate column (per second)
     "total_xact_count": "xact_per_s",
@@ -49,11 +53,11 @@ class PoolerSampler:
 
     def __init__(
         self,
-        params: Sequence[dict[str, Any]],
+        params: Sequence[ConsoleParams],
         database: str | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
-        connect: Callable[..., Any] | None = None,
+        connect: Callable[[ConsoleParams], psycopg.Connection] | None = None,
     ) -> None:
         """params: psycopg connect() keywords per process (provision.pooler.console_params);
         database: count only pools of this database (None: every non-admin pool)."""
@@ -61,7 +65,7 @@ class PoolerSampler:
         self._database = database
         self._clock = clock
         self._connect = connect or _psycopg_connect
-        self._conns: list[Any] = [None] * len(self._params)
+        self._conns: list[psycopg.Connection | None] = [None] * len(self._params)
         self._prev: list[dict[str, int] | None] = [None] * len(self._params)
         self._first: list[dict[str, int] | None] = [None] * len(self._params)
         self._prev_t: float | None = None
@@ -130,11 +134,11 @@ class PoolerSampler:
         self.rows += 1
         return row
 
-    def _ask(self, i: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    def _ask(self, i: int) -> tuple[list[ConsoleRow], list[ConsoleRow]] | None:
         try:
-            if self._conns[i] is None:
-                self._conns[i] = self._connect(self._params[i])
             conn = self._conns[i]
+            if conn is None:
+                conn = self._conns[i] = self._connect(self._params[i])
             pools = [p for p in _rows(conn, "SHOW POOLS") if self._wanted(p)]
             stats = [s for s in _rows(conn, "SHOW STATS") if self._wanted(s)]
             return pools, stats
@@ -143,23 +147,28 @@ class PoolerSampler:
             self._close(i)
             return None
 
-    def _wanted(self, row: dict[str, Any]) -> bool:
+    def _wanted(self, row: ConsoleRow) -> bool:
         db = row.get("database")
         if db == ADMIN_DB:
             return False
         return self._database is None or db == self._database
 
     # --- totals and clean-up -------------------------------------------------------------------
-    def summary(self) -> dict[str, Any]:
-        """Totals from the first to the last answer of each process, and the peaks seen."""
-        out: dict[str, Any] = {"processes": len(self._params), "samples": self.rows}
+    def summary(self) -> dict[str, int | float | str]:
+        """Totals from the first to the last answer of each process, and the peaks seen
+        (RunRecord.extra["pooler"]["totals"])."""
+        out: dict[str, int | float | str] = {"processes": len(self._params), "samples": self.rows}
+        wait_us = 0
         for k in TOTALS:
             total = 0
             for first, last in zip(self._first, self._prev, strict=True):
                 if first is not None and last is not None and last[k] >= first[k]:
                     total += last[k] - first[k]
-            out[k.replace("total_", "")] = total
-        out["wait_time_s"] = out.pop("wait_time") / 1e6
+            if k == "total_wait_time":  # microseconds: said in seconds, after the counts
+                wait_us = total
+            else:
+                out[k.replace("total_", "")] = total
+        out["wait_time_s"] = wait_us / 1e6
         out.update({f"max_{k}": v for k, v in self._max.items()})
         if self.last_error:
             out["last_error"] = self.last_error
@@ -176,14 +185,19 @@ class PoolerSampler:
             self._close(i)
 
 
-def _rows(conn: psycopg.Connection, query: str) -> list[dict[str, Any]]:
+def _rows(conn: psycopg.Connection, query: str) -> list[ConsoleRow]:
     cur = conn.cursor()
     cur.execute(query)
     names = [d.name for d in cur.description or []]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
-def _psycopg_connect(params: dict[str, Any]) -> Any:
+def _psycopg_connect(params: ConsoleParams) -> psycopg.Connection:
     import psycopg
+    from psycopg.conninfo import make_conninfo
 
-    return psycopg.connect(**params, autocommit=True, cursor_factory=psycopg.ClientCursor)
+    return psycopg.connect(
+        make_conninfo("", **{k: str(v) for k, v in params.items()}),  # libpq's are text
+        autocommit=True,
+        cursor_factory=psycopg.ClientCursor,
+    )
