@@ -103,7 +103,7 @@ class BackupDoc(TypedDict, total=False):
     chain: list[str]
     restore_method: str  # pg_combinebackup, or cp -a (a lone full backup before PostgreSQL 17)
     scratch: str  # the scratch server's data directory
-    port: int
+    port: int | None  # the scratch server's
     restore_s: float  # the files
     start_s: float  # start and recovery until ready
     restore_total_s: float

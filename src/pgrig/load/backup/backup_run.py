@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
 
 from rich.console import Console
 from rich.markup import escape
@@ -169,7 +168,7 @@ class BackupRun:
     def __init__(self, req: BackupRequest, env: Environment, archive: RunStore, console: Console):
         self.req, self.env, self.archive, self.console = req, env, archive, console
         self.dbname = req.database or env.default_database
-        self.figures: dict[str, Any] = {}
+        self.figures: BackupDoc = {}
         self.t0 = self.t1 = 0.0
         self.rec: RunRecord | None = None
         self.interrupted = False
@@ -241,8 +240,10 @@ class BackupRun:
             rec.status, rec.error = "aborted", guard.interruption(stop)
             self.interrupted = True
         except PgrigError as e:
+            from pgrig.provision.server.basebackup import BackupFailed
+
             rec.status, rec.error = "failed", str(e)[:2000]
-            self.figures = dict(getattr(e, "figures", {}) or {})
+            self.figures = e.figures.copy() if isinstance(e, BackupFailed) else {}
         except BaseException as e:
             rec.status, rec.error = "failed", f"pgrig: {type(e).__name__}: {e}"[:2000]
         finally:
@@ -258,8 +259,7 @@ class BackupRun:
         rec.duration_s = rec.measured_s
         figures["started_at"] = datetime.fromtimestamp(self.t0, UTC).isoformat(timespec="seconds")
         figures["ended_at"] = datetime.fromtimestamp(self.t1, UTC).isoformat(timespec="seconds")
-        # assembled as a dict by the tools' modules (provision/server): declared as BackupDoc
-        rec.extra["backup"] = cast(BackupDoc, figures)
+        rec.extra["backup"] = figures
         rec.db_size_bytes = figures.get("source_bytes")
         self._store()
         if self.interrupted:
@@ -277,7 +277,7 @@ class BackupRun:
         if rec.status == "running":
             rec.status, rec.error = _early_end(stop)
         rec.ended_at = rec.ended_at or datetime.now(UTC)
-        rec.extra.setdefault("backup", cast(BackupDoc, dict(self.figures)))
+        rec.extra.setdefault("backup", self.figures.copy())
         run_steps.end_anyway(rec, self.archive, self.console)
         self.stored = True
 
@@ -303,7 +303,7 @@ def _do(
     dbname: str,
     console: Console,
     datasets: dict[str, DatasetDoc],
-) -> dict[str, Any]:
+) -> BackupDoc:
     from pgrig.provision.server import basebackup, pgbackrest
 
     def say(msg: str) -> None:
@@ -321,12 +321,12 @@ def _do(
     return _restore(env, dbname, say)
 
 
-def _restore(env: Environment, dbname: str, say: Callable[[str], None]) -> dict[str, Any]:
+def _restore(env: Environment, dbname: str, say: Callable[[str], None]) -> BackupDoc:
     from pgrig.load.backup import backup_verify
     from pgrig.provision.server import backups, restore
     from pgrig.provision.server.basebackup import BackupFailed
 
-    figures: dict[str, Any] = {"tool": "restore", "type": "restore"}
+    figures: BackupDoc = {"tool": "restore", "type": "restore"}
     try:
         with restore.scratch_server(env, figures) as scratch:
             say(

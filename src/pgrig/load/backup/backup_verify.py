@@ -8,11 +8,10 @@ pg_amcheck over every database (B-tree indexes and heap of every relation)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from pgrig.provision.server import backups
 from pgrig.provision.state.environment import Environment
-from pgrig.record.documents import DatasetDoc
+from pgrig.record.documents import DatasetDoc, RowCount, VerifyDoc
 
 NOT_RECORDED = "row counts not checked: the backup recorded no data (taken by an older pgrig)"
 
@@ -34,14 +33,15 @@ def expected_counts(info: DatasetDoc) -> dict[str, int]:
     return {}
 
 
-def verify(datasets: dict[str, DatasetDoc] | None, scratch: Environment) -> dict[str, Any]:
+def verify(datasets: dict[str, DatasetDoc] | None, scratch: Environment) -> VerifyDoc:
     """Row counts of every dataset the backup holds (`datasets`: its catalogue entry's; None
     for an entry that recorded none), then pg_amcheck; {"ok", "problem", ...}."""
     import psycopg
     from psycopg import sql
 
     t0 = time.monotonic()
-    out: dict[str, Any] = {"ok": True, "problem": None, "counts": {}}
+    counts: dict[str, RowCount] = {}
+    out: VerifyDoc = {"ok": True, "problem": None, "counts": counts}
     if datasets is None:
         out["counts_note"] = NOT_RECORDED
     for dbname, info in (datasets or {}).items():
@@ -55,7 +55,7 @@ def verify(datasets: dict[str, DatasetDoc] | None, scratch: Environment) -> dict
                         sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
                     ).fetchone()
                     got = int(row[0]) if row else 0
-                    out["counts"][f"{dbname}.{table}"] = {"expected": want, "found": got}
+                    counts[f"{dbname}.{table}"] = {"expected": want, "found": got}
                     if got != want and out["ok"]:
                         out["ok"] = False
                         out["problem"] = (
@@ -77,7 +77,7 @@ def _rows(n: int) -> str:
     return f"{n:,} row" + ("" if n == 1 else "s")
 
 
-def _amcheck(scratch: Environment) -> dict[str, Any]:
+def _amcheck(scratch: Environment) -> VerifyDoc:
     from pathlib import Path
 
     exe = scratch.binary("pg_amcheck")
@@ -88,7 +88,7 @@ def _amcheck(scratch: Environment) -> dict[str, Any]:
         "--all", "--install-missing", "--heapallindexed", "--no-strict-names",
     ]  # fmt: skip
     result = backups.run_tool(argv, timeout=3600)
-    doc: dict[str, Any] = {"amcheck_s": round(result.seconds, 3)}
+    doc: VerifyDoc = {"amcheck_s": round(result.seconds, 3)}
     if result.returncode == 0:
         doc["amcheck"] = "ok"
     else:

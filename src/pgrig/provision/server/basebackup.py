@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from psycopg.conninfo import make_conninfo
+from typing_extensions import TypedDict
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
 from pgrig.provision.server import backups
 from pgrig.provision.state.environment import Environment
-from pgrig.record.documents import DatasetDoc
+from pgrig.record.documents import BackupDoc, DatasetDoc
 
 INCREMENTAL_MAJOR = 17
 
@@ -29,7 +29,7 @@ INCREMENTAL_MAJOR = 17
 class BackupFailed(PgrigError):
     """The backup tool failed; `figures` holds what was measured until then."""
 
-    def __init__(self, message: str, figures: dict[str, Any]) -> None:
+    def __init__(self, message: str, figures: BackupDoc) -> None:
         super().__init__(message)
         self.figures = figures
 
@@ -40,7 +40,16 @@ def lsn_bytes(lsn: str) -> int:
     return (int(hi, 16) << 32) | int(lo, 16)
 
 
-def server_state(env: Environment) -> dict[str, Any]:
+class ServerState(TypedDict):
+    """What a backup's figures need from the server at its start and end (server_state)."""
+
+    wal_lsn: str  # pg_current_wal_lsn()
+    databases_bytes: int
+    summarize_wal: str | None  # None: no such setting (before PostgreSQL 17)
+    wal_bytes: int | None  # pg_stat_wal's (14+)
+
+
+def server_state(env: Environment) -> ServerState:
     """What a backup's figures need from the server now: WAL position, size, summarize_wal."""
     import psycopg
 
@@ -66,14 +75,15 @@ WAL_RECORDS = "records written, pg_stat_wal: no segment-switch padding"
 WAL_LSN = "LSN advance, with segment-switch padding: pg_stat_wal needs PostgreSQL 14"
 
 
-def wal_figures(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def wal_figures(before: ServerState, after: ServerState) -> BackupDoc:
     """The WAL the server wrote during a backup, and what that figure is. The LSN advance
     counts the padding of the segment switch a backup forces (16 MiB on an idle server whose
     records were 248 bytes): it is kept apart, the figure is pg_stat_wal's where there is one."""
     advance = lsn_bytes(after["wal_lsn"]) - lsn_bytes(before["wal_lsn"])
-    out: dict[str, Any] = {"wal_lsn_after": after["wal_lsn"], "wal_lsn_advance_bytes": advance}
-    if before.get("wal_bytes") is not None and after.get("wal_bytes") is not None:
-        out["wal_generated_bytes"] = int(after["wal_bytes"]) - int(before["wal_bytes"])
+    out: BackupDoc = {"wal_lsn_after": after["wal_lsn"], "wal_lsn_advance_bytes": advance}
+    written, was = after["wal_bytes"], before["wal_bytes"]
+    if was is not None and written is not None:
+        out["wal_generated_bytes"] = written - was
         out["wal_generated_what"] = WAL_RECORDS
     else:
         out["wal_generated_bytes"] = advance
@@ -113,7 +123,7 @@ def take(
     kind: str,
     backup_dir: str | None = None,
     datasets: dict[str, DatasetDoc] | None = None,
-) -> dict[str, Any]:
+) -> BackupDoc:
     """Take a `kind` ("full" or "incremental") backup; returns its figures (and catalogues it,
     with `datasets`: the data it holds). Raises BackupFailed (nothing catalogued, the partial
     backup removed) when the tool fails."""
@@ -132,7 +142,7 @@ def take(
     ]  # fmt: skip
     if parent is not None:
         argv += ["--incremental", str(Path(parent.path) / "backup_manifest")]
-    figures: dict[str, Any] = {
+    figures: BackupDoc = {
         "tool": "pg_basebackup",
         "type": kind,
         "name": name,
@@ -152,10 +162,10 @@ def _take(
     dest: Path,
     root: Path,
     parent: backups.Backup | None,
-    before: dict[str, Any],
-    figures: dict[str, Any],
+    before: ServerState,
+    figures: BackupDoc,
     datasets: dict[str, DatasetDoc] | None,
-) -> dict[str, Any]:
+) -> BackupDoc:
     try:
         result = backups.run_tool(argv)
     except BaseException:
@@ -192,7 +202,7 @@ def _take(
     return figures
 
 
-def rates(figures: dict[str, Any]) -> dict[str, Any]:
+def rates(figures: BackupDoc) -> BackupDoc:
     """Throughput and ratios of a backup's figures:
     - throughput_bytes_per_s: what the tool copied (uncompressed: `copied_bytes`, else the
       backup's size) per second of the backup;
@@ -201,7 +211,7 @@ def rates(figures: dict[str, Any]) -> dict[str, Any]:
     - size_ratio: the databases' size over the stored bytes without the WAL a backup carries
       (about 1 for a full plain backup; for incremental ones, what skipping unchanged blocks
       saved)."""
-    out: dict[str, Any] = {}
+    out: BackupDoc = {}
     size, seconds, source = (
         figures.get("backup_bytes"),
         figures.get("duration_s"),
@@ -218,7 +228,7 @@ def rates(figures: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _manifest_figures(dest: Path) -> dict[str, Any]:
+def _manifest_figures(dest: Path) -> BackupDoc:
     """Start and stop LSN of the backup (its WAL range) from backup_manifest."""
     try:
         doc = json.loads((dest / "backup_manifest").read_text())

@@ -32,7 +32,7 @@ from pgrig.provision.server.basebackup import (
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
-from pgrig.record.documents import DatasetDoc
+from pgrig.record.documents import BackupDoc, DatasetDoc
 
 KINDS = ("full", "diff", "incr")
 OLDEST_WITHOUT_16 = (2, 46)
@@ -160,7 +160,7 @@ def take(
     backup_dir: str | None,
     say: Callable[[str], None],
     datasets: dict[str, DatasetDoc] | None = None,
-) -> dict[str, Any]:
+) -> BackupDoc:
     """A pgBackRest backup of `kind` (full, diff, incr); returns its figures (catalogued, with
     `datasets`: the data it holds)."""
     check(env, kind)
@@ -172,7 +172,7 @@ def take(
             f"run `{pgrig_command('run', env.name, '--workload', 'backup:pgbackrest-full')}` first"
         )
     before = server_state(env)
-    figures: dict[str, Any] = {
+    figures: BackupDoc = {
         "tool": "pgbackrest",
         "type": kind,
         "path": str(repo),
@@ -216,7 +216,7 @@ def _expire_failed(env: Environment) -> None:
     backups.run_tool(_command(env, "expire"), timeout=300)
 
 
-def last_backup(env: Environment) -> dict[str, Any]:
+def last_backup(env: Environment) -> BackupDoc:
     """Figures of the newest backup in `pgbackrest info --output=json`."""
     result = backups.run_tool(_command(env, "--output=json", "info"), timeout=120)
     if result.returncode != 0:
@@ -232,7 +232,7 @@ def last_backup(env: Environment) -> dict[str, Any]:
     lsn = b.get("lsn") or {}
     archive = b.get("archive") or {}
     ts = b.get("timestamp") or {}
-    out: dict[str, Any] = {
+    out: BackupDoc = {
         "label": b.get("label"),
         "pgbackrest_type": b.get("type"),
         "database_bytes": info.get("size"),
@@ -245,8 +245,9 @@ def last_backup(env: Environment) -> dict[str, Any]:
         "wal_stop": archive.get("stop"),
         "tool_seconds": (ts["stop"] - ts["start"]) if "start" in ts and "stop" in ts else None,
     }
-    if out["start_lsn"] and out["stop_lsn"]:
-        out["wal_bytes"] = lsn_bytes(out["stop_lsn"]) - lsn_bytes(out["start_lsn"])
+    start, stop = out["start_lsn"], out["stop_lsn"]
+    if start and stop:
+        out["wal_bytes"] = lsn_bytes(stop) - lsn_bytes(start)
     return out
 
 

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pgrig.errors import PgrigError
 from pgrig.format import pgrig_command
@@ -26,6 +25,7 @@ from pgrig.provision.server.ports import free_port
 from pgrig.provision.settings import config
 from pgrig.provision.state.environment import Environment
 from pgrig.provision.system import osuser
+from pgrig.record.documents import BackupDoc
 
 
 def _scratch(env: Environment) -> Environment:
@@ -37,7 +37,7 @@ def _scratch(env: Environment) -> Environment:
 
 
 @contextlib.contextmanager
-def scratch_server(env: Environment, figures: dict[str, Any]) -> Iterator[Environment]:
+def scratch_server(env: Environment, figures: BackupDoc) -> Iterator[Environment]:
     """Restore the latest backup of `env`, start it, yield it; stop and delete it after.
     `figures` gets backup, chain, restore_s (files) and start_s (recovery until ready)."""
     last = backups.latest(env)
@@ -48,13 +48,14 @@ def scratch_server(env: Environment, figures: dict[str, Any]) -> Iterator[Enviro
             "(or backup:pgbackrest-full) first"
         )
     m = _scratch(env)
-    figures.update(backup=last.name, tool=last.tool, scratch=str(m.datadir), port=m.port)
+    figures["backup"], figures["tool"] = last.name, last.tool
+    figures["scratch"], figures["port"] = str(m.datadir), m.port
     with backups.in_progress(env, m.dir, "restore (scratch server)"):
         yield from _restored(env, m, last, figures)
 
 
 def _restored(
-    env: Environment, m: Environment, last: backups.Backup, figures: dict[str, Any]
+    env: Environment, m: Environment, last: backups.Backup, figures: BackupDoc
 ) -> Iterator[Environment]:
     try:
         m.dir.parent.mkdir(parents=True, exist_ok=True)
