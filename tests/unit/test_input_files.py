@@ -88,7 +88,10 @@ def test_shipped_profiles_load_unchanged(path: Path) -> None:
         ("kind = 'pgtune'\n", "workload: is required for kind pgtune: one of web, oltp"),
         ("workload = 'oltp'\n", "workload: applies only to kind pgtune or pgconfig"),
         ("colour = 'red'\n", "colour: unknown key; allowed here: description, kind"),
-        ("[settings]\n'Bad Name' = 1\n", "settings.Bad Name: 'Bad Name' is not a valid setting"),
+        (
+            "[settings]\n'Bad Name' = 1\n",
+            "settings.\"Bad Name\": 'Bad Name' is not a valid setting",
+        ),
         ("[settings]\nx = [1]\n", "settings.x: expected a string, number or boolean (got [1])"),
         ("[settings]\na = 1\n[rules]\nb = 'why'\n", "rules: has a rule for b, which [settings]"),
         ("notes = [1]\n", "notes[0]: expected a string (got 1)"),
