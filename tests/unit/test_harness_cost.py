@@ -103,6 +103,41 @@ def test_the_line() -> None:
     assert doc["recorded"] and doc["cpu_s"] == 1.4 and doc["machine_pct"] == 3.5
 
 
+def test_pgrigs_wake_ups_are_said_per_second_when_measured() -> None:
+    rec = _with_cost(make_record(tps=1000), pgrig_wakeups=540, pgrig_preempted=31)
+    cost = view.of(rec)
+    assert cost.line == (
+        "harness: 1.4 CPU-s, 3.5% of the machine, 27 wake-ups/s; 212 plans, 409.6 KiB log"
+    )
+    assert "pgrig's threads woke 27.0 times a second and were preempted 1.6 times" in cost.detail
+    doc = cost.as_dict()
+    assert doc["wakeups_per_s"] == 27.0 and doc["preempted_per_s"] == 1.6
+    other = _with_cost(make_record(tps=900), pgrig_wakeups=400, pgrig_preempted=9)
+    assert view.of_group([rec, other]).runs == 2
+    assert view.of_group([rec, other, rec]).wakeups_per_s == 27.0  # the median
+    assert view.of(make_record(tps=1000)).wakeups_per_s is None  # recorded before: not said
+
+
+def test_the_meter_counts_its_own_threads_switches() -> None:
+    """The real getrusage: a thread that sleeps 20 times is 20 voluntary switches or more."""
+    import threading
+    import time as _time
+
+    from pgrig.load.core import harness_meter
+
+    before = harness_meter._own_switches()
+
+    def naps() -> None:
+        for _ in range(20):
+            _time.sleep(0.001)
+
+    t = threading.Thread(target=naps)
+    t.start()
+    t.join()
+    after = harness_meter._own_switches()
+    assert after[0] - before[0] >= 20
+
+
 def test_not_recorded_is_never_zero() -> None:
     cost = view.of(make_record(tps=1000))
     assert cost.line == "harness: not recorded"

@@ -25,6 +25,11 @@ class HarnessCostDoc(TypedDict, total=False):
     cpus: int | None  # this machine's logical CPUs
     pgrig_cpu_s: float | None  # pgrig's own processes here, without the load generator
     pgrig_processes: int
+    # pgrig's own process (every thread, getrusage): how often its threads slept and woke
+    # (voluntary switches) and were preempted (involuntary) over the span; on a saturated
+    # machine each wake-up can displace the load or a backend, a cost CPU-s do not show
+    pgrig_wakeups: int | None
+    pgrig_preempted: int | None
     backends_cpu_s: float | None  # the server backends of pgrig's sessions, by pid
     backends: int
     backends_reason: str | None  # why they were not measured (server on another host...)

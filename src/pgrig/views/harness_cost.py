@@ -1,12 +1,14 @@
 """What the harness took from a run, in one line every surface prints: `run`, `runs show`
 (text and --json), `runs compare`, the reports and the web.
 
-    harness: 1.4 CPU-s, 3.5% of the machine; 212 plans, 0.4 MiB log
+    harness: 1.4 CPU-s, 3.5% of the machine, 27 wake-ups/s; 212 plans, 0.4 MiB log
 
 CPU-s: pgrig's own processes on this machine (without the load generator), the server
 backends of its sessions (samplers, insights) and the load hosts' agents, over the load's
 span (extra["harness_cost"], load/core/harness_meter.py); "% of the machine" is this machine's
-share: its CPU-s over span x logical CPUs. Plans: what auto_explain wrote to the server log
+share: its CPU-s over span x logical CPUs. Wake-ups/s: how often pgrig's own threads went to
+sleep and woke over the span (voluntary context switches; runs before this was measured leave
+it out). Plans: what auto_explain wrote to the server log
 during the run; log: the bytes the server wrote to its log meanwhile. A run recorded before
 pgrig measured this says "not recorded", never 0.
 
@@ -48,6 +50,8 @@ class HarnessCost:
     load_hosts: dict[str, float | None] = field(default_factory=dict)
     span_s: float | None = None
     cpus: int | None = None
+    wakeups_per_s: float | None = None  # pgrig's own threads (voluntary context switches)
+    preempted_per_s: float | None = None  # ... and involuntary ones
     plans: int | None = None
     log_bytes: int | None = None
     notes: list[str] = field(default_factory=list)  # what was not measured, and why
@@ -61,6 +65,8 @@ class HarnessCost:
         cpu = f"{_cpu(self.cpu_s)} CPU-s"
         if self.machine_pct is not None:
             cpu += f", {fmt.number(self.machine_pct)}% of the machine"
+        if self.wakeups_per_s is not None:
+            cpu += f", {self.wakeups_per_s:,.0f} wake-ups/s"
         if self.plans is None and self.log_bytes is None:
             log = "log not measured"
         else:
@@ -102,6 +108,11 @@ class HarnessCost:
             text += f" over {fmt.number(self.span_s)} s"
         if self.cpus:
             text += f" on {self.cpus} CPUs"
+        if self.wakeups_per_s is not None and self.preempted_per_s is not None:
+            text += (
+                f"; pgrig's threads woke {self.wakeups_per_s:,.1f} times a second and were "
+                f"preempted {self.preempted_per_s:,.1f} times"
+            )
         if self.runs > 1:
             text += f" (medians of {self.runs} runs)"
         return "; ".join([text, *self.notes])
@@ -122,6 +133,8 @@ class HarnessCost:
             "load_hosts": dict(self.load_hosts),
             "span_s": self.span_s,
             "cpus": self.cpus,
+            "wakeups_per_s": self.wakeups_per_s,
+            "preempted_per_s": self.preempted_per_s,
             "plans": self.plans,
             "log_bytes": self.log_bytes,
             "notes": list(self.notes),
@@ -133,6 +146,12 @@ def _cpu(v: float | None) -> str:
     if v is None:
         return fmt.MISSING
     return f"{v:.2f}" if v < 0.1 else f"{v:,.1f}"
+
+
+def _per_s(count: int | None, span_s: float | None) -> float | None:
+    if count is None or not span_s:
+        return None
+    return round(count / span_s, 1)
 
 
 def of(rec: RunRecord) -> HarnessCost:
@@ -162,6 +181,8 @@ def of(rec: RunRecord) -> HarnessCost:
     return HarnessCost(
         True,
         cpu_s=None if total is None else round(total, 3),
+        wakeups_per_s=_per_s(whole(doc.get("pgrig_wakeups")), span),
+        preempted_per_s=_per_s(whole(doc.get("pgrig_preempted")), span),
         machine_pct=machine_pct(here, span, cpus if isinstance(cpus, int) else None),
         pgrig_cpu_s=own,
         backends_cpu_s=backends,
@@ -202,6 +223,8 @@ def of_group(runs: Sequence[RunRecord]) -> HarnessCost:
         load_hosts=_host_medians(kept),
         span_s=med("span_s"),
         cpus=kept[0].cpus,
+        wakeups_per_s=med("wakeups_per_s"),
+        preempted_per_s=med("preempted_per_s"),
         plans=None if plans is None else round(plans),
         log_bytes=None if log_bytes is None else round(log_bytes),
         notes=notes + sorted({n for c in kept for n in c.notes}),

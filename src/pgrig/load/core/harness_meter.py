@@ -5,7 +5,9 @@
     # on exit (before the samplers stop): CPU of pgrig's processes and of its sessions' backends
     harness_meter.add_server_log(rec)   # after the server log was read: plans and bytes
 
-The CPU is read from /proc (metrics/harness_cost.py) at both ends of the load's span. The
+The CPU is read from /proc (metrics/harness_cost.py) at both ends of the load's span, and
+pgrig's own context switches (getrusage: every thread of this process, not its children)
+with it: its wake-ups, a cost on a saturated machine that its CPU-s do not show. The
 backends are pgrig's sessions on the server (application_name pgrig or pgrig-*: the
 PostgreSQL sampler, the wait sampler, the insights collection), listed by pid at both ends;
 their /proc entries are readable when the server runs on this machine (a managed
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -42,6 +45,7 @@ class Meter:
         self.own_before: dict[int, harness_cost.ProcTimes] = {}
         self.backends_before: dict[int, harness_cost.ProcTimes] = {}
         self.backends_reason: str | None = None
+        self.switches_before = _own_switches()
         if not env.managed:
             self.backends_reason = "the server is not on this machine under pgrig"
 
@@ -51,6 +55,7 @@ class Meter:
             pids = self._backend_pids()
             if pids is not None:
                 self.backends_before = harness_cost.snapshot(pids, self.proc)
+        self.switches_before = _own_switches()
         self.t0 = time.monotonic()
 
     def stop(self, exclude: Iterable[int] = ()) -> HarnessCostDoc:
@@ -62,6 +67,9 @@ class Meter:
             pgrig_cpu_s=round(harness_cost.cpu_seconds(self.own_before, own), 3),
             pgrig_processes=len(own),
         )
+        voluntary, involuntary = _own_switches()
+        doc["pgrig_wakeups"] = voluntary - self.switches_before[0]
+        doc["pgrig_preempted"] = involuntary - self.switches_before[1]
         if self.backends_reason is None:
             pids = self._backend_pids()
             if pids is not None:
@@ -85,6 +93,12 @@ class Meter:
         except Exception as e:
             self.backends_reason = f"pgrig's sessions not listed: {first_line(e)}"
             return None
+
+
+def _own_switches() -> tuple[int, int]:
+    """This process's context switches so far, every thread's (voluntary, involuntary)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw, usage.ru_nivcsw
 
 
 @contextlib.contextmanager
