@@ -218,6 +218,17 @@ def cgroup_dir(env: Environment, h: Hierarchy) -> Path:
     return h.mount / "pgrig" / f"{env.name}.{digest}"
 
 
+def existing_cgroup(env: Environment, kernel: Kernel = KERNEL) -> tuple[Hierarchy, Path] | None:
+    """The hierarchy and the environment's cgroup in it, when both exist (None: no blkio
+    hierarchy here, or the environment was never limited)."""
+    try:
+        h = hierarchy(kernel)
+    except DiskLimitError:
+        return None
+    cg = cgroup_dir(env, h)
+    return (h, cg) if cg.is_dir() else None
+
+
 # --- putting a limit in force ------------------------------------------------------------------
 
 
@@ -302,13 +313,9 @@ def lift(env: Environment, kernel: Kernel = KERNEL) -> None:
     """Every rule of the environment's cgroup set to no limit, its processes left in it: the
     I/O queued under the limit goes out at once (the kernel re-dispatches on a change). What
     ends a wait the limit made too long; `apply` puts the limit back."""
-    try:
-        h = hierarchy(kernel)
-    except DiskLimitError:
+    if (found := existing_cgroup(env, kernel)) is None:
         return
-    cg = cgroup_dir(env, h)
-    if not cg.is_dir():
-        return
+    h, cg = found
     for number in sorted(read_limits(cg, h)):
         if h.version == 2:
             kernel.write(cg / V2_FILE, f"{number} " + " ".join(f"{k}=max" for k in KEYS))
@@ -320,13 +327,9 @@ def lift(env: Environment, kernel: Kernel = KERNEL) -> None:
 def remove(env: Environment, kernel: Kernel = KERNEL) -> bool:
     """Take every process out of the environment's cgroup (into pgrig's own) and remove it.
     False when there was none (no hierarchy, or never limited)."""
-    try:
-        h = hierarchy(kernel)
-    except DiskLimitError:
+    if (found := existing_cgroup(env, kernel)) is None:
         return False
-    cg = cgroup_dir(env, h)
-    if not cg.is_dir():
-        return False
+    h, cg = found
     home = own_cgroup(h, kernel)
     for pid in members(cg):
         with contextlib.suppress(DiskLimitError):
@@ -437,13 +440,9 @@ def _none_in_force(env: Environment, pid: int | None, kernel: Kernel) -> DiskLim
     doc: DiskLimitDoc = {"limit": {}, "text": "none", "in_force": None}
     if pid is None:
         return doc  # its next start takes the server out of any cgroup left
-    try:
-        h = hierarchy(kernel)
-    except DiskLimitError:
+    if (found := existing_cgroup(env, kernel)) is None:
         return doc
-    cg = cgroup_dir(env, h)
-    if not cg.is_dir():
-        return doc
+    h, cg = found
     limits = {number: rules for number, rules in read_limits(cg, h).items() if rules}
     inside = set(members(cg)) & set(process_tree(pid, str(kernel.proc)))
     if not limits or not inside:
