@@ -5,6 +5,7 @@ provision/run_journal.py, provision/live_state.py, load/core/guard.py, load/engi
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import cast
 
 import psutil
 import pytest
@@ -21,7 +23,7 @@ from pgrig.load.core import guard
 from pgrig.provision import live_state, run_journal
 from pgrig.provision.server import affinity
 from pgrig.provision.state import env_lock
-from pgrig.provision.state.env_lock import EnvBusy, EnvLock
+from pgrig.provision.state.env_lock import EnvBusy, EnvLock, LockHolder
 from pgrig.provision.state.environment import Environment
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -339,6 +341,67 @@ def test_a_lock_of_another_process_is_refused(tmp_path: Path) -> None:
 # --- changes forced under a run (issue 43, class 1) ---------------------------------------------
 
 
+def _force_from_another_process(env: Environment) -> LockHolder | None:
+    """`env set --force` as another process makes its note: the holder it found, or None."""
+    child = _python(f"""
+        import json
+        from pathlib import Path
+        from pgrig.provision.state import env_lock
+        print(json.dumps(env_lock.note_forced(Path({str(env.dir)!r}), "env set --force", "x")))
+    """)
+    out, _ = child.communicate(timeout=60)
+    found = json.loads(out)
+    return cast(LockHolder, found) if isinstance(found, dict) else None
+
+
+def test_a_run_s_last_read_of_its_notes_seals_them_so_none_is_promised_and_lost(
+    pgrig_home: Path,
+) -> None:
+    """Issue 43: a note is read by the run it names, or its command is told the run is ending;
+    never told "recorded as an event of run N" after run N read its notes for the last time."""
+    from datetime import UTC, datetime, timedelta
+
+    from pgrig.archive.records import RunRecord
+    from pgrig.load.core import run_steps
+
+    env = _env(pgrig_home)
+    env.save()
+    tune = EnvLock(env.dir, env.name).acquire("tune t1")
+    try:
+        run = EnvLock(env.dir, env.name).acquire()  # a tune's run, nested in its hold
+        run.describe(7)
+        held = _force_from_another_process(env)
+        assert held is not None and held["run_id"] == 7
+        rec = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok", id=7)
+        rec.started_at = rec.ended_at = datetime.now(UTC) - timedelta(seconds=5)
+        run_steps.forced_changes(rec, last=True)  # its last write's read
+        assert [e["change"] for e in rec.extra["changed_under_run"]] == ["x"]
+        # after it, the tune holds the environment between its runs, and says so
+        held = _force_from_another_process(env)
+        assert held is not None and held.get("run_id") is None and held["what"] == "tune t1"
+        assert "no run records this change" in guard.forced_note("lab", held)
+        run.release()
+        # a run of its own: after its last read, a forced command is told it is ending
+        alone = EnvLock(env.dir, env.name)
+        tune.release()
+        alone.acquire()
+        alone.describe(8)
+        rec8 = RunRecord(env_name="lab", workload="w", clients=1, threads=1, status="ok", id=8)
+        rec8.started_at = rec8.ended_at = datetime.now(UTC)
+        run_steps.forced_changes(rec8, last=True)
+        assert "changed_under_run" not in rec8.extra
+        held = _force_from_another_process(env)
+        assert held is not None and held["run_id"] == 8 and held.get("ending") is True
+        assert guard.forced_note("lab", held) == (
+            "run 8 on lab is ending: its figures are taken and being recorded, so this change "
+            "is no event of it"
+        )
+        assert env_lock.forced_between(env.dir, 0, time.time() + 1) == []  # nothing promised
+        alone.release()
+    finally:
+        tune.release()
+
+
 def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
     pgrig_home: Path,
 ) -> None:
@@ -429,4 +492,4 @@ def test_a_change_forced_under_a_run_is_noted_for_that_run_and_read_back(
     assert "changed_under_run" not in after.extra and not after.warnings()
     # the next hold of the environment starts with no notes of an earlier one
     env_lock.EnvLock(env.dir, env.name).acquire().release()
-    assert not (env.dir / env_lock.FORCED_FILE).exists()
+    assert (env.dir / env_lock.FORCED_FILE).read_text() == ""  # kept (it is locked), emptied

@@ -76,6 +76,11 @@ def exclusive(
 def forced_note(env_name: str, held: LockHolder, change: str = "") -> str:
     """What a forced command tells its user about the run it changes under; under a tune or
     a study, that a settings change lasts only until it puts the environment's own back."""
+    if held.get("run_id") is not None and held.get("ending"):
+        return (
+            f"run {held['run_id']} on {env_name} is ending: its figures are taken and being "
+            "recorded, so this change is no event of it"
+        )
     if held.get("run_id") is not None:
         run = f"run {held['run_id']} on {env_name} is in progress"
     elif held.get("what") not in (None, "run"):

@@ -208,14 +208,15 @@ def end_anyway(rec: RunRecord, archive: RunStore, console: Console) -> None:
 CHANGED_UNDER_RUN = "changed_under_run"  # the warning code of forced_changes
 
 
-def forced_changes(rec: RunRecord, since: float | None = None) -> None:
+def forced_changes(rec: RunRecord, since: float | None = None, last: bool = False) -> None:
     """What commands forced on the environment while the run ran (provision/state/env_lock.py
     note_forced), as events of the run: extra["changed_under_run"] and a warning every surface
     shows, and which keeps comparisons involving the run from a verdict (analysis/compare.py).
     Its settings and disk limit as recorded are the ones at its start. Read from `since` (the
     runner: when it took the environment, so a change during its set-up, before its record
     read the settings, counts too) or its start, to its end; asked again, it adds what came
-    since."""
+    since. The `last` read (its last write's) seals the notes: a command forced after it is
+    told the run is ending, not promised an event the record would not have."""
     if rec.started_at is None or not rec.env_name:
         return
     start = rec.started_at.timestamp()
@@ -223,7 +224,11 @@ def forced_changes(rec: RunRecord, since: float | None = None) -> None:
     env_dir = paths.envs_dir() / rec.env_name
     # to now: the run holds its environment until its last write, and the forced command
     # told its user the change is an event of this run
-    found = env_lock.forced_between(env_dir, min(since or start, start), time.time())
+    since = min(since or start, start)
+    if last:
+        found = env_lock.sealed_notes(env_dir, since, rec.id)
+    else:
+        found = env_lock.forced_between(env_dir, since, time.time())
     events: list[ForcedChange] = list(rec.extra.get("changed_under_run") or [])
     for f in found:
         event = ForcedChange(
@@ -279,7 +284,7 @@ def finish(rec: RunRecord, archive: RunStore, console: Console) -> None:
     """The run's last write; if the archive cannot take it, the record is spooled (and said).
     Changes forced on the environment meanwhile are recorded first (forced_changes)."""
     with contextlib.suppress(Exception):  # reading the notes must not lose the run
-        forced_changes(rec)
+        forced_changes(rec, last=True)
     spooled = lifecycle.finish_or_spool(archive, rec)
     if spooled is not None:
         console.print(

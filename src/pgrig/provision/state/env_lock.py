@@ -7,8 +7,11 @@ itself stays (deleting a lock file races with the next locker).
 
 A command let through a run's hold with --force (env set, restart, stop, db generate...) notes
 what it changes in <env>/forced.jsonl (note_forced) before it changes it; the run reads the
-notes of its own span at its end (forced_between) and records them as events of the run: its
+notes of its own span at its end (sealed_notes) and records them as events of the run: its
 figures then mix two configurations, and its record says so instead of its start's alone.
+Noting (holder read, line appended) and the run's last read (notes read, holder no longer
+"run N") each happen under one flock on forced.jsonl, so a note is either read by the run it
+names or its command is told the run is ending: none is promised and then lost.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from typing_extensions import TypedDict
@@ -36,6 +40,7 @@ class LockHolder(TypedDict, total=False):
     run_id: int | None  # once the archive gave it one
     what: str  # "run", or the command that holds it ("env set", "tune"...)
     within: str  # a nested hold: what holds it outside (a tune's run: "tune")
+    ending: bool  # the run has read its last notes (sealed_notes): a change now is no event of it
 
 
 class ForcedNote(TypedDict, total=False):
@@ -54,6 +59,8 @@ class EnvBusy(PgrigError):
 # Locks this process holds, by path: a tune or a study holds its environment for its whole
 # duration, and each of its runs takes the same lock again (nested, released by the outer).
 _HELD: dict[str, EnvLock] = {}
+# The hold whose description the lock file has now (a tune's run while it runs), by path.
+_DESCRIBED: dict[str, EnvLock] = {}
 
 
 class EnvLock:
@@ -66,6 +73,7 @@ class EnvLock:
         self.what = "run"
         self.outer: EnvLock | None = None  # set when nested in this process's own hold
         self.since = 0.0  # when acquire() took it (a nested one: when it was asked for)
+        self.run_id: int | None = None  # the run it holds for, once described with one
 
     def acquire(self, what: str = "run", hint: str = "") -> EnvLock:
         """Take the lock for `what` (a run, or a command such as "env set") or raise EnvBusy
@@ -75,42 +83,51 @@ class EnvLock:
         if outer is not None and outer.fd is not None:  # this process holds it already
             self.outer, self.fd, self.what = outer, outer.fd, what
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise EnvBusy(busy_message(self.env_name, _read(self.path), what) + hint) from None
-        self.fd, self.what = fd, what
-        _HELD[str(self.path)] = self
-        self.describe()
-        with contextlib.suppress(OSError):  # notes of earlier holds: no run of this one's
-            (self.path.parent / FORCED_FILE).unlink(missing_ok=True)
+        # under the notes' lock: a forced command's note is about the hold before, or this one
+        with _notes(self.path.parent) as notes:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise EnvBusy(busy_message(self.env_name, _read(self.path), what) + hint) from None
+            self.fd, self.what = fd, what
+            _HELD[str(self.path)] = self
+            os.ftruncate(notes, 0)  # notes of earlier holds: no run of this one's
+            self.describe()
         return self
 
-    def describe(self, run_id: int | None = None) -> None:
+    def describe(self, run_id: int | None = None, ending: bool = False) -> None:
         """Write who holds the lock (and, once known, the run id, inside which holder)."""
         if self.fd is None:
             return
+        self.run_id = run_id
         doc: LockHolder = {"pid": os.getpid(), "run_id": run_id, "what": self.what}
         if self.outer is not None:
             doc["within"] = self.outer.what
+        if ending:
+            doc["ending"] = True
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, json.dumps(doc).encode(), 0)
+        _DESCRIBED[str(self.path)] = self
 
     def release(self) -> None:
         if self.fd is None:
             return
         if self.outer is not None:  # nested: the outer hold goes on
             self.fd, outer, self.outer = None, self.outer, None
-            outer.describe()
+            outer.describe(outer.run_id)
             return
         if _HELD.get(str(self.path)) is self:
             del _HELD[str(self.path)]
-        with contextlib.suppress(OSError):
-            os.ftruncate(self.fd, 0)
-        os.close(self.fd)  # closing the descriptor drops the flock
-        self.fd = None
+        _DESCRIBED.pop(str(self.path), None)
+        with contextlib.ExitStack() as notes:
+            with contextlib.suppress(OSError):  # a note is made before this, or finds nobody
+                notes.enter_context(_notes(self.path.parent))
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)
+            os.close(self.fd)  # closing the descriptor drops the flock
+            self.fd = None
 
     def __enter__(self) -> EnvLock:
         return self.acquire()
@@ -158,15 +175,53 @@ def note_forced(env_dir: Path, command: str, change: str) -> LockHolder | None:
     """Before a --force command changes an environment: when another process holds it (a run
     in progress), note the change for that run (its end reads it: forced_between) and return
     the holder; None (nothing noted) when nobody else holds it."""
-    if held_here(env_dir):
+    if held_here(env_dir) or holder(env_dir) is None:
         return None
-    info = holder(env_dir)
-    if info is None:
-        return None
-    line: ForcedNote = {"at": time.time(), "command": command, "change": change, "holder": info}
-    with open(env_dir / FORCED_FILE, "a", encoding="utf-8") as f:  # O_APPEND: whole lines
-        f.write(json.dumps(line) + "\n")
-    return info
+    with _notes(env_dir) as notes:  # the run's last read is before or after this, not during
+        info = holder(env_dir)
+        if info is None:
+            return None
+        if not info.get("ending"):
+            line: ForcedNote = {
+                "at": time.time(),
+                "command": command,
+                "change": change,
+                "holder": info,
+            }
+            os.write(notes, (json.dumps(line) + "\n").encode())  # O_APPEND: whole lines
+        return info
+
+
+def sealed_notes(env_dir: Path, start: float, run_id: int | None) -> list[ForcedNote]:
+    """The run's last read of the changes forced under it (from `start`, epoch seconds):
+    under the notes' lock, after which the lock file no longer names run `run_id` in
+    progress, so a later forced command is told the run is ending (guard.forced_note) instead
+    of a promise that its note cannot keep. A run this process does not hold (a backup run
+    inside a load run's hold) only reads."""
+    if run_id is None:
+        return forced_between(env_dir, start, time.time())
+    with _notes(env_dir):
+        found = forced_between(env_dir, start, time.time())
+        lock = _DESCRIBED.get(str(env_dir / LOCK_FILE))
+        if lock is not None and lock.fd is not None and lock.run_id == run_id:
+            if lock.outer is not None:  # a tune's run: the tune holds it between runs
+                lock.outer.describe(lock.outer.run_id)
+            else:
+                lock.describe(run_id, ending=True)
+        return found
+
+
+@contextlib.contextmanager
+def _notes(env_dir: Path) -> Iterator[int]:
+    """forced.jsonl open for appending under its exclusive flock (a short wait at most)."""
+    fd = os.open(
+        env_dir / FORCED_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # drops the flock
 
 
 def forced_between(env_dir: Path, start: float, end: float) -> list[ForcedNote]:
