@@ -94,10 +94,25 @@ if _TIMELINE:
     import json
     import time
 
+    # With PGRIG_TEST_CPU=1 (root, cgroup v1), each worker runs in a cpuacct cgroup of its
+    # own: a test's line then has the CPU of every process it started, servers included
+    # (daemons stay in the cgroup of who started them), which is where a CPU-bound suite's
+    # time goes.
+    _CPU_GROUP: Path | None = None
+    if os.environ.get("PGRIG_TEST_CPU"):
+        _CPU_GROUP = Path("/sys/fs/cgroup/cpuacct/pgrig-tests") / os.environ.get(
+            "PYTEST_XDIST_WORKER", "main"
+        )
+        _CPU_GROUP.mkdir(parents=True, exist_ok=True)
+        (_CPU_GROUP / "cgroup.procs").write_text(str(os.getpid()))
+
+    def _cpu_ns() -> int:
+        return int((_CPU_GROUP / "cpuacct.usage").read_text()) if _CPU_GROUP else 0
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         """One JSON line per test (setup to teardown): where the suite's wall time goes."""
-        start = time.time()
+        start, cpu = time.time(), _cpu_ns()
         yield
         line = {
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
@@ -105,5 +120,7 @@ if _TIMELINE:
             "start": round(start, 3),
             "end": round(time.time(), 3),
         }
+        if _CPU_GROUP:
+            line["cpu_s"] = round((_cpu_ns() - cpu) / 1e9, 3)
         with open(_TIMELINE, "a") as f:
             f.write(json.dumps(line) + "\n")
