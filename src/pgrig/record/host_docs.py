@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from typing_extensions import TypedDict
@@ -13,6 +14,7 @@ __all__ = [
     "DiskLimitDoc",
     "HostCheck",
     "HostDoc",
+    "host_cpus",
 ]
 
 
@@ -92,3 +94,16 @@ class HostDoc(TypedDict, total=False):
     boot_time: float | None
     data: DataMount  # the data directory's mount
     checks: list[HostCheck]
+
+
+# Light records carry "cpus"; full host facts "cpu_logical", else the CPUs pgrig may use.
+CPU_KEYS = ("cpus", "cpu_logical", "cpus_allowed", "cpu_count")
+
+
+def host_cpus(host: Mapping[str, Any] | None) -> int | None:
+    """Logical CPUs of a run's host (the comparison, the runs page and the CSV say the same)."""
+    for key in CPU_KEYS:
+        v = (host or {}).get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return int(v)
+    return None

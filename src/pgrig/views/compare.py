@@ -26,6 +26,7 @@ from pgrig.analysis.compare import (
 from pgrig.archive.records import RunRecord
 from pgrig.insights.changes import WhatChanged, tables, what_changed
 from pgrig.record.figures import BY_KEY, FIGURES, Figure, headline
+from pgrig.record.host_docs import host_cpus
 from pgrig.table import Cell, Table
 from pgrig.views import chbench, compare_hosts, disk_limit, harness_cost, latency
 from pgrig.views import evidence as evidence_of
@@ -49,19 +50,6 @@ class ContextSpec:
     show: Callable[[Any], str] = fmt.text
     # a line said of the column as a whole (not "a / b" of its runs' values)
     of_group: Callable[[Sequence[RunRecord]], str] | None = None
-
-
-# Light records carry "cpus"; full host facts "cpu_logical", else the CPUs pgrig may use.
-CPU_KEYS = ("cpus", "cpu_logical", "cpus_allowed", "cpu_count")
-
-
-def cpus_of(rec: RunRecord) -> int | None:
-    """Logical CPUs of the run's host (the comparison, the runs page and the CSV say the same)."""
-    for key in CPU_KEYS:
-        v = (rec.host or {}).get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return int(v)
-    return None
 
 
 def duration_of(rec: RunRecord) -> float | None:
@@ -102,7 +90,7 @@ CONTEXT_SPECS: tuple[ContextSpec, ...] = (
         lambda v: fmt.engine("postgresql", v) if v else fmt.MISSING,
     ),
     ContextSpec("hostname", "host", lambda r: (r.host or {}).get("hostname")),
-    ContextSpec("cpus", "CPUs", cpus_of),
+    ContextSpec("cpus", "CPUs", lambda r: host_cpus(r.host)),
     ContextSpec("workload", "workload", lambda r: r.workload),
     ContextSpec("scale", "scale", lambda r: r.scale),
     ContextSpec("script_data", "data prepared by", _script_data),

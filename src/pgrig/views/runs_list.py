@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
 from pgrig.record.figures import headline, headline_text
+from pgrig.record.host_docs import host_cpus
 from pgrig.record.protocol import RunReader
 from pgrig.views import backup_figures
-from pgrig.views.compare import cpus_of
 
 CHANGED = " (changed)"  # beside the status of a run changed under it (changed_under_run)
 NOTE_CHARS = 60  # a note is cut to this many characters in the list (the run shows it whole)
@@ -131,7 +131,7 @@ def row(r: RunRecord) -> RunRow:
         "engine": Cell(fmt.engine(r.engine, r.server_version)),
         "failed": Cell(fmt.number(r.failed)),
         "duration": Cell(fmt.duration(duration_of(r))),
-        "cpus": Cell(fmt.text(cpus_of(r))),
+        "cpus": Cell(fmt.text(host_cpus(r.host))),
         "volume": Cell(fmt.size(r.db_size_bytes)),
         "study": Cell(f"{r.study}:{r.study_point or ''}#{r.repeat}" if r.study else ""),
         "note": Cell((r.note or "").replace("\n", " ")[:NOTE_CHARS]),

@@ -19,9 +19,9 @@ from pgrig.archive.protocol import RunReader
 from pgrig.archive.records import RunFilter, RunRecord
 from pgrig.archive.store import RUN_STATUSES
 from pgrig.errors import PgrigError
+from pgrig.record.host_docs import host_cpus
 from pgrig.request.values import check_int64, name_value
 from pgrig.views import runs_list
-from pgrig.views.compare import cpus_of
 from pgrig.views.runs_list import RunRow
 
 PAGE_SIZES = (25, 50, 100, 200, 500)
@@ -238,7 +238,7 @@ def csv_row(rec: RunRecord) -> list[object]:
         "latency_p95_ms": lat.p95,
         "latency_p99_ms": lat.p99,
         "latency_max_ms": lat.max,
-        "cpus": cpus_of(rec),
+        "cpus": host_cpus(rec.host),
         "hostname": rec.host.get("hostname") if rec.host else None,
         "tags": tags,
     }
