@@ -116,6 +116,21 @@ def test_pgrig_archive_env_selects_postgres(
     assert not (pgrig_home / "archive.sqlite").exists()
 
 
+def test_an_archive_created_at_head_is_the_migrated_one_on_postgres(pg15: ArchiveServer) -> None:
+    """A new PostgreSQL archive made from the models and stamped has the schema every
+    revision in turn makes (keys, indexes and constraints by name)."""
+    from alembic import command
+    from archive_schema import schema_of
+
+    from pgrig.archive.store import SCHEMA_HEAD, alembic_config
+
+    made, migrated = _fresh_database(pg15.port), _fresh_database(pg15.port)
+    with Archive(made) as a:
+        assert a.schema_revision() == SCHEMA_HEAD
+    command.upgrade(alembic_config(url=migrated), "head")
+    assert schema_of(made) == schema_of(migrated)
+
+
 def test_migrated_schema_matches_the_models_on_postgres(pg15: ArchiveServer) -> None:
     """Every revision (0003 retypes columns to text) ends where the models are, on PostgreSQL
     too; and an archive at 0002 holding runs keeps them through an explicit upgrade."""

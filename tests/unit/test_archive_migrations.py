@@ -35,7 +35,9 @@ def test_schema_head_constant_matches_the_migrations() -> None:
 
 
 def test_migrated_schema_matches_the_models(url: str) -> None:
-    Archive(url).close()
+    from alembic import command
+
+    command.upgrade(alembic_config(url=url), "head")  # every revision, in turn
     engine = create_engine(url)
     with engine.connect() as conn:
         ctx = MigrationContext.configure(
@@ -45,6 +47,27 @@ def test_migrated_schema_matches_the_models(url: str) -> None:
         tables = set(inspect(conn).get_table_names())
     engine.dispose()
     assert tables == {*metadata.tables, VERSION_TABLE}
+
+
+def test_an_archive_created_at_head_is_the_migrated_one(pgrig_home: Path) -> None:
+    """A new archive is made from the models and stamped (no Alembic loaded, no revision
+    replayed): the same tables, columns, keys, indexes and constraints as the revisions make,
+    at the same revision, and a later revision upgrades it as it would the migrated one."""
+    from alembic import command
+    from archive_schema import schema_of
+
+    made, migrated = (f"sqlite:///{pgrig_home / n}.sqlite" for n in ("made", "migrated"))
+    code = (
+        "import sys; from pgrig.archive.store import Archive; "
+        f"Archive({made!r}).close(); print('alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    command.upgrade(alembic_config(url=migrated), "head")
+    assert schema_of(made) == schema_of(migrated)
+    assert VERSION_TABLE in schema_of(made)
+    with Archive(made) as a:
+        assert a.schema_revision() == SCHEMA_HEAD
 
 
 def test_upgrade_is_idempotent(url: str) -> None:
