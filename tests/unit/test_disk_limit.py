@@ -87,6 +87,17 @@ def test_fractional_sizes_are_rounded_to_bytes_as_postgresql_does() -> None:
         ("wiops=+\u0663", "wiops must be a whole number"),
         ("wbps=\u0665\u0660MB", "wbps must be a size in bytes per second"),
         ("riops=\uff13", "riops must be a whole number"),
+        # forms PostgreSQL's integer parser reads otherwise (strtol base 0): hex, a leading 0
+        # (octal: 0500 is 320), exponents; each refused naming the forms taken
+        ("riops=0x1F4", "riops must be a whole number of read operations per second in decimal"),
+        ("riops=0x1F4", "digits 0-9 (got '0x1F4'; for example riops=500)"),
+        ("wbps=0x1F4", "a decimal number (digits 0-9, a fraction allowed) of bytes, or with B"),
+        ("riops=5e2", "in decimal digits 0-9"),
+        ("rbps=1e6", "a decimal number (digits 0-9"),
+        ("riops=0500", "riops=0500 starts with 0, which PostgreSQL reads as octal (0500 is 320"),
+        ("riops=0500", "without the leading 0 (riops=500)"),
+        ("wbps=0500MB", "wbps=0500MB starts with 0, which PostgreSQL reads as octal"),
+        ("wbps=0500MB", "(wbps=500MB)"),
     ],
 )
 def test_bad_specs_are_refused_in_one_line(spec: str, says: str) -> None:
@@ -444,6 +455,9 @@ def test_repair_sees_the_damaged_record_env_show_flags(env: Environment) -> None
         ("wiops=2", "wiops=2 is below the floor of wiops=30"),
         ("riops=1,wiops=300", "riops=1 is below the floor of riops=30"),
         ("rbps=1000", "rbps=1000 is below the floor of rbps=256kB"),
+        # quoted as written, not converted (512000 bytes once read "wbps=500kB")
+        ("wbps=512000", "--disk-limit: wbps=512000 is below the floor of wbps=1MB"),
+        ("wbps=0.5MB", "--disk-limit: wbps=0.5MB is below the floor of wbps=1MB"),
     ],
 )
 def test_a_limit_below_the_floor_is_refused_naming_the_floor(spec: str, says: str) -> None:
@@ -551,3 +565,14 @@ def test_env_show_and_a_run_say_a_stray_limit_under_none() -> None:
         ("disk limit", "none"),
         ("disk limit put back", "the kernel holds X"),
     ]
+
+
+def test_a_fraction_after_a_leading_zero_is_decimal_as_postgresql_reads_it() -> None:
+    """PostgreSQL reads 010.5kB as 10.5kB (a fraction: strtod), 0500 as octal 320 (strtol):
+    only the whole number is refused."""
+    limit = parse("rbps=010.5MB,wbps=0.5MB,riops=+500")
+    assert limit is not None and (limit.rbps, limit.wbps, limit.riops) == (
+        11010048,
+        524288,
+        500,
+    )

@@ -5,15 +5,16 @@ operations per second, read and write bytes per second. SIZE is a number of byte
 number with a unit B, kB, MB, GB or TB, 1024-based and spelled as in PostgreSQL's settings
 (50MB is 52,428,800 bytes per second; 50mb is refused, as PostgreSQL refuses it); a fraction
 is taken as PostgreSQL takes one for a size setting: rounded to its base unit, here whole
-bytes (1.5MB is 1,572,864). Operations per second are whole numbers. Numbers are ASCII
-digits. `none` says "no limit". Parsed here, before anything is made;
-provision/server/disk_throttle.py puts a limit in force.
+bytes (1.5MB is 1,572,864). Operations per second are whole numbers. Numbers are decimal,
+in ASCII digits: what PostgreSQL would read otherwise (0x1F4 and 0500, hex and octal to its
+integer parser) or not at all is refused, naming the forms taken. `none` says "no limit".
+Parsed here, before anything is made; provision/server/disk_throttle.py puts a limit in force.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from pgrig import units
@@ -63,6 +64,9 @@ class DiskLimit:
     wiops: int | None = None
     rbps: int | None = None
     wbps: int | None = None
+    # each value as the user wrote it ("512000", "0.5MB"): what a refusal quotes back, not
+    # the canonical text (500kB) they did not write; no part of the limit itself
+    said: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, int]:
         """Only the keys that are set (env.json and the run record keep this)."""
@@ -95,6 +99,7 @@ def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:
     if not text:
         raise DiskLimitError(f"{flag} is empty: give KEY=VALUE pairs ({', '.join(KEYS)}) or none")
     values: dict[str, int] = {}
+    said: dict[str, str] = {}
     for part in text.split(","):
         key, sep, raw = part.strip().partition("=")
         key = key.strip().lower()
@@ -108,7 +113,8 @@ def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:
         if key in values:
             raise DiskLimitError(f"{flag}: {key} is given twice")
         values[key] = _iops(flag, key, raw) if key in IOPS_KEYS else _bytes(flag, key, raw)
-    return DiskLimit(**values)
+        said[key] = raw.strip()
+    return DiskLimit(**values, said=said)
 
 
 def check_floor(limit: DiskLimit | None, flag: str = "--disk-limit") -> None:
@@ -120,8 +126,9 @@ def check_floor(limit: DiskLimit | None, flag: str = "--disk-limit") -> None:
     low = [k for k, v in limit.as_dict().items() if v < FLOOR[k]]
     if low:
         k = low[0]
+        shown = limit.said.get(k) or _value_text(k, getattr(limit, k))
         raise DiskLimitError(
-            f"{flag}: {k}={_value_text(k, getattr(limit, k))} is below the floor of "
+            f"{flag}: {k}={shown} is below the floor of "
             f"{k}={_value_text(k, FLOOR[k])}: under less, creating, starting or stopping the "
             "server waits minutes (CREATE DATABASE writes about 20 MB, a shutdown checkpoint "
             "about 900 pages); floors: "
@@ -134,8 +141,10 @@ def _iops(flag: str, key: str, raw: str) -> int:
     sign = text[:1] if text[:1] in "+-" else ""
     if not ascii_digits(text[len(sign) :]):
         raise DiskLimitError(
-            f"{flag}: {key} must be a whole number of {MEANING[key]} (got {text!r})"
+            f"{flag}: {key} must be a whole number of {MEANING[key]} in decimal digits 0-9 "
+            f"(got {text!r}; for example {key}=500)"
         )
+    _no_octal(flag, key, text, text[len(sign) :])
     n = int(text)
     if n <= 0:
         raise DiskLimitError(f"{flag}: {key} must be > 0 (got {n}); `{flag} none` removes limits")
@@ -157,9 +166,11 @@ def _bytes(flag: str, key: str, raw: str) -> int:
         if text.startswith("-") or text == "0":
             raise DiskLimitError(f"{flag}: {key} must be > 0 (got {text!r})")
         raise DiskLimitError(
-            f"{flag}: {key} must be a size in bytes per second: a number with B, kB, MB, "
-            f"GB or TB, 1024-based (got {text!r}; for example {key}=50MB)"
+            f"{flag}: {key} must be a size in bytes per second: a decimal number (digits 0-9, "
+            f"a fraction allowed) of bytes, or with B, kB, MB, GB or TB, 1024-based (got "
+            f"{text!r}; for example {key}=50MB)"
         )
+    _no_octal(flag, key, text, m.number)
     # as PostgreSQL converts a size setting (guc.c: rint of value x unit), to whole bytes; in
     # decimal, so no float rounds a large whole number
     exact = Decimal(m.number) * _UNITS[m.unit]
@@ -170,6 +181,18 @@ def _bytes(flag: str, key: str, raw: str) -> int:
     if n > _BPS_MAX:
         raise DiskLimitError(f"{flag}: {key} is too large (got {text!r})")
     return n
+
+
+def _no_octal(flag: str, key: str, text: str, number: str) -> None:
+    """A whole number written with a leading 0 is octal to PostgreSQL's integer parser (guc.c
+    parse_int: strtol base 0, so 0500 is 320; with a fraction, 010.5, it is decimal): refused
+    rather than read either way."""
+    if len(number) > 1 and number[0] == "0" and "." not in number:
+        decimal = text.replace(number, number.lstrip("0") or "0", 1)
+        raise DiskLimitError(
+            f"{flag}: {key}={text} starts with 0, which PostgreSQL reads as octal (0500 is "
+            f"320 to it): write the decimal number without the leading 0 ({key}={decimal})"
+        )
 
 
 def _value_text(key: str, v: int) -> str:
