@@ -3,6 +3,7 @@ input, naming its key path."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,39 @@ def test_allow_unsafe_with_a_file_without_durability_knobs_says_so(tmp_path: Pat
     )
     assert s.notes and "nothing unsafe is searched" in s.notes[-1]
     assert not s.unsafe_names
+
+
+def test_a_refused_range_end_is_quoted_as_the_file_wrote_it(tmp_path: Path) -> None:
+    """high = "3TB" with low = "0.5MB" counts the range in kB: the server's refusal named
+    '3221225472kB', a value the file never wrote."""
+    text = '[knobs.work_mem]\nlow = "0.5MB"\nhigh = "3TB"\n'
+    s = space.load_space(_file(tmp_path, text))
+    assert s.knob("work_mem").ends() == ["512kB", "3221225472kB"]
+    with pytest.raises(PgrigError) as e:
+        space.check_space(s, _refuse({"3221225472kB", "3TB"}))
+    assert str(e.value).endswith(
+        "knobs.work_mem.high: invalid value for parameter 'work_mem': '3TB'"
+    )
+    # a refusal only of the converted text (the written one passes) names the converted one
+    with pytest.raises(PgrigError, match="'3221225472kB'"):
+        space.check_space(s, _refuse({"3221225472kB"}))
+
+
+def test_a_space_path_that_is_no_file_is_refused_as_what_it_is(tmp_path: Path) -> None:
+    """`--space DIR` said "no such file" of a directory that is there."""
+    with pytest.raises(PgrigError) as e:
+        space.space_file_path(str(tmp_path))
+    assert str(e.value).startswith(f"--space {tmp_path}: is a directory, not a space file")
+    with pytest.raises(PgrigError) as e:
+        space.space_file_path(str(tmp_path / "none.toml"))
+    assert str(e.value).startswith(f"--space {tmp_path / 'none.toml'}: no such file (or use")
+    f = _file(tmp_path, "[knobs.work_mem]\nlow = 1\nhigh = 4\n")
+    assert space.space_file_path(str(f)) == f
+    # what cannot be read is said as the system says it, without errno noise
+    f.chmod(0)
+    try:
+        if not os.access(f, os.R_OK):  # root reads anything
+            with pytest.raises(PgrigError, match=r": cannot read: Permission denied$"):
+                space.load_space(f)
+    finally:
+        f.chmod(0o644)

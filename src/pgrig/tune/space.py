@@ -78,6 +78,9 @@ class Knob:
     choices: tuple[str, ...] = ()
     restart: bool = False  # needs a server restart (context postmaster)
     group: str = ""
+    # a space file's low and high as written ("3TB" where the range counts in kB): what a
+    # refusal quotes back
+    written: tuple[str, ...] = field(default=(), compare=False)
 
     def suggest(self, trial: Suggester) -> str:
         """The value this trial tries, as setting text."""
@@ -388,7 +391,9 @@ def load_space(
     where = f"--space {path}"
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+    except OSError as e:  # "Is a directory", "Permission denied": no errno and path noise
+        raise PgrigError(f"{where}: cannot read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise PgrigError(f"{where}: cannot read: {e}") from None
     try:
         file = SpaceFile.model_validate(data)
@@ -444,7 +449,12 @@ def _knob(name: str, table: KnobTable) -> Knob:
         return Knob(name, choices=tuple(table.choices), group="file")
     low, high, unit = table.bounds()
     integer = all(isinstance(v, int) for v in (low, high))
-    return Knob(name, low, high, unit, log=table.log, integer=integer, group="file")
+    written = tuple(
+        v if isinstance(v, str) else f"{v}{table.unit}" for v in (table.low, table.high)
+    )
+    return Knob(
+        name, low, high, unit, log=table.log, integer=integer, group="file", written=written
+    )
 
 
 # --- validation against the server -----------------------------------------------------------
@@ -473,7 +483,8 @@ def check_space(space: Space, check: Validator) -> Space:
                         check({k.name: k.ends()[side]})
                     except PgrigError as e:
                         key = ("low", "high")[side]
-                        raise PgrigError(f"{where}: knobs.{k.name}.{key}: {e}") from None
+                        said = _said_refusal(check, k, side) or e
+                        raise PgrigError(f"{where}: knobs.{k.name}.{key}: {said}") from None
             raise PgrigError(f"{where}: {whole}") from None
     knobs, notes = [], list(space.notes)
     for k in space.knobs:
@@ -496,6 +507,19 @@ def check_space(space: Space, check: Validator) -> Space:
     if not knobs:
         raise PgrigError(f"{where}: no knob is left to search ({'; '.join(notes) or 'empty'})")
     return Space(knobs, notes, space.origin)
+
+
+def _said_refusal(check: Validator, knob: Knob, side: int) -> PgrigError | None:
+    """The server's refusal of a range end as the file wrote it ("3TB", not the
+    "3221225472kB" the range counts in), None when it takes that text (the refusal is then of
+    the converted end, which is the one to show)."""
+    if not knob.written or knob.written[side] == knob.ends()[side]:
+        return None
+    try:
+        check({knob.name: knob.written[side]})
+    except PgrigError as e:
+        return e
+    return None
 
 
 JIT_KNOBS = ("jit", "jit_above_cost", "jit_inline_above_cost", "jit_optimize_above_cost")
@@ -546,11 +570,7 @@ def for_server(
             allow_unsafe=allow_unsafe,
         )
     else:
-        path = Path(space_arg)
-        if not path.is_file():
-            raise PgrigError(
-                f"--space {space_arg}: no such file (or use --space default, {', '.join(CLASSES)})"
-            )
+        path = space_file_path(space_arg)
         space = load_space(path, allow_unsafe, unit_of=lambda n: _unit_of(cat, n))
     if not space.origin and not insights_layer.jit_available(str(bindir)):
         space = without_jit(space)
@@ -561,6 +581,23 @@ def for_server(
         validator.validate(bindir, major, cat, norm)
 
     return check_space(space.with_restart(cat.needs_restart), check)
+
+
+def space_file_path(space_arg: str) -> Path:
+    """`--space` naming a file: refused as what it is when it is not a readable file (a
+    directory, nothing there), never as a parse error of what could not be read."""
+    path = Path(space_arg)
+    if path.is_file():
+        return path
+    others = f"or use --space default, {', '.join(CLASSES)}"
+    if path.is_dir():
+        raise PgrigError(
+            f"--space {space_arg}: is a directory, not a space file (give a TOML file of "
+            f"[knobs.<setting>] tables, {others})"
+        )
+    if not path.exists():
+        raise PgrigError(f"--space {space_arg}: no such file ({others})")
+    raise PgrigError(f"--space {space_arg}: not a regular file ({others})")
 
 
 def _unit_of(cat: Catalog, name: str) -> str | None:
