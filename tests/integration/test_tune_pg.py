@@ -300,6 +300,17 @@ def test_space_file_values_go_through_the_parser(pg15: tuple[Path, str], tmp_pat
         space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
 
 
+def test_a_text_setting_in_a_space_file_is_refused(pg15: tuple[Path, str], tmp_path: Path) -> None:
+    """Issue 43: the catalogue's type decides (a STRING setting has nothing to search)."""
+    from pgrig.errors import PgrigError
+    from pgrig.tune import space
+
+    f = tmp_path / "space.toml"
+    f.write_text('[knobs.search_path]\nchoices = ["public", "pg_catalog"]\n')
+    with pytest.raises(PgrigError, match=r"knobs\.search_path: search_path is a text setting"):
+        space.for_server(pg15[0], pg15[1], str(f), False, disk_path=tmp_path)
+
+
 def test_space_file_times_are_read_as_times(pg15: tuple[Path, str], tmp_path: Path) -> None:
     """Issue 43 (F6): a time setting's range in time units, through the real parser; the
     wrong kind is refused naming the key path, whether or not the catalogue has its units."""

@@ -100,3 +100,54 @@ def test_a_space_path_that_is_no_file_is_refused_as_what_it_is(tmp_path: Path) -
                 space.load_space(f)
     finally:
         f.chmod(0o644)
+
+
+# --- knobs the server takes one by one but not as a space (issue 43) ---------------------------
+def _fits(tmp_path: Path, text: str, clients: int = 1, **configured: str) -> None:
+    space.check_connections(space.load_space(_file(tmp_path, text)), clients, configured)
+
+
+def test_max_connections_must_start_the_server_and_take_the_clients(tmp_path: Path) -> None:
+    """max_connections low = 1 passed postgres -C, yet PostgreSQL does not start unless it
+    exceeds superuser_reserved_connections + reserved_connections (3 by default)."""
+    with pytest.raises(PgrigError) as e:
+        _fits(tmp_path, "[knobs.max_connections]\nlow = 1\nhigh = 100\n")
+    assert str(e.value) == (
+        f"--space {tmp_path / 'space.toml'}: knobs.max_connections.low: max_connections=1 "
+        "leaves no room for the run's 1 client: PostgreSQL keeps superuser_reserved_connections "
+        "+ reserved_connections (3) out of it and does not start unless max_connections "
+        "exceeds them: give max_connections 4 or more"
+    )
+    _fits(tmp_path, "[knobs.max_connections]\nlow = 4\nhigh = 100\n")
+    # the run's clients, and what the environment reserves, count too
+    with pytest.raises(PgrigError, match="give max_connections 14 or more"):
+        _fits(tmp_path, "[knobs.max_connections]\nlow = 4\nhigh = 100\n", clients=8, **{
+            "superuser_reserved_connections": "5", "reserved_connections": "1"
+        })  # fmt: skip
+    with pytest.raises(PgrigError, match=r"knobs\.max_connections\.choices: max_connections=3 "):
+        _fits(tmp_path, '[knobs.max_connections]\nchoices = ["3", "100"]\n')
+    # a reserved knob's high against the environment's max_connections
+    with pytest.raises(PgrigError) as e:
+        _fits(tmp_path, "[knobs.superuser_reserved_connections]\nlow = 1\nhigh = 99\n", 2)
+    assert "knobs.superuser_reserved_connections: max_connections=100 leaves no room" in str(
+        e.value
+    )
+    assert str(e.value).endswith("keep the reserved connections at most 98 in all")
+    _fits(tmp_path, '[knobs.work_mem]\nlow = 1\nhigh = 4\nunit = "MB"\n', 500)  # not concerned
+
+
+def test_a_text_setting_is_no_knob_to_search(tmp_path: Path) -> None:
+    """shared_preload_libraries in a space file was taken as two choices to try."""
+    s = space.load_space(
+        _file(tmp_path, '[knobs.shared_preload_libraries]\nchoices = ["pg_stat_statements", ""]\n')
+    )
+    types = {"shared_preload_libraries": "STRING", "work_mem": "INTEGER"}
+    with pytest.raises(PgrigError) as e:
+        space.refuse_text_settings(s, types.get)
+    assert str(e.value).startswith(
+        f"--space {tmp_path / 'space.toml'}: knobs.shared_preload_libraries: "
+        "shared_preload_libraries is a list of libraries loaded at server start"
+    )
+    assert "not a number, boolean or enum to search" in str(e.value)
+    s = space.load_space(_file(tmp_path, "[knobs.work_mem]\nlow = 1\nhigh = 4\n"))
+    space.refuse_text_settings(s, types.get)

@@ -87,7 +87,7 @@ class DiskLimit:
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise DiskLimitError(f"disk limit: {k} must be a positive integer (got {v!r})")
             values[k] = v
-        return cls(**values)
+        return cls(**values, said={})  # a record's numbers: nothing a person wrote
 
 
 def parse(spec: str, flag: str = "--disk-limit") -> DiskLimit | None:

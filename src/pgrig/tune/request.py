@@ -22,6 +22,7 @@ def build(asked: TuneRequest) -> TunePlan:
     settings catalogue, a preset's disk limit) before anything runs; what the knob space left
     out and why is in its notes. The flags were checked alone when `asked` was made."""
     from pgrig.provision import cluster
+    from pgrig.provision.settings import config
     from pgrig.provision.state.environment import require_managed
     from pgrig.request import RunRequest, from_flags
     from pgrig.study.spec import DatasetSpec
@@ -82,6 +83,11 @@ def build(asked: TuneRequest) -> TunePlan:
         asked.space,
         asked.allow_unsafe,
         disk_path=env.datadir,
+    )
+    sp.check_connections(
+        space,
+        load.clients + (load.analytic_clients or 0),
+        config.layers(env).effective(),
     )
     pgtune, _notes = cluster.resolve_profile(reference, env.major or 0, env.bindir)
     return TunePlan(

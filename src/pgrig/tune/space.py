@@ -572,6 +572,7 @@ def for_server(
     else:
         path = space_file_path(space_arg)
         space = load_space(path, allow_unsafe, unit_of=lambda n: _unit_of(cat, n))
+        refuse_text_settings(space, lambda n: s.type if (s := cat.get(n)) else None)
     if not space.origin and not insights_layer.jit_available(str(bindir)):
         space = without_jit(space)
 
@@ -581,6 +582,80 @@ def for_server(
         validator.validate(bindir, major, cat, norm)
 
     return check_space(space.with_restart(cat.needs_restart), check)
+
+
+def refuse_text_settings(space: Space, type_of: Callable[[str], str | None]) -> None:
+    """A space searches numbers, booleans and enums: a text setting (a list of libraries, a
+    path, a name; pg_settings vartype string) has no range to sample, and the server reads
+    any text it is given, so its choices would only be found wrong at a trial's start.
+    `type_of(name)`: the catalogue's type (STRING, ...), None when the name is not known."""
+    where = f"--space {space.origin}"
+    for k in space.knobs:
+        if type_of(k.name) != "STRING":
+            continue
+        why = {
+            "shared_preload_libraries": (
+                "a list of libraries loaded at server start (a restart, and each library "
+                "installed), which changes what the server can do rather than how fast"
+            ),
+        }.get(k.name, "a text setting (a list, a path or a name)")
+        raise PgrigError(
+            f"{where}: knobs.{k.name}: {k.name} is {why}: not a number, boolean or enum to "
+            f"search; set it on the environment instead (`pgrig env set`) "
+            "and leave it out of the space"
+        )
+
+
+# What a server takes out of max_connections before any client (PostgreSQL's defaults when the
+# environment does not set them; reserved_connections is 16+)
+RESERVED_CONNECTIONS = {"superuser_reserved_connections": 3, "reserved_connections": 0}
+
+
+def check_connections(space: Space, clients: int, configured: Mapping[str, str]) -> None:
+    """Every trial must start and take the run's clients: PostgreSQL refuses to start unless
+    max_connections exceeds superuser_reserved_connections + reserved_connections (which
+    postgres -C does not check), and a run refuses clients beyond what is left. So the least
+    max_connections a space may try (its knob's low, or the environment's) must hold the most
+    those may reserve (their knobs' high, or the environment's) plus `clients`.
+    `configured`: the environment's effective settings."""
+    ranges = {
+        k.name: k for k in space.knobs if k.name in ("max_connections", *RESERVED_CONNECTIONS)
+    }
+    if not ranges:
+        return
+
+    def end(name: str, least: bool, default: int) -> int | None:
+        k = ranges.get(name)
+        try:
+            if k is None:
+                return int(configured.get(name, default))
+            values = [float(v) for v in k.choices] if k.choices else [k.low, k.high]
+        except ValueError:
+            return None  # not a number: the server's parser judges it (check_space)
+        return int(min(values) if least else max(values))
+
+    mc = end("max_connections", True, 100)
+    held = [end(n, False, d) for n, d in RESERVED_CONNECTIONS.items()]
+    if mc is None or None in held:
+        return
+    reserved = sum(h for h in held if h is not None)
+    if mc >= reserved + clients:
+        return
+    need = reserved + clients
+    if "max_connections" in ranges:
+        key = "choices" if ranges["max_connections"].choices else "low"
+        where = f"knobs.max_connections.{key}"
+        fix = f"give max_connections {need} or more"
+    else:
+        culprit = next(n for n in RESERVED_CONNECTIONS if n in ranges)
+        where = f"knobs.{culprit}"
+        fix = f"keep the reserved connections at most {mc - clients} in all"
+    raise PgrigError(
+        f"--space {space.origin}: {where}: max_connections={mc} leaves no room for the run's "
+        f"{clients} client{'s' if clients != 1 else ''}: PostgreSQL keeps "
+        f"superuser_reserved_connections + reserved_connections ({reserved}) out of it and "
+        f"does not start unless max_connections exceeds them: {fix}"
+    )
 
 
 def space_file_path(space_arg: str) -> Path:
