@@ -495,3 +495,41 @@ def test_a_stream_event_key_of_another_type_reads_as_missing() -> None:
         "event": "query", "status": "ok", "seconds": 1.5,
     }  # fmt: skip
     assert _event('{"no": "event"}') is None and _event("Traceback") is None
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        ("30", 30.0),
+        ("30s", 30.0),
+        ("2min", 120.0),
+        ("500ms", 0.5),
+        ("1h", 3600.0),
+        (" 2 min", 120.0),
+    ],
+)
+def test_a_query_timeout_takes_postgresql_time_units(given: str, seconds: float) -> None:
+    """--query-timeout 30s was refused ("Input should be a valid number"): the flag took a
+    float, and its help did not say seconds."""
+    spec = from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=given)
+    assert spec.query_timeout_s == seconds
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        # "m" is not minutes to PostgreSQL, and its units are case-sensitive
+        ("2m", "'m' is not one of them, and they are case-sensitive as the server reads them "
+         "(2min, not 2m; got '2m')"),
+        ("30S", "'S' is not one of them"),
+        ("soon", "(got 'soon')"),
+    ],
+)  # fmt: skip
+def test_a_query_timeout_in_other_units_is_refused_naming_them(given: str, says: str) -> None:
+    with pytest.raises(PgrigError) as e:
+        from_flags(RunRequest, env_name="e", workload="tpch:power", query_timeout_s=given)
+    assert str(e.value).startswith(
+        "--query-timeout must be a time like 30s or 2min (a bare number is seconds), in "
+        "PostgreSQL's units us, ms, s, min, h, d"
+    )
+    assert says in str(e.value)

@@ -55,10 +55,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         query_timeout: Annotated[
-            float | None,
+            str | None,
             typer.Option(
                 "--query-timeout",
-                help="TPC-H and chbench's analytic queries: seconds a query may run; one that "
+                help="TPC-H and chbench's analytic queries: how long a query may run, in "
+                "PostgreSQL's time units (500ms, 30s, 2min); a bare number is seconds. One that "
                 "runs longer is cancelled and recorded as timed out.",
             ),
         ] = None,

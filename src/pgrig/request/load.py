@@ -33,6 +33,7 @@ from pgrig.request.values import (
     number_text,
     parse_cpu_list,
     parse_duration,
+    parse_server_time,
     setting_text,
 )
 from pgrig.request.vocabulary import (
@@ -212,6 +213,16 @@ def tpcc_mix_weights(value: object) -> dict[str, int]:
 
 def _mix(value: object) -> dict[str, int] | None:
     return None if value is None else tpcc_mix_weights(value)
+
+
+def _server_seconds(value: object) -> float | None:
+    """A time the server is given (--query-timeout): PostgreSQL's units, a bare number in s."""
+    if value is None:
+        return None
+    try:
+        return parse_server_time(value)
+    except ValueError as e:
+        raise Refusal(str(e)) from None
 
 
 def _statement_timeout(value: float) -> float:
@@ -573,7 +584,9 @@ class TpchLoad(LoadParams):
     # a query that runs longer is cancelled and recorded as timed out; the query streams of
     # tpch:throughput and tpch; the seed of the substitution parameters (None: a new one,
     # recorded with the run)
-    query_timeout_s: Annotated[float, AfterValidator(_statement_timeout)] | None = flag_field(
+    query_timeout_s: Annotated[
+        float, BeforeValidator(_server_seconds), AfterValidator(_statement_timeout)
+    ] | None = flag_field(
         "--query-timeout", default=None, alias="query_timeout", gt=0, allow_inf_nan=False,
     )  # fmt: skip
     streams: int | None = flag_field("--streams", default=None, ge=1, le=TPCH_MAX_STREAMS)

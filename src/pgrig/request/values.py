@@ -74,6 +74,35 @@ def parse_duration(value: object) -> float:
     )
 
 
+PG_TIME_UNITS = ", ".join(units.TIME_UNITS)
+
+
+def parse_server_time(value: object) -> float:
+    """Seconds from a time the server is given (a query timeout, set as statement_timeout):
+    PostgreSQL's time units only, case-sensitive as the server reads them ("500ms", "30s",
+    "2min"; "2m" is not minutes to it), and a bare number is seconds, as every pgrig duration
+    (statement_timeout's own bare number is milliseconds: pgrig converts, the user need not)."""
+    shape = (
+        f"a time like 30s or 2min (a bare number is seconds), in PostgreSQL's units {PG_TIME_UNITS}"
+    )
+    if isinstance(value, bool):
+        raise ValueError(f"must be {shape} (got {value})")
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value)
+    if ascii_number(text):
+        return float(text)
+    a = units.amount(text)
+    if a is None:
+        raise ValueError(f"must be {shape} (got {text!r})")
+    if a.unit not in units.TIME_UNITS:
+        raise ValueError(
+            f"must be {shape}: {a.unit!r} is not one of them, and they are case-sensitive as "
+            f"the server reads them (2min, not 2m; got {text!r})"
+        )
+    return a.value * units.TIME_UNITS[a.unit]
+
+
 def setting_text(value: object) -> str:
     """A value as PostgreSQL setting text: booleans become on/off, numbers stay exact."""
     if isinstance(value, bool):
