@@ -43,6 +43,13 @@ def test_defines_need_tickets_data() -> None:
         PgrigError, match=r"database 'db' of e holds no tickets data: run `pgrig db"
     ):
         tickets.defines({"scenario": "pgbench", "scale": 1}, "e", "db")
+    # the database the run named, quoted for a paste (it was left out: the suggestion made
+    # the default database)
+    with pytest.raises(PgrigError) as e:
+        tickets.defines(None, "e", "my db")
+    assert "run `pgrig db generate e --db 'my db' --scenario tickets --rows N` first" in str(
+        e.value
+    )
     with pytest.raises(PgrigError, match="holds no tickets data"):
         tickets.defines(None, "e", "db")
 

@@ -196,7 +196,8 @@ def _server_facts(
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname=%s", (dbname,)).fetchone():
             raise PgrigError(
                 f"database {dbname!r} does not exist in {env.name}: "
-                f"run `{pgrig_command('db', 'generate', env.name, rest='...')}` first"
+                f"run `{pgrig_command('db', 'generate', env.name, '--db', dbname, rest='...')}` "
+                "first"
             )
         full, major, _num = pg_snapshot.server_version(conn)
     return ServerFacts(version=full, major=major, cpu_mark=mark)

@@ -42,7 +42,9 @@ def defines(info: dict | None, env_name: str, dbname: str) -> dict[str, str]:
     if not info or info.get("scenario") != "tickets" or not info.get("rows"):
         raise PgrigError(
             f"database {dbname!r} of {env_name} holds no tickets data: run `"
-            + pgrig_command("db", "generate", env_name, "--scenario", "tickets", rest="--rows N")
+            + pgrig_command(
+                "db", "generate", env_name, "--db", dbname, "--scenario", "tickets", rest="--rows N"
+            )
             + "` first"
         )
     return {"rows": str(int(info["rows"]))}
