@@ -80,7 +80,8 @@ def test_chbench_data_is_required_tpcc_data_is_not_enough(tmp_path: Path) -> Non
         )
     said = str(found.value)
     assert "holds no CH-benCHmark data (it holds tpcc)" in said
-    assert "pgrig db generate lab --db ch --scenario chbench --warehouses W" in said
+    # the warehouses the database holds, not a placeholder (issue 43)
+    assert "pgrig db generate lab --db ch --scenario chbench --warehouses 2` first" in said
 
 
 def test_each_stream_cycles_through_the_22_queries_from_its_own_start() -> None:

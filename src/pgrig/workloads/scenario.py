@@ -51,22 +51,32 @@ class Scenario(Protocol):
         ...
 
 
+WAREHOUSES = ("--warehouses", "warehouses", "W")
+
+
 def _require_data(
     env: Environment,
     dbname: str,
     dataset: DatasetDoc,
     accepted: tuple[str, ...],
     label: str,
-    size: str,
+    size: tuple[str, str, str],
 ) -> None:
     """Refuse a run whose database holds none of the `accepted` scenarios' data, saying what
-    it holds and the `db generate` that makes the first one in that same database."""
+    it holds and the `db generate` that makes the first one in that same database. `size`:
+    the size's flag, its key in the dataset and a placeholder ("--warehouses", "warehouses",
+    "W"): the size of the data there when it has one (TPC-C's 4 warehouses, which CH-benCHmark's
+    data is made of), else the placeholder for a person to fill in."""
     found = dataset.get("scenario")
     if found in accepted:
         return
+    flag, key, placeholder = size
+    known = dataset.get(key)
+    sized = (flag, str(known)) if known else ()
     cmd = pgrig_command(
-        "db", "generate", env.name, "--db", dbname, "--scenario", accepted[0], rest=size
-    )
+        "db", "generate", env.name, "--db", dbname, "--scenario", accepted[0], *sized,
+        rest="" if sized else f"{flag} {placeholder}",
+    )  # fmt: skip
     raise PgrigError(
         f"database {dbname!r} of {env.name} holds no {label} data"
         + (f" (it holds {found})" if found else "")
@@ -109,7 +119,7 @@ class Tpcc:
         from pgrig.workloads import tpcc
 
         # CH-benCHmark's data is TPC-C's and more
-        _require_data(env, dbname, dataset, ("tpcc", "chbench"), "TPC-C", "--warehouses W")
+        _require_data(env, dbname, dataset, ("tpcc", "chbench"), "TPC-C", WAREHOUSES)
         scripts, defines, max_tries = tpcc.pgbench_scripts(
             work,
             warehouses=int(dataset["warehouses"]),
@@ -148,7 +158,7 @@ class Chbench(Tpcc):
         dataset: DatasetDoc,
     ) -> RunScripts:
         # TPC-C's tables alone lack the queries' three
-        _require_data(env, dbname, dataset, ("chbench",), "CH-benCHmark", "--warehouses W")
+        _require_data(env, dbname, dataset, ("chbench",), "CH-benCHmark", WAREHOUSES)
         return super().run_scripts(spec, env, dbname, work, dataset)
 
 
@@ -166,7 +176,9 @@ class Tpch:
         work: Path,
         dataset: DatasetDoc,
     ) -> RunScripts:
-        _require_data(env, dbname, dataset, ("tpch",), "TPC-H", "--scale-factor SF")
+        _require_data(
+            env, dbname, dataset, ("tpch",), "TPC-H", ("--scale-factor", "scale_factor", "SF")
+        )
         return RunScripts([], {}, 1)
 
     def add_results(self, rec: RunRecord) -> None:
