@@ -172,6 +172,19 @@ class RunRecord:
     # why: statements, plans, log_digest, waits (pgrig.insights); {} when not collected
     insights: InsightsDoc = field(default_factory=lambda: InsightsDoc())
 
+    def data_scale(self) -> tuple[str, int | float] | None:
+        """How much data the run ran on and what the number counts: ("scale", 10) for
+        pgbench's data, ("warehouses", 4) for TPC-C's and CH-benCHmark's, ("SF", 0.01) for
+        TPC-H's (its scale factor, in extra["tpch"]: `scale` holds whole numbers); None when
+        the record has none. Every surface that says a run's data size reads it here."""
+        if self.scale:
+            return ("warehouses" if self.scenario in ("tpcc", "chbench") else "scale", self.scale)
+        tpch = self.extra.get("tpch")
+        sf = tpch.get("scale_factor") if isinstance(tpch, dict) else None
+        if isinstance(sf, int | float) and not isinstance(sf, bool) and sf > 0:
+            return ("SF", sf)
+        return None
+
     def warnings(self) -> list[RunWarning]:
         """What may make this run's numbers misleading: [{"code", "message"}], in
         extra["warnings"] (the contract every surface reads: --json, web, reports)."""

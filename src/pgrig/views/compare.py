@@ -63,6 +63,15 @@ def _clients(r: RunRecord) -> str:
     return f"{r.clients} / {r.threads}" + (f" + {streams} analytic" if streams is not None else "")
 
 
+def _scale(r: RunRecord) -> int | float | str | None:
+    """pgbench's scale and TPC-C's warehouses as the number; TPC-H's scale factor, which is
+    not one of those, named ("SF 0.01")."""
+    scale = r.data_scale()
+    if scale is None or scale[0] != "SF":
+        return scale[1] if scale else None
+    return f"SF {scale[1]:g}"
+
+
 def _options(r: RunRecord) -> str | None:
     """The workload's own options as the run gave them (-D, sysbench's --define)."""
     return " ".join(f"{k}={v}" for k, v in sorted((r.defines or {}).items())) or None
@@ -92,7 +101,7 @@ CONTEXT_SPECS: tuple[ContextSpec, ...] = (
     ContextSpec("hostname", "host", lambda r: (r.host or {}).get("hostname")),
     ContextSpec("cpus", "CPUs", lambda r: host_cpus(r.host)),
     ContextSpec("workload", "workload", lambda r: r.workload),
-    ContextSpec("scale", "scale", lambda r: r.scale),
+    ContextSpec("scale", "scale", _scale),
     ContextSpec("script_data", "data prepared by", _script_data),
     ContextSpec("defines", "workload options", _options),
     ContextSpec("db_size_bytes", "data volume", lambda r: r.db_size_bytes, fmt.size),

@@ -126,9 +126,8 @@ def about(rec: RunRecord) -> list[tuple[str, str]]:
     if rec.started_at and rec.ended_at:
         started += f" (wall time {fmt.duration((rec.ended_at - rec.started_at).total_seconds())})"
     data = rec.scenario or fmt.MISSING
-    if rec.scale:
-        size = "warehouses" if rec.scenario in ("tpcc", "chbench") else "scale"
-        data += f", {size} {fmt.number(rec.scale)}"
+    if (scale := rec.data_scale()) is not None:
+        data += f", {scale[0]} {fmt.number(scale[1])}"
     data += _sysbench_data(rec)
     if rec.db_size_bytes:
         data += f", {fmt.size(rec.db_size_bytes)}"

@@ -106,7 +106,8 @@ def duration_of(rec: RunRecord) -> float | None:
 
 
 def _workload_more(r: RunRecord) -> str:
-    scale = f" s{r.scale}" if r.scale else ""
+    data = r.data_scale()
+    scale = f" {'SF' if data[0] == 'SF' else 's'}{data[1]:g}" if data else ""
     via = f" via {r.via}" if r.via and r.via != "direct" else ""
     return scale + via
 
