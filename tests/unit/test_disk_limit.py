@@ -576,3 +576,22 @@ def test_a_fraction_after_a_leading_zero_is_decimal_as_postgresql_reads_it() -> 
         524288,
         500,
     )
+
+
+def test_env_show_of_a_stopped_server_says_its_limit_as_env_set_does() -> None:
+    """A stopped server's limit read "NOT in force" with "problem: the server is not running"
+    in `env show`, where `env set` said "in force at the next start" and `env list` and
+    env_status see no fault."""
+    from pgrig.cli import env as env_cli
+
+    doc = {"limit": {"wiops": 300}, "text": "wiops=300", "in_force": False,
+           "problems": ["the server is not running"]}  # fmt: skip
+    assert env_cli._disk_limit_lines(doc, stopped=True) == [
+        "disk limit wiops=300: server is stopped: in force at the next start"
+    ]
+    # running, the same record is a fault; a damaged one is one, stopped or not
+    assert env_cli._disk_limit_lines(doc)[0] == "disk limit wiops=300: NOT in force"
+    damaged = {**doc, "damaged": True, "text": "?", "problems": ["wiops must be > 0"]}
+    assert env_cli._disk_limit_lines(damaged, stopped=True) == [
+        "disk limit ?: NOT in force", "  problem: wiops must be > 0"
+    ]  # fmt: skip

@@ -408,7 +408,7 @@ def show(
         con.print(f"  profile  {d['profile']}   os user {d.get('os_user')}", highlight=False)
         for k, v in d["paths"].items():
             con.print(f"  {k:<11}{v}", highlight=False)
-        for line in _disk_limit_lines(d["disk_limit"]):
+        for line in _disk_limit_lines(d["disk_limit"], stopped=d["status"] == "stopped"):
             con.print(f"  {line}", highlight=False, markup=False)
         from pgrig.record.run import settings_layer_order
 
@@ -440,16 +440,21 @@ def show(
         con.print(f"  bindir   {d['paths']['bindir']}", highlight=False)
 
 
-def _disk_limit_lines(doc: dict[str, Any]) -> list[str]:
-    """`env show`: the limit, whether the kernel holds it now, and what it does not limit."""
+def _disk_limit_lines(doc: dict[str, Any], stopped: bool = False) -> list[str]:
+    """`env show`: the limit, whether the kernel holds it now, and what it does not limit. A
+    stopped server's limit is put in force by its next start: said as `env set` says it, not
+    as a fault (env_status.disk_limit_fault; a damaged record still is one)."""
     if not doc.get("limit") and doc.get("in_force") is not False:
         return ["disk limit none"]
     state = {True: "in force", False: "NOT in force", None: ""}[doc.get("in_force")]
+    problems = doc.get("problems", [])
+    if stopped and doc.get("limit") and not doc.get("damaged"):
+        state, problems = "server is stopped: in force at the next start", []
     lines = [f"disk limit {doc['text'].replace(',', ', ')}: {state}"]
     for dev in doc.get("devices", []):
         lines.append(f"  {dev['device']} ({dev['name']}, {' and '.join(dev['holds'])}): "
                      f"{doc.get('mechanism')} in {doc.get('cgroup')}")  # fmt: skip
-    lines += [f"  problem: {p}" for p in doc.get("problems", [])]
+    lines += [f"  problem: {p}" for p in problems]
     if doc.get("not_throttled"):
         lines.append(f"  not limited: {doc['not_throttled']}")
     return lines
