@@ -246,6 +246,39 @@ def test_ablation_runs_interleaved_and_show_renders_the_reasons(archive: Archive
     assert f"| shared_buffers | {sb.effect_text} |" in md
 
 
+def test_a_study_without_ablation_rounds_says_it_was_not_run(archive: Archive) -> None:
+    """--ablation-repeats 0: no ablation line but none saying why, and each setting "not
+    measured (no ablation run of it ...)" as if it had been left out of one that ran."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from pgrig.cli.tune import _summary, render
+    from pgrig.reports import markdown, publish
+    from pgrig.views import tune_attribution
+
+    run_tune(_request(repeats=4, ablate=0), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    x = archive.get_study("t").extra
+    assert x["ablation_repeats"] == 0 and "ablation" not in x
+    a = tune_attribution.build(x, archive.study_runs("t"), "tps")
+    assert a.ablation_skipped == "not run (--ablation-repeats 0)" and not a.shares
+    out = StringIO()
+    _summary(Console(file=out, width=300), archive, "t")
+    lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("ablation")]
+    assert lines == ["ablation: not run (--ablation-repeats 0)"]
+    a.importances = {}  # a setting the search did not weigh either
+    a.reasons = tune_attribution.reasons(x, a)
+    text = render("t", "e1", x["best"]["settings"], a)
+    assert "# not measured (ablation not run (--ablation-repeats 0); no search importance)" in text
+    assert "no ablation run of it" not in text
+    md = markdown.render(publish.study_document(archive, "t"), "t")
+    assert "## Ablation\n\n> not run (--ablation-repeats 0)" in md
+    # asked, but nothing of the best differs from the environment's own: said so
+    assert tune_attribution.ablation_skipped({"ablation_repeats": 5}) == (
+        "not run: no setting of the best differs from the environment's own"
+    )
+
+
 def test_show_falls_back_to_search_importance_labelled() -> None:
     from pgrig.cli.tune import render
     from pgrig.views.tune_attribution import Attribution, reasons

@@ -358,6 +358,8 @@ def _summary(console: Console, store: RunStore, study_name: str) -> None:
         console.print(
             f"ablation: {escape(tune_attribution.holm_text(a))}", highlight=False, soft_wrap=True
         )
+    elif a.ablation_skipped:  # said, never an empty verdict of no rounds
+        console.print(f"ablation: {escape(a.ablation_skipped)}", highlight=False)
     keeps = a.durable_keeps()
     if keeps is not None:
         console.print(

@@ -93,6 +93,7 @@ class StudyExtra(TypedDict, total=False):
     trials_planned: int
     confirm_looks: list[ConfirmLook]
     confirm_repeats: int
+    ablation_repeats: int  # rounds asked (--ablation-repeats; 0: none); absent before issue 43
     threshold: float
     pgtune_settings: dict[str, str]
     reference_profile: str  # the profile the best is confirmed against (tune/confirm.py)

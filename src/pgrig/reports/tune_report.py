@@ -345,13 +345,7 @@ def _ablation(a: attribution.Attribution) -> Section:
     if not a.shares:
         return Section(
             "Ablation",
-            [
-                Paragraph(
-                    "not run (no ablation rounds, or no setting differs from the "
-                    "environment's own)",
-                    "note",
-                )
-            ],
+            [Paragraph(a.ablation_skipped or "not run", "note")],
         )
     rows: list[list[Any]] = []
     for sh in a.shares:

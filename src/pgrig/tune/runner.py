@@ -300,6 +300,7 @@ def _tune(
                 for look in confirm.looks(req.confirm_repeats)
             ],
             "confirm_repeats": req.confirm_repeats,
+            "ablation_repeats": req.ablation_repeats,
             "threshold": req.threshold,
             "pgtune_settings": req.pgtune_settings,
             "reference_profile": req.reference,

@@ -58,6 +58,9 @@ class Attribution:
     shares: list[ablation.Share] = field(default_factory=list)
     durable: ablation.Share | None = None  # best vs the best with durability back on
     ablation_repeats: int = 0
+    # why a study that ended has no ablation ("not run (--ablation-repeats 0)"), said where
+    # its shares would be; None: it has one, or the study did not get there (unfinished)
+    ablation_skipped: str | None = None
     evidence: list[EvidenceRow] = field(default_factory=list)
     reasons: list[Reason] = field(default_factory=list)
     importances: dict[str, float] = field(default_factory=dict)
@@ -128,6 +131,8 @@ def build(
                 (s for s in out.shares if off and set(s.unit.knobs) == set(off)), None
             )
         out.ablation_repeats = int(plan.get("repeats") or 0)
+    elif out.unfinished is None:
+        out.ablation_skipped = ablation_skipped(extra)
     out.evidence = evidence_rows(whole, [*(k for k in ablation_names(plan))], reference)
     out.reasons = reasons(extra, out)
     return out
@@ -270,6 +275,16 @@ def wait_pct(group: Sequence[RunRecord], names: Sequence[str]) -> float | None:
     return 100.0 * seen / active if active else None
 
 
+def ablation_skipped(extra: StudyExtra) -> str:
+    """Why an ended study has no ablation: none was asked, or nothing to take back."""
+    asked = extra.get("ablation_repeats")
+    if asked == 0:
+        return "not run (--ablation-repeats 0)"
+    if asked is not None:
+        return "not run: no setting of the best differs from the environment's own"
+    return "not run (no ablation rounds, or no setting differs from the environment's own)"
+
+
 def reasons(extra: StudyExtra, a: Attribution) -> list[Reason]:
     """One reason per setting of the best configuration (module docstring)."""
     best = (extra.get("best") or {}).get("settings") or {}
@@ -292,6 +307,8 @@ def reasons(extra: StudyExtra, a: Attribution) -> list[Reason]:
         why = (
             f"search importance {imp * 100:.1f}% (PED-ANOVA; not a measured effect)"
             if imp is not None
+            else f"not measured (ablation {a.ablation_skipped}; no search importance)"
+            if a.ablation_skipped
             else "not measured (no ablation run of it, no search importance)"
         )
         out.append(Reason(name, value, why, False))
