@@ -24,6 +24,7 @@ from pgrig.cli.app import _register
 from pgrig.cli.app import app as pgrig_app
 from pgrig.errors import PgrigError
 from pgrig.load.core import lifecycle
+from pgrig.load.engines import work_dirs
 
 runner = CliRunner()
 
@@ -47,15 +48,15 @@ def test_work_dirs_of_dead_owners_are_removed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("PGRIG_WORK_DIR", str(tmp_path))
-    mine = lifecycle.work_dir()
+    mine = work_dirs.work_dir()
     assert mine.parent == tmp_path and mine.name.startswith("pgrig-run-")
     dead = tmp_path / "pgrig-run-dead"
     dead.mkdir()
-    (dead / lifecycle.OWNER_FILE).write_text(json.dumps(_dead_owner().as_columns()))
+    (dead / work_dirs.OWNER_FILE).write_text(json.dumps(_dead_owner().as_columns()))
     (dead / "txlog.1").write_text("1 2 3")
     unknown = tmp_path / "pgrig-run-no-owner"  # being created, or another version's
     unknown.mkdir()
-    assert lifecycle.remove_orphan_work_dirs() == [dead]
+    assert work_dirs.remove_orphan_work_dirs() == [dead]
     assert mine.is_dir() and unknown.is_dir() and not dead.exists()
 
 

@@ -135,10 +135,10 @@ def _clean_after_dead_runs() -> None:
     OOM): one glob of /dev/shm, and what an `env create` that died left
     (provision/state/unfinished.py): one glob of the environments. Their runs are marked lost
     when the archive is opened."""
-    from pgrig.load.core import lifecycle
+    from pgrig.load.engines import work_dirs
     from pgrig.provision.state import unfinished
 
-    lifecycle.remove_orphan_work_dirs()
+    work_dirs.remove_orphan_work_dirs()
     unfinished.remove_stale_staging()
     if unfinished.abandoned():  # cluster (a long import) only when there is one to remove
         from pgrig.provision import cluster

@@ -29,7 +29,7 @@ from pgrig.archive.records import RunFilter
 from pgrig.archive.store import Archive, mask_url, normalize_url
 from pgrig.errors import NotFound, PgrigError
 from pgrig.format import page_text
-from pgrig.load.core import lifecycle
+from pgrig.load.engines import work_dirs
 from pgrig.request.values import check_int64
 from pgrig.web import (
     compare_page,
@@ -96,7 +96,7 @@ def create_app(archive_url: str | None = None) -> FastAPI:
     # Reading only: no recovery writes (importing spooled runs, marking dead runs lost); the
     # next CLI command, or `Archive.recover()`, does that explicitly.
     archive = Archive(archive_url, recover=False)
-    lifecycle.remove_orphan_work_dirs()
+    work_dirs.remove_orphan_work_dirs()
     env = templates()
     app = FastAPI(title="pgrig", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.archive = archive

@@ -38,7 +38,7 @@ from pgrig.load.core.preflight import (
 from pgrig.load.core.run_context import PreparedRun, ServerFacts
 from pgrig.load.core.run_steps import RunInterrupted, StopIf
 from pgrig.load.engines import command as pgbench_command
-from pgrig.load.engines import engine_choice
+from pgrig.load.engines import engine_choice, work_dirs
 from pgrig.provision.state.environment import (
     DEFAULT_DATABASE,
     Environment,
@@ -124,7 +124,7 @@ def _execute(
         from pgrig.load.core import multi_runner
 
         multi_runner.check_targets(spec, env, dbname)
-    work = lifecycle.work_dir()
+    work = work_dirs.work_dir()
     try:
         planned, scenario_info = _resolve_scripts(spec, env, dbname, work)
         spec = spec.model_copy(
