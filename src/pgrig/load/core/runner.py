@@ -25,7 +25,6 @@ from pgrig.load.core import (
     guard,
     left_backends,
     lifecycle,
-    measure_here,
     prewarm,
     run_steps,
 )
@@ -293,6 +292,8 @@ def _run(run: PreparedRun) -> RunRecord:
             return multi_runner.measure(
                 ctx, env.binary("pgbench"), driver if driver.engine == "sysbench" else None
             )
+        from pgrig.load.core import measure_here  # its results and txlog parsing: numpy, polars
+
         return measure_here.measure(ctx, driver)
     except RunInterrupted:
         raise
