@@ -84,7 +84,10 @@ class EnvLock:
             self.outer, self.fd, self.what = outer, outer.fd, what
             return self
         # under the notes' lock: a forced command's note is about the hold before, or this one
-        with _notes(self.path.parent) as notes:
+        with contextlib.ExitStack() as stack:
+            notes: int | None = None
+            with contextlib.suppress(OSError):  # a full disk: the lock all the same
+                notes = stack.enter_context(_notes(self.path.parent))
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -93,7 +96,8 @@ class EnvLock:
                 raise EnvBusy(busy_message(self.env_name, _read(self.path), what) + hint) from None
             self.fd, self.what = fd, what
             _HELD[str(self.path)] = self
-            os.ftruncate(notes, 0)  # notes of earlier holds: no run of this one's
+            if notes is not None:
+                os.ftruncate(notes, 0)  # notes of earlier holds: no run of this one's
             self.describe()
         return self
 
