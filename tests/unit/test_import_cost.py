@@ -55,3 +55,28 @@ def test_a_command_builds_only_its_own_group(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "['pgrig.cli.app', 'pgrig.cli.common', 'pgrig.cli.env']"
     assert done.stdout.strip() == "[]"
+
+
+def test_a_run_loads_numpy_and_polars_when_its_load_starts() -> None:
+    """The txlog parser (polars, ~0.1 CPU-s, and its thread pools) and the results (numpy)
+    come with measure_here, imported when the load starts: a run refused before it (a bad
+    workload, missing data, a busy environment) does not pay them."""
+    modules = "pgrig.cli.run, pgrig.load.core.runner, pgrig.load.core.repeats"
+    assert not _loaded_after(modules, "polars")
+    assert not _loaded_after(modules, "numpy")
+
+
+def test_the_runs_list_does_not_import_the_comparison() -> None:
+    """`pgrig runs list` shows each run's CPUs (record/host_docs.host_cpus), not verdicts:
+    neither numpy nor the comparison's modules."""
+    modules = "pgrig.cli.runs, pgrig.views.runs_list"
+    assert not _loaded_after(modules, "numpy")
+    assert not _loaded_after(modules, "pgrig.views.compare")
+
+
+def test_every_start_cleans_up_without_the_archive() -> None:
+    """Every command first removes dead runs' work directories (load/engines/work_dirs.py):
+    that must not import the archive's spool and records, or SQLAlchemy."""
+    modules = "pgrig.cli.app, pgrig.load.engines.work_dirs"
+    assert not _loaded_after(modules, "pgrig.archive.spool")
+    assert not _loaded_after(modules, "sqlalchemy")
