@@ -10,7 +10,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 # Any in at most this percent of function signatures in src/pgrig
-ANY_SHARE_BOUND = 4.3
+ANY_SHARE_BOUND = 4.2
 
 
 def _figures_module() -> ModuleType:

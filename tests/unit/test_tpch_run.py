@@ -487,9 +487,9 @@ def test_the_tpch_document_fits_its_declaration_as_the_archive_reads_it() -> Non
 
 
 def test_a_stream_event_key_of_another_type_reads_as_missing() -> None:
-    """The driver checks each event line once as it reads it: a query number that is no
-    number never reaches the figures."""
-    from pgrig.load.engines.tpch_driver import _event
+    """The drivers (TPC-H's and CH-benCHmark's) check each event line once as they read it: a
+    query number that is no number never reaches the figures."""
+    from pgrig.record.stream_docs import stream_event as _event
 
     assert _event('{"event": "query", "query": "7", "status": "ok", "seconds": 1.5}') == {
         "event": "query", "status": "ok", "seconds": 1.5,

@@ -91,7 +91,15 @@ from pgrig.record.result_docs import (
     TxlogModeDoc,
     WindowDoc,
 )
-from pgrig.record.stream_docs import StreamEvent, TpchDoc, TpchTestDoc
+from pgrig.record.stream_docs import (
+    ChbenchDoc,
+    ChbenchQuery,
+    ChbenchQueryRow,
+    ChbenchStreamError,
+    StreamEvent,
+    TpchDoc,
+    TpchTestDoc,
+)
 from pgrig.record.study_docs import (
     AblationDoc,
     AblationUnit,
@@ -111,6 +119,10 @@ __all__ = [
     "BackupDoc",
     "BestTrial",
     "ChangePointDoc",
+    "ChbenchDoc",
+    "ChbenchQuery",
+    "ChbenchQueryRow",
+    "ChbenchStreamError",
     "CheckStatus",
     "CheckpointsDoc",
     "ClockDoc",
@@ -275,7 +287,7 @@ class RunExtra(TypedDict, total=False):
     tpch: TpchDoc
     # CH-benCHmark's analytic side (load/engines/chbench_driver.py, workloads/chbench/metrics
     # .summarize): every query with its status and times, queries per hour, per query
-    chbench: dict[str, Any]
+    chbench: ChbenchDoc
     cpu_steal: float  # % of the window the hypervisor took (/proc/stat)
     # CPU per process group (metrics/cpu_share.py): "<group>_cpu_pct_core" for pgbench,
     # server, pooler, pgrig and other; client_share_pct, cpus, other_cpu_pct_host

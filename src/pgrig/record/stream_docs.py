@@ -1,12 +1,26 @@
 """The query streams' documents: the events TPC-H's and CH-benCHmark's stream processes print
 (one JSON object a line: workloads/tpch/stream.py, workloads/chbench/stream.py), and the run's
-TPC-H document summarised from them (RunExtra.tpch: workloads/tpch/metrics.summarize)."""
+documents summarised from them: TPC-H's (RunExtra.tpch: workloads/tpch/metrics.summarize) and
+CH-benCHmark's analytic side (RunExtra.chbench: workloads/chbench/metrics.summarize)."""
 
 from __future__ import annotations
 
+import json
+
 from typing_extensions import TypedDict
 
-__all__ = ["StreamEvent", "TpchDoc", "TpchTestDoc"]
+from pgrig.record.doc_read import read_document
+
+__all__ = [
+    "ChbenchDoc",
+    "ChbenchQuery",
+    "ChbenchQueryRow",
+    "ChbenchStreamError",
+    "StreamEvent",
+    "TpchDoc",
+    "TpchTestDoc",
+    "stream_event",
+]
 
 
 class StreamEvent(TypedDict, total=False):
@@ -79,3 +93,65 @@ class TpchDoc(TypedDict, total=False):
     query_timeout_s: float | None  # --query-timeout (None: the server's statement_timeout)
     order_note: str  # how the streams' query order was drawn
     refresh_note: str  # what the refresh functions do to the data
+
+
+class ChbenchQueryRow(StreamEvent, total=False):
+    """One analytic query of a CH-benCHmark run: its stream event (without "event"), whether
+    it ended inside the measured window, and when (seconds from the window's start)."""
+
+    in_window: bool
+    ended_s: float
+
+
+class ChbenchQuery(TypedDict, total=False):
+    """One CH query (Q1..Q22) over the measured window."""
+
+    completed: int
+    median_s: float | None
+    max_s: float | None
+    timed_out: int
+    errors: int
+    cut: int
+
+
+class ChbenchStreamError(TypedDict, total=False):
+    stream: int | str | None
+    error: str | None
+
+
+class ChbenchDoc(TypedDict, total=False):
+    """RunExtra.chbench: the analytic streams' queries, counted over the TPC-C transactions'
+    measured window (workloads/chbench/metrics.py says how), queries per hour and per query."""
+
+    analytic_clients: int
+    query_timeout_s: float | None
+    order: list[int] | dict[str, list[int]] | None
+    ready_at: float | None  # the sessions connected (epoch seconds)
+    started_at: float | None  # the streams' start
+    started_s: float | None  # that start from the window's (negative: in the lead-in)
+    counting: str
+    window_s: float | None
+    completed: int | None  # None: no analytic stream
+    qph: float | None
+    cut: int
+    timed_out: int
+    errors: int
+    before_window: int
+    per_query: dict[str, ChbenchQuery]
+    queries: list[ChbenchQueryRow]
+    stream_errors: list[ChbenchStreamError]
+    streams_exit: int | None  # the stream process's exit code (load/engines/chbench_driver.py)
+
+
+def stream_event(line: str) -> StreamEvent | None:
+    """A stream process's line as its event, checked once as it is read (record/doc_read.py);
+    None for a line that is no event (a torn last line, a message of another kind)."""
+    if not line.startswith("{"):
+        return None
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or "event" not in found:
+        return None
+    return read_document(StreamEvent, found)

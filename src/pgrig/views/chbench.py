@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from pgrig import format as fmt
 from pgrig.archive.records import RunRecord
-from pgrig.record.json_values import JsonObject, number, whole
+from pgrig.record.json_values import number, whole
+from pgrig.record.stream_docs import ChbenchDoc
 from pgrig.table import Table
 
 
-def doc_of(rec: RunRecord) -> JsonObject | None:
-    found = rec.extra.get("chbench") if isinstance(rec.extra, dict) else None
-    return found if isinstance(found, dict) else None
+def doc_of(rec: RunRecord) -> ChbenchDoc | None:
+    """The run's analytic side, as read back (record/doc_read: keys that do not fit left out)."""
+    return rec.extra.get("chbench")
 
 
 def analytic_clients(rec: RunRecord) -> int | None:

@@ -16,7 +16,6 @@ run is TPC-C on the CH data, the baseline of the analytic streams' cost (`runs c
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from pgrig.errors import PgrigError
 from pgrig.load.engines.driver import Stream
 from pgrig.load.engines.pgbench_driver import PgbenchDriver
 from pgrig.load.engines.process import die_with_parent
+from pgrig.record.stream_docs import ChbenchDoc, StreamEvent, stream_event
 from pgrig.request.values import number_text
 
 if TYPE_CHECKING:
@@ -214,17 +214,9 @@ class ChbenchDriver:
                 "0 (a longer -T lets the streams complete queries)",
             )
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[StreamEvent]:
         """The streams' events (one JSON object a line; a torn last line is left out)."""
-        out = []
-        for line in self.lines:
-            if not line.startswith("{"):
-                continue
-            with contextlib.suppress(ValueError):
-                found = json.loads(line)
-                if isinstance(found, dict) and "event" in found:
-                    out.append(found)
-        return out
+        return [e for e in map(stream_event, self.lines) if e is not None]
 
     def cross_check(self, rec: RunRecord, stdout: str, stderr: str) -> str | None:
         """TPC-C's own cross-check, then the analytic side: a stream that failed fails the
@@ -232,7 +224,7 @@ class ChbenchDriver:
         found = self.tpcc.cross_check(rec, stdout, stderr)
         if found is not None or not self.streams:
             return found
-        doc: Any = rec.extra.get("chbench") or {}
+        doc: ChbenchDoc = rec.extra.get("chbench") or {}
         errors = [
             f"Q{r.get('query')}: {r.get('error')}"
             for r in doc.get("queries") or []

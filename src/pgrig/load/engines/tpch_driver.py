@@ -21,7 +21,6 @@ as timed out and named in a warning; Power@Size is then not computed (its time i
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import time
@@ -32,9 +31,9 @@ from typing import TYPE_CHECKING
 from pgrig.archive.records import LatencyStats, ScriptResult
 from pgrig.load.engines import results
 from pgrig.load.engines.driver import Stream
-from pgrig.record.doc_read import read_document
 from pgrig.record.documents import StreamEvent, TpchDoc
 from pgrig.record.run import SeriesColumns
+from pgrig.record.stream_docs import stream_event
 from pgrig.request.values import number_text
 
 if TYPE_CHECKING:
@@ -90,7 +89,7 @@ class TpchDriver:
         self.origin_s = origin_us / 1e6
 
     def on_line(self, line: str) -> None:
-        event = _event(line)
+        event = stream_event(line)
         if event is not None:
             event["at_s"] = round(time.time() - (self.origin_s or time.time()), 3)
             self.events.append(event)
@@ -198,19 +197,6 @@ def _minimum_streams(sf: float) -> int:
         if sf <= bound:
             return streams
     return 8
-
-
-def _event(line: str) -> StreamEvent | None:
-    """A stream process's event, checked once as it is read (record/doc_read.py)."""
-    if not line.startswith("{"):
-        return None
-    try:
-        found = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(found, dict) or "event" not in found:
-        return None
-    return read_document(StreamEvent, found)
 
 
 def _step(event: StreamEvent) -> str:

@@ -17,8 +17,10 @@ transaction does). A query still running at the window's end is cancelled and re
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
+
+from pgrig.record.stream_docs import ChbenchDoc, ChbenchQuery, ChbenchQueryRow, StreamEvent
 
 COUNTING = (
     "a query counts when it completes inside the measured window, whenever it started; one "
@@ -27,29 +29,29 @@ COUNTING = (
 )
 
 
-def in_window(event: Mapping[str, Any], start_s: float, end_s: float) -> bool:
+def in_window(event: StreamEvent, start_s: float, end_s: float) -> bool:
     """Whether a query event ended inside [start_s, end_s) (epoch seconds)."""
     ended = event.get("ended_at")
     return isinstance(ended, int | float) and start_s <= float(ended) < end_s
 
 
 def summarize(
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[StreamEvent],
     analytic_clients: int,
     window: tuple[float, float] | None,
     query_timeout_s: float | None,
-) -> dict[str, Any]:
+) -> ChbenchDoc:
     """The run's CH-benCHmark document. window: the measured window [start, end) in epoch
     seconds (None: nothing measured, no rate)."""
-    start = next((e for e in events if e.get("event") == "start"), {})
-    ready = next((e for e in events if e.get("event") == "ready"), {})
+    none: StreamEvent = {}
+    start = next((e for e in events if e.get("event") == "start"), none)
+    ready = next((e for e in events if e.get("event") == "ready"), none)
     began = start.get("at")
-    rows: list[dict[str, Any]] = []
+    rows: list[ChbenchQueryRow] = []
     for e in events:
         if e.get("event") != "query":
             continue
-        row = dict(e)
-        row.pop("event", None)
+        row = cast(ChbenchQueryRow, {k: v for k, v in e.items() if k != "event"})
         row["in_window"] = window is not None and in_window(e, *window)
         if window is not None and isinstance(e.get("ended_at"), int | float):
             row["ended_s"] = round(float(e["ended_at"]) - window[0], 6)  # from the window's start
@@ -57,7 +59,7 @@ def summarize(
     inside = [r for r in rows if r["in_window"]]
     done = [r for r in inside if r.get("status") == "ok"]
     measured_s = (window[1] - window[0]) if window is not None else None
-    doc: dict[str, Any] = {
+    doc: ChbenchDoc = {
         "analytic_clients": analytic_clients,
         "query_timeout_s": query_timeout_s,
         "order": start.get("order"),
@@ -97,9 +99,9 @@ def summarize(
     return doc
 
 
-def per_query(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def per_query(rows: Sequence[StreamEvent]) -> dict[str, ChbenchQuery]:
     """Q1..Q22 over the window: completed count, median and max seconds, and the rest."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ChbenchQuery] = {}
     for q in sorted({int(r["query"]) for r in rows}):
         of_q = [r for r in rows if int(r["query"]) == q]
         secs = [float(r["seconds"]) for r in of_q if r.get("status") == "ok"]
