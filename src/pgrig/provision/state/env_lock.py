@@ -177,7 +177,7 @@ def refuse_if_busy(env_dir: Path, env_name: str, what: str, force: bool = False)
 
 def note_forced(env_dir: Path, command: str, change: str) -> LockHolder | None:
     """Before a --force command changes an environment: when another process holds it (a run
-    in progress), note the change for that run (its end reads it: forced_between) and return
+    in progress), note the change for that run (its end reads it: sealed_notes) and return
     the holder; None (nothing noted) when nobody else holds it."""
     if held_here(env_dir) or holder(env_dir) is None:
         return None
