@@ -197,11 +197,25 @@ def start_long_run(env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def archived_runs(status: str | None = None, study: str | None = None) -> list[dict]:
+    """The runs `pgrig runs list --json [--status S] [--study NAME]` prints, newest first, read
+    by this process (the default archive of the test's PGRIG_HOME, as the command reads it).
+    For waiting loops: each `pgrig` started costs about half a CPU-second of imports, and a
+    loop starting one every 0.3 s takes a core from the CPU-bound suite while it waits."""
+    from pgrig.archive.export import run_to_json
+    from pgrig.archive.records import RunFilter
+    from pgrig.cli.common import reading_archive
+
+    with reading_archive(None) as arch:
+        runs = arch.list_runs(RunFilter(status=status, study=study), limit=50)
+        return [dict(run_to_json(r)) for r in arch.add_warnings(runs)]
+
+
 def wait_for_running(timeout: float = 30) -> dict:
     """The run `pgrig runs list` shows as running, once there is one."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        runs = json.loads(pgrig("runs", "list", "--json", "--status", "running").stdout)
+        runs = archived_runs(status="running")
         if runs:
             return runs[0]
         time.sleep(0.3)

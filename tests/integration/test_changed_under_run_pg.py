@@ -72,7 +72,7 @@ def test_a_setting_forced_under_a_tune_trial_prunes_it_and_its_undoing_is_said(
     deadline = time.time() + 120
     trial = None
     while trial is None and time.time() < deadline:
-        runs = json.loads(pgrig("runs", "list", "--json", "--study", "ft").stdout)
+        runs = servers.archived_runs(study="ft")
         trial = next(
             (r for r in runs if r["status"] == "running" and "trial" in r["study_point"]), None
         )

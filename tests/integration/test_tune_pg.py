@@ -74,7 +74,7 @@ def wait_for_trial(study: str, timeout: float = 120) -> dict:
     """The first trial run of `study` that `pgrig runs list` shows as running."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        runs = json.loads(pgrig("runs", "list", "--json", "--study", study).stdout)
+        runs = servers.archived_runs(study=study)
         running = [r for r in runs if r["status"] == "running" and "trial" in r["study_point"]]
         if running:
             return running[0]
