@@ -3,6 +3,7 @@ options a run gets from the dataset, and what is refused before anything is made
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -142,3 +143,22 @@ def test_a_check_fails_on_an_error_or_a_line_saying_failed() -> None:
                                            "Check 2, warehouse: 1 FAILED!!!"])  # fmt: skip
     assert not sysbench_dataset.passed(1, ["FATAL: set 1: accounts hold 7, expected 0"])
     assert sysbench_dataset.passed(0, ["0 transfers failed to commit: none"])  # not a verdict
+
+
+def test_another_file_of_the_same_name_is_named_and_its_suggestion_quoted() -> None:
+    """issue 43, classes 6 and 7: a script of the same name in another directory was refused
+    as "holds the data of sysbench:ledger.lua, not the data of sysbench:ledger.lua: run
+    sysbench:/tmp/d ü $(touch x)/ledger.lua": the two named alike, and the workload to run
+    unquoted (pasted, it ran `touch x`)."""
+    there = Path("/tmp/d ü $(touch x)/ledger.lua")
+    other = Path("/w/other/ledger.lua")
+    FACTS[other] = ScriptFacts(other, "h-other", {"scale": "1", "tables": "1"})
+    try:
+        with pytest.raises(PgrigError) as e:
+            options(other, {}, {**LEDGER_DATA, "script": str(there)})
+    finally:
+        del FACTS[other]
+    said = str(e.value)
+    assert "not the data of sysbench:ledger.lua (/w/other/ledger.lua: another file" in said
+    suggested = said.split(": run ", 1)[1].split(", or prepare", 1)[0]
+    assert shlex.split(suggested) == [f"sysbench:{there}"]

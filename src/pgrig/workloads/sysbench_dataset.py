@@ -15,6 +15,7 @@ whose dataset is not sysbench's at all (a run would read whatever tables are lef
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -99,9 +100,17 @@ def _same_script(
                 f"({describe_dataset(dataset)})",
             )
         ]
+    # two files of one name would read "holds the data of x.lua, not the data of x.lua"
+    which = (
+        f" ({facts.path}: another file, of other content)"
+        if recorded.name == facts.path.name
+        else ""
+    )
+    # the workload to run is pasted after -w: quoted as a command's argument is
+    run = shlex.quote(f"{sysbench.PREFIX}{recorded}")
     raise PgrigError(
         f"database {where[1]!r} of {where[0]} holds {describe_dataset(dataset)}, not the data "
-        f"of {label}: run {sysbench.PREFIX}{recorded}, or prepare this workload's data: "
+        f"of {label}{which}: run {run}, or prepare this workload's data: "
         f"{generate_command(where, _data_of(facts.path), {})}"
     )
 
