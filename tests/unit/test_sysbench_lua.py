@@ -65,6 +65,21 @@ def test_defines_must_be_declared_options() -> None:
         sysbench_lua.check_defines(facts, "x", {"-scale": "2"})
 
 
+def test_two_spellings_of_one_option_are_refused() -> None:
+    """issue 43, class 4: `--define read-pct=50 --define read_pct=60` ran sysbench with
+    `--read-pct=50 --read-pct=60` (the last one won) and recorded both defines."""
+    facts = ScriptFacts(Path("/w/t.lua"), "ab", {"read_pct": "20"})
+    for declared in (facts, ScriptFacts(Path("/w/t.lua"), "ab")):  # also where none is declared
+        with pytest.raises(PgrigError) as e:
+            sysbench_lua.check_defines(
+                declared, "sysbench:t.lua", {"read-pct": "50", "read_pct": "60"}
+            )
+        assert str(e.value) == (
+            "--define read-pct=50 and --define read_pct=60 name the same option of "
+            "sysbench:t.lua (sysbench reads '-' and '_' alike): give it once"
+        )
+
+
 @needs_sysbench
 def test_the_multi_file_example_declares_its_options_and_commands() -> None:
     facts = sysbench_lua.describe("sysbench", LEDGER)

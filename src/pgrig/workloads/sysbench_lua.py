@@ -176,8 +176,16 @@ def _load_error(output: str) -> str:
 
 def check_defines(facts: ScriptFacts, label: str, defines: dict[str, str]) -> None:
     """--define NAME=VALUE are the script's options: one it does not declare is refused
-    (sysbench would refuse it, after pgrig made a run of it)."""
+    (sysbench would refuse it, after pgrig made a run of it). Two names of one option
+    (`read-pct` and `read_pct`: sysbench reads dashes and underscores alike) are refused: sysbench
+    would take the last, the record keep both."""
+    seen: dict[str, str] = {}
     for name in defines:
+        if (other := seen.setdefault(option_key(name), name)) != name:
+            raise PgrigError(
+                f"--define {other}={defines[other]} and --define {name}={defines[name]} name "
+                f"the same option of {label} (sysbench reads '-' and '_' alike): give it once"
+            )
         if not _OPTION_NAME_RE.fullmatch(name):
             raise PgrigError(f"--define {name}: not a sysbench option name")
         if facts.validates_options and not facts.declares(name):
