@@ -444,6 +444,23 @@ def test_repair_sees_the_damaged_record_env_show_flags(env: Environment) -> None
     assert Environment.load(env.name).disk_limit == {"wiops": 0}
 
 
+def test_a_run_on_a_damaged_record_names_the_record_not_a_flag(env: Environment) -> None:
+    """issue 43, class 7: `pgrig run`/`pgrig tune` on an environment whose env.json holds
+    {"wiops": 0} ended "error: disk limit: wiops must be a positive integer (got 0)", as if a
+    --disk-limit the user never gave were wrong, and named no way out."""
+    from pgrig.load.core import runner
+
+    env.disk_limit = {"wiops": 0}
+    env.save()
+    with pytest.raises(PgrigError) as e:
+        runner._disk_limit(env)
+    assert str(e.value) == (
+        "db1: the disk limit recorded in its env.json is damaged (disk limit: wiops must be a "
+        "positive integer (got 0)); nothing was run: `pgrig env repair db1` rebuilds it from "
+        "what the kernel holds, `pgrig env set db1 --disk-limit none` removes it"
+    )
+
+
 # --- the floor (issue 43, class 5) -------------------------------------------------------------
 
 

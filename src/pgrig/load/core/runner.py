@@ -404,6 +404,15 @@ def _disk_limit(env: Environment) -> DiskLimitDoc | None:
         return None
     from pgrig.provision.server import disk_throttle, postmaster
 
+    try:
+        disk_throttle.limit_of(env)
+    except PgrigError as e:  # said as the flag's error, it blamed a --disk-limit never given
+        raise PgrigError(
+            f"{env.name}: the disk limit recorded in its env.json is damaged ({e}); nothing "
+            f"was run: `{pgrig_command('env', 'repair', env.name)}` rebuilds it from what the "
+            f"kernel holds, `{pgrig_command('env', 'set', env.name, '--disk-limit', 'none')}` "
+            "removes it"
+        ) from None
     doc = disk_throttle.in_force(env, postmaster.pid(env))
     if doc.get("in_force") is False:
         disk_throttle.apply(env, postmaster.pid(env))
