@@ -396,8 +396,9 @@ def _execute_repeats(
             raise
         except RunInterrupted as stop:
             records.append(stop.record)
-            if as_json:
-                common.print_json([_stored_json(store, r) for r in records])
+            if as_json:  # the shape of an uninterrupted answer: one run, one object
+                docs = [_stored_json(store, r) for r in records]
+                common.print_json(docs[0] if repeat == 1 else docs)
             else:  # earlier repeats were printed as they finished
                 _print_human(stop.record)
             sys.exit(130)
@@ -408,7 +409,7 @@ def _execute_repeats(
             _print_human(rec)
     if as_json:  # the document of `runs show --json`, read back from the archive
         docs = [_stored_json(store, r) for r in records]
-        common.print_json(docs[0] if len(docs) == 1 else docs)
+        common.print_json(docs[0] if repeat == 1 else docs)
     return records
 
 
