@@ -82,6 +82,15 @@ def test_a_refused_range_end_is_quoted_as_the_file_wrote_it(tmp_path: Path) -> N
         space.check_space(s, _refuse({"3221225472kB"}))
 
 
+def test_a_reversed_range_is_quoted_as_the_file_wrote_it(tmp_path: Path) -> None:
+    """issue 43, class 7: low = "64MB", high = "4MB" was refused as "low (64) must be below
+    high (4)", numbers in the MB the range counts in, which the file never wrote."""
+    text = '[knobs.work_mem]\nlow = "64MB"\nhigh = "4MB"\n'
+    with pytest.raises(PgrigError) as e:
+        space.load_space(_file(tmp_path, text))
+    assert str(e.value).endswith("knobs.work_mem: low ('64MB') must be below high ('4MB')")
+
+
 def test_a_space_path_that_is_no_file_is_refused_as_what_it_is(tmp_path: Path) -> None:
     """`--space DIR` said "no such file" of a directory that is there."""
     with pytest.raises(PgrigError) as e:

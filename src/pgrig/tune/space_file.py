@@ -81,8 +81,9 @@ class KnobTable(BaseModel):
         if any(sizes) and (not all(sizes) or self.unit):
             raise Refusal('give low and high both as sizes ("128MB") or numbers')
         low, high, _unit = self.bounds()
-        if low >= high:
-            raise Refusal(f"low ({low}) must be below high ({high})")
+        if low >= high:  # quoted as the file wrote them: `64MB`, not the 64 the range counts
+            said = [repr(v) if isinstance(v, str) else str(v) for v in (self.low, self.high)]
+            raise Refusal(f"low ({said[0]}) must be below high ({said[1]})")
         if self.log and low <= 0:
             raise Refusal("a log scale needs low > 0", field="log")
         return self
