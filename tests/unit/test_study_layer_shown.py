@@ -59,3 +59,18 @@ def test_a_dead_tunes_layer_is_said_by_env_show_and_put_back_by_env_repair(
     assert any("still had the settings of tune 's2'" in line for line in done)
     assert not study_layer.saved(env.name) and Environment.load(env.name).settings == {}
     assert study_layer.borrowed(env.name, env.dir) is None
+
+
+def test_a_tune_killed_before_changing_anything_is_not_said_to_have_left_settings(
+    pgrig_home: Path,
+) -> None:
+    """issue 43, class 7: a tune killed in its baseline left "e1 still had the settings of tune
+    't3', which died: its own are back (nothing changed)": it had changed nothing."""
+    e = Environment(name="e1", port=5999, settings={"work_mem": "8MB"})
+    e.datadir.mkdir(parents=True)
+    e.save()
+    study_layer.remember("e1", {"work_mem": "8MB"}, "t3", "tune")
+    said = study_layer.put_back("e1")
+    assert said is not None and said.startswith("tune 't3' (pgrig pid ")
+    assert said.endswith(" died before it changed e1's settings: e1 has its own")
+    assert not study_layer.saved("e1") and Environment.load("e1").settings == {"work_mem": "8MB"}

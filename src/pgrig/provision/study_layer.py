@@ -119,7 +119,9 @@ def put_back(env_name: str) -> str | None:
     if upd or reset:
         env_settings.set_settings(env_name, upd, reset=reset)
     forget(env_name)
-    changed = ", ".join(sorted([*upd, *reset])) or "nothing changed"
+    if not (upd or reset):  # killed before its first change (in its baseline): none to undo
+        return f"{who} died before it changed {env_name}'s settings: {env_name} has its own"
+    changed = ", ".join(sorted([*upd, *reset]))
     return f"{env_name} still had the settings of {who}, which died: its own are back ({changed})"
 
 
