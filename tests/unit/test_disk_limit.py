@@ -612,3 +612,36 @@ def test_env_show_of_a_stopped_server_says_its_limit_as_env_set_does() -> None:
     assert env_cli._disk_limit_lines(damaged, stopped=True) == [
         "disk limit ?: NOT in force", "  problem: wiops must be > 0"
     ]  # fmt: skip
+
+
+def test_a_stop_lifts_the_limit_and_a_failed_one_puts_it_back(
+    env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 43, classes 3 and 5: `env stop` at wiops=30 after a `db generate` waited 60 s
+    silent on the shutdown checkpoint, then exited 2 "did not stop" while the server stopped
+    just after. The limit is lifted for the stop; a stop that fails holds the server again."""
+    from types import SimpleNamespace
+
+    from pgrig.provision.server import postmaster
+
+    done: list[str] = []
+    running = [True]
+    monkeypatch.setattr(postmaster, "is_running", lambda _env: running[0])
+    monkeypatch.setattr(disk_throttle, "lift", lambda _env: done.append("lift"))
+    monkeypatch.setattr(disk_throttle, "apply", lambda _env, _pid: done.append("apply"))
+    monkeypatch.setattr(postmaster, "pid", lambda _env: 100)
+
+    def pg_ctl(_env: Environment, *args: str, **_kw: object) -> SimpleNamespace:
+        done.append("pg_ctl " + args[-1])
+        running[0] = not stops
+        return SimpleNamespace(returncode=0 if stops else 1, stderr="server does not shut down")
+
+    monkeypatch.setattr(postmaster, "pg_ctl", pg_ctl)
+    stops = True
+    assert postmaster.stop(env) is True
+    assert done == ["lift", "pg_ctl stop"]
+    done.clear()
+    running[0], stops = True, False
+    with pytest.raises(PgrigError, match="did not stop"):
+        postmaster.stop(env)
+    assert done == ["lift", "pg_ctl stop", "apply"]
