@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from pgrig.format import duration as fmt_duration
 from pgrig.request.fields import INT_MAX, STRICT, flag_field
 from pgrig.request.problems import Refusal
 from pgrig.request.values import (
@@ -84,6 +85,9 @@ def check_repeat(repeat: int) -> None:
 
 
 MIN_DURATION_S = 1.0  # pgbench -T counts whole seconds: less is rounded up to a second of load
+# The longest run (its window and, apart, its warm-up) pgrig takes: a month, as a tuning
+# study's whole budget (tune/request.py MAX_BUDGET_S); longer is a typo ("100000h").
+MAX_DURATION_S = 30 * 86400.0
 # Options pgrig sets itself (or that change what its log processing reads): not extra args.
 _MANAGED_OPTIONS = frozenset(
     {
@@ -119,6 +123,24 @@ def _at_least_a_second(value: float | None) -> float | None:
     if value is not None and value < MIN_DURATION_S:
         raise Refusal(
             f"must be at least 1 s (got {number_text(value)} s): pgbench runs whole seconds"
+        )
+    return _whole_seconds(value)
+
+
+def _whole_seconds(value: float | None) -> float | None:
+    """A run's window or warm-up: whole seconds (pgbench's -T and sysbench's --time count
+    them, so 1.5 s would run 2 and be recorded 1.5), at most MAX_DURATION_S."""
+    if value is None:
+        return None
+    if value > MAX_DURATION_S:
+        raise Refusal(
+            f"must be at most {fmt_duration(MAX_DURATION_S)} (got {fmt_duration(value)}): "
+            "one run lasts up to a month"
+        )
+    if value != int(value):
+        raise Refusal(
+            f"must be whole seconds (got {number_text(value)} s): pgbench runs whole seconds; "
+            f"give {int(value)}s or {int(value) + 1}s"
         )
     return value
 
@@ -246,6 +268,7 @@ def _statement_timeout(value: float) -> float:
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 Duration = Annotated[float, BeforeValidator(_seconds), AfterValidator(_at_least_a_second)]
+WholeSeconds = Annotated[float, BeforeValidator(_seconds), AfterValidator(_whole_seconds)]
 CpuList = Annotated[str, BeforeValidator(_cpus)]
 Defines = Annotated[dict[str, str], BeforeValidator(_defines)]
 TpccMix = Annotated[dict[str, int], BeforeValidator(_mix)]
@@ -292,13 +315,11 @@ class LoadParams(BaseModel):
     clients: int = flag_field("--clients", default=1, ge=1, le=INT_MAX)
     threads: int = flag_field("--threads", default=1, ge=1, le=INT_MAX)
     # the measured window (-T); the warm-up comes on top of it
-    duration_s: Duration | None = flag_field(
-        "--duration", default=None, alias="duration", le=INT_MAX
-    )
+    duration_s: Duration | None = flag_field("--duration", default=None, alias="duration")
     transactions_per_client: int | None = flag_field(
         "--transactions", default=None, alias="transactions", ge=1, le=INT_MAX
     )
-    warmup_s: Seconds = flag_field("--warmup", default=0.0, alias="warmup", ge=0, le=INT_MAX)
+    warmup_s: WholeSeconds = flag_field("--warmup", default=0.0, alias="warmup", ge=0)
     rate: float | None = flag_field("--rate", default=None, gt=0)  # -R, transactions per second
     latency_limit_ms: Annotated[float, BeforeValidator(_milliseconds)] | None = flag_field(
         "--latency-limit", default=None, alias="latency_limit", gt=0
