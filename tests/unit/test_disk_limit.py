@@ -31,6 +31,8 @@ def test_parse_any_subset_and_sizes() -> None:
     assert parse("rbps=2 MB").rbps == 2 * 1024**2  # type: ignore[union-attr]
     assert parse("none") is None
     assert parse(" NONE ") is None
+    # a leading + as PostgreSQL's parsers take it, sizes as counts (issue 43, case 9)
+    assert parse("wbps=+5MB,wiops=+300") == DiskLimit(wiops=300, wbps=5 * 1024**2)
 
 
 def test_text_round_trips() -> None:

@@ -155,7 +155,8 @@ def _iops(flag: str, key: str, raw: str) -> int:
 
 def _bytes(flag: str, key: str, raw: str) -> int:
     text = raw.strip()
-    m = units.amount(text)
+    # a leading + as PostgreSQL's parsers take it (strtol, strtod), and as _iops does
+    m = units.amount(text[1:] if text.startswith("+") else text)
     if m and m.unit not in _UNITS:
         raise DiskLimitError(
             f"{flag}: {key} must be a size in bytes per second: invalid unit {m.unit!r} "
