@@ -128,6 +128,16 @@ def test_max_connections_must_start_the_server_and_take_the_clients(tmp_path: Pa
         "exceeds them: give max_connections 4 or more"
     )
     _fits(tmp_path, "[knobs.max_connections]\nlow = 4\nhigh = 100\n")
+    # PostgreSQL 15 has no reserved_connections (16 brought it): not named there (case 21)
+    with pytest.raises(PgrigError) as e:
+        space.check_connections(
+            space.load_space(_file(tmp_path, "[knobs.max_connections]\nlow = 3\nhigh = 10\n")),
+            1, {"reserved_connections": "9"}, 15,
+        )  # fmt: skip
+    assert str(e.value).endswith(
+        "PostgreSQL keeps superuser_reserved_connections (3) out of it and does not start "
+        "unless max_connections exceeds it: give max_connections 4 or more"
+    )
     # the run's clients, and what the environment reserves, count too
     with pytest.raises(PgrigError, match="give max_connections 14 or more"):
         _fits(tmp_path, "[knobs.max_connections]\nlow = 4\nhigh = 100\n", clients=8, **{

@@ -88,6 +88,7 @@ def build(asked: TuneRequest) -> TunePlan:
         space,
         load.clients + (load.analytic_clients or 0),
         config.layers(env).effective(),
+        env.major or 0,
     )
     pgtune, _notes = cluster.resolve_profile(reference, env.major or 0, env.bindir)
     return TunePlan(

@@ -607,20 +607,25 @@ def refuse_text_settings(space: Space, type_of: Callable[[str], str | None]) -> 
 
 
 # What a server takes out of max_connections before any client (PostgreSQL's defaults when the
-# environment does not set them; reserved_connections is 16+)
+# environment does not set them), and the major that brought each
 RESERVED_CONNECTIONS = {"superuser_reserved_connections": 3, "reserved_connections": 0}
+RESERVED_SINCE = {"superuser_reserved_connections": 0, "reserved_connections": 16}
 
 
-def check_connections(space: Space, clients: int, configured: Mapping[str, str]) -> None:
+def check_connections(
+    space: Space, clients: int, configured: Mapping[str, str], major: int = 0
+) -> None:
     """Every trial must start and take the run's clients: PostgreSQL refuses to start unless
     max_connections exceeds superuser_reserved_connections + reserved_connections (which
     postgres -C does not check), and a run refuses clients beyond what is left. So the least
     max_connections a space may try (its knob's low, or the environment's) must hold the most
     those may reserve (their knobs' high, or the environment's) plus `clients`.
-    `configured`: the environment's effective settings."""
-    ranges = {
-        k.name: k for k in space.knobs if k.name in ("max_connections", *RESERVED_CONNECTIONS)
+    `configured`: the environment's effective settings; `major`: the server's (0: unknown),
+    whose reserved settings alone the refusal names."""
+    reserved_kinds = {
+        n: d for n, d in RESERVED_CONNECTIONS.items() if not major or major >= RESERVED_SINCE[n]
     }
+    ranges = {k.name: k for k in space.knobs if k.name in ("max_connections", *reserved_kinds)}
     if not ranges:
         return
 
@@ -635,26 +640,27 @@ def check_connections(space: Space, clients: int, configured: Mapping[str, str])
         return int(min(values) if least else max(values))
 
     mc = end("max_connections", True, 100)
-    held = [end(n, False, d) for n, d in RESERVED_CONNECTIONS.items()]
+    held = [end(n, False, d) for n, d in reserved_kinds.items()]
     if mc is None or None in held:
         return
     reserved = sum(h for h in held if h is not None)
     if mc >= reserved + clients:
         return
     need = reserved + clients
+    them = "them" if len(reserved_kinds) > 1 else "it"
     if "max_connections" in ranges:
         key = "choices" if ranges["max_connections"].choices else "low"
         where = f"knobs.max_connections.{key}"
         fix = f"give max_connections {need} or more"
     else:
-        culprit = next(n for n in RESERVED_CONNECTIONS if n in ranges)
+        culprit = next(n for n in reserved_kinds if n in ranges)
         where = f"knobs.{culprit}"
         fix = f"keep the reserved connections at most {mc - clients} in all"
     raise PgrigError(
         f"--space {space.origin}: {where}: max_connections={mc} leaves no room for the run's "
         f"{clients} client{'s' if clients != 1 else ''}: PostgreSQL keeps "
-        f"superuser_reserved_connections + reserved_connections ({reserved}) out of it and "
-        f"does not start unless max_connections exceeds them: {fix}"
+        f"{' + '.join(reserved_kinds)} ({reserved}) out of it and "
+        f"does not start unless max_connections exceeds {them}: {fix}"
     )
 
 
