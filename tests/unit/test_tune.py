@@ -343,8 +343,18 @@ def test_resume_refuses_another_question(archive: Archive) -> None:
     run_tune(_request(trials=1, repeats=2), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     other = _request(trials=1)
     other = TunePlan(**{**other.__dict__, "objective": objective("p95", "pgbench:tpcb")})
-    with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
+    with pytest.raises(PgrigError, match="--resume: study 't' was started with another") as e:
         run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+    assert '(objective: "tps", now "p95")' in str(e.value)  # what differs is said (case 28)
+
+
+def test_resume_of_a_study_that_does_not_exist_is_refused(archive: Archive) -> None:
+    """--resume asks to continue: a name the archive does not hold starts nothing (case 29)."""
+    fake = TuneFake(running={"e1"})
+    with pytest.raises(PgrigError, match="--resume: there is no study 't' to resume"):
+        run_tune(_request(trials=1), archive=archive, backend=fake, resume=True)  # type: ignore[arg-type]
+    assert not [c for c in fake.calls if c[0] == "execute"]
+    assert not [s for s in archive.list_studies() if s.name == "t"]
 
 
 def test_resume_with_a_damaged_journal_says_so(archive: Archive) -> None:
@@ -392,8 +402,9 @@ def test_resume_after_an_upgrade_that_added_a_load_key(archive: Archive) -> None
     plan = _request(name="t")
     other = TunePlan(**{**plan.__dict__, "load": plan.load.model_copy(update={"clients": 7})})
     archive.set_study_status("t", "interrupted")
-    with pytest.raises(PgrigError, match="--resume: study 't' was started with another"):
+    with pytest.raises(PgrigError, match="--resume: study 't' was started with another") as e:
         run_tune(other, archive=archive, backend=TuneFake(running={"e1"}), resume=True)  # type: ignore[arg-type]
+    assert "(run.clients: 8, now 7)" in str(e.value)  # what differs is said (case 28)
 
 
 def _forced_under(points: set[str]) -> Any:

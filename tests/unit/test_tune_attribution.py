@@ -391,3 +391,18 @@ def test_reporting_script_spills_by_design() -> None:
     text = presets.reporting_script().read_text()
     assert "row_number() OVER (PARTITION BY bid ORDER BY abalance DESC, aid)" in text
     assert "GROUP BY abalance + aid" in text and "pgbench_history" in text
+
+
+def test_the_planned_runs_count_the_ablation_once_it_is_planned(archive: Archive) -> None:
+    """`study list`'s "ok / planned" said 10 / 9 after an ablation: its runs were not planned
+    (issue 43, case 30). Planned: baseline, trials, the confirmation at most, the ablation."""
+    from pgrig.tune.runner import planned_runs
+
+    req = _request(repeats=2, ablate=2)
+    run_tune(req, archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
+    x = archive.get_study("t").extra
+    runs = archive.study_runs("t")
+    ablated = [r for r in runs if (r.study_point or "").startswith("ablate-")]
+    assert ablated, "the fake's best differs from the environment's own: an ablation ran"
+    assert x["runs"] == planned_runs(req, x["ablation"]) >= len(runs)
+    assert x["runs"] - planned_runs(req, None) == len(ablated)

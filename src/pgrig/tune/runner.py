@@ -35,7 +35,7 @@ from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
 from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
 from pgrig.format import pgrig_command
-from pgrig.record.documents import DISK_LIMIT_CHANGE, BestTrial, TrialDoc
+from pgrig.record.documents import DISK_LIMIT_CHANGE, AblationDoc, BestTrial, TrialDoc
 from pgrig.request import RunRequest
 from pgrig.study.backend import ProvisionBackend
 from pgrig.study.runner import Backend as StudyBackend
@@ -291,10 +291,9 @@ def _tune(
             "notes": req.space.notes,
             "objective": req.objective.name,
             "trials_planned": req.trials,
-            # baseline, trials (pruned ones are runs too) and the confirmation at most
-            "runs": 1
-            + req.trials
-            + len(confirm.plan(req.confirm_repeats, req.name, req.reference)),
+            # baseline, trials (pruned ones are runs too), the confirmation at most, and the
+            # ablation once planned
+            "runs": planned_runs(req, archive.get_study(req.name).extra.get("ablation")),
             "confirm_looks": [
                 {"rounds": look.rounds, "misrate": look.misrate}
                 for look in confirm.looks(req.confirm_repeats)
@@ -372,6 +371,11 @@ def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
         existing = archive.get_study(req.name)
     except NotFound:
         existing = None
+    if existing is None and resume:
+        raise PgrigError(
+            f"--resume: there is no study {req.name!r} to resume (`pgrig study list` shows "
+            "the archive's); without --resume it starts as a new one"
+        )
     if existing is None:
         archive.create_study(StudyRecord(name=req.name, kind=KIND, spec=req.spec_text()))
         return True
@@ -381,9 +385,12 @@ def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
             "continue it, or --name to start a new one"
         )
     if existing.kind != KIND or not _same_question(existing.spec, req.spec_text()):
+        differs = _differences(existing.spec, req.spec_text()) if existing.kind == KIND else []
+        said = f" ({'; '.join(differs[:4])})" if differs else ""
         raise PgrigError(
             f"--resume: study {req.name!r} was started with another environment, load, "
-            "objective or space; use --name to start a new one"
+            f"objective or space{said}; resume it as it was started, or use --name to start "
+            "a new one"
         )
     archive.set_study_status(req.name, "running")
     return False
@@ -410,6 +417,40 @@ def _same_question(stored: str, asked: str) -> bool:
             or v != fields[k].get_default(call_default_factory=True)
         }  # fmt: skip
     return bool(old == new)
+
+
+def planned_runs(req: TunePlan, ablation_plan: AblationDoc | None) -> int:
+    """The runs a study plans: its baseline, its trials (pruned ones are runs too), its
+    confirmation at most, and its ablation once planned (`study list`'s "planned")."""
+    runs = 1 + req.trials + len(confirm.plan(req.confirm_repeats, req.name, req.reference))
+    if ablation_plan:
+        configs = list(ablation_plan.get("configs") or {})
+        runs += len(ablation.plan(configs, int(ablation_plan.get("repeats") or 0), req.name))
+    return runs
+
+
+def _differences(stored: str, asked: str) -> list[str]:
+    """What a resume asks that the study was not started with: "run.clients: 2, now 4"."""
+    try:
+        old, new = json.loads(stored), json.loads(asked)
+    except ValueError:
+        return []
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return []
+    out: list[str] = []
+    for key in sorted(old.keys() | new.keys()):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [
+                f"{key}.{k}: {json.dumps(a.get(k))}, now {json.dumps(b.get(k))}"
+                for k in sorted(a.keys() | b.keys())
+                if k in a and a.get(k) != b.get(k)  # a key a later pgrig added is no change
+            ]
+        elif a != b:
+            out.append(f"{key}: {'changed' if key == 'space' else json.dumps(a)}" + (
+                "" if key == "space" else f", now {json.dumps(b)}"
+            ))  # fmt: skip
+    return out
 
 
 class _Tuner:
@@ -662,15 +703,13 @@ class _Tuner:
             if not units:
                 return
             configs = ablation.configs(best["settings"], units)
+            plan: AblationDoc = {
+                "units": [{"key": u.key, "knobs": list(u.knobs)} for u in units],
+                "configs": configs,
+                "repeats": repeats,
+            }
             self.archive.update_study_extra(
-                self.req.name,
-                {
-                    "ablation": {
-                        "units": [{"key": u.key, "knobs": list(u.knobs)} for u in units],
-                        "configs": configs,
-                        "repeats": repeats,
-                    }
-                },
+                self.req.name, {"ablation": plan, "runs": planned_runs(self.req, plan)}
             )
         done = completed_runs(self.archive.study_runs(self.req.name))
         todo = [
