@@ -77,6 +77,15 @@ def test_a_round_stopped_inside_is_not_counted_done(archive: Archive) -> None:
     )
 
 
+def test_a_confirmation_stopped_in_its_first_round_has_no_verdict(archive: Archive) -> None:
+    """Stopped inside the first round: no verdict rests on 'those rounds' (case 32)."""
+    _rec, _runs, a = _interrupted(archive, at=7, repeats=4)
+    assert a.unfinished is not None and a.unfinished.startswith(
+        "interrupted in its confirmation after 0 of 4 rounds"
+    ), a.unfinished
+    assert a.unfinished.endswith("no round is whole, so there is no verdict"), a.unfinished
+
+
 def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
     archive: Archive,
 ) -> None:
@@ -209,5 +218,5 @@ def test_an_ablation_round_stopped_inside_is_not_counted_done(archive: Archive, 
     assert 0 < begun < len(names)
     assert a.unfinished == (
         f"interrupted in its ablation after 0 of 3 rounds and {begun} of {len(names)} runs of "
-        "the next: the shares of the gain rest on those rounds alone"
-    )
+        "the next: no round is whole, so no share of the gain is measured"
+    )  # not "rest on those rounds alone": there are none (issue 43, case 32)

@@ -158,10 +158,15 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
         planned = _planned(extra)
         searched = isinstance(planned, int) and _trials_done(extra) >= planned
         if by_round or (extra.get("best") and searched):
+            rest = (
+                "its verdicts rest on those rounds alone"
+                if whole
+                else "no round is whole, so there is no verdict"
+            )
             where = (
                 f"in its confirmation after {whole} of "
                 f"{extra.get('confirm_repeats', '?')} rounds{begun}: the best trial is not "
-                "confirmed, its verdicts rest on those rounds alone"
+                f"confirmed, {rest}"
             )
         else:
             where = (
@@ -173,10 +178,12 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
         keys = {ablation.point_key(n) for n in names}
         whole, begun = _rounds(ok, keys.__contains__, len(keys))
         if names and whole < int(plan.get("repeats") or 0):
-            where = (
-                f"in its ablation after {whole} of {plan.get('repeats')} rounds{begun}: the "
-                "shares of the gain rest on those rounds alone"
+            rest = (
+                "the shares of the gain rest on those rounds alone"
+                if whole
+                else "no round is whole, so no share of the gain is measured"
             )
+            where = f"in its ablation after {whole} of {plan.get('repeats')} rounds{begun}: {rest}"
         else:
             where = "after its confirmation"
     return f"{status} {where}"
