@@ -174,6 +174,7 @@ def test_a_record_rebuilt_from_the_data_directory_keeps_the_limit_the_kernel_hol
     _damage("unread", {"wiops": "abc"})  # not a limit at all: the record cannot be read
     done = pgrig("env", "repair", "unread")
     assert "disk limit from what the kernel holds: wiops=300" in done.stdout + done.stderr
+    assert "pooler" not in done.stdout + done.stderr  # it had none (issue 43, case 52)
     assert Environment.load("unread").disk_limit == {"wiops": 300}
     shown = json.loads(pgrig("env", "show", "unread", "--json").stdout)["disk_limit"]
     assert shown["in_force"] is True

@@ -222,9 +222,13 @@ def repair(
         if held is not None:
             env.disk_limit = held.as_dict()
         env.save()
+        from pgrig.provision.pooler import layout
+
+        # its pooler's files say there was one (env.json held its settings, lost with it)
+        had_pooler = any(layout.pooler_dir(env).glob("pgbouncer-*.ini"))
+        pooler = "; its pooler must be added again (`pgrig env pooler add`)" if had_pooler else ""
         done.append(
-            f"env.json rebuilt from the data directory ({e.reason or 'unreadable'}; a pooler "
-            "must be added again)"
+            f"env.json rebuilt from the data directory ({e.reason or 'unreadable'}{pooler})"
             + (f"; its disk limit from what the kernel holds: {held.text()}" if held else "")
         )
     rebuilt = False
