@@ -196,7 +196,7 @@ def test_sigterm_archives_an_aborted_run_with_its_series(lab: str) -> None:
     print(f"SIGTERM to archived 'aborted': {delay:.2f} s")  # the issue's bar: 5 s
     assert proc.returncode == 143, err  # 128 + SIGTERM, as a shell reports it (issue 25)
     assert "SIGTERM received" in err
-    rec = json.loads(out)[-1]
+    rec = json.loads(out)  # one run asked: one object, interrupted or not
     assert rec["status"] == "aborted" and rec["error"] == "stopped by SIGTERM"
     shown = json.loads(pgrig("runs", "show", str(rec["id"]), "--json").stdout)
     assert shown["status"] == "aborted"
