@@ -85,7 +85,7 @@ def check_repeat(repeat: int) -> None:
 
 
 MIN_DURATION_S = 1.0  # pgbench -T counts whole seconds: less is rounded up to a second of load
-# The longest run (its window and, apart, its warm-up) pgrig takes: a month, as a tuning
+# The longest window (and, apart, warm-up) of a run pgrig takes: a month, as a tuning
 # study's whole budget (tune/request.py MAX_BUDGET_S); longer is a typo ("100000h").
 MAX_DURATION_S = 30 * 86400.0
 # Options pgrig sets itself (or that change what its log processing reads): not extra args.
@@ -128,7 +128,7 @@ def _at_least_a_second(value: float | None) -> float | None:
 
 
 def _whole_seconds(value: float | None) -> float | None:
-    """A run's window or warm-up: whole seconds (pgbench's -T and sysbench's --time count
+    """A run's measured window: whole seconds (pgbench's -T and sysbench's --time count
     them, so 1.5 s would run 2 and be recorded 1.5), at most MAX_DURATION_S."""
     if value is None:
         return None
@@ -268,7 +268,6 @@ def _statement_timeout(value: float) -> float:
 
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 Duration = Annotated[float, BeforeValidator(_seconds), AfterValidator(_at_least_a_second)]
-WholeSeconds = Annotated[float, BeforeValidator(_seconds), AfterValidator(_whole_seconds)]
 CpuList = Annotated[str, BeforeValidator(_cpus)]
 Defines = Annotated[dict[str, str], BeforeValidator(_defines)]
 TpccMix = Annotated[dict[str, int], BeforeValidator(_mix)]
@@ -319,7 +318,8 @@ class LoadParams(BaseModel):
     transactions_per_client: int | None = flag_field(
         "--transactions", default=None, alias="transactions", ge=1, le=INT_MAX
     )
-    warmup_s: WholeSeconds = flag_field("--warmup", default=0.0, alias="warmup", ge=0)
+    # the lead-in is the warm-up rounded up to whole seconds (docs/measurement.md): a minimum
+    warmup_s: Seconds = flag_field("--warmup", default=0.0, alias="warmup", ge=0, le=MAX_DURATION_S)
     rate: float | None = flag_field("--rate", default=None, gt=0)  # -R, transactions per second
     latency_limit_ms: Annotated[float, BeforeValidator(_milliseconds)] | None = flag_field(
         "--latency-limit", default=None, alias="latency_limit", gt=0

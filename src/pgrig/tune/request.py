@@ -32,6 +32,7 @@ def build(asked: TuneRequest) -> TunePlan:
     # TPC-H: every run of a study asks the same queries (the study's seed gives the
     # substitution parameters), so runs differ by their settings alone
     tpch = {"tpch_seed": asked.seed} if label.strip().startswith("tpch:") else {}
+    _tune_run_bound(asked.duration, asked.warmup)  # a tune's own bound, before a run's
     load = from_flags(
         RunRequest,
         env_name=asked.env_name,
@@ -108,6 +109,18 @@ def build(asked: TuneRequest) -> TunePlan:
         warm_start=sp.warm_start(space, pgtune),
         dataset=dataset,
     )
+
+
+def _tune_run_bound(duration: str | None, warmup: str) -> None:
+    """One run of a tuning study lasts at most MAX_RUN_S: said as the tune's bound even when
+    the run's own (a month, request/load.py) would refuse the same typo with its own."""
+    from pgrig.request.values import parse_duration
+
+    try:
+        duration_s, warmup_s = parse_duration(duration or 0), parse_duration(warmup)
+    except ValueError:
+        return  # the run's request says what is wrong with them
+    _run_seconds(duration_s, warmup_s, duration or "")
 
 
 def _run_seconds(duration_s: float, warmup_s: float, duration: str) -> float:
