@@ -109,6 +109,17 @@ if _TIMELINE:
     def _cpu_ns() -> int:
         return int((_CPU_GROUP / "cpuacct.usage").read_text()) if _CPU_GROUP else 0
 
+    def pytest_sessionfinish(session: pytest.Session) -> None:
+        """The worker's cgroup removed once the worker left it (kept while a process the
+        tests started still lives in it)."""
+        if _CPU_GROUP is not None:
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                (_CPU_GROUP.parent.parent / "cgroup.procs").write_text(str(os.getpid()))
+                _CPU_GROUP.rmdir()
+                _CPU_GROUP.parent.rmdir()  # the last worker's removes the parent
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
         """One JSON line per test (setup to teardown): where the suite's wall time goes."""
