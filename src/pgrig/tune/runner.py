@@ -384,8 +384,9 @@ def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
             f"study {req.name!r} already exists (status {existing.status}): add --resume to "
             "continue it, or --name to start a new one"
         )
-    if existing.kind != KIND or not _same_question(existing.spec, req.spec_text()):
-        differs = _differences(existing.spec, req.spec_text()) if existing.kind == KIND else []
+    asked = req.spec_text()
+    differs = None if existing.kind != KIND else _differences(existing.spec, asked)
+    if differs != []:  # another kind, another question, or a spec that cannot be read
         said = f" ({'; '.join(differs[:4])})" if differs else ""
         raise PgrigError(
             f"--resume: study {req.name!r} was started with another environment, load, "
@@ -394,29 +395,6 @@ def _open_study(req: TunePlan, archive: RunStore, resume: bool) -> bool:
         )
     archive.set_study_status(req.name, "running")
     return False
-
-
-def _same_question(stored: str, asked: str) -> bool:
-    """Whether a resumed study is asked what it was started with. A load key a later pgrig
-    added (a new RunRequest field) at its default asks nothing new: without this, every study
-    started before an upgrade was refused as "started with another ... load"."""
-    if stored == asked:
-        return True
-    try:
-        old, new = json.loads(stored), json.loads(asked)
-    except ValueError:
-        return False
-    if not isinstance(old, dict) or not isinstance(new, dict):
-        return False
-    old_run, new_run = old.get("run"), new.get("run")
-    if isinstance(old_run, dict) and isinstance(new_run, dict):
-        fields = RunRequest.model_fields
-        new["run"] = {
-            k: v for k, v in new_run.items()
-            if k in old_run or k not in fields
-            or v != fields[k].get_default(call_default_factory=True)
-        }  # fmt: skip
-    return bool(old == new)
 
 
 def planned_runs(req: TunePlan, ablation_plan: AblationDoc | None) -> int:
@@ -429,27 +407,47 @@ def planned_runs(req: TunePlan, ablation_plan: AblationDoc | None) -> int:
     return runs
 
 
-def _differences(stored: str, asked: str) -> list[str]:
-    """What a resume asks that the study was not started with: "run.clients: 2, now 4"."""
+_UNSET = object()  # a key one side of a comparison does not have
+
+
+def _differences(stored: str, asked: str) -> list[str] | None:
+    """What a resume asks that the study was not started with ("run.clients: 2, now 4"; []:
+    nothing, None: a spec that cannot be compared). A load key a later pgrig added (a new
+    RunRequest field) at its default asks nothing new: without this, every study started
+    before an upgrade was refused as "started with another ... load"."""
+    if stored == asked:
+        return []
     try:
         old, new = json.loads(stored), json.loads(asked)
     except ValueError:
-        return []
+        return None
     if not isinstance(old, dict) or not isinstance(new, dict):
-        return []
+        return None
+    old_run, new_run = old.get("run"), new.get("run")
+    if isinstance(old_run, dict) and isinstance(new_run, dict):
+        fields = RunRequest.model_fields
+        new["run"] = {
+            k: v for k, v in new_run.items()
+            if k in old_run or k not in fields
+            or v != fields[k].get_default(call_default_factory=True)
+        }  # fmt: skip
+
+    def shown(v: object) -> str:
+        return "unset" if v is _UNSET else json.dumps(v)
+
     out: list[str] = []
     for key in sorted(old.keys() | new.keys()):
-        a, b = old.get(key), new.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
+        a, b = old.get(key, _UNSET), new.get(key, _UNSET)
+        if key == "run" and isinstance(a, dict) and isinstance(b, dict):
             out += [
-                f"{key}.{k}: {json.dumps(a.get(k))}, now {json.dumps(b.get(k))}"
+                f"run.{k}: {shown(a.get(k, _UNSET))}, now {shown(b.get(k, _UNSET))}"
                 for k in sorted(a.keys() | b.keys())
-                if k in a and a.get(k) != b.get(k)  # a key a later pgrig added is no change
+                if a.get(k, _UNSET) != b.get(k, _UNSET)
             ]
         elif a != b:
-            out.append(f"{key}: {'changed' if key == 'space' else json.dumps(a)}" + (
-                "" if key == "space" else f", now {json.dumps(b)}"
-            ))  # fmt: skip
+            out.append(
+                f"{key}: changed" if key == "space" else f"{key}: {shown(a)}, now {shown(b)}"
+            )
     return out
 
 
