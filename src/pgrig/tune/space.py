@@ -606,10 +606,9 @@ def refuse_text_settings(space: Space, type_of: Callable[[str], str | None]) -> 
         )
 
 
-# What a server takes out of max_connections before any client (PostgreSQL's defaults when the
-# environment does not set them), and the major that brought each
-RESERVED_CONNECTIONS = {"superuser_reserved_connections": 3, "reserved_connections": 0}
-RESERVED_SINCE = {"superuser_reserved_connections": 0, "reserved_connections": 16}
+# What a server takes out of max_connections before any client: each setting's default (when
+# the environment does not set it) and the major that brought it
+RESERVED_CONNECTIONS = {"superuser_reserved_connections": (3, 0), "reserved_connections": (0, 16)}
 
 
 def check_connections(
@@ -623,7 +622,9 @@ def check_connections(
     `configured`: the environment's effective settings; `major`: the server's (0: unknown),
     whose reserved settings alone the refusal names."""
     reserved_kinds = {
-        n: d for n, d in RESERVED_CONNECTIONS.items() if not major or major >= RESERVED_SINCE[n]
+        n: default
+        for n, (default, since) in RESERVED_CONNECTIONS.items()
+        if not major or major >= since
     }
     ranges = {k.name: k for k in space.knobs if k.name in ("max_connections", *reserved_kinds)}
     if not ranges:
