@@ -1,5 +1,5 @@
 """What keeps a run recoverable if pgrig dies: its lease and its partial series (its work
-directory: load/core/work_dirs.py).
+directory: load/engines/work_dirs.py).
 
 - `RunLease`: while pgbench runs, one daemon thread stamps the run's heartbeat in the archive
   every few seconds and appends the per-second rows gathered since its last beat to the run's
