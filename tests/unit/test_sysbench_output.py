@@ -4,6 +4,9 @@ sysbench request rules.
 oltp_read_only_checkpoint.out: a terminal run with --report-checkpoints=1 (clean order).
 oltp_read_write_interleaved.out: a pgrig run (stdout piped): the reporting thread's lines
 fall inside the checkpoint's statistics block.
+tpcc_report_cut_by_the_end.out: the stand-in of sysbench-tpcc (tests/fixtures/sysbench/
+tpcc_shape), 8 runs at once: its Lua report hook's last line was cut before its newline, so
+the histogram's header follows it on the same line.
 """
 
 from __future__ import annotations
@@ -48,8 +51,35 @@ def test_interleaved_lines_do_not_break_the_blocks() -> None:
     assert len(out.intervals) == 4 and out.intervals[0].tps == 360.60
 
 
+def test_a_report_cut_before_its_newline_keeps_the_histogram_and_its_figures() -> None:
+    out = _read("tpcc_report_cut_by_the_end.out")
+    assert out.final is not None and out.final.transactions == 104
+    assert sum(c for _v, c in out.histogram) == 104
+    # sysbench.report_default (Lua) prints "err/s N" where sysbench's own C report has "err/s:"
+    assert [(r.elapsed_s, r.tps, r.errors_per_s) for r in out.intervals] == [
+        (1, 151.73, 602.99), (2, 103.90, 506.38),
+    ]  # fmt: skip
+
+
+def test_every_header_glued_to_the_line_before_is_read_as_on_its_own() -> None:
+    """Lua's print writes a line's newline apart: any header may follow a line's text."""
+    text = (FIXTURES / "oltp_read_only_checkpoint.out").read_text()
+    heads = ["[ 1s ] Checkpoint report:", "SQL statistics:", "General statistics:",
+             "Latency histogram"]  # fmt: skip
+    glued = text
+    for head in heads:
+        assert "\n" + head in glued
+        glued = glued.replace("\n" + head, " err/s 0.00 reconn/s: 0.00" + head)
+    assert sysbench_output.parse(glued) == sysbench_output.parse(text)
+
+
 @pytest.mark.parametrize(
-    "name", ["oltp_read_only_checkpoint.out", "oltp_read_write_interleaved.out"]
+    "name",
+    [
+        "oltp_read_only_checkpoint.out",
+        "oltp_read_write_interleaved.out",
+        "tpcc_report_cut_by_the_end.out",
+    ],
 )
 def test_p95_from_the_histogram_is_sysbenchs_own(name: str) -> None:
     out = _read(name)

@@ -36,7 +36,13 @@ _CSV_RE = re.compile(
 )
 _QPS_RE = re.compile(r"qps:\s*([\d.]+)")
 _LAT_RE = re.compile(r"lat \(ms,(\d+(?:\.\d+)?)%\):\s*([\d.]+)")
-_ERR_RE = re.compile(r"err/s:\s*([\d.]+)")
+# sysbench.report_default (the Lua report of scripts with their own hook) prints "err/s N"
+_ERR_RE = re.compile(r"err/s:?\s*([\d.]+)")
+HISTOGRAM_HEADER = "Latency histogram"
+# a header glued after the text of a line (see _cut_glued_headers)
+_GLUED_RE = re.compile(
+    r"(?<=.)(?=\[\s*\d+s\s*\]|SQL statistics:|General statistics:|" + HISTOGRAM_HEADER + ")"
+)
 _HIST_ROW_RE = re.compile(r"^\s*([\d.]+)\s+\|\**\s+(\d+)\s*$")
 _COUNT_RATE_RE = r":\s+(\d+)\s+\(([\d.]+) per sec\.\)"
 _SUMMARY_RES = {
@@ -161,7 +167,7 @@ def parse(stdout: str) -> Output:
     match. With a checkpoint, the first block is the checkpoint's and the second the final
     one (absent when sysbench was stopped)."""
     out = Output()
-    lines = stdout.splitlines()
+    lines = _cut_glued_headers(stdout.splitlines())
     has_checkpoint = any("Checkpoint report:" in ln for ln in lines)
     starts = [i for i, ln in enumerate(lines) if ln.strip().startswith("SQL statistics:")]
     blocks = [
@@ -173,7 +179,7 @@ def parse(stdout: str) -> Output:
         out.final = parse_statistics(blocks[1]) if len(blocks) > 1 else None
     elif blocks:
         out.final = parse_statistics(blocks[-1])
-    hist_at = _last_index(lines, "Latency histogram")
+    hist_at = _last_index(lines, HISTOGRAM_HEADER)
     for i, line in enumerate(lines):
         report = parse_interval(line)
         if report is not None:
@@ -183,6 +189,19 @@ def parse(stdout: str) -> Output:
             if row:
                 out.histogram.append((float(row.group(1)), int(row.group(2))))
     return out
+
+
+def _cut_glued_headers(lines: list[str]) -> list[str]:
+    """Every report and block header on a line of its own. Lua's print writes a line and its
+    newline apart, so another thread's output can land between them: sysbench cancels its
+    reporting thread at the end of --time, which is also when that thread's last per-second
+    report is due, and a script's report hook (sysbench-tpcc's) then leaves
+    "... reconn/s: 0.00Latency histogram (values are in milliseconds)" (6 of 200 runs, 8 at
+    once); the checkpoint's report, due with a per-second one, can land there too."""
+    cut: list[str] = []
+    for line in lines:
+        cut += _GLUED_RE.split(line) if _GLUED_RE.search(line, 1) else [line]
+    return cut
 
 
 def _last_index(lines: list[str], text: str) -> int | None:
