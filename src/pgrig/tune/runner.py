@@ -852,11 +852,11 @@ def no_trial_completed(trials: Sequence[TrialDoc]) -> str:
     if not ended:
         return f"{said}: nothing to confirm"
     pruned = sum(1 for t in ended if t.get("state") == "pruned")
-    count = (
-        f"all {len(ended)} trials were pruned"
-        if pruned == len(ended)
-        else f"{pruned} trials were pruned, {len(ended) - pruned} failed"
-    )
+    if pruned == len(ended):
+        count = "its one trial was pruned" if pruned == 1 else f"all {pruned} trials were pruned"
+    else:
+        count = f"{pruned} {'trial was' if pruned == 1 else 'trials were'} pruned, "
+        count += f"{len(ended) - pruned} failed"
     reasons = "; ".join(
         f"trial {t.get('number', 0) + 1}: {t.get('reason') or 'interrupted'}" for t in ended[:3]
     )
