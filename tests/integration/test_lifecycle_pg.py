@@ -127,6 +127,7 @@ def test_a_run_ending_on_a_locked_archive_is_imported_complete(lab: str) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PGRIG_ARCHIVE_WAIT_S": "3"},  # the lock is never let go: 3 s, not 30
     )
     archive = Path(os.environ["PGRIG_HOME"]) / "archive.sqlite"
     try:

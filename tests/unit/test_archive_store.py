@@ -657,3 +657,16 @@ def test_unreadable_archive_is_a_clear_error(pgrig_home: Path) -> None:
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(PgrigError, match=r"cannot open archive sqlite:///.*junk.sqlite"):
         Archive(f"sqlite:///{bad}")
+
+
+def test_the_sqlite_write_wait_is_30_s_or_the_one_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgrig.archive.engine import sqlite_timeout_s
+
+    monkeypatch.delenv("PGRIG_ARCHIVE_WAIT_S", raising=False)
+    assert sqlite_timeout_s() == 30
+    monkeypatch.setenv("PGRIG_ARCHIVE_WAIT_S", "2.5")
+    assert sqlite_timeout_s() == 2.5
+    for bad in ("0", "-1", "nan", "3601", "soon"):
+        monkeypatch.setenv("PGRIG_ARCHIVE_WAIT_S", bad)
+        with pytest.raises(PgrigError, match=f"PGRIG_ARCHIVE_WAIT_S={bad}: a number of seconds"):
+            sqlite_timeout_s()

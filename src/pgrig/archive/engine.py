@@ -6,6 +6,7 @@ the schema is archive/schema.py, the rows archive/rows.py.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,25 @@ from pgrig.errors import PgrigError, first_line
 if TYPE_CHECKING:
     import sqlite3
 
-SQLITE_TIMEOUT_S = 30  # how long a write waits for another process's write lock
+SQLITE_TIMEOUT_S = 30.0  # how long a write waits for another process's write lock
+
+
+def sqlite_timeout_s() -> float:
+    """How long a write to a SQLite archive waits for another process's write lock before
+    it gives up (a run's record is then spooled): 30 s, or PGRIG_ARCHIVE_WAIT_S seconds."""
+    given = os.environ.get("PGRIG_ARCHIVE_WAIT_S")
+    if not given:
+        return SQLITE_TIMEOUT_S
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 3600:
+        raise PgrigError(
+            f"PGRIG_ARCHIVE_WAIT_S={given}: a number of seconds, over 0 and at most 3600"
+        )
+    return seconds
+
 
 # What SQLite says of a damaged file (a corrupted page, garbage where text was, not a database).
 _DAMAGED = re.compile(
@@ -97,7 +116,7 @@ class Database:
             except OSError as e:
                 raise PgrigError(f"cannot create the archive directory for {self.url}: {e}") from e
         kwargs: dict[str, Any] = {
-            "connect_args": {"timeout": SQLITE_TIMEOUT_S, "check_same_thread": False}
+            "connect_args": {"timeout": sqlite_timeout_s(), "check_same_thread": False}
         }
         if memory:
             from sqlalchemy.pool import StaticPool
@@ -168,7 +187,7 @@ class Database:
                         yield conn
                 finally:
                     if raw is not None:
-                        raw.execute(f"PRAGMA busy_timeout={SQLITE_TIMEOUT_S * 1000}")
+                        raw.execute(f"PRAGMA busy_timeout={int(sqlite_timeout_s() * 1000)}")
         except IntegrityError:
             raise
         except DatabaseError as e:
