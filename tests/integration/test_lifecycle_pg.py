@@ -61,7 +61,7 @@ def test_kill_9_mid_run_leaves_a_lost_run_with_its_partial_series(lab: str) -> N
     proc = servers.start_long_run(lab)
     try:
         run = servers.wait_for_running()
-        time.sleep(14)  # two heartbeats after pgbench started: the partial series is on disk
+        _wait_for_partial_series(run["id"], {"pgbench", "os", "pg"})
         children = psutil.Process(proc.pid).children(recursive=True)
         work = _work_dirs_of(proc.pid)
         assert len(work) == 1
@@ -83,6 +83,21 @@ def test_kill_9_mid_run_leaves_a_lost_run_with_its_partial_series(lab: str) -> N
     assert "ended without finishing" in shown["error"]
     again = pgrig("runs", "list", "--status", "running", "--json")
     assert json.loads(again.stdout) == []
+
+
+def _wait_for_partial_series(run_id: int, kinds: set[str], timeout: float = 60) -> None:
+    """Until the run's heartbeat has put a row of each series kind in its partial file."""
+    home = Path(os.environ["PGRIG_HOME"])
+    path = home / "artifacts" / "home" / str(run_id) / "series.partial.jsonl"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with contextlib.suppress(OSError):
+            # the text after the last newline may be a line being written
+            seen = {json.loads(line)["k"] for line in path.read_text().split("\n")[:-1]}
+            if kinds <= seen:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id}'s partial series has no rows of {sorted(kinds)}")
 
 
 def _first_running(read: Callable[[], tuple | None], where: str, timeout: float = 60) -> int:
