@@ -9,6 +9,10 @@ setup:
 demo: setup
 	bash scripts/demo.sh
 
+# The files holding the tests marked quiet_host (tests/unit/test_test_layout.py keeps the list
+# whole): their tier collects these alone, not the whole suite (about 12 CPU-s).
+QUIET_HOST_FILES = tests/integration/test_run_series.py tests/integration/test_busy_host_pg.py
+
 test:
 	PGRIG_WITH_BROWSER=1 bash scripts/setup.sh
 	# The tests start `pgrig` thousands of times: give them bytecode to load, as an installed
@@ -20,7 +24,7 @@ test:
 	# Most tests wait on real servers and pgbench runs: four at a time. The few that judge the
 	# host's noise (drift, verdicts, the busy-host warning) then run alone on a quiet host.
 	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -n 4 --dist loadfile -m "not quiet_host" --durations=40
-	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -m quiet_host --durations=10
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider -m quiet_host --durations=10 $(QUIET_HOST_FILES)
 
 # The fast tier: no servers, no pgbench (seconds, not minutes).
 unit:
