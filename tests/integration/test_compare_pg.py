@@ -1,5 +1,5 @@
 """One answer everywhere, on real runs: real pgbench against a managed PostgreSQL 15 (scale 1,
-3 s runs), the same run groups through `pgrig runs compare --json`, `pgrig report compare`
+2 s runs), the same run groups through `pgrig runs compare --json`, `pgrig report compare`
 (Markdown and HTML) and the web compare page give the identical ratio and verdict.
 """
 
@@ -18,7 +18,7 @@ from servers import pgrig
 
 pytestmark = pytest.mark.integration
 
-LOAD = ("--workload", "pgbench:select-only", "-c", "1", "-j", "1", "--duration", "3")
+LOAD = ("--workload", "pgbench:select-only", "-c", "1", "-j", "1", "--duration", "2")
 
 
 @pytest.fixture(scope="module")

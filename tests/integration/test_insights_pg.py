@@ -132,7 +132,7 @@ def test_tpcc_hammerdb_stock_level_is_misestimated_on_order_line(home: Path) -> 
         # statements, then expects few sampled calls (a few plans a second in all); at 40 in
         # 136 and short of 10 expected plans, it is topped up after the window
         # (load/core/plan_top_up.py: every statement explained), which these flags then see.
-        common = ("-w", "tpcc", "-c", "4", "-j", "2", "-T", "10", "--mix", "45,43,4,4,40")
+        common = ("-w", "tpcc", "-c", "4", "-j", "2", "-T", "6", "--mix", "45,43,4,4,40")
         hammer = run("tpcc", *common, "--stock-level", "hammerdb")
         standard = run("tpcc", *common)
         flags = [

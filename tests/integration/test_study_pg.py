@@ -48,7 +48,7 @@ scale = 1
 workload = "pgbench:tpcb-like"
 clients = 1
 threads = 1
-duration = "3s"
+duration = "2s"
 warmup = "1s"
 
 [[iterations]]

@@ -52,7 +52,7 @@ KNOBS = ("shared_buffers", "work_mem", "random_page_cost", "checkpoint_completio
 def tune_argv(home: Path, name: str) -> list[str]:
     return [
         "pgrig", "tune", "lab", "--workload", "pgbench:tpcb", "--trials", "3",
-        "--duration", "3s", "--clients", "2", "--confirm-repeats", "2",
+        "--duration", "2s", "--clients", "2", "--confirm-repeats", "2",
         "--ablation-repeats", "2", "--ablation-units", "1",
         "--space", str(home / "space.toml"), "--name", name, "--format", "md",
     ]  # fmt: skip
@@ -120,7 +120,7 @@ def interrupted(lab: Path) -> dict:
     proc = subprocess.Popen(tune_argv(lab, "t1"), stderr=subprocess.PIPE, text=True)
     try:
         wait_for_trial("t1")
-        # The signal must land while the trial's pgbench runs: a trial is 3 s and `runs list`
+        # The signal must land while the trial's pgbench runs: a trial is 2 s and `runs list`
         # may see it late on a busy host, so wait for its pgbench (the baseline's has ended).
         deadline = time.time() + 60
         while not lab_pgbench() and time.time() < deadline:
