@@ -47,7 +47,7 @@ def test_interrupted_in_its_confirmation_heads_every_surface_and_suggests_nothin
     rec, _runs, a = _interrupted(archive, at=8, repeats=4)  # after one round of three
     said = "interrupted in its confirmation after 1 of 4 rounds: the best trial is not confirmed"
     assert a.unfinished is not None and a.unfinished.startswith(said)
-    assert not a.confirmed
+    assert not a.confirmation_ended
     text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
     lines = text.splitlines()
     assert lines[1].startswith("# I" + said[1:])  # first, under the title
@@ -65,7 +65,8 @@ def test_interrupted_in_its_confirmation_heads_every_surface_and_suggests_nothin
     assert tune_cli._where_stopped(archive, "t", 4).startswith(said)  # `pgrig tune`'s own line
     tune_cli.show_study(archive, "t", as_json=True)
     doc = json.loads(capsys.readouterr().out)
-    assert doc["unfinished"].startswith(said) and doc["confirmed"] is False
+    assert doc["unfinished"].startswith(said)
+    assert doc["confirmation_ended"] is False and doc["confirmed"] is False
 
 
 def test_a_round_stopped_inside_is_not_counted_done(archive: Archive) -> None:
@@ -87,7 +88,7 @@ def test_a_confirmation_stopped_in_its_first_round_has_no_verdict(archive: Archi
 
 
 def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
-    archive: Archive,
+    archive: Archive, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pgrig.cli import tune as tune_cli
 
@@ -95,7 +96,7 @@ def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
     rec, runs, a = _interrupted(archive, at=13, repeats=2, ablate=3)
     assert a.unfinished is not None
     assert a.unfinished.startswith("interrupted in its ablation after ")
-    assert a.confirmed  # the confirmation ended: its line may be pasted
+    assert a.confirmation_ended  # its verdicts are the answer: inconclusive, see below
     [base, _pgtune] = a.verdicts
     c = base.comparison
     assert c is not None and c.insufficient and c.lower is not None and c.lower > 1.02
@@ -117,18 +118,27 @@ def test_interrupted_in_its_ablation_gives_no_firm_verdict_from_wide_bounds(
     # the confirmation's own verdicts, as every surface computes them
     found = confirm.verdicts(runs, "tps", 0.02, confirm.misrate_of(rec.extra))
     assert [v.comparison.verdict for v in found if v.comparison] == ["inconclusive"] * 2
+    # the JSON says what the text says: the phase ended, the best is not confirmed
+    tune_cli.show_study(archive, "t", as_json=True)
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["confirmation_ended"], doc["confirmed"]) == (True, False)
 
 
-def test_a_study_that_ended_is_not_called_unfinished(archive: Archive) -> None:
+def test_a_study_that_ended_is_not_called_unfinished(
+    archive: Archive, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pgrig.cli import tune as tune_cli
 
     run_tune(_request(repeats=4), archive=archive, backend=TuneFake(running={"e1"}))  # type: ignore[arg-type]
     rec = archive.get_study("t")
     a = tune_attribution.build(rec.extra, archive.study_runs("t"), "tps", status=rec.status)
-    assert rec.status == "done" and a.unfinished is None and a.confirmed
+    assert rec.status == "done" and a.unfinished is None and a.confirmation_ended
     assert a.gain is not None and tune_cli.unconfirmed(a) is None  # confirmed faster
     text = tune_cli.render("t", "e1", rec.extra["best"]["settings"], a)
     assert "# apply with pgrig:\npgrig env set e1 " in text and "not to apply" not in text
+    tune_cli.show_study(archive, "t", as_json=True)
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["unfinished"], doc["confirmation_ended"], doc["confirmed"]) == (None, True, True)
 
 
 def test_an_interrupted_plain_study_says_so_first_on_every_surface(tmp_path: Any) -> None:

@@ -388,11 +388,14 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
         from pgrig.views import tune_attribution
 
         keys = ("objective", "trials", "best", "importances", "baseline_run", "space", "notes")
-        state = tune_attribution.unfinished(rec.status, x, runs)
+        a = tune_attribution.build(x, runs, obj.metric.key, status=rec.status)
         beside = [r.as_json() | {"key": r.figure.key} for r in _beside_rows(store, runs, x)]
+        # confirmed: what the text surfaces' pasteable `env set` line means (the confirmation
+        # ended and found the best faster than the baseline at the study's level)
         common.print_json(
             {"name": rec.name, "kind": rec.kind, "status": rec.status,
-             "unfinished": state, "confirmed": x.get("confirm_stopped_at") is not None,
+             "unfinished": a.unfinished, "confirmation_ended": a.confirmation_ended,
+             "confirmed": unconfirmed(a) is None,
              "created_at": rec.created_at, **{k: x.get(k) for k in keys},
              **({"beside": beside} if obj.beside else {})}
         )  # fmt: skip
@@ -542,7 +545,7 @@ def render(name: str, env: str, best: dict[str, str], a: Attribution) -> str:
 def unconfirmed(a: Attribution) -> str | None:
     """Why the best configuration is not confirmed (None: its confirmation ended, and found it
     faster than the baseline at the study's level)."""
-    if not a.confirmed:
+    if not a.confirmation_ended:
         return (
             "the best trial was not confirmed (its confirmation did not end; the same "
             "`pgrig tune` command with --resume confirms it)"

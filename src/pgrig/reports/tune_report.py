@@ -288,7 +288,7 @@ def _answer(x: StudyExtra, a: attribution.Attribution, label: str) -> Section:
     blocks: list[Any] = []
     if a.unfinished is not None:  # first: everything below rests on what it ran
         blocks.append(Paragraph(f"This tuning study was {a.unfinished}.", "warn"))
-    if not a.confirmed:
+    if not a.confirmation_ended:
         blocks.append(
             Paragraph(
                 "The best trial was not confirmed: its figure is the best of noisy single "

@@ -67,7 +67,9 @@ class Attribution:
     # "interrupted in its confirmation after 1 of 4 rounds": a study that did not end, said
     # first on every surface (None: it ended); see unfinished()
     unfinished: str | None = None
-    confirmed: bool = True  # the confirmation ended (its verdicts are the study's answer)
+    # the confirmation ended: its verdicts are the study's answer (which may be "inconclusive":
+    # confirmed faster is cli/tune.unconfirmed() saying nothing against it)
+    confirmation_ended: bool = True
 
     @property
     def shares_sum(self) -> float | None:
@@ -110,7 +112,7 @@ def build(
         None,
     )
     out = Attribution(found, misrate, extra.get("confirm_stopped_at"), gain)
-    out.confirmed = extra.get("confirm_stopped_at") is not None
+    out.confirmation_ended = extra.get("confirm_stopped_at") is not None
     out.unfinished = unfinished(status, extra, runs)
     out.importances = dict(extra.get("importances") or {})
     plan = extra.get("ablation") or {}
