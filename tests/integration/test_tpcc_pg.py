@@ -477,8 +477,10 @@ def test_generate_refuses_tables_it_did_not_make(server: Server, tmp_path: Path)
     assert _scalar(conninfo, "SELECT to_regclass('tpcc_meta')") is None
     with pytest.raises(PgrigError, match="holds no TPC-C data"):
         tpcc.pgbench_scripts(tmp_path, warehouses=1, conninfo=conninfo)
-    with pytest.raises(PgrigError, match="holds no TPC-C data"):
+    with pytest.raises(PgrigError, match="holds no TPC-C data") as refused:
         tpcc.check(conninfo)
+    # no command with placeholders to paste: this reader knows neither environment nor size
+    assert " ENV " not in str(refused.value) and "--warehouses W" not in str(refused.value)
 
 
 def test_a_failing_task_cancels_the_others(server: Server) -> None:

@@ -46,8 +46,9 @@ def read_meta(conn: psycopg.Connection) -> Meta:
     has = conn.execute("SELECT to_regclass('tpcc_meta') IS NOT NULL").fetchone()
     if not has or not has[0]:
         raise PgrigError(
+            # no command to paste: this reader knows neither the environment nor the size
             "the database holds no TPC-C data (no tpcc_meta table): "
-            "run `pgrig db generate ENV --scenario tpcc --warehouses W` first"
+            "generate it first (`pgrig db generate` with --scenario tpcc)"
         )
     row = conn.execute(
         "SELECT warehouses, c_last_load, c_id_load, ol_i_id_load, partitions,"
