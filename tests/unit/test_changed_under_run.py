@@ -4,9 +4,16 @@ limit says it held at the start only. The recording itself: tests/unit/test_run_
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 from study_fakes import make_record
 
 from pgrig.analysis.compare import compare_runs
+from pgrig.load.core import run_steps
+from pgrig.provision.state import env_lock
+from pgrig.record.documents import forced_after_s
 from pgrig.views import disk_limit
 
 
@@ -45,3 +52,50 @@ def test_the_disk_limit_of_a_changed_run_says_it_held_at_the_start_only() -> Non
     )
     _changed(rec, "settings work_mem=8MB")  # not the disk limit: its line unchanged
     assert disk_limit.of(rec) == "wiops=300 (in force)"
+
+
+def test_a_change_forced_just_before_the_start_is_said_as_during_set_up(
+    pgrig_home: Path,
+) -> None:
+    """Issue 43, pass 3 case 1: `env set --disk-limit ... --force` while the run waited for the
+    checkpoint before its load came 4 ms before its start: stored -0.0 s, said '-0 s after it
+    started', 'at -0 s' by runs show and compare, and 'its figures mix the configurations'
+    although its whole load ran under the new limit."""
+    now = datetime.now(UTC)
+    env_dir = pgrig_home / "envs" / "lab"
+    env_dir.mkdir(parents=True)
+    note = {"at": now.timestamp() - 0.004, "command": "env set --force",
+            "change": "disk limit set to riops=500,wbps=10MB", "holder": {"pid": 1}}  # fmt: skip
+    (env_dir / env_lock.FORCED_FILE).write_text(json.dumps(note) + "\n")
+    rec = make_record(tps=1000)
+    rec.env_name, rec.started_at = "lab", now
+    rec.ended_at = now + timedelta(seconds=5)
+    rec.disk_limit = {"limit": {"wiops": 300}, "text": "wiops=300", "in_force": True}
+    run_steps.forced_changes(rec, since=now.timestamp() - 10)  # the runner took lab then
+    [event] = rec.extra["changed_under_run"]
+    assert event["after_s"] == -0.1  # below zero, never -0.0
+    [warning] = [w for w in rec.warnings() if w["code"] == "changed_under_run"]
+    assert warning["message"].startswith(
+        "the environment was changed while this run ran (during its set-up, `pgrig env set "
+        "--force`: disk limit set to riops=500,wbps=10MB): its figures are of the "
+        "configuration after the change, and its recorded settings"
+    )
+    said = (
+        "wiops=300 (in force when the run read it only; then disk limit set to "
+        "riops=500,wbps=10MB during its set-up, under which its load ran (`pgrig env set "
+        "--force`))"
+    )
+    assert disk_limit.of(rec) == said
+    rec.id = 1
+    other = make_record(tps=1000)
+    other.id = 2
+    assert compare_runs([rec], [other]).reason == (
+        "run 1 (disk limit set to riops=500,wbps=10MB during its set-up) was changed while "
+        "running: not comparable as is"
+    )
+    # records stored -0.0 before: read as set-up too
+    rec.extra["changed_under_run"] = [{**event, "after_s": -0.0}]
+    assert disk_limit.of(rec) == said
+    assert "-0 s" not in (compare_runs([rec], [other]).reason or "")
+    # a change during the load is said at its second
+    assert forced_after_s(now.timestamp() + 2.04, now.timestamp()) == 2.0

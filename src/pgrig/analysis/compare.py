@@ -61,6 +61,7 @@ import numpy as np
 
 from pgrig.analysis import compare_paired, stats
 from pgrig.errors import PgrigError
+from pgrig.record.documents import forced_when
 from pgrig.record.figures import JUDGED, Figure
 from pgrig.record.protocol import RunReader
 from pgrig.record.run import SETTINGS_LAYERS, RunRecord
@@ -466,11 +467,7 @@ def changed_under_run(rec: RunRecord) -> list[str]:
     forced_changes), in words: such a run measured two configurations, not the one it records."""
     events = rec.extra.get("changed_under_run") or []
     # before its start (while it took the environment): the run's own warning says it so too
-    return [
-        f"{e.get('change')} "
-        + ("during its set-up" if e.get("after_s", 0) < 0 else f"at {e.get('after_s', 0):g} s")
-        for e in events
-    ]
+    return [f"{e.get('change')} {forced_when(e.get('after_s', 0))}" for e in events]
 
 
 def _changed(runs: Sequence[RunRecord]) -> str:

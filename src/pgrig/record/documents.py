@@ -11,6 +11,8 @@ own fields.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -242,9 +244,27 @@ class ForcedChange(TypedDict):
     restart...): an event of the run (load/core/run_steps.py forced_changes), said in its
     `changed_under_run` warning too."""
 
-    after_s: float  # seconds after the run started
+    after_s: float  # seconds after the run started; < 0: before, during its set-up
     command: str  # "env set --force"
     change: str  # in words: "disk limit set to riops=500,wbps=10MB", "server restarted"
+
+
+def forced_after_s(at: float, start: float) -> float:
+    """A ForcedChange's after_s, to 0.1 s: a change before the run's start stays negative
+    (rounded down), so it is never said '-0 s after it started' nor taken for one during it."""
+    delta = at - start
+    return math.floor(delta * 10) / 10 if delta < 0 else round(delta, 1)
+
+
+def forced_during_setup(after_s: float) -> bool:
+    """A change forced before the run started (while it took the environment and read its
+    settings); -0.0 too, as records stored a change a few ms before the start."""
+    return math.copysign(1.0, after_s) < 0
+
+
+def forced_when(after_s: float) -> str:
+    """When a forced change came, in words: 'during its set-up' or 'at 5.2 s'."""
+    return "during its set-up" if forced_during_setup(after_s) else f"at {after_s:g} s"
 
 
 class RunExtra(TypedDict, total=False):

@@ -7,6 +7,7 @@ difference between the sides, like a setting's)."""
 from __future__ import annotations
 
 from pgrig import format as fmt
+from pgrig.record.documents import forced_during_setup, forced_when
 from pgrig.record.run import RunRecord
 from pgrig.views import run_environment
 
@@ -38,7 +39,11 @@ def _changed_since(rec: RunRecord) -> str:
     ]
     if not events:
         return ""
-    said = ", ".join(f"{e.get('change')} at {e.get('after_s', 0):g} s" for e in events)
+    said = ", ".join(f"{e.get('change')} {forced_when(e.get('after_s', 0))}" for e in events)
+    if all(forced_during_setup(e.get("after_s", 0)) for e in events):  # before its load
+        return f" when the run read it only; then {said}, under which its load ran" + (
+            f" (`pgrig {events[0].get('command')}`)"
+        )
     return f" at the start only; then {said} (`pgrig {events[0].get('command')}`)"
 
 

@@ -25,7 +25,7 @@ from pgrig.format import pgrig_command
 from pgrig.load.core import guard, lifecycle, pooler_log, run_files
 from pgrig.provision.state import env_lock
 from pgrig.provision.state.environment import Environment
-from pgrig.record.documents import ForcedChange
+from pgrig.record.documents import ForcedChange, forced_after_s, forced_during_setup
 from pgrig.record.protocol import RunStore
 from pgrig.request import RunRequest
 
@@ -232,7 +232,7 @@ def forced_changes(rec: RunRecord, since: float | None = None, last: bool = Fals
     events: list[ForcedChange] = list(rec.extra.get("changed_under_run") or [])
     for f in found:
         event = ForcedChange(
-            after_s=round(float(f["at"]) - start, 1),
+            after_s=forced_after_s(float(f["at"]), start),
             command=str(f.get("command") or "?"),
             change=str(f.get("change") or "?"),
         )
@@ -245,11 +245,17 @@ def forced_changes(rec: RunRecord, since: float | None = None, last: bool = Fals
     said = "; ".join(
         f"{_when(e['after_s'], ran_s)}, `pgrig {e['command']}`: {e['change']}" for e in events
     )
+    # changed only before its start: its load ran wholly on the changed configuration
+    figures = (
+        "its figures are of the configuration after the change"
+        if all(forced_during_setup(e["after_s"]) for e in events)
+        else "its figures mix the configurations before and after"
+    )
     rec.add_warning(
         CHANGED_UNDER_RUN,
-        f"the environment was changed while this run ran ({said}): its figures mix the "
-        "configurations before and after, and its recorded settings and disk limit are those "
-        "at its start; not comparable as it is: repeat it without changes under it",
+        f"the environment was changed while this run ran ({said}): {figures}, and its "
+        "recorded settings and disk limit are those at its start; not comparable as it is: "
+        "repeat it without changes under it",
     )
     _cause_first(rec, events, ran_s)
 
@@ -273,7 +279,7 @@ def _cause_first(rec: RunRecord, events: Sequence[ForcedChange], ran_s: float | 
 
 
 def _when(after_s: float, ran_s: float | None) -> str:
-    if after_s < 0:
+    if forced_during_setup(after_s):
         return "during its set-up"
     if ran_s is not None and after_s > ran_s:
         return f"{after_s:g} s after it started, after its load, while it was being recorded"
