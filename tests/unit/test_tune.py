@@ -316,6 +316,16 @@ def test_interrupted_tune_restores_and_resumes(archive: Archive) -> None:
     assert states.count("fail") == 1 and states.count("complete") + states.count("pruned") == 4
 
 
+def test_a_trial_stopped_by_an_interruption_says_so(archive: Archive) -> None:
+    """Issue 43, pass 3: a trial whose run Ctrl-C stopped was a bare 'fail' with no reason in
+    `study show` (text and --json) and the report, while its run said 'interrupted'."""
+    backend = TuneFake(running={"e1"}, interrupt_at=3)  # baseline, trials 0, 1, then Ctrl-C
+    with pytest.raises(TuneInterrupted):
+        run_tune(_request(trials=4), archive=archive, backend=backend)  # type: ignore[arg-type]
+    [stopped] = [t for t in archive.get_study("t").extra["trials"] if t["state"] == "fail"]
+    assert stopped["reason"] == "interrupted"
+
+
 def test_a_signal_before_the_first_trial_leaves_the_study_interrupted(
     archive: Archive, monkeypatch: pytest.MonkeyPatch
 ) -> None:

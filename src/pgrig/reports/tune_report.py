@@ -460,7 +460,7 @@ def _trials(x: StudyExtra, runs: list[RunRecord], obj: Objective) -> Section:
     beside = tune_objective.beside_headings(obj)
     n = len(beside)
     table = Table.build(
-        ["trial", "state", label, *beside, "p95 ms", "run", "why pruned"],
+        ["trial", "state", label, *beside, "p95 ms", "run", "why pruned or failed"],
         rows,
         numeric={0, 2, *range(3, 3 + n), 3 + n, 4 + n},
     )

@@ -33,7 +33,7 @@ from pgrig import format, interrupts, paths
 from pgrig.analysis.compare import changed_under_run
 from pgrig.archive.protocol import RunStore
 from pgrig.archive.records import RunRecord, StudyRecord
-from pgrig.errors import Interrupted, NotFound, PgrigError, is_interruption
+from pgrig.errors import Interrupted, NotFound, PgrigError, first_line, is_interruption
 from pgrig.format import pgrig_command
 from pgrig.record.documents import DISK_LIMIT_CHANGE, AblationDoc, BestTrial, TrialDoc
 from pgrig.request import RunRequest
@@ -567,6 +567,11 @@ class _Tuner:
             stopped = getattr(e, "record", None)
             if stopped is not None:
                 trial.set_user_attr("run_id", stopped.id)
+            # why, as its run says it: an interrupted trial is not a bare 'fail'
+            why = getattr(stopped, "error", None) or (
+                "interrupted" if is_interruption(e) else first_line(e)
+            )
+            trial.set_user_attr("reason", why)
             self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise
         trial.set_user_attr("run_id", rec.id)
