@@ -4,6 +4,7 @@ options a run gets from the dataset, and what is refused before anything is made
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,35 @@ def test_the_same_script_elsewhere_is_the_same_script() -> None:
     planned = sysbench_dataset.run_options("sysbench", "l", LEDGER, {}, edited, WHERE)
     assert planned.options == ["--scale=2", "--tables=2"]
     assert [code for code, _ in planned.warnings] == ["script_changed"]
+
+
+def test_a_module_edited_since_the_prepare_is_a_changed_script(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 43, pass 3: ledger_run.lua edited after `db generate` ran with no warning, the
+    script's own SHA-256 unchanged; data recorded before modules were fingerprinted: none."""
+    modules = {"ledger_common.lua": "c1", "ledger_run.lua": "r1", "ledger_check.lua": "k1"}
+    prepared = {**LEDGER_DATA, "modules_sha256": modules}
+    now = {"ledger_common.lua": "c1", "ledger_run.lua": "r2", "ledger_new.lua": "n1"}
+    facts = {**FACTS, LEDGER: replace(FACTS[LEDGER], modules=now)}
+    monkeypatch.setattr(sysbench_lua, "describe", lambda _binary, script: facts[script])
+    planned = sysbench_dataset.run_options("sysbench", "l", LEDGER, {}, prepared, WHERE)
+    assert planned.options == ["--scale=2", "--tables=2"]
+    assert planned.warnings == [
+        (
+            "script_changed",
+            "the modules beside ledger.lua changed since it prepared the data of lab/pgrig "
+            "(the data of sysbench:ledger.lua prepared with scale=2 tables=2, generated "
+            "2026-11-28T10:00:00+00:00): ledger_run.lua edited; ledger_new.lua added; "
+            "ledger_check.lua removed",
+        )
+    ]
+    same = {**FACTS, LEDGER: replace(FACTS[LEDGER], modules=modules)}
+    monkeypatch.setattr(sysbench_lua, "describe", lambda _binary, script: same[script])
+    assert sysbench_dataset.run_options("sysbench", "l", LEDGER, {}, prepared, WHERE).warnings == []
+    assert (
+        sysbench_dataset.run_options("sysbench", "l", LEDGER, {}, LEDGER_DATA, WHERE).warnings == []
+    )
 
 
 def test_only_declared_options_come_from_the_bundled_dataset() -> None:

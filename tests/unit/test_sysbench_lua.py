@@ -114,6 +114,20 @@ def test_declarations_are_read_again_when_a_module_changes(tmp_path: Path) -> No
     assert sysbench_lua.describe("sysbench", script).options == {"rows": "10", "limit": "3"}
 
 
+@needs_sysbench
+def test_the_modules_beside_a_script_are_fingerprinted(tmp_path: Path) -> None:
+    """Issue 43, pass 3: only the script's own SHA-256 was kept, so data prepared before a
+    module was edited ran with no script_changed warning (tests/unit/test_sysbench_dataset.py)."""
+    for f in (FIXTURES / "no_check").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    script, common = tmp_path / "reader.lua", tmp_path / "reader_common.lua"
+    before = sysbench_lua.describe("sysbench", script)
+    assert before.modules == {"reader_common.lua": sysbench_lua.sha256_of(common)}
+    common.write_text(common.read_text() + "\n-- edited\n")
+    after = sysbench_lua.describe("sysbench", script)
+    assert after.sha256 == before.sha256 and after.modules != before.modules
+
+
 def test_shipped_files_are_the_script_and_the_lua_files_beside_it() -> None:
     shipped = sysbench_lua.shipped_files(LEDGER)
     assert shipped[0] == LEDGER

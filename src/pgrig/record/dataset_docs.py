@@ -61,6 +61,7 @@ class DatasetDoc(TypedDict, total=False):
     script: str
     script_name: str
     script_sha256: str
+    modules_sha256: dict[str, str]  # the Lua files beside the script, name -> SHA-256
     defines: dict[str, str]
     commands: list[str]
     # tickets (workloads/tickets/generate.py)

@@ -91,7 +91,7 @@ def _same_script(
     same_file = recorded == facts.path
     same_content = dataset.get("script_sha256") == facts.sha256
     if same_content:
-        return []
+        return _modules_changed(facts, dataset, where)
     if same_file:  # edited since: it may still read the data it made
         return [
             (
@@ -113,6 +113,33 @@ def _same_script(
         f"of {label}{which}: run {run}, or prepare this workload's data: "
         f"{generate_command(where, _data_of(facts.path), {})}"
     )
+
+
+def _modules_changed(
+    facts: ScriptFacts, dataset: DatasetDoc, where: tuple[str, str]
+) -> list[tuple[str, str]]:
+    """The script is the one that prepared the data, but a module beside it may have been
+    edited, added or removed since (data prepared before pgrig recorded modules: unknown)."""
+    before = dataset.get("modules_sha256")
+    if before is None or before == facts.modules:
+        return []
+    edited = sorted(
+        n for n in facts.modules.keys() & before.keys() if facts.modules[n] != before[n]
+    )
+    added = sorted(facts.modules.keys() - before.keys())
+    removed = sorted(before.keys() - facts.modules.keys())
+    said = "; ".join(
+        f"{', '.join(names)} {how}"
+        for names, how in ((edited, "edited"), (added, "added"), (removed, "removed"))
+        if names
+    )
+    return [
+        (
+            "script_changed",
+            f"the modules beside {facts.path.name} changed since it prepared the data of "
+            f"{where[0]}/{where[1]} ({describe_dataset(dataset)}): {said}",
+        )
+    ]
 
 
 def _data_of(script: Path) -> DatasetDoc:
@@ -296,6 +323,7 @@ def prepare(
         "script": str(path),
         "script_name": label,
         "script_sha256": facts.sha256,
+        "modules_sha256": dict(facts.modules),
         "defines": dict(defines),
         "commands": sorted(facts.commands),
         "jobs": jobs,

@@ -26,7 +26,7 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pgrig.errors import PgrigError
@@ -65,6 +65,9 @@ class ScriptFacts:
     # options whose default is a Lua number: sysbench reads their values as C's strtod does,
     # silently ("abc" and "" as 0, "1_000" as 1)
     numbers: frozenset[str] = frozenset()
+    # the Lua files beside it (its modules: sysbench-tpcc's tpcc_run.lua), name -> SHA-256:
+    # an edited module changes what runs as much as an edited script
+    modules: dict[str, str] = field(default_factory=dict)
 
     @property
     def validates_options(self) -> bool:
@@ -148,7 +151,8 @@ def _describe(
     # a script that declares no option has no `help` (sysbench then exits 1, after the probe)
     if "pgrig-probe-done" not in proc.stdout.splitlines():
         raise PgrigError(f"sysbench cannot load {script}: {_load_error(proc.stdout + proc.stderr)}")
-    return parse_probe(script, sha256_of(script), proc.stdout)
+    modules = {p.name: sha256_of(p) for p in shipped_files(script)[1:]}
+    return replace(parse_probe(script, sha256_of(script), proc.stdout), modules=modules)
 
 
 def parse_probe(script: Path, sha256: str, stdout: str) -> ScriptFacts:
