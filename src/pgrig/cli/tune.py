@@ -403,7 +403,14 @@ def show_study(store: RunStore, study_name: str, as_json: bool) -> None:
     from rich.table import Table
 
     t = Table(title=f"{rec.name} (tune, {rec.status})")
-    columns = ("trial", "state", "value", *tune_objective.beside_headings(obj), "run", "why pruned or failed")
+    columns = (
+        "trial",
+        "state",
+        "value",
+        *tune_objective.beside_headings(obj),
+        "run",
+        "why pruned or failed",
+    )
     for col in columns:
         t.add_column(col, overflow="fold")
     for trial in x.get("trials") or []:

@@ -12,7 +12,6 @@ own fields.
 from __future__ import annotations
 
 import math
-
 from typing import Any
 
 from typing_extensions import TypedDict
