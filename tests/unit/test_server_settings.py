@@ -209,6 +209,24 @@ def test_the_run_layer_is_set_and_cleared(env: Environment, server: FakeServer) 
     assert layer() == "none" and cleared == [True]  # once
 
 
+def test_clearing_the_run_layer_keeps_what_was_forced_meanwhile(
+    env: Environment, server: FakeServer
+) -> None:
+    """Issue 43, pass 3: `env set e1 work_mem=16MB --force` under a run was undone at the
+    run's end, which wrote pgrig.conf from the environment it had read at its start: env show
+    said 16MB, the server ran with the old value until the next run noted 'server settings
+    restored before the run'. The insights layer's run-time rewrites read env.json so too."""
+    layer = server_settings.set_run_layer(env, {"random_page_cost": "1.1"})
+    forced = Environment.load("lab")  # another process: `env set ... --force`
+    forced.settings = {"work_mem": "16MB"}
+    forced.save()
+    config.write_conf(forced, run=config.run_layer(forced))
+    layer()
+    assert "work_mem = '16MB'  # environment" in _conf(env).decode()
+    assert server.runs_with["work_mem"] == "16MB" and "random_page_cost" not in server.runs_with
+    assert env.current().settings == {"work_mem": "16MB"} and env.settings == {"work_mem": "4MB"}
+
+
 def test_a_refused_run_layer_is_cleared(env: Environment, server: FakeServer) -> None:
     own = _conf(env)
     cleared: list[bool] = []

@@ -274,7 +274,8 @@ class Collection:
         assert self.budget is not None
         runtime = sampling.runtime_settings(rate)
         run_journal.note_conf(self.env, sorted(runtime), run_journal.INSIGHTS)  # before
-        config.write_conf(self.env, insights_runtime=runtime)
+        # env.json as it is now: a setting forced under the run stays (Environment.current)
+        config.write_conf(self.env.current(), insights_runtime=runtime)
         self.runtime_on = True
         self._reload()
         t = round(time.time() - self.window_start(), 3)
@@ -325,7 +326,7 @@ class Collection:
     def _restore(self) -> None:
         try:
             if self.runtime_on:
-                config.write_conf(self.env)
+                config.write_conf(self.env.current())
                 self.runtime_on = False
                 try:
                     self._reload()

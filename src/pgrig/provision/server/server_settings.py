@@ -187,8 +187,8 @@ def drop_run_layer(env: Environment) -> None:
 
 def _drop_run_layer(env: Environment, *, write_conf: bool) -> None:
     (env.dir / config.RUN_LAYER_FILE).unlink(missing_ok=True)
-    if write_conf:
-        config.write_conf(env, run={})
+    if write_conf:  # with what was forced on the environment while the layer was on
+        config.write_conf(env.current(), run={})
 
 
 # --- rollback ---------------------------------------------------------------------------------

@@ -213,6 +213,20 @@ class Environment:
             damaged.reason = f"env.json: {reason}"
             raise damaged from None
 
+    def current(self) -> Environment:
+        """This environment as env.json says now: a run holds the object it read at its start,
+        and a command forced under it (`env set work_mem=16MB --force`) changed the file, so
+        what the run writes to pgrig.conf (its run layer taken off, the insights layer's
+        run-time values) is rendered from this, not from the start's copy, which would undo
+        the forced change behind `env show`'s back. Itself when the file cannot be read."""
+        if self.member_dir:
+            return self
+        try:
+            now = type(self).load(self.name)
+        except (PgrigError, ValueError, TypeError):
+            return self
+        return now if now.dir == self.dir else self
+
     def check_intact(self) -> None:
         """A managed environment whose data directory is gone cannot run: say how to repair."""
         if self.managed and not (self.datadir / "PG_VERSION").is_file() and self.standby_of:
