@@ -40,6 +40,8 @@ def test_a_setting_forced_under_a_run_is_an_event_of_the_run(
     assert "not comparable as it is" in warning["message"]
     shown = pgrig("runs", "show", str(doc["id"])).stdout
     assert "the environment was changed while this run ran" in " ".join(shown.split())
+    # the run's end (its insights layer put back) kept the forced setting: the server runs it
+    assert pgrig("env", "psql", lab, "-c", "SHOW work_mem").stdout.split()[2] == "8MB"
 
     compared = json.loads(pgrig("runs", "compare", str(plain.id), str(doc["id"]), "--json").stdout)
     tps = compared["comparisons"]["tps"]
