@@ -28,6 +28,7 @@ class DatasetDoc(TypedDict, total=False):
     scenario: str
     complete: bool
     pid: int
+    command: str  # while incomplete: the `pgrig db generate` asked, to run again as it is
     generated_at: str  # ISO UTC
     seconds: float
     size_bytes: int
