@@ -49,3 +49,23 @@ def test_an_incomplete_dataset_names_the_generate_that_was_asked(
         "pgrig", "db", "generate", "e2", "--scenario", "custom", "--db", "x y",
         "--sql", str(tmp_path / "my data.sql"),
     ]  # fmt: skip
+
+
+def test_an_interrupted_generate_names_the_generate_that_was_asked(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = Environment(name="e2", port=5999)
+    env.save()
+
+    def interrupted(*_a: object, **_k: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(datasets, "_check_room", lambda env, request: None)
+    monkeypatch.setattr(database, "ensure_database", lambda env, dbname: False)
+    monkeypatch.setattr(datasets, "_generate", interrupted)
+    with pytest.raises(datasets.GenerateInterrupted) as stopped:
+        datasets.generate(env, DatasetRequest(scenario="pgbench", scale=20))
+    assert str(stopped.value).endswith(
+        "recorded incomplete (runs refuse them): generate again (pgrig db generate e2 "
+        "--scenario pgbench --db pgrig --scale 20)"
+    )

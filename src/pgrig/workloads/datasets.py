@@ -62,7 +62,9 @@ def generate(
                 dropped = True
         if is_interruption(e):
             raise GenerateInterrupted(
-                interrupted_text(env.name, dbname, request.scenario, created, dropped)
+                interrupted_text(
+                    env.name, dbname, request.scenario, created, dropped, marker["command"]
+                )
             ) from None
         raise
     record(env, dbname, {**info, "complete": True})
@@ -73,9 +75,12 @@ class GenerateInterrupted(Interrupted):
     """Ctrl-C or a signal stopped a generate; the message says what was left or cleaned."""
 
 
-def interrupted_text(env: str, dbname: str, scenario: str, created: bool, dropped: bool) -> str:
+def interrupted_text(
+    env: str, dbname: str, scenario: str, created: bool, dropped: bool, again: str
+) -> str:
     """What an interrupted generate left: the database it made dropped again, or the data
-    of a database that was there, recorded incomplete (runs refuse it)."""
+    of a database that was there, recorded incomplete (runs refuse it); `again` is the
+    generate that was asked, to run again."""
     what = f"generating {scenario} data in {env}/{dbname} was interrupted"
     if created and dropped:
         return f"{what}; database {dbname}, made by this generate, was dropped again"
@@ -88,7 +93,7 @@ def interrupted_text(env: str, dbname: str, scenario: str, created: bool, droppe
         )
     return (
         f"{what}; its {scenario} tables are partly loaded and recorded incomplete (runs refuse "
-        f"them): generate again ({pgrig_command('db', 'generate', env, '--db', dbname)} ...)"
+        f"them): generate again ({again})"
     )
 
 
