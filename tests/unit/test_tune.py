@@ -206,6 +206,21 @@ def test_a_trial_changed_under_its_run_is_pruned_not_counted() -> None:
     )
 
 
+def test_a_trial_stopped_early_and_changed_under_its_run_says_both() -> None:
+    """The guardrail stopped the trial on a loaded host, and a forced change came under it:
+    the reason the tune prints names the change too (it is a fact of the run)."""
+    rec = make_record(tps=1000.0, status="aborted")
+    rec.id, rec.error = 9, "stopped early: p95 above 0.15 ms (2 x the baseline's) for 5 seconds"
+    rec.extra["changed_under_run"] = [
+        {"after_s": 3.0, "command": "env set --force", "change": "settings work_mem=8MB"}
+    ]
+    judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
+    assert judged.pruned and judged.reason == (
+        "run 9 aborted: stopped early: p95 above 0.15 ms (2 x the baseline's) for 5 seconds; "
+        "and it was changed while running (settings work_mem=8MB at 3 s)"
+    )
+
+
 def test_a_change_during_the_runs_set_up_is_said_so_not_at_a_negative_time() -> None:
     rec = make_record(tps=1000.0)
     rec.id = 8

@@ -61,12 +61,16 @@ class Guardrails:
         return stop_if
 
     def judge(self, rec: RunRecord) -> Judgement:
-        if rec.status != "ok":
-            return Judgement(True, f"run {rec.id} {rec.status}: {rec.error or 'no reason given'}")
-        if changed := changed_under_run(rec):
+        changed = "; ".join(changed_under_run(rec))
+        if rec.status != "ok":  # a change under it is said too: it is a fact of the run
+            also = f"; and it was changed while running ({changed})" if changed else ""
+            return Judgement(
+                True, f"run {rec.id} {rec.status}: {rec.error or 'no reason given'}{also}"
+            )
+        if changed:
             return Judgement(
                 True,
-                f"run {rec.id} was changed while running ({'; '.join(changed)}): not a trial "
+                f"run {rec.id} was changed while running ({changed}): not a trial "
                 "of its settings alone, not comparable",
             )
         limit, p95 = self.p95_limit_ms, rec.latency.p95
