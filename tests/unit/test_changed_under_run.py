@@ -99,3 +99,36 @@ def test_a_change_forced_just_before_the_start_is_said_as_during_set_up(
     assert "-0 s" not in (compare_runs([rec], [other]).reason or "")
     # a change during the load is said at its second
     assert forced_after_s(now.timestamp() + 2.04, now.timestamp()) == 2.0
+
+
+def test_a_run_whose_session_broke_says_what_was_forced_and_what_was_archived(
+    pgrig_home: Path,
+) -> None:
+    """Issue 43, pass 3: `env destroy e3 --yes --force` under a run's set-up ended it with
+    'the run's session on e3 failed (...): a run already begun is archived as failed, else
+    nothing was archived': neither the cause nor which of the two happened."""
+    import psycopg
+
+    from pgrig.load.core import runner
+    from pgrig.provision.state.environment import Environment
+
+    env = Environment(name="e3", port=5999)
+    env.save()
+    lock = env_lock.EnvLock(env.dir, env.name)
+    broken = psycopg.OperationalError("server closed the connection unexpectedly")
+    since = datetime.now(UTC).timestamp() - 5
+    note = {"at": since + 1, "command": "env restart --force", "change": "server restarted",
+            "holder": {"pid": 1}}  # fmt: skip
+    (env.dir / env_lock.FORCED_FILE).write_text(json.dumps(note) + "\n")
+    assert runner._session_failed(env, lock, since, broken) == (
+        "the run's session on e3 failed after `pgrig env restart --force` (server restarted) "
+        "under it (OperationalError: server closed the connection unexpectedly): nothing was "
+        "archived"
+    )
+    lock.run_id = 7  # begun: the lock names it
+    (env.dir / env_lock.FORCED_FILE).unlink()
+    (env.dir / "env.json").unlink()  # destroyed, its notes with it
+    assert runner._session_failed(env, lock, since, broken) == (
+        "the run's session on e3 failed after e3 was destroyed under it (OperationalError: "
+        "server closed the connection unexpectedly): run 7 is archived as failed"
+    )

@@ -9,6 +9,7 @@ Order of events (each step recorded in the RunRecord):
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -90,14 +91,31 @@ def execute(
         spec = spec.model_copy(update={"database": env.default_database})  # the DSN's own
     import psycopg
 
+    since = time.time()
     with guard.holding(env, console) as lock:  # one run per environment; a dead run undone
         try:
             return _execute(spec, env, lock, archive, console, live, stop_if)
         except psycopg.Error as e:  # e.g. `env restart --force` under the run's set-up
-            raise PgrigError(
-                f"the run's session on {env.name} failed ({first_line(e, named=True)}): a run "
-                "already begun is archived as failed, else nothing was archived"
-            ) from e
+            raise PgrigError(_session_failed(env, lock, since, e)) from e
+
+
+def _session_failed(env: Environment, lock: EnvLock, since: float, e: BaseException) -> str:
+    """Why the run's own session broke, as far as pgrig knows it: what was forced on the
+    environment meanwhile (its notes; an environment destroyed takes them with it) and
+    whether the run was archived (its lock names the run once begun)."""
+    from pgrig.provision.state import env_lock
+
+    forced = [
+        f"`pgrig {n.get('command')}` ({n.get('change')})"
+        for n in env_lock.forced_between(env.dir, since, time.time())
+    ]
+    if not forced and not (env.dir / "env.json").exists():
+        forced = [f"{env.name} was destroyed"]
+    cause = f" after {'; '.join(forced)} under it" if forced else ""
+    archived = f"run {lock.run_id} is archived as failed" if lock.run_id else "nothing was archived"
+    return (
+        f"the run's session on {env.name} failed{cause} ({first_line(e, named=True)}): {archived}"
+    )
 
 
 def _execute(
