@@ -442,6 +442,27 @@ def _forced_under(points: set[str]) -> Any:
     return decorate
 
 
+def test_a_disk_limit_forced_between_two_runs_stops_the_tune(archive: Archive) -> None:
+    """Issue 43, pass 3: `env set --disk-limit ... --force` while the tune held the
+    environment between two runs is no event of any run ('no run records this change'): the
+    trials after it ran on another disk than the baseline, and TPE compared them as one
+    search. The next run's own disk limit shows it, and the tune stops."""
+
+    def disk(rec: Any, spec: RunRequest) -> None:
+        text = "wiops=300" if spec.study_point in ("baseline", "trial-000") else "wiops=900"
+        rec.disk_limit = {"limit": {}, "text": text, "in_force": True}
+
+    backend = TuneFake(running={"e1"}, decorate=disk)
+    with pytest.raises(PgrigError) as stopped:
+        run_tune(_request(trials=3), archive=archive, backend=backend)  # type: ignore[arg-type]
+    assert str(stopped.value).startswith("run 3 ran under the disk limit wiops=900, the baseline")
+    assert "under wiops=300 (changed between two runs of the study)" in str(stopped.value)
+    [trial, stopped_one] = archive.get_study("t").extra["trials"]
+    assert trial["state"] == "complete" and stopped_one["state"] == "fail"
+    assert stopped_one["reason"].startswith("run 3 ran under the disk limit wiops=900")
+    assert backend.calls[-1] == ("restore", "e1")
+
+
 def test_a_trial_forced_under_is_pruned_and_a_changed_baseline_stops_the_tune(
     archive: Archive,
 ) -> None:

@@ -470,6 +470,7 @@ class _Tuner:
         self.t0 = clock()
         self.baseline_run: int | None = None
         self.baseline_s: float | None = None  # the baseline run's measured length
+        self.baseline_disk: str | None = None  # the disk limit the baseline ran under
         self.guard = Guardrails(None)
         self._confirmed = False
 
@@ -521,6 +522,7 @@ class _Tuner:
             ok = [rec]
         self.baseline_run = ok[-1].id
         self.baseline_s = ok[-1].measured_s
+        self.baseline_disk = _disk_text(ok[-1])
         self.guard = Guardrails(ok[-1].latency.p95)
 
     def _search(self) -> None:
@@ -758,7 +760,24 @@ class _Tuner:
         request = self.req.load.model_copy(
             update={"study": self.req.name, "study_point": point, "repeat": repeat, "prewarm": True}
         )
-        return self.backend.execute(request, self.archive, self.console, stop_if=stop_if)
+        rec = self.backend.execute(request, self.archive, self.console, stop_if=stop_if)
+        self._stop_if_disk_differs(rec)
+        return rec
+
+    def _stop_if_disk_differs(self, rec: RunRecord) -> None:
+        """A disk limit forced between two runs of the study (`env set --disk-limit ...
+        --force` while the tune held the environment between runs: no run's event says it)
+        shows in the next run's own record: it ran on another disk than the baseline, and the
+        study stops, as for a change under a run (_stop_if_disk_changed)."""
+        now = _disk_text(rec)
+        if self.baseline_disk is None or now == self.baseline_disk:
+            return
+        raise PgrigError(
+            f"run {rec.id} ran under the disk limit {now}, the baseline run "
+            f"{self.baseline_run} under {self.baseline_disk} (changed between two runs of the "
+            f"study): the runs before and after are not one search; start a new study "
+            f"(--name) on {self.env.name} as it is now"
+        )
 
     def _fail_stale_trials(self) -> None:
         """Trials left running by an interrupted process: failed, so they do not count."""
@@ -867,6 +886,11 @@ def no_trial_completed(trials: Sequence[TrialDoc]) -> str:
     )
     more = f"; and {len(ended) - 3} more" if len(ended) > 3 else ""
     return f"{said}: {count} ({reasons}{more}): nothing to confirm"
+
+
+def _disk_text(rec: RunRecord) -> str:
+    """The disk limit a run recorded at its start, as `env show` says it ('none' without)."""
+    return str((rec.disk_limit or {}).get("text") or "none")
 
 
 def _dataset_text(dataset: DatasetSpec) -> str:
