@@ -1,8 +1,8 @@
-"""TPC-C against real servers: load, initial state, a 30 s run, consistency, fidelity.
+"""TPC-C against real servers: load, initial state, a 20 s run, consistency, fidelity.
 
 Servers run as OS user postgres under /tmp on ports 26500-26599, listen on 127.0.0.1 only,
 run with fsync=off (correctness tests, not performance) and are always removed.
-The 30 s run (W=2, 16 clients) is the slow part of this module; everything else is seconds.
+The 20 s run (W=2, 16 clients) is the slow part of this module; everything else is seconds.
 """
 
 from __future__ import annotations
@@ -289,14 +289,14 @@ def test_pgbench_scripts_refuse_more_warehouses_than_loaded(loaded: dict, tmp_pa
     assert defines["tpcc_w"] == "2" and max_tries > 1 and len(specs) == 6
 
 
-# --- a 30 s run: correctness and fidelity ----------------------------------------------------
+# --- a 20 s run: correctness and fidelity ----------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def run30(server: Server, loaded: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """W=2, 16 clients, 30 s; function call counts on to measure the by-name share. Each
+def run20(server: Server, loaded: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """W=2, 16 clients, 20 s; function call counts on to measure the by-name share. Each
     realised share is checked within 4 binomial sigmas, which a right mix passes at any count:
-    30 s gives thousands of transactions, enough to see a share off by a point."""
+    20 s gives thousands of transactions, enough to see a share off by a point."""
     conninfo = loaded["conninfo"]
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("ALTER DATABASE tpcc SET track_functions = 'pl'")
@@ -304,7 +304,7 @@ def run30(server: Server, loaded: dict, tmp_path_factory: pytest.TempPathFactory
     rollbacks_before = _scalar(
         conninfo, "SELECT xact_rollback FROM pg_stat_database WHERE datname = 'tpcc'"
     )
-    run = _pgbench(server, "tpcc", tmp_path_factory.mktemp("run30"), clients=16, seconds=30)
+    run = _pgbench(server, "tpcc", tmp_path_factory.mktemp("run20"), clients=16, seconds=20)
     calls: dict[str, int] = {}
     for _ in range(50):  # backends flush their function counters as they exit
         with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -320,7 +320,7 @@ def run30(server: Server, loaded: dict, tmp_path_factory: pytest.TempPathFactory
     )
     return {
         "run": run,
-        "summary": tpcc.summarize(run.results, 30.0),
+        "summary": tpcc.summarize(run.results, 20.0),
         "fidelity": tpcc.fidelity(conninfo),
         "calls": calls,
         "server_rollbacks": rollbacks_after - rollbacks_before,
@@ -328,42 +328,42 @@ def run30(server: Server, loaded: dict, tmp_path_factory: pytest.TempPathFactory
     }
 
 
-def test_run_completes_without_failures(run30: dict) -> None:
-    run, s = run30["run"], run30["summary"]
+def test_run_completes_without_failures(run20: dict) -> None:
+    run, s = run20["run"], run20["summary"]
     assert run.returncode == 0, run.stderr[-2000:]
     assert "aborted" not in run.stderr
     assert s["failures"] == 0
     assert s["nopm"] > 0 and s["tpm"] > s["nopm"]
-    print("TPC-C W=2 16 clients 30 s:", {k: s[k] for k in ("nopm", "tpm", "rollbacks", "retried")})
+    print("TPC-C W=2 16 clients 20 s:", {k: s[k] for k in ("nopm", "tpm", "rollbacks", "retried")})
 
 
-def test_checker_passes_after_the_run(run30: dict) -> None:
-    results = tpcc.check(run30["conninfo"])
+def test_checker_passes_after_the_run(run20: dict) -> None:
+    results = tpcc.check(run20["conninfo"])
     failed = [r for r in results if r.passed is False]
     assert failed == [], tpcc.format_check(results)
     eleven = next(r for r in results if r.number == 11)
     assert eleven.passed is None and "Delivery has run" in (eleven.skipped or "")
 
 
-def test_log_and_data_agree_exactly(run30: dict) -> None:
+def test_log_and_data_agree_exactly(run20: dict) -> None:
     """Committed New-Orders in the log = orders in the data; rollbacks left no trace."""
-    s, f = run30["summary"], run30["fidelity"]
+    s, f = run20["summary"], run20["fidelity"]
     types = s["types"]
     assert f["new_orders"] == types["new_order"]["transactions"]
     assert f["orders"] == types["new_order"]["transactions"]
     assert f["payments"] == types["payment"]["transactions"] == f["payments_by_customer"]
-    assert run30["calls"]["tpcc_payment"] == types["payment"]["transactions"]
-    assert run30["calls"]["tpcc_order_status"] == types["order_status"]["transactions"]
+    assert run20["calls"]["tpcc_payment"] == types["payment"]["transactions"]
+    assert run20["calls"]["tpcc_order_status"] == types["order_status"]["transactions"]
     # every rollback-script transaction ended as a real rollback on the server
     if s["retried"] == 0:
-        assert run30["server_rollbacks"] == s["rollbacks"]
+        assert run20["server_rollbacks"] == s["rollbacks"]
     else:
-        assert run30["server_rollbacks"] >= s["rollbacks"]
+        assert run20["server_rollbacks"] >= s["rollbacks"]
 
 
-def test_realised_inputs_match_the_spec(run30: dict) -> None:
+def test_realised_inputs_match_the_spec(run20: dict) -> None:
     """Mix, rollback rate, remote shares and by-name share within 4 binomial sigmas."""
-    s, f, calls = run30["summary"], run30["fidelity"], run30["calls"]
+    s, f, calls = run20["summary"], run20["fidelity"], run20["calls"]
     total = s["transactions"]
     types = s["types"]
     report = {
@@ -393,8 +393,8 @@ def test_realised_inputs_match_the_spec(run30: dict) -> None:
     assert _within(calls["tpcc_customer_by_name"], lookups, 0.60)
 
 
-def test_corrupted_database_fails_with_a_clear_report(run30: dict) -> None:
-    conninfo = run30["conninfo"]
+def test_corrupted_database_fails_with_a_clear_report(run20: dict) -> None:
+    conninfo = run20["conninfo"]
     one_customer = "(c_w_id, c_d_id, c_id) = (2, 3, 4)"
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("UPDATE warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 1")

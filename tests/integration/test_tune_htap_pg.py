@@ -1,5 +1,5 @@
 """`pgrig tune ENV --preset htap` end to end on a real PostgreSQL 18 with a tiny budget (2
-warehouses, 1 trial, runs of 4 s, 2 confirmation rounds, no ablation): the preset generates
+warehouses, 1 trial, runs of 3 s, 2 confirmation rounds, no ablation): the preset generates
 CH-benCHmark's data, every run is a chbench run with one analytic stream judged on NOPM, and
 the trials carry the analytic queries per hour beside it (study show, text and --json; tune
 show). Timing says nothing here (a shared host): only that every part ran and was reported."""
@@ -32,7 +32,7 @@ def tuned() -> Iterator[dict]:
             before = json.loads(pgrig("env", "show", "lab", "--json").stdout)["layers"]
             proc = pgrig(
                 "tune", "lab", "--preset", "htap", "--warehouses", "2", "--clients", "2",
-                "--trials", "1", "--duration", "4s", "--warmup", "1s", "--confirm-repeats", "2",
+                "--trials", "1", "--duration", "3s", "--warmup", "1s", "--confirm-repeats", "2",
                 "--ablation-repeats", "0", "--name", STUDY, "--format", "md", check=False,
             )  # fmt: skip
             after = json.loads(pgrig("env", "show", "lab", "--json").stdout)["layers"]
@@ -82,7 +82,7 @@ def test_the_trial_record_carries_nopm_and_the_analytic_queries_per_hour(tuned: 
     assert rec["nopm"] > 0
     if trial["state"] == "complete":
         assert trial["value"] == pytest.approx(rec["nopm"])
-    # beside the objective: the run's own figure, 0 when no query completed in 4 s
+    # beside the objective: the run's own figure, 0 when no query completed in 3 s
     assert trial["beside"] == {QPH: rec["chbench"]["qph"]}
     assert rec["chbench"]["qph"] is not None and rec["chbench"]["qph"] >= 0
     [row] = study["beside"]

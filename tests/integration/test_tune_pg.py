@@ -231,7 +231,7 @@ def test_preset_brings_its_workload_clients_and_data(lab: Path, resumed: dict) -
     asked for (generated, since the lab holds scale 1)."""
     proc = pgrig(
         "tune", "lab", "--preset", "read-heavy", "--scale", "2", "--trials", "1",
-        "--duration", "2s", "--warmup", "0", "--confirm-repeats", "2",
+        "--duration", "1s", "--warmup", "0", "--confirm-repeats", "2",
         "--ablation-repeats", "0", "--name", "p1", check=False,
     )  # fmt: skip
     assert "generating pgbench data (scale 2)" in proc.stderr, proc.stderr
