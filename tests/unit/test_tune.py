@@ -18,6 +18,7 @@ from pgrig.tune import confirm, space
 from pgrig.tune.guardrails import Guardrails
 from pgrig.tune.objective import objective
 from pgrig.tune.runner import TuneInterrupted, TunePlan, restore_leftovers, run_tune
+from pgrig.views import tune_attribution
 
 GIB = 1024**3
 
@@ -461,6 +462,13 @@ def test_a_disk_limit_forced_between_two_runs_stops_the_tune(archive: Archive) -
     assert trial["state"] == "complete" and stopped_one["state"] == "fail"
     assert stopped_one["reason"].startswith("run 3 ran under the disk limit wiops=900")
     assert backend.calls[-1] == ("restore", "e1")
+    # the study says why it failed, not only where (study show, its --json, tune show)
+    study = archive.get_study("t")
+    said = tune_attribution.unfinished(study.status, study.extra, archive.study_runs("t"))
+    assert said == (
+        f"failed in its search after 1 of 3 trials: nothing confirmed; it stopped on: "
+        f"{stopped.value}"
+    )
 
 
 def test_a_trial_forced_under_is_pruned_and_a_changed_baseline_stops_the_tune(

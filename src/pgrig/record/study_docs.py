@@ -86,6 +86,7 @@ class StudyExtra(TypedDict, total=False):
     # a tune study (tune/runner.py)
     journal: str
     phase: str  # where it is: "data generation", "baseline" (what an interruption stopped)
+    error: str  # why a tune that failed stopped (its error's first line; said when failed)
     dataset: str  # the data its preset generates, in words ("pgbench data, scale 10")
     space: list[SpaceKnobDoc]
     notes: list[str]

@@ -325,6 +325,8 @@ def _tune(
             status = "interrupted" if interrupted else "failed"
             if created and not interrupted and archive.delete_empty_study(req.name):
                 raise  # nothing ran: no study left behind, the corrected command starts afresh
+            if not interrupted:  # why it stopped, on every surface that says it failed
+                archive.update_study_extra(req.name, {"error": first_line(e)})
             archive.set_study_status(req.name, status)
         if interrupted:
             raise TuneInterrupted(TuneResult(req.name, status, walker.done())) from None

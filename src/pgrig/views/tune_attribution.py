@@ -188,6 +188,8 @@ def unfinished(status: str, extra: StudyExtra, runs: Sequence[RunRecord]) -> str
             where = f"in its ablation after {whole} of {plan.get('repeats')} rounds{begun}: {rest}"
         else:
             where = "after its confirmation"
+    if status == "failed" and extra.get("error"):  # what stopped it (tune/runner.py)
+        return f"{status} {where}; it stopped on: {extra.get('error')}"
     return f"{status} {where}"
 
 
