@@ -25,7 +25,8 @@ def _answer(
     def each(*_args: object, **_kwargs: object) -> Iterator[object]:
         yield from done
         if stop:
-            raise RunInterrupted(SimpleNamespace(id=repeat, status="aborted"))  # type: ignore[arg-type]
+            stopped = SimpleNamespace(id=repeat, status="aborted", error="interrupted by the user")
+            raise RunInterrupted(stopped)  # type: ignore[arg-type]
 
     monkeypatch.setattr(repeats, "each", each)
     monkeypatch.setattr(common, "open_archive", lambda _archive: None)
@@ -51,3 +52,16 @@ def test_repeats_are_a_list_ended_or_interrupted(
 ) -> None:
     assert [d["status"] for d in _answer(monkeypatch, capsys, 2, stop=False)] == ["ok", "ok"]
     assert [d["status"] for d in _answer(monkeypatch, capsys, 2, stop=True)] == ["ok", "aborted"]
+
+
+def test_an_interrupted_run_says_why_last_on_stderr_with_json_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43, pass 3: `pgrig run --json` stopped by Ctrl-C printed its record on stdout and
+    nothing on stderr, where a failed run's reason comes last (docs/development.md)."""
+    said: list[str] = []
+    monkeypatch.setattr(run_cli, "_say_why_not_ok", lambda records: said.extend(
+        f"run {r.id} {r.status}" for r in records if r.status != "ok"
+    ))  # fmt: skip
+    _answer(monkeypatch, capsys, 2, stop=True)
+    assert said == ["run 2 aborted"]

@@ -399,6 +399,7 @@ def _execute_repeats(
             if as_json:  # the shape of an uninterrupted answer: one run, one object
                 docs = [_stored_json(store, r) for r in records]
                 common.print_json(docs[0] if repeat == 1 else docs)
+                _say_why_not_ok(records)  # stderr says it last, as for a failed run
             else:  # earlier repeats were printed as they finished
                 _print_human(stop.record)
             sys.exit(130)
