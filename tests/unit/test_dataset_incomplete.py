@@ -69,3 +69,24 @@ def test_an_interrupted_generate_names_the_generate_that_was_asked(
         "recorded incomplete (runs refuse them): generate again (pgrig db generate e2 "
         "--scenario pgbench --db pgrig --scale 20)"
     )
+
+
+def test_a_generate_under_a_disk_limit_says_its_writes_wait(
+    pgrig_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43, pass 3: `db generate e4 -s 1` at wbps=1MB sat 33 s at 'generating 99%' with
+    no word of the limit its writes waited for (env create says it)."""
+    from pgrig.cli import db
+
+    monkeypatch.setattr(datasets, "generate", lambda env, request, progress: {})
+    env = Environment(name="e4", port=5999)
+    env.disk_limit = {"wbps": 1048576, "wiops": 30}
+    db._generate(env, DatasetRequest(scenario="pgbench", scale=1), "e4", "pgrig")
+    said = " ".join(capsys.readouterr().err.split())
+    assert said.startswith(
+        "· generating under the disk limit wiops=30, wbps=1MB: its writes wait for it "
+        "(`pgrig env set e4 --disk-limit none` lifts it)"
+    )
+    env.disk_limit = None  # none: nothing said
+    db._generate(env, DatasetRequest(scenario="pgbench", scale=1), "e4", "pgrig")
+    assert "disk limit" not in capsys.readouterr().err

@@ -136,8 +136,18 @@ def _generate(
 ) -> DatasetDoc:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from pgrig.provision.server import disk_throttle
+    from pgrig.request import disk_limit
     from pgrig.workloads import datasets
 
+    limit = disk_throttle.limit_of_or_none(environment)
+    if limit is not None:  # else the bar sits at 99% for as long as the writes wait, unsaid
+        common.err_console().print(
+            f"· generating under the disk limit {disk_limit.describe(limit)}: its writes wait "
+            f"for it (`{fmt.pgrig_command('env', 'set', env, '--disk-limit', 'none')}` lifts it)",
+            highlight=False,
+            soft_wrap=True,
+        )
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
