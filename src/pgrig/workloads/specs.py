@@ -93,11 +93,24 @@ def parse_workloads(items: list[str]) -> list[ScriptSpec]:
         else:
             path = Path(name).expanduser()
             if not path.is_file():
-                raise PgrigError(f"script file not found: {name}")
+                raise PgrigError(f"script file not found: {name}{_meant(name)}")
             scripts.append(ScriptSpec(name=path.name, path=str(path.resolve()), weight=weight))
     if sum(s.weight for s in scripts) == 0:
         raise PgrigError("all workload weights are 0")
     return scripts
+
+
+def _meant(name: str) -> str:
+    """A missing file named as a built-in workload without its prefix (`-w tpcb-like`): the
+    workload it names."""
+    from pgrig.workloads import sysbench
+
+    builtin = next((k for k, v in BUILTINS.items() if name in (k, v)), None)
+    if builtin is not None:
+        return f" (the pgbench built-in is pgbench:{builtin})"
+    if name.removesuffix(".lua") in sysbench.OLTP_TESTS:
+        return f" (the sysbench test is {sysbench.PREFIX}{name.removesuffix('.lua')})"
+    return ""
 
 
 def workload_label(items: list[str]) -> str:
