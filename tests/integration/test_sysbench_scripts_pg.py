@@ -155,6 +155,27 @@ def test_a_script_without_check_says_so(lab: tuple[str, Path], tmp_path: Path) -
     )
 
 
+def test_a_module_edited_after_the_prepare_is_warned(lab: tuple[str, Path], tmp_path: Path) -> None:
+    """Issue 43, pass 3: a module beside the script edited after `db generate` ran with no
+    script_changed warning (only the script's own SHA-256 was kept with the data)."""
+    env, _script = lab
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "sysbench" / "no_check"
+    shutil.copytree(fixture, tmp_path / "edited")
+    script = tmp_path / "edited" / "reader.lua"
+    pgrig("db", "generate", env, "--db", "edited", "--scenario", "sysbench", "--script",
+          str(script))  # fmt: skip
+    common = tmp_path / "edited" / "reader_common.lua"
+    common.write_text(common.read_text() + "\n-- edited after the prepare\n")
+    run = json.loads(
+        pgrig("run", env, "--db", "edited", "-w", f"sysbench:{script}", "-T", "1", "--json").stdout
+    )
+    [said] = [w["message"] for w in run["warnings"] if w["code"] == "script_changed"]
+    assert said.startswith(
+        f"the modules beside reader.lua changed since it prepared the data of {env}/edited"
+    )
+    assert said.endswith(": reader_common.lua edited")
+
+
 ROOT = EXAMPLE.parents[2]
 
 
