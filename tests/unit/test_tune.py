@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from study_fakes import FakeBackend, make_record
 
+from pgrig.archive.records import RunRecord
 from pgrig.archive.store import Archive
 from pgrig.errors import PgrigError
 from pgrig.request import RunRequest
@@ -193,13 +194,18 @@ def test_guardrails() -> None:
     assert not Guardrails(None).judge(make_record(tps=10.0)).pruned
 
 
+def _with_forced_change(rec: RunRecord, run_id: int, after_s: float, change: str) -> RunRecord:
+    """`rec` as run `run_id` with one `env set --force` change under it, `after_s` in."""
+    rec.id = run_id
+    rec.extra["changed_under_run"] = [
+        {"after_s": after_s, "command": "env set --force", "change": change}
+    ]
+    return rec
+
+
 def test_a_trial_changed_under_its_run_is_pruned_not_counted() -> None:
     """Issue 43 (F3): a run with `env set --force` under it measured two configurations."""
-    rec = make_record(tps=1000.0)
-    rec.id = 7
-    rec.extra["changed_under_run"] = [
-        {"after_s": 4.2, "command": "env set --force", "change": "settings work_mem=8MB"}
-    ]
+    rec = _with_forced_change(make_record(tps=1000.0), 7, 4.2, "settings work_mem=8MB")
     judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
     assert judged.pruned and judged.reason == (
         "run 7 was changed while running (settings work_mem=8MB at 4.2 s): not a trial of its "
@@ -210,11 +216,10 @@ def test_a_trial_changed_under_its_run_is_pruned_not_counted() -> None:
 def test_a_trial_stopped_early_and_changed_under_its_run_says_both() -> None:
     """The guardrail stopped the trial on a loaded host, and a forced change came under it:
     the reason the tune prints names the change too (it is a fact of the run)."""
-    rec = make_record(tps=1000.0, status="aborted")
-    rec.id, rec.error = 9, "stopped early: p95 above 0.15 ms (2 x the baseline's) for 5 seconds"
-    rec.extra["changed_under_run"] = [
-        {"after_s": 3.0, "command": "env set --force", "change": "settings work_mem=8MB"}
-    ]
+    rec = _with_forced_change(
+        make_record(tps=1000.0, status="aborted"), 9, 3.0, "settings work_mem=8MB"
+    )
+    rec.error = "stopped early: p95 above 0.15 ms (2 x the baseline's) for 5 seconds"
     judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
     assert judged.pruned and judged.reason == (
         "run 9 aborted: stopped early: p95 above 0.15 ms (2 x the baseline's) for 5 seconds; "
@@ -223,11 +228,7 @@ def test_a_trial_stopped_early_and_changed_under_its_run_says_both() -> None:
 
 
 def test_a_change_during_the_runs_set_up_is_said_so_not_at_a_negative_time() -> None:
-    rec = make_record(tps=1000.0)
-    rec.id = 8
-    rec.extra["changed_under_run"] = [
-        {"after_s": -0.9, "command": "env set --force", "change": "disk limit set to wiops=300"}
-    ]
+    rec = _with_forced_change(make_record(tps=1000.0), 8, -0.9, "disk limit set to wiops=300")
     judged = Guardrails(baseline_p95_ms=10.0).judge(rec)
     assert judged.reason == (
         "run 8 was changed while running (disk limit set to wiops=300 during its set-up): not a "

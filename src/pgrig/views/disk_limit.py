@@ -40,11 +40,10 @@ def _changed_since(rec: RunRecord) -> str:
     if not events:
         return ""
     said = ", ".join(f"{e.get('change')} {forced_when(e.get('after_s', 0))}" for e in events)
+    command = f"(`pgrig {events[0].get('command')}`)"
     if all(forced_during_setup(e.get("after_s", 0)) for e in events):  # before its load
-        return f" when the run read it only; then {said}, under which its load ran" + (
-            f" (`pgrig {events[0].get('command')}`)"
-        )
-    return f" at the start only; then {said} (`pgrig {events[0].get('command')}`)"
+        return f" when the run read it only; then {said}, under which its load ran {command}"
+    return f" at the start only; then {said} {command}"
 
 
 def items(rec: RunRecord) -> list[tuple[str, str]]:
